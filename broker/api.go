@@ -1,0 +1,311 @@
+package broker
+
+// This file is the contract between broker/ and httpapi/: the request and result
+// shapes of every operation the HTTP layer calls. The HTTP layer only parses into
+// these types and encodes them; every rule (spec sections 1-8) lives in broker/.
+
+import (
+	"errors"
+	"time"
+)
+
+// QueueModeGroup is the implicit consumer group of a pop or ack that names none
+// (seed 000, "Consumer groups"; spec 3.7).
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// DefaultPartition is the partition of a push item that names none, or names "" (spec 1.1, 11 #28).
+const DefaultPartition = "Default"
+
+// Sentinel errors. httpapi maps them to statuses: ErrBadRequest → 400,
+// ErrNotFound → 404, ErrClosed → 503, anything else → 500. Wrapped errors keep
+// the sentinel (errors.Is) and carry the user-facing message in Error().
+var (
+	ErrBadRequest = errors.New("bad request")
+	ErrNotFound   = errors.New("not found")
+	ErrClosed     = errors.New("broker closed")
+)
+
+// BadRequest returns an error that wraps ErrBadRequest and whose Error() is msg
+// exactly, so the HTTP layer can send {"error": msg}.
+func BadRequest(msg string) error { return &userError{msg: msg, kind: ErrBadRequest} }
+
+// NotFound returns an error that wraps ErrNotFound and whose Error() is msg exactly.
+func NotFound(msg string) error { return &userError{msg: msg, kind: ErrNotFound} }
+
+type userError struct {
+	msg  string
+	kind error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.kind }
+
+// QueueOptions are a queue's options with spec section 2.2 units: seconds unless
+// the name or comment says otherwise.
+type QueueOptions struct {
+	LeaseTime                 int64 // s; 0 means the 60 s fallback at pop time
+	RetryLimit                int64 // count of explicit failed releases before the DLQ
+	RetryDelay                int64 // ms; stored and echoed only
+	MaxSize                   int64 // messages pending after the __QUEUE_MODE__ cursor; 0 = unlimited
+	TTL                       int64 // s; stored and echoed only
+	Priority                  int64
+	DelayedProcessing         int64 // s
+	WindowBuffer              int64 // s
+	MinPopWaitTime            int64 // ms, clamped to 0..60000
+	RetentionSeconds          int64
+	CompletedRetentionSeconds int64
+	MaxWaitTimeSeconds        int64
+	RetentionEnabled          bool
+	EncryptionEnabled         bool
+	DeadLetterQueue           bool
+	DLQAfterMaxRetries        bool
+}
+
+// DefaultQueueOptions are the options of an auto-created queue and of every option
+// a configure request leaves out (spec 1.3, 2.2).
+func DefaultQueueOptions() QueueOptions {
+	return QueueOptions{LeaseTime: 300, RetryLimit: 3, RetryDelay: 1000, TTL: 3600}
+}
+
+// ConfigureRequest is POST /api/v1/configure (spec 2.1): a whole replace.
+type ConfigureRequest struct {
+	Queue     string
+	Namespace string
+	Task      string
+	Options   QueueOptions
+}
+
+// ConfigureResult is the 200 answer of configure (spec 2.4).
+type ConfigureResult struct {
+	QueueID     string
+	PartitionID string // id of the Default partition
+	Queue       string
+	Namespace   string
+	Task        string
+	Options     QueueOptions
+}
+
+// PushItem is one item of POST /api/v1/push or of a transaction's push op (spec 1.1).
+type PushItem struct {
+	Queue         string
+	Partition     string // "" means Default
+	Payload       []byte // the raw JSON value exactly as pushed; nil means null
+	TransactionID string // "" means generate a UUID
+	TraceID       string // "" means null
+	ProducerSub   string // stamped by the HTTP layer from auth; "" means null
+}
+
+// PushStatus is the per-item outcome of a push (spec 1.6).
+type PushStatus uint8
+
+const (
+	PushQueued PushStatus = iota
+	PushDuplicate
+	PushFailed
+	PushBuffered
+)
+
+func (s PushStatus) String() string {
+	switch s {
+	case PushQueued:
+		return "queued"
+	case PushDuplicate:
+		return "duplicate"
+	case PushFailed:
+		return "failed"
+	default:
+		return "buffered"
+	}
+}
+
+// PushResult is one entry of the push answer, in input order (spec 1.6).
+type PushResult struct {
+	Status        PushStatus
+	TransactionID string
+	MessageID     string // queued: new id; duplicate: the existing message's id
+	PartitionID   string
+	Partition     string
+	TraceID       string // "" means null
+	Queue         string
+	Error         string // failed only
+}
+
+// PopRequest is one of the three pop shapes (spec 3.1, 3.2) with broker defaults
+// already applied by the HTTP layer (batch 200, partitions 1, timeout 30000 ms).
+type PopRequest struct {
+	Queue     string // wildcard or targeted pop; "" for a discovery pop
+	Partition string // non-empty: targeted pop of exactly this partition
+	Namespace string // discovery filter
+	Task      string // discovery filter
+
+	Batch            int
+	Partitions       int
+	Group            string // "" means QueueModeGroup
+	AutoAck          bool
+	Wait             bool
+	Timeout          time.Duration
+	LeaseSeconds     int64  // <= 0 means the queue's leaseTime, else 60
+	SubscriptionMode string // "all", "new", "new-only"; anything else means all
+	SubscriptionFrom string // "", "now" or ISO 8601; unparsable → ErrBadRequest
+	WorkerID         string
+}
+
+// Message is one delivered message (spec 3.3). Payload may alias broker-owned
+// memory: it is valid until PopResult.Release.
+type Message struct {
+	ID              string
+	TransactionID   string
+	TraceID         string // "" means null
+	ProducerSub     string // "" means null
+	Payload         []byte
+	CreatedAtMicros int64 // the segment timestamp, µs since the Unix epoch
+	Queue           string
+	Partition       string
+	PartitionID     string
+	RetryCount      int64
+	Offset          uint64
+}
+
+// PopResult is the 200 envelope of a pop; no messages means 204 (spec 3.3, 3.4).
+type PopResult struct {
+	Queue             string // "" for a discovery pop
+	Partition         string // first claimed partition
+	PartitionID       string
+	LeaseID           string // "" with autoAck
+	Group             string
+	Messages          []Message
+	PartitionsClaimed int
+
+	release func()
+}
+
+// Release returns the buffers the messages' payloads alias. Call it once the
+// response has been written; the result must not be used afterwards.
+func (r *PopResult) Release() {
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// AckItem is one acknowledgement (spec 4.1, 4.2).
+type AckItem struct {
+	TransactionID string
+	PartitionID   string
+	LeaseID       string // "" skips the lease check (spec 4.6 step 1)
+	Status        string // "" means completed
+	Error         string // kept on DLQ entries
+}
+
+// AckResult is one result item, in input order (spec 4.4). Empty strings encode as null.
+type AckResult struct {
+	Index            int
+	TransactionID    string
+	Success          bool
+	Error            string
+	QueueName        string
+	PartitionName    string
+	LeaseReleased    bool
+	DLQ              bool
+	AlreadyCommitted bool
+}
+
+// TxOp is one flattened transaction operation (spec 5.1).
+type TxOp struct {
+	Type  string // "push" or "ack"
+	Push  PushItem
+	Ack   AckItem
+	Group string // ack ops only; "" means QueueModeGroup
+}
+
+// TxOpResult is one operation's result (spec 5.3).
+type TxOpResult struct {
+	Index         int
+	Type          string
+	Success       bool
+	TransactionID string
+	MessageID     string
+	PartitionID   string
+	QueueName     string
+	Error         string
+	DLQ           bool
+}
+
+// TxResult is the 200 answer of POST /api/v1/transaction (spec 5.3).
+type TxResult struct {
+	TransactionID string
+	Success       bool
+	Error         string
+	Results       []TxOpResult
+}
+
+// ExtendResult is the answer of POST /api/v1/lease/:leaseId/extend (spec 6).
+type ExtendResult struct {
+	Renewed            int
+	NewExpiresAtMicros int64  // 0 when nothing was renewed
+	Error              string // "Lease not found", "Lease already expired" or ""
+}
+
+// SeekResult is the answer of a queue-wide seek (spec 7.1).
+type SeekResult struct {
+	PartitionsUpdated int
+}
+
+// PartitionSeekResult is the answer of a one-partition seek (spec 7.2).
+type PartitionSeekResult struct {
+	Updated             bool
+	CursorMovedToMicros int64 // 0 means null
+}
+
+// DLQFilter selects dead-letter entries (spec 8.6). Zero values mean no filter;
+// Limit 0 means 100.
+type DLQFilter struct {
+	Queue, Group, Partition string
+	FromMicros, ToMicros    int64
+	Limit, Offset           int
+}
+
+// DLQEntry is one dead-lettered message (spec 4.5, 8.6).
+type DLQEntry struct {
+	ID              string
+	TransactionID   string
+	PartitionID     string
+	Queue           string
+	Partition       string
+	Group           string
+	ErrorMessage    string
+	RetryCount      int64
+	Payload         []byte
+	ProducerSub     string
+	CreatedAtMicros int64
+	FailedAtMicros  int64
+}
+
+// GroupSummary is one (group, queue) row of GET /api/v1/consumer-groups (spec 7.6).
+type GroupSummary struct {
+	Name                  string
+	Queue                 string
+	Members               int // partitions with a cursor
+	PartitionsWithLag     int
+	TotalLag              int64
+	MaxTimeLagSeconds     int64
+	State                 string // Stable, Lagging, Dead
+	SubscriptionMode      string // "" means null
+	SubscriptionMicros    int64  // 0 means null
+	SubscriptionCreatedAt int64  // µs; 0 means null
+}
+
+// Stats is what /metrics and /metrics/prometheus expose.
+type Stats struct {
+	PushRequests, PushMessages uint64
+	PopRequests, PopMessages   uint64
+	AckRequests, AckMessages   uint64
+	AckSuccess, AckFailed      uint64
+	DLQMessages                uint64
+	ParkedPops                 int64
+	Queues, Partitions         int
+	OpenPartitions             int
+	TotalLag                   int64
+	// SyncLatencyMicros are the durations of recent group-commit syncs (µs), for a histogram.
+	SyncLatencyMicros []int64
+}
