@@ -6,23 +6,9 @@ package broker
 import (
 	"context"
 	"errors"
-	"time"
-
-	"github.com/rs/zerolog"
 )
 
 var errNotImplemented = errors.New("not implemented yet")
-
-// Config configures a Broker. Zero values mean the documented defaults.
-type Config struct {
-	DataDir            string        // created if missing
-	Sync               string        // "always" (default), "interval", "never"
-	SyncInterval       time.Duration // for Sync "interval"; default 10 ms
-	CheckpointInterval time.Duration // cursor journal checkpoint period; default 5 ms
-	MaxSegmentFileSize int64         // bytes; default 64 MiB
-	MaxBatch           int           // pop batch cap; default 10000
-	Logger             zerolog.Logger
-}
 
 // Broker ties the segment log, the indexes, the cursor engine and the leases together.
 type Broker struct{}

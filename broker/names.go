@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// labelsFromName derives the labels of an auto-created queue (spec 1.3):
+// namespace is the text before the first '.', or the whole name without one;
+// task is the text between the first and second '.', or "" without a dot.
+func labelsFromName(name string) (namespace, task string) {
+	i := strings.IndexByte(name, '.')
+	if i < 0 {
+		return name, ""
+	}
+	namespace, rest := name[:i], name[i+1:]
+	if j := strings.IndexByte(rest, '.'); j >= 0 {
+		rest = rest[:j]
+	}
+	return namespace, rest
+}
+
+// checkName validates a queue, partition or group name (spec 0.4, 11 #27):
+// 1..255 bytes, no NUL, no path traversal. Names never become paths (the data
+// directory uses UUIDs), so this is about refusing nonsense early, not about
+// safety of the file system. what is "Queue", "Partition" or "Consumer group".
+func checkName(what, name string) error {
+	switch {
+	case name == "":
+		return BadRequest(what + " name is required")
+	case len(name) > maxNameBytes:
+		return BadRequest(what + " name is longer than 255 bytes")
+	case strings.IndexByte(name, 0) >= 0:
+		return BadRequest(what + " name must not contain NUL")
+	case name == ".." || strings.Contains(name, "../") || strings.Contains(name, "/.."):
+		return BadRequest(what + " name must not contain '../'")
+	}
+	return nil
+}
+
+// uuidString formats a 16-byte id as the canonical 36-character UUID text.
+func uuidString(id [16]byte) string { return uuid.UUID(id).String() }
+
+// parseID parses a UUID given by a client; ok=false for anything else.
+func parseID(s string) ([16]byte, bool) {
+	if len(s) != 36 {
+		return [16]byte{}, false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return [16]byte{}, false
+	}
+	return u, true
+}
+
+// idSeq hands out time-ordered UUIDv7 ids for one request: the first comes
+// from uuid.NewV7 (monotonic across the process), the rest increment its 62
+// random low bits, so the ids of one push are strictly increasing in item
+// order at the cost of one clock read per request.
+type idSeq struct {
+	next [16]byte
+	used bool
+}
+
+func (s *idSeq) id() ([16]byte, error) {
+	if !s.used {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return [16]byte{}, err
+		}
+		s.next, s.used = u, true
+	}
+	id := s.next
+	// Increment bytes 8..15 big-endian, leaving the two variant bits of byte 8.
+	for i := 15; i >= 8; i-- {
+		if i == 8 {
+			s.next[8] = (s.next[8] & 0xC0) | ((s.next[8] + 1) & 0x3F)
+			break
+		}
+		s.next[i]++
+		if s.next[i] != 0 {
+			break
+		}
+	}
+	return id, nil
+}
+
+func newV7() [16]byte {
+	u, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system random source fails; a v4 id is
+		// still unique, merely not time-ordered.
+		return uuid.New()
+	}
+	return u
+}
