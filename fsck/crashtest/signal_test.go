@@ -1,0 +1,7 @@
+//go:build crash
+
+package crashtest
+
+import "syscall"
+
+var sigterm = syscall.SIGTERM
