@@ -48,8 +48,8 @@ var afterKillKinds = map[string]bool{
 
 type crashFigures struct {
 	kills, recoveryKills, resent, drains, drainedMsgs int
-	fsckClean, fsckRepairable                        int
-	fsckKinds                                        map[string]int
+	fsckClean, fsckRepairable                         int
+	fsckKinds                                         map[string]int
 }
 
 // TestCrashKill9 is the kill -9 harness (issue 5): CRASH_KILLS kills of a live server
