@@ -30,19 +30,22 @@
 //	magic "CCKP" (checkpoint) or "CSNP" (snapshot); ver 1; kind 1 = checkpoint, 2 = snapshot;
 //	the checksum covers header bytes 0..23 and the body.
 //
-// The body (all integers uvarint unless noted, strings uvarint length + bytes):
+// The body is a sequence of entries, each starting with a tag byte (integers
+// uvarint unless noted, strings uvarint length + bytes):
 //
-//	groups:   n, then n group names (entries refer to them by index)
-//	states:   n, then per entry:
-//	            partition [16]byte, group index, flags byte
-//	            (bit0 deleted, bit1 lease remembered, bit2 lease held),
-//	            unless deleted: committed, retries,
-//	            if remembered: start, end-start, attempts, and if held:
-//	              lease id [16]byte, worker id string, expiresAt (varint µs)
-//	subs:     n, then per entry: queue, group, flags (bit0 deleted), mode byte,
-//	          timestamp (varint µs), createdAt (varint µs)
-//	records:  flags (bit0 drop every earlier record), n, then n byte strings
+//	1 state:   partition [16]byte, group ref, flags byte, then unless deleted:
+//	           committed, retries, [start, end, attempts], [lease id [16]byte],
+//	           [worker id string], [expiresAt varint µs]
+//	           group ref: an index into the names seen so far in this frame;
+//	           the next unused index is followed by the new name (a string)
+//	           flags: bit0 deleted, bit1 span present, bit2 lease id present,
+//	           bit3 worker present, bit4 expiry present
+//	2 sub:     queue, group, deleted byte, then unless deleted:
+//	           mode byte, timestamp (varint µs), createdAt (varint µs)
+//	3 record:  length, bytes (an opaque redo record)
+//	4 drop:    forget every earlier redo record
 //
+// An idle cursor (no lease) costs about 23 bytes per checkpoint entry.
 // Each entry holds the key's full latest State, so replay is last-writer-wins
 // and applying a checkpoint twice is harmless.
 //

@@ -216,3 +216,5 @@ func (e *Engine) ByLease(id [16]byte) []Key {
 	}
 	return out
 }
+
+func stateOf(committed uint64) lease.State { return lease.State{Committed: committed} }

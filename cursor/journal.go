@@ -1,0 +1,259 @@
+package cursor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// journal is the append side of the cursor journal; only the writer goroutine
+// touches it after Open.
+type journal struct {
+	dir     string
+	noSync  bool
+	f       *os.File
+	fd      int
+	name    string
+	size    int64
+	nextSeq uint64 // sequence number of the next checkpoint
+	enc     *encoder
+
+	// logRecs are the redo records as of the last written checkpoint: what a
+	// snapshot taken now must carry.
+	logRecs [][]byte
+
+	snapMu   sync.Mutex
+	snapBusy bool
+	snapWG   sync.WaitGroup
+	snapErr  error
+}
+
+func journalName(seq uint64) string  { return fmt.Sprintf("journal-%016x.log", seq) }
+func snapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.snap", seq) }
+
+// openJournal opens name in dir for appending at size bytes, creating it (and
+// syncing the directory so the new name survives a crash) when missing.
+func (j *journal) openFile(name string, create bool) error {
+	path := filepath.Join(j.dir, name)
+	flags := os.O_WRONLY | os.O_APPEND
+	if create {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return fmt.Errorf("cursor journal: %w", err)
+	}
+	if create && !j.noSync {
+		if err := syncDir(j.dir); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("cursor journal %s: %w", path, err)
+	}
+	j.f, j.fd, j.name, j.size = f, int(f.Fd()), name, st.Size()
+	return nil
+}
+
+// append writes one frame with one write and makes it durable with one
+// fdatasync. After it returns nil the checkpoint survives a crash.
+func (j *journal) append(frame []byte) error {
+	if _, err := j.f.Write(frame); err != nil {
+		return fmt.Errorf("cursor journal %s write at byte %d: %w", j.name, j.size, err)
+	}
+	if !j.noSync {
+		if err := unix.Fdatasync(j.fd); err != nil {
+			return fmt.Errorf("cursor journal %s fdatasync: %w", j.name, err)
+		}
+	}
+	j.size += int64(len(frame))
+	j.nextSeq++
+	return nil
+}
+
+func (j *journal) close() error {
+	j.snapWG.Wait()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	if err != nil {
+		return fmt.Errorf("cursor journal %s: %w", j.name, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("cursor dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cursor dir %s fsync: %w", dir, err)
+	}
+	return nil
+}
+
+// writeLoop is the single writer: it writes a checkpoint at once when a Wait
+// caller needs one, on every CheckpointInterval tick while anything changed,
+// and a final one on Close.
+func (e *Engine) writeLoop() {
+	defer close(e.done)
+	t := time.NewTicker(e.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		final := false
+		select {
+		case <-e.kick:
+		case <-t.C:
+			if !e.changed.Load() {
+				continue
+			}
+		case <-e.stop:
+			final = true
+		}
+		for {
+			e.checkpoint()
+			e.mu.Lock()
+			again := !final && e.err == nil && e.wantGen >= e.nextGen
+			e.mu.Unlock()
+			if !again {
+				break
+			}
+		}
+		if final {
+			return
+		}
+	}
+}
+
+// checkpoint collects every change since the previous collection into one
+// frame, writes and syncs it, then releases the Wait callers of its generation.
+func (e *Engine) checkpoint() {
+	e.mu.Lock()
+	if e.err != nil {
+		e.mu.Unlock()
+		return
+	}
+	gen := e.nextGen
+	e.nextGen++
+	// Cleared before collecting: a change that lands after this point either
+	// is collected below or sets the flag again for the next generation.
+	e.changed.Store(false)
+	e.mu.Unlock()
+
+	j := e.j
+	j.enc.begin(kindCheckpoint, j.nextSeq)
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		if len(sh.dirty) > 0 {
+			for k := range sh.dirty {
+				s, ok := sh.getLocked(k)
+				j.enc.state(k, s, !ok)
+			}
+			if len(sh.dirty) > dirtyShrinkLen {
+				sh.dirty = make(map[Key]struct{})
+			} else {
+				clear(sh.dirty)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	e.subMu.Lock()
+	for k := range e.subDirty {
+		s, ok := e.subs[k]
+		j.enc.sub(k, s, !ok)
+	}
+	clear(e.subDirty)
+	e.subMu.Unlock()
+	e.recMu.Lock()
+	drop, recs := e.pendDrop, e.pendRecs
+	e.pendDrop, e.pendRecs = false, nil
+	e.recMu.Unlock()
+	if drop {
+		j.enc.dropRecords()
+	}
+	for _, r := range recs {
+		j.enc.record(r)
+	}
+
+	var err error
+	if j.enc.entries > 0 {
+		err = j.append(j.enc.finish())
+	}
+	e.mu.Lock()
+	if err != nil {
+		e.err = err
+	} else {
+		e.durableGen = gen
+	}
+	e.cond.Broadcast()
+	e.mu.Unlock()
+	if err != nil || j.enc.entries == 0 {
+		return
+	}
+	if drop {
+		j.logRecs = nil
+	}
+	j.logRecs = append(j.logRecs, recs...)
+	if j.size >= e.opts.SnapshotAfterBytes {
+		if err := e.rotate(); err != nil {
+			e.mu.Lock()
+			e.err = err
+			e.cond.Broadcast()
+			e.mu.Unlock()
+		}
+	}
+}
+
+// rotate starts a new journal after the checkpoint just written and takes a
+// snapshot of everything up to it in the background. Older files are deleted
+// only once the snapshot is durable, so a crash at any point recovers.
+func (e *Engine) rotate() error {
+	j := e.j
+	j.snapMu.Lock()
+	busy := j.snapBusy
+	if !busy {
+		j.snapBusy = true
+	}
+	j.snapMu.Unlock()
+	if busy {
+		return nil
+	}
+	upTo := j.nextSeq - 1
+	old := j.f
+	if err := j.openFile(journalName(j.nextSeq), true); err != nil {
+		j.snapMu.Lock()
+		j.snapBusy = false
+		j.snapMu.Unlock()
+		return err
+	}
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("cursor journal: close after rotation: %w", err)
+	}
+	recs := slices.Clone(j.logRecs)
+	j.snapWG.Add(1)
+	go func() {
+		defer j.snapWG.Done()
+		err := e.writeSnapshot(upTo, recs)
+		if err == nil {
+			err = removeBefore(j.dir, upTo)
+		}
+		j.snapMu.Lock()
+		j.snapBusy = false
+		j.snapErr = err
+		j.snapMu.Unlock()
+	}()
+	return nil
+}
