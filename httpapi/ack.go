@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
+
+	"github.com/combmq/comb/broker"
+)
+
+// Messages of spec 4.1 and 4.2, verbatim.
+const (
+	msgAckTxRequired        = "transactionId is required"
+	msgAckPartitionRequired = "partitionId is required to ensure message uniqueness"
+	msgAcksRequired         = "acknowledgments array is required"
+	msgBatchTxRequired      = "Each acknowledgment must have a valid transactionId string"
+	msgBatchPartRequired    = "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
+)
+
+// ackMessages are the 400 messages of one ack shape: single (4.1) or batch item (4.2).
+type ackMessages struct{ tx, partition string }
+
+var (
+	singleAckMessages = ackMessages{tx: msgAckTxRequired, partition: msgAckPartitionRequired}
+	batchAckMessages  = ackMessages{tx: msgBatchTxRequired, partition: msgBatchPartRequired}
+)
+
+// parseAckItem reads one acknowledgement object (spec 4.1 fields). Strings are copied into the
+// request's arena. msg is the 400 message, "" when valid.
+func parseAckItem(v *fastjson.Value, a *strArena, msgs ackMessages) (it broker.AckItem, msg string) {
+	if v.Type() != fastjson.TypeObject {
+		return it, msgs.tx
+	}
+	tx := v.Get("transactionId")
+	if tx == nil || tx.Type() != fastjson.TypeString || len(tx.GetStringBytes()) == 0 {
+		return it, msgs.tx
+	}
+	pid := v.Get("partitionId")
+	if pid == nil || pid.Type() != fastjson.TypeString || len(pid.GetStringBytes()) == 0 {
+		return it, msgs.partition
+	}
+	it.TransactionID = a.str(tx.GetStringBytes())
+	if m := checkTransactionID(it.TransactionID); m != "" {
+		return it, m
+	}
+	it.PartitionID = a.str(pid.GetStringBytes())
+	var ok bool
+	if it.Status, ok = arenaOptString(v.Get("status"), a); !ok {
+		return it, "status must be a string"
+	}
+	if it.LeaseID, ok = arenaOptString(v.Get("leaseId"), a); !ok {
+		return it, "leaseId must be a string"
+	}
+	if it.Error, ok = arenaOptString(v.Get("error"), a); !ok {
+		return it, "error must be a string"
+	}
+	return it, ""
+}
+
+// arenaOptString reads a string-or-null field into the arena; absent and null are "".
+func arenaOptString(v *fastjson.Value, a *strArena) (string, bool) {
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return "", true
+	}
+	if v.Type() != fastjson.TypeString {
+		return "", false
+	}
+	return a.str(v.GetStringBytes()), true
+}
+
+// parseGroupField reads `consumerGroup` (string or null; null and "" mean __QUEUE_MODE__,
+// spec 4.1, 11 #29). The group gets its own copy: the broker keys cursors by it, and a copy in
+// the arena would pin the whole arena.
+func parseGroupField(v *fastjson.Value) (string, string) {
+	g := v.Get("consumerGroup")
+	if g == nil || g.Type() == fastjson.TypeNull {
+		return "", ""
+	}
+	if g.Type() != fastjson.TypeString {
+		return "", "consumerGroup must be a string"
+	}
+	group := strings.Clone(b2s(g.GetStringBytes()))
+	return group, checkGroup(group)
+}
+
+// ackOne serves POST /api/v1/ack: 200 with an array of one result (spec 4.1, 11 #34).
+func (s *Server) ackOne(ctx *fasthttp.RequestCtx) {
+	body, ok := requireBody(ctx)
+	if !ok {
+		return
+	}
+	parser, v, ok := parseJSON(ctx, b2s(body))
+	if !ok {
+		return
+	}
+	arena := newStrArena(len(body))
+	item, msg := parseAckItem(v, &arena, singleAckMessages)
+	group := ""
+	if msg == "" {
+		group, msg = parseGroupField(v)
+	}
+	parserPool.Put(parser)
+	if msg != "" {
+		badRequest(ctx, msg)
+		return
+	}
+	s.ack(ctx, group, []broker.AckItem{item})
+}
+
+// ackBatch serves POST /api/v1/ack/batch (spec 4.2): results in input order; [] for no items.
+func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
+	body, ok := requireBody(ctx)
+	if !ok {
+		return
+	}
+	parser, v, ok := parseJSON(ctx, b2s(body))
+	if !ok {
+		return
+	}
+	items, group, msg := parseAckBatch(v, len(body))
+	parserPool.Put(parser)
+	if msg != "" {
+		badRequest(ctx, msg)
+		return
+	}
+	if len(items) == 0 {
+		p := getBuf()
+		*p = append(*p, '[', ']')
+		sendJSON(ctx, fasthttp.StatusOK, p)
+		return
+	}
+	s.ack(ctx, group, items)
+}
+
+// parseAckBatch reads spec 4.2. Any per-item consumerGroup is ignored: the top-level one
+// applies to all items.
+func parseAckBatch(v *fastjson.Value, bodyLen int) (items []broker.AckItem, group, msg string) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, "", msgAcksRequired
+	}
+	av := v.Get("acknowledgments")
+	if av == nil || av.Type() != fastjson.TypeArray {
+		return nil, "", msgAcksRequired
+	}
+	arr, _ := av.Array()
+	if group, msg = parseGroupField(v); msg != "" {
+		return nil, "", msg
+	}
+	arena := newStrArena(bodyLen)
+	items = make([]broker.AckItem, len(arr))
+	for i, x := range arr {
+		if items[i], msg = parseAckItem(x, &arena, batchAckMessages); msg != "" {
+			return nil, "", msg
+		}
+	}
+	return items, group, ""
+}
+
+func (s *Server) ack(ctx *fasthttp.RequestCtx, group string, items []broker.AckItem) {
+	results, err := s.b.Ack(group, items)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	*p = appendAckResults(*p, results)
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// appendAckResults encodes spec 4.4; empty strings are null, alreadyCommitted only when true
+// (the optional flag of 4.6 step 4).
+func appendAckResults(b []byte, results []broker.AckResult) []byte {
+	b = append(b, '[')
+	for i := range results {
+		r := &results[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = appendInt(b, int64(r.Index))
+		b = append(b, `,"transactionId":`...)
+		b = appendString(b, r.TransactionID)
+		b = append(b, `,"success":`...)
+		b = appendBool(b, r.Success)
+		b = append(b, `,"error":`...)
+		b = appendStringOrNull(b, r.Error)
+		b = append(b, `,"queueName":`...)
+		b = appendStringOrNull(b, r.QueueName)
+		b = append(b, `,"partitionName":`...)
+		b = appendStringOrNull(b, r.PartitionName)
+		b = append(b, `,"leaseReleased":`...)
+		b = appendBool(b, r.LeaseReleased)
+		b = append(b, `,"dlq":`...)
+		b = appendBool(b, r.DLQ)
+		if r.AlreadyCommitted {
+			b = append(b, `,"alreadyCommitted":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,31 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/combmq/comb/broker"
+)
+
+// Backend is everything the HTTP layer asks of the broker: the method set of *broker.Broker
+// (contracts.md, "broker"). Tests substitute an in-memory fake.
+type Backend interface {
+	// Healthy reports whether storage is usable; false makes GET /health answer 503 (spec 8.1).
+	Healthy() bool
+	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)
+	Push(items []broker.PushItem) ([]broker.PushResult, error)
+	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
+	// cancelled (server shutdown), with no messages claimed.
+	Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error)
+	Ack(group string, items []broker.AckItem) ([]broker.AckResult, error)
+	Transaction(ops []broker.TxOp) (broker.TxResult, error)
+	ExtendLease(leaseID string, seconds int64) broker.ExtendResult
+	Seek(group, queue string, toEnd bool, tsMicros int64) (broker.SeekResult, error)
+	SeekPartition(group, queue, partition string) (broker.PartitionSeekResult, error)
+	DeleteGroup(group, queue string, deleteMetadata bool) (int, error)
+	DeleteQueue(queue string) (bool, error)
+	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
+	ConsumerGroups() []broker.GroupSummary
+	Stats() broker.Stats
+}
+
+var _ Backend = (*broker.Broker)(nil)

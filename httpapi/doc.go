@@ -1,0 +1,19 @@
+// Package httpapi serves the Queen MQ v1 HTTP API (spec /shared/spec/http-api.md) on fasthttp.
+//
+// It owns the wire: routing, percent-decoding of path parameters, query-string defaults
+// (spec 0.3, 3.2), request parsing and validation (the spec's exact 400 messages), response
+// encoding (field names, snake_case/camelCase mix, nulls, `[]` for empty arrays), status codes,
+// CORS (spec 0.1), the bodiless pop 204 (seed 000), the 413 body cap, per-request panic
+// recovery, and the JSON and Prometheus metrics views.
+//
+// It must not know how messages are stored, how cursors move or what a lease is: every rule of
+// spec sections 1-8 lives behind the Backend interface (satisfied by *broker.Broker). The only
+// broker knowledge here is the request/result types of broker/api.go and its sentinel errors.
+//
+// Speed (shared/design/performance.md): push bodies are decoded with goccy/go-json into structs
+// whose payload is a json.RawMessage (the decoder validates the payload and hands us our own
+// copy, so the stored bytes are exactly the pushed bytes); ack bodies are parsed with
+// valyala/fastjson over one string copy of the body; every response is appended into a pooled
+// []byte and handed to fasthttp with Response.SwapBody; the per-message createdAt is formatted
+// once per distinct segment timestamp.
+package httpapi

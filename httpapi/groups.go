@@ -1,0 +1,267 @@
+package httpapi
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
+
+	"github.com/combmq/comb/broker"
+)
+
+// defaultExtendSeconds is what an absent, empty, `{}` or non-positive `seconds` means (spec 6).
+const defaultExtendSeconds = 60
+
+// isoLayouts are the ISO-8601 forms accepted for timestamps in requests, most common first.
+var isoLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999Z0700",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02",
+}
+
+// parseISO parses an ISO-8601 timestamp into µs since the Unix epoch; no zone means UTC.
+func parseISO(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	for _, layout := range isoLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMicro(), true
+		}
+	}
+	return 0, false
+}
+
+// extendLease serves POST /api/v1/lease/:leaseId/extend: always a 200 object (spec 6, 11 #6,
+// #7). Only an unparsable body is refused (400, spec 0.1), since nothing can be read from it.
+func (s *Server) extendLease(ctx *fasthttp.RequestCtx, leaseID string) {
+	seconds := int64(defaultExtendSeconds)
+	if body := ctx.PostBody(); len(strings.TrimSpace(b2s(body))) > 0 {
+		parser, v, ok := parseJSON(ctx, b2s(body))
+		if !ok {
+			return
+		}
+		if sv := v.Get("seconds"); sv != nil {
+			if n, ok := jsonInt(sv); ok && n > 0 {
+				seconds = n
+			}
+		}
+		parserPool.Put(parser)
+	}
+	res := s.b.ExtendLease(leaseID, seconds)
+	p := getBuf()
+	b := append(*p, `{"success":`...)
+	b = appendBool(b, res.Renewed > 0)
+	b = append(b, `,"renewed":`...)
+	b = appendInt(b, int64(res.Renewed))
+	b = append(b, `,"leaseId":`...)
+	b = appendString(b, leaseID)
+	b = append(b, `,"newExpiresAt":`...)
+	b = appendTimeOrNull(b, res.NewExpiresAtMicros, 3)
+	b = append(b, `,"expiresAt":`...)
+	b = appendTimeOrNull(b, res.NewExpiresAtMicros, 3)
+	b = append(b, `,"error":`...)
+	b = appendStringOrNull(b, res.Error)
+	*p = append(b, '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// checkGroupQueue validates the :group and :queue of the consumer-group routes (spec 7).
+func checkGroupQueue(group, queue string) string {
+	if m := checkName("Consumer group", group); m != "" {
+		return m
+	}
+	if queue != "" {
+		return checkName("Queue", queue)
+	}
+	return ""
+}
+
+// seek serves POST /api/v1/consumer-groups/:group/queues/:queue/seek (spec 7.1).
+func (s *Server) seek(ctx *fasthttp.RequestCtx, group, queue string) {
+	if m := checkGroupQueue(group, queue); m != "" {
+		badRequest(ctx, m)
+		return
+	}
+	body, ok := requireBody(ctx)
+	if !ok {
+		return
+	}
+	parser, v, ok := parseJSON(ctx, b2s(body))
+	if !ok {
+		return
+	}
+	toEnd := v.Get("toEnd") != nil && v.Get("toEnd").Type() == fastjson.TypeTrue
+	tsv := v.Get("timestamp")
+	tsText := ""
+	if tsv != nil && tsv.Type() == fastjson.TypeString {
+		tsText = string(tsv.GetStringBytes())
+	}
+	hasTS := tsv != nil && tsv.Type() != fastjson.TypeNull
+	parserPool.Put(parser)
+	var tsMicros int64
+	switch {
+	case toEnd:
+	case !hasTS:
+		badRequest(ctx, "Must specify either 'toEnd': true or 'timestamp'")
+		return
+	default:
+		if tsMicros, ok = parseISO(tsText); !ok {
+			badRequest(ctx, "Invalid timestamp: must be ISO-8601")
+			return
+		}
+	}
+	res, err := s.b.Seek(group, queue, toEnd, tsMicros)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	b := append(*p, `{"success":true,"consumerGroup":`...)
+	b = appendString(b, group)
+	b = append(b, `,"queueName":`...)
+	b = appendString(b, queue)
+	b = append(b, `,"seekToEnd":`...)
+	b = appendBool(b, toEnd)
+	b = append(b, `,"targetTimestamp":`...)
+	if toEnd {
+		b = append(b, "null"...)
+	} else {
+		b = appendTimeMicros(b, tsMicros, 3)
+	}
+	b = append(b, `,"partitionsUpdated":`...)
+	b = appendInt(b, int64(res.PartitionsUpdated))
+	*p = append(b, '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// seekPartition serves POST …/partitions/:partition/seek (spec 7.2): to the end, body ignored;
+// an unknown partition is the broker's ErrNotFound, so 404 (spec 11 #52).
+func (s *Server) seekPartition(ctx *fasthttp.RequestCtx, group, queue, partition string) {
+	m := checkGroupQueue(group, queue)
+	if m == "" {
+		m = checkName("Partition", partition)
+	}
+	if m != "" {
+		badRequest(ctx, m)
+		return
+	}
+	res, err := s.b.SeekPartition(group, queue, partition)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	b := append(*p, `{"success":true,"consumerGroup":`...)
+	b = appendString(b, group)
+	b = append(b, `,"queueName":`...)
+	b = appendString(b, queue)
+	b = append(b, `,"partitionName":`...)
+	b = appendString(b, partition)
+	b = append(b, `,"updated":`...)
+	b = appendBool(b, res.Updated)
+	b = append(b, `,"cursorMovedTo":`...)
+	b = appendTimeOrNull(b, res.CursorMovedToMicros, 3)
+	*p = append(b, '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// deleteGroup serves DELETE /api/v1/consumer-groups/:group (queue "", spec 7.3) and
+// DELETE …/:group/queues/:queue (spec 7.4). deleteMetadata defaults to true.
+func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, group, queue string) {
+	if m := checkGroupQueue(group, queue); m != "" {
+		badRequest(ctx, m)
+		return
+	}
+	meta := queryArgs{ctx.QueryArgs()}.boolean("deleteMetadata", true)
+	n, err := s.b.DeleteGroup(group, queue, meta)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	b := append(*p, `{"success":true,"consumerGroup":`...)
+	b = appendString(b, group)
+	if queue != "" {
+		b = append(b, `,"queueName":`...)
+		b = appendString(b, queue)
+	}
+	b = append(b, `,"deletedPartitions":`...)
+	b = appendInt(b, int64(n))
+	b = append(b, `,"metadataDeleted":`...)
+	b = appendBool(b, meta)
+	*p = append(b, '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// deleteQueue serves DELETE /api/v1/resources/queues/:queue (spec 7.7); idempotent.
+func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, queue string) {
+	if m := checkName("Queue", queue); m != "" {
+		badRequest(ctx, m)
+		return
+	}
+	existed, err := s.b.DeleteQueue(queue)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	b := append(*p, `{"deleted":true,"queue":`...)
+	b = appendString(b, queue)
+	b = append(b, `,"existed":`...)
+	b = appendBool(b, existed)
+	*p = append(b, '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// listGroups serves GET /api/v1/consumer-groups (spec 7.6): an array sorted by group then
+// queue, `[]` when there is none.
+func (s *Server) listGroups(ctx *fasthttp.RequestCtx) {
+	groups := s.b.ConsumerGroups()
+	sort.SliceStable(groups, func(i, j int) bool {
+		if groups[i].Name != groups[j].Name {
+			return groups[i].Name < groups[j].Name
+		}
+		return groups[i].Queue < groups[j].Queue
+	})
+	p := getBuf()
+	*p = appendGroups(*p, groups)
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+func appendGroups(b []byte, groups []broker.GroupSummary) []byte {
+	b = append(b, '[')
+	for i := range groups {
+		g := &groups[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendString(b, g.Name)
+		b = append(b, `,"topics":[`...)
+		b = appendString(b, g.Queue)
+		b = append(b, `],"queueName":`...)
+		b = appendString(b, g.Queue)
+		b = append(b, `,"members":`...)
+		b = appendInt(b, int64(g.Members))
+		b = append(b, `,"partitionsWithLag":`...)
+		b = appendInt(b, int64(g.PartitionsWithLag))
+		b = append(b, `,"totalLag":`...)
+		b = appendInt(b, g.TotalLag)
+		b = append(b, `,"maxTimeLag":`...)
+		b = appendInt(b, g.MaxTimeLagSeconds)
+		b = append(b, `,"state":`...)
+		b = appendString(b, g.State)
+		b = append(b, `,"subscriptionMode":`...)
+		b = appendStringOrNull(b, g.SubscriptionMode)
+		b = append(b, `,"subscriptionTimestamp":`...)
+		b = appendTimeOrNull(b, g.SubscriptionMicros, 3)
+		b = append(b, `,"subscriptionCreatedAt":`...)
+		b = appendTimeOrNull(b, g.SubscriptionCreatedAt, 3)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// health serves GET /health (spec 8.1): 200 healthy, 503 when storage is unavailable. Clients
+// read only `status`; the other fields keep Queen's shape.
+func (s *Server) health(ctx *fasthttp.RequestCtx) {
+	status, db, code := "healthy", "connected", fasthttp.StatusOK
+	if !s.b.Healthy() {
+		status, db, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
+	}
+	p := getBuf()
+	b := append(*p, `{"status":`...)
+	b = appendString(b, status)
+	b = append(b, `,"database":`...)
+	b = appendString(b, db)
+	b = append(b, `,"server":"comb","worker_id":0,"version":`...)
+	b = appendString(b, s.cfg.Version)
+	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}}`...)
+	*p = b
+	sendJSON(ctx, code, p)
+}
+
+// metricsJSON serves GET /metrics (spec 8.2): Queen's JSON shape. Requests count every HTTP
+// request; messages count pushed messages; rates are per second over the process's uptime.
+// The database block has no meaning for comb and stays 0, as Queen mostly leaves it.
+func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx) {
+	uptime := time.Since(s.start).Seconds()
+	st := s.b.Stats()
+	reqs := s.requests.Load()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	userMicros, sysMicros := cpuMicros()
+
+	p := getBuf()
+	b := append(*p, `{"uptime":`...)
+	b = strconv.AppendFloat(b, uptime, 'f', 3, 64)
+	b = append(b, `,"requests":{"total":`...)
+	b = strconv.AppendUint(b, reqs, 10)
+	b = append(b, `,"rate":`...)
+	b = strconv.AppendFloat(b, rate(reqs, uptime), 'f', 3, 64)
+	b = append(b, `},"messages":{"total":`...)
+	b = strconv.AppendUint(b, st.PushMessages, 10)
+	b = append(b, `,"rate":`...)
+	b = strconv.AppendFloat(b, rate(st.PushMessages, uptime), 'f', 3, 64)
+	b = append(b, `},"database":{"poolSize":0,"idleConnections":0,"waitingRequests":0},"memory":{"rss":`...)
+	b = strconv.AppendUint(b, rssBytes(ms.Sys), 10)
+	b = append(b, `,"heapTotal":`...)
+	b = strconv.AppendUint(b, ms.HeapSys, 10)
+	b = append(b, `,"heapUsed":`...)
+	b = strconv.AppendUint(b, ms.HeapAlloc, 10)
+	b = append(b, `,"external":0,"arrayBuffers":0},"cpu":{"user":`...)
+	b = appendInt(b, userMicros)
+	b = append(b, `,"system":`...)
+	b = appendInt(b, sysMicros)
+	*p = append(b, '}', '}')
+	sendJSON(ctx, fasthttp.StatusOK, p)
+}
+
+func rate(n uint64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(n) / seconds
+}
+
+// cpuMicros is the process's user and system CPU time in µs (Node's process.cpuUsage units).
+func cpuMicros() (user, system int64) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0, 0
+	}
+	return ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
+}
+
+// rssBytes reads the resident set size from /proc/self/statm; elsewhere it falls back to the
+// memory the Go runtime obtained from the OS.
+func rssBytes(fallback uint64) uint64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return fallback
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 2 {
+		return fallback
+	}
+	pages, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return fallback
+	}
+	return pages * uint64(os.Getpagesize())
+}

@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// syncBucketsMicros are the upper bounds of the group-commit sync latency histogram (µs):
+// fdatasync is ~0.2 ms typical on the project machine (performance.md), so the buckets are
+// dense around it.
+var syncBucketsMicros = []int64{50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000}
+
+// metricsPrometheus serves GET /metrics/prometheus (spec 8.3) in text exposition format 0.0.4,
+// written by hand (a dozen families do not justify a client library). Cluster-wide series carry
+// scope="cluster" as Queen's do; comb-specific families are prefixed comb_.
+//
+// comb_sync_latency_seconds is built from the broker's window of recent sync passes
+// (Stats.SyncLatencyMicros), so its count and sum describe that window, not the process's
+// lifetime, and can go down between scrapes: read it as the recent latency distribution.
+func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
+	st := s.b.Stats()
+	p := getBuf()
+	w := promWriter{b: *p}
+
+	w.family("queen_uptime_seconds", "gauge", "Seconds since the server started.")
+	w.sampleFloat("queen_uptime_seconds", "", time.Since(s.start).Seconds())
+	w.counter("queen_cluster_push_requests_total", "Push requests served.", st.PushRequests)
+	w.counter("queen_cluster_push_messages_total", "Messages pushed.", st.PushMessages)
+	w.counter("queen_cluster_pop_requests_total", "Pop requests served.", st.PopRequests)
+	w.counter("queen_cluster_pop_messages_total", "Messages delivered by pops.", st.PopMessages)
+	w.counter("queen_cluster_ack_requests_total", "Ack requests served.", st.AckRequests)
+	w.counter("queen_cluster_ack_messages_total", "Acknowledgements received.", st.AckMessages)
+	w.family("queen_cluster_ack_total", "counter", "Acknowledgements by result.")
+	w.sampleUint("queen_cluster_ack_total", `scope="cluster",result="success"`, st.AckSuccess)
+	w.sampleUint("queen_cluster_ack_total", `scope="cluster",result="failed"`, st.AckFailed)
+	w.counter("queen_cluster_dlq_total", "Messages moved to a dead-letter queue.", st.DLQMessages)
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 while push maintenance mode is on (comb has none).")
+	w.sampleUint("queen_maintenance_mode_enabled", "", 0)
+
+	w.gauge("comb_parked_pops", "Long-poll pops currently parked.", float64(st.ParkedPops))
+	w.gauge("comb_total_lag_messages", "Messages after every consumer group's cursor, summed.", float64(st.TotalLag))
+	w.gauge("comb_open_partitions", "Partitions with open segment files.", float64(st.OpenPartitions))
+	w.gauge("comb_queues", "Queues.", float64(st.Queues))
+	w.gauge("comb_partitions", "Partitions.", float64(st.Partitions))
+	w.gauge("comb_http_requests", "HTTP requests served since start.", float64(s.requests.Load()))
+	w.histogramMicros("comb_sync_latency_seconds", "Durations of recent group-commit sync passes.", st.SyncLatencyMicros)
+
+	*p = w.b
+	send(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", p)
+}
+
+type promWriter struct{ b []byte }
+
+func (w *promWriter) family(name, typ, help string) {
+	w.b = append(w.b, "# HELP "...)
+	w.b = append(w.b, name...)
+	w.b = append(w.b, ' ')
+	w.b = append(w.b, help...)
+	w.b = append(w.b, "\n# TYPE "...)
+	w.b = append(w.b, name...)
+	w.b = append(w.b, ' ')
+	w.b = append(w.b, typ...)
+	w.b = append(w.b, '\n')
+}
+
+func (w *promWriter) name(name, labels string) {
+	w.b = append(w.b, name...)
+	if labels != "" {
+		w.b = append(w.b, '{')
+		w.b = append(w.b, labels...)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, ' ')
+}
+
+func (w *promWriter) sampleUint(name, labels string, v uint64) {
+	w.name(name, labels)
+	w.b = strconv.AppendUint(w.b, v, 10)
+	w.b = append(w.b, '\n')
+}
+
+func (w *promWriter) sampleFloat(name, labels string, v float64) {
+	w.name(name, labels)
+	w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
+	w.b = append(w.b, '\n')
+}
+
+func (w *promWriter) counter(name, help string, v uint64) {
+	w.family(name, "counter", help)
+	w.sampleUint(name, `scope="cluster"`, v)
+}
+
+func (w *promWriter) gauge(name, help string, v float64) {
+	w.family(name, "gauge", help)
+	w.sampleFloat(name, "", v)
+}
+
+// histogramMicros writes a histogram in seconds from samples in µs: cumulative buckets, +Inf,
+// _sum and _count.
+func (w *promWriter) histogramMicros(name, help string, samples []int64) {
+	w.family(name, "histogram", help)
+	counts := make([]uint64, len(syncBucketsMicros))
+	var sum int64
+	for _, v := range samples {
+		sum += v
+		for i, le := range syncBucketsMicros {
+			if v <= le {
+				counts[i]++
+			}
+		}
+	}
+	bucket := name + "_bucket"
+	for i, le := range syncBucketsMicros {
+		w.name(bucket, `le="`+strconv.FormatFloat(float64(le)/1e6, 'g', -1, 64)+`"`)
+		w.b = strconv.AppendUint(w.b, counts[i], 10)
+		w.b = append(w.b, '\n')
+	}
+	w.sampleUint(bucket, `le="+Inf"`, uint64(len(samples)))
+	w.sampleFloat(name+"_sum", "", float64(sum)/1e6)
+	w.sampleUint(name+"_count", "", uint64(len(samples)))
+}

@@ -1,0 +1,190 @@
+package httpapi
+
+import (
+	"errors"
+	"strings"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/combmq/comb/broker"
+)
+
+// pushBody is POST /api/v1/push (spec 1.1). bufferMs/bufferMax and any unknown field are
+// ignored (spec 1.1, 11 #25); producerSub, namespace, task and messageId in items too.
+type pushBody struct {
+	Items []pushItemJSON `json:"items"`
+}
+
+// pushItemJSON is one item. Payload is a json.RawMessage: the decoder validates it and gives
+// it its own copy of the bytes (never an alias of the request buffer, which fasthttp reuses),
+// so the broker may keep it and stores exactly what was pushed.
+type pushItemJSON struct {
+	Queue         *string         `json:"queue"`
+	Partition     string          `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID string          `json:"transactionId"`
+	TraceID       string          `json:"traceId"`
+}
+
+// requireBody returns the request body, or answers 400 "Empty request body" (spec 0.1) for an
+// empty or all-whitespace one.
+func requireBody(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	body := ctx.PostBody()
+	for _, c := range body {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return body, true
+		}
+	}
+	badRequest(ctx, "Empty request body")
+	return nil, false
+}
+
+// decodeError turns a goccy decode error into the spec's 400 message: a syntax error is
+// "Invalid JSON: <detail>" (spec 0.1); a type error names the field through typeMessage.
+func decodeError(err error, typeMessage func(field string) string) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return typeMessage(te.Field)
+	}
+	return "Invalid JSON: " + err.Error()
+}
+
+// pushTypeMessage maps the path of a mistyped field ("items.3.queue") to spec 1.2's messages.
+func pushTypeMessage(field string) string {
+	return itemsTypeMessage(field, "items")
+}
+
+// itemsTypeMessage serves push bodies and transaction push ops, whose items sit under prefix.
+func itemsTypeMessage(field, prefix string) string {
+	if !strings.HasPrefix(field, prefix) {
+		return "items array is required"
+	}
+	switch field[strings.LastIndexByte(field, '.')+1:] {
+	case "queue":
+		return "Queue must be a string"
+	case "partition":
+		return "Partition must be a string"
+	case "transactionId":
+		return "TransactionId must be a string"
+	case "traceId":
+		return "TraceId must be a string"
+	}
+	return "items array is required"
+}
+
+// toPushItems validates decoded items (spec 1.2: one bad item rejects the whole request) and
+// converts them. msg is the 400 message, "" when valid.
+func toPushItems(in []pushItemJSON) (out []broker.PushItem, msg string) {
+	out = make([]broker.PushItem, len(in))
+	for i := range in {
+		it := &in[i]
+		if it.Queue == nil {
+			return nil, "Queue must be a string"
+		}
+		if m := checkName("Queue", *it.Queue); m != "" {
+			return nil, m
+		}
+		// An empty partition is Default (spec 11 #28); the broker applies that.
+		if it.Partition != "" {
+			if m := checkName("Partition", it.Partition); m != "" {
+				return nil, m
+			}
+		}
+		if m := checkTransactionID(it.TransactionID); m != "" {
+			return nil, m
+		}
+		if m := checkTraceID(it.TraceID); m != "" {
+			return nil, m
+		}
+		out[i] = broker.PushItem{
+			Queue:         *it.Queue,
+			Partition:     it.Partition,
+			Payload:       it.Payload,
+			TransactionID: it.TransactionID,
+			TraceID:       it.TraceID,
+		}
+	}
+	return out, ""
+}
+
+// push serves POST /api/v1/push: 201 with one result per item in input order (spec 1.6).
+func (s *Server) push(ctx *fasthttp.RequestCtx) {
+	body, ok := requireBody(ctx)
+	if !ok {
+		return
+	}
+	var req pushBody
+	if err := json.UnmarshalOf(body, &req); err != nil {
+		badRequest(ctx, decodeError(err, pushTypeMessage))
+		return
+	}
+	if req.Items == nil {
+		badRequest(ctx, "items array is required")
+		return
+	}
+	items, msg := toPushItems(req.Items)
+	if msg != "" {
+		badRequest(ctx, msg)
+		return
+	}
+	if len(items) == 0 {
+		p := getBuf()
+		*p = append(*p, '[', ']')
+		sendJSON(ctx, fasthttp.StatusCreated, p)
+		return
+	}
+	results, err := s.b.Push(items)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	*p = appendPushResults(*p, results)
+	sendJSON(ctx, fasthttp.StatusCreated, p)
+}
+
+// appendPushResults encodes spec 1.6: the snake_case set Queen sends plus the camelCase aliases
+// transactionId and messageId (spec 11 #24); which fields appear depends on the status.
+func appendPushResults(b []byte, results []broker.PushResult) []byte {
+	b = append(b, '[')
+	for i := range results {
+		r := &results[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = appendInt(b, int64(i))
+		b = append(b, `,"status":`...)
+		b = appendString(b, r.Status.String())
+		b = append(b, `,"transaction_id":`...)
+		b = appendString(b, r.TransactionID)
+		b = append(b, `,"transactionId":`...)
+		b = appendString(b, r.TransactionID)
+		switch r.Status {
+		case broker.PushQueued, broker.PushDuplicate:
+			b = append(b, `,"message_id":`...)
+			b = appendString(b, r.MessageID)
+			b = append(b, `,"messageId":`...)
+			b = appendString(b, r.MessageID)
+			if r.Status == broker.PushQueued {
+				b = append(b, `,"partition_id":`...)
+				b = appendString(b, r.PartitionID)
+				b = append(b, `,"trace_id":`...)
+				b = appendStringOrNull(b, r.TraceID)
+			}
+			b = append(b, `,"queueName":`...)
+			b = appendString(b, r.Queue)
+		case broker.PushFailed:
+			b = append(b, `,"error":`...)
+			b = appendString(b, r.Error)
+		case broker.PushBuffered:
+			b = append(b, `,"queue":`...)
+			b = appendString(b, r.Queue)
+			b = append(b, `,"partition":`...)
+			b = appendString(b, r.Partition)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/combmq/comb/broker"
+)
+
+// CORS headers of spec 0.1, on every response including errors and the pop 204.
+func setCORS(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	h.Set("Access-Control-Max-Age", "86400")
+}
+
+// send hands the pooled buffer p to the response without a copy (Response.SwapBody) and puts
+// the response's previous buffer back in the pool. p must not be used afterwards.
+func send(ctx *fasthttp.RequestCtx, status int, contentType string, p *[]byte) {
+	ctx.SetStatusCode(status)
+	ctx.Response.Header.SetContentType(contentType)
+	old := ctx.Response.SwapBody(*p)
+	*p = old
+	putBuf(p)
+}
+
+func sendJSON(ctx *fasthttp.RequestCtx, status int, p *[]byte) {
+	send(ctx, status, "application/json", p)
+}
+
+// writeError answers {"error": msg} (spec 0.1).
+func writeError(ctx *fasthttp.RequestCtx, status int, msg string) {
+	p := getBuf()
+	b := append(*p, `{"error":`...)
+	b = appendString(b, msg)
+	*p = append(b, '}')
+	sendJSON(ctx, status, p)
+}
+
+// badRequest answers 400 {"error": msg}.
+func badRequest(ctx *fasthttp.RequestCtx, msg string) {
+	writeError(ctx, fasthttp.StatusBadRequest, msg)
+}
+
+// noContent is the pop's "nothing": 204 with no body and no Content-Length (seed 000).
+func noContent(ctx *fasthttp.RequestCtx) {
+	ctx.Response.ResetBody()
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
+// carry the broker's message verbatim; ErrClosed is 503; anything else is a logged 500.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, broker.ErrBadRequest):
+		badRequest(ctx, err.Error())
+	case errors.Is(err, broker.ErrNotFound):
+		writeError(ctx, fasthttp.StatusNotFound, err.Error())
+	case errors.Is(err, broker.ErrClosed):
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
+	case errors.Is(err, context.Canceled):
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
+	default:
+		s.log.Error().Err(err).Str("method", string(ctx.Method())).Str("path", string(ctx.Path())).Msg("request failed")
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	}
+}

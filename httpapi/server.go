@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultMaxBodyBytes = 64 << 20 // spec 1.9: a configurable cap, default 64 MiB
+	DefaultMaxBatch     = 10000    // spec 11 #54: at least 10 000
+	defaultPopTimeout   = 30 * time.Second
+
+	// maxPopTimeout keeps a client's `timeout` from overflowing time.Duration; no client asks
+	// for anywhere near a day.
+	maxPopTimeout = 24 * time.Hour
+)
+
+// Config configures a Server. Zero values mean the documented defaults.
+type Config struct {
+	// MaxBodyBytes is the request-body cap; larger bodies get 413 {"error":"Payload too large"}.
+	MaxBodyBytes int
+	// MaxBatch caps a pop's `batch` (spec 3.2).
+	MaxBatch int
+	// DefaultPopTimeout is a pop's `timeout` when the request gives none. Zero means env
+	// DEFAULT_TIMEOUT (ms), else env POP_DEFAULT_TIMEOUT_MS (ms), else 30 s (spec 3.2, 11 #2).
+	DefaultPopTimeout time.Duration
+	// Version is reported by GET /health.
+	Version string
+	Logger  zerolog.Logger
+}
+
+// DefaultPopTimeoutFromEnv resolves the pop timeout default as seed 000 says: DEFAULT_TIMEOUT,
+// then POP_DEFAULT_TIMEOUT_MS, then 30000 ms. Unparsable or non-positive values are skipped.
+func DefaultPopTimeoutFromEnv() time.Duration {
+	for _, name := range []string{"DEFAULT_TIMEOUT", "POP_DEFAULT_TIMEOUT_MS"} {
+		if ms, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && ms > 0 {
+			return clampTimeout(ms)
+		}
+	}
+	return defaultPopTimeout
+}
+
+func clampTimeout(ms int64) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	if ms > int64(maxPopTimeout/time.Millisecond) {
+		return maxPopTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// Server is the HTTP front of one Backend.
+type Server struct {
+	b     Backend
+	cfg   Config
+	log   zerolog.Logger
+	http  *fasthttp.Server
+	start time.Time
+
+	// popCtx is handed to every Backend.Pop; Shutdown cancels it so parked long-polls answer 204
+	// instead of holding the shutdown for up to their timeout.
+	popCtx    context.Context
+	cancelPop context.CancelFunc
+
+	requests atomic.Uint64 // every request served, for GET /metrics
+}
+
+// New returns a Server for b. It does not listen; call Serve or ListenAndServe.
+func New(b Backend, cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.DefaultPopTimeout <= 0 {
+		cfg.DefaultPopTimeout = DefaultPopTimeoutFromEnv()
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now()}
+	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
+	s.http = &fasthttp.Server{
+		Handler:            s.Handler,
+		ErrorHandler:       s.errorHandler,
+		Name:               "comb",
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		// Long-polls are parked inside the handler, where fasthttp applies no deadline; the
+		// write deadline starts only once the handler returns. So these bound slow clients, not
+		// pops, and a pop's `timeout` up to maxPopTimeout is never cut.
+		ReadTimeout:  2 * time.Minute,
+		WriteTimeout: 2 * time.Minute,
+		IdleTimeout:  5 * time.Minute,
+		// Every client keeps many long-polls open at once (spec 0.1).
+		Concurrency:                   1 << 20,
+		ReadBufferSize:                16 << 10,
+		NoDefaultContentType:          true,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		CloseOnShutdown:               true,
+		Logger:                        fasthttpLogger{s},
+	}
+	return s
+}
+
+// Serve answers requests on ln until Shutdown. It returns nil after a clean Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.http.Serve(ln)
+}
+
+// ListenAndServe listens on addr (host:port) and serves until Shutdown.
+func (s *Server) ListenAndServe(addr string) error {
+	return s.http.ListenAndServe(addr)
+}
+
+// Shutdown stops accepting connections, answers every parked long-poll with 204 (their
+// context is cancelled), and waits for in-flight requests until ctx ends. It does not close
+// the Backend: the caller does that afterwards, so the answered pops' state reaches the final
+// checkpoint.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancelPop()
+	return s.http.ShutdownWithContext(ctx)
+}
+
+// Handler is the fasthttp entry point: counting, CORS, panic recovery and routing.
+func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
+	s.requests.Add(1)
+	defer s.recoverPanic(ctx)
+	setCORS(ctx)
+	s.route(ctx)
+}
+
+// recoverPanic turns a panic in a handler into a logged 500 with a JSON body, so no input can
+// take the server down (issue 4, "Bad input").
+func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.log.Error().
+		Str("method", string(ctx.Method())).
+		Str("uri", string(ctx.RequestURI())).
+		Interface("panic", v).
+		Bytes("stack", debug.Stack()).
+		Msg("handler panicked; answered 500")
+	ctx.Response.Reset()
+	setCORS(ctx)
+	writeError(ctx, fasthttp.StatusInternalServerError, "Internal server error")
+}
+
+// errorHandler answers requests fasthttp could not read: the 413 of the body cap, with the JSON
+// body the spec asks for (spec 1.2), and 400/431 for other malformed requests.
+func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	setCORS(ctx)
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "Payload too large")
+	case errors.As(err, &small):
+		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request headers too large")
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, "Malformed HTTP request")
+	}
+}
+
+// fasthttpLogger routes fasthttp's own messages (connection errors) into zerolog at debug level.
+type fasthttpLogger struct{ s *Server }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.s.log.Debug().Msgf(format, args...)
+}
