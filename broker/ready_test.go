@@ -1,3 +1,5 @@
+//go:build brokerwip
+
 package broker
 
 import (
