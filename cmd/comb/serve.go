@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/httpapi"
+)
+
+func init() {
+	register("serve", "run the broker: the Queen v1 HTTP API on a data directory", runServe)
+}
+
+// shutdownGrace bounds how long SIGTERM waits for in-flight requests; parked long-polls are
+// answered at once, so only slow writes can use it.
+const shutdownGrace = 30 * time.Second
+
+// serveEnv maps each flag to its environment fallback (flag > environment > default).
+var serveEnv = [][2]string{
+	{"addr", "COMB_ADDR"},
+	{"data-dir", "COMB_DATA_DIR"},
+	{"sync", "COMB_SYNC"},
+	{"sync-interval", "COMB_SYNC_INTERVAL"},
+	{"checkpoint-interval", "COMB_CHECKPOINT_INTERVAL"},
+	{"log-level", "COMB_LOG_LEVEL"},
+	{"max-body", "COMB_MAX_BODY"},
+	{"max-batch", "COMB_MAX_BATCH"},
+}
+
+func runServe(args []string) int {
+	fs := flag.NewFlagSet("comb serve", flag.ContinueOnError)
+	addr := fs.String("addr", ":6632", "listen address host:port (env COMB_ADDR, else HOST and PORT)")
+	dataDir := fs.String("data-dir", "./comb-data", "data directory, created if missing (env COMB_DATA_DIR)")
+	syncMode := fs.String("sync", "always", "when pushes are fdatasync'd before the answer: always|interval|never (env COMB_SYNC)")
+	syncInterval := fs.Duration("sync-interval", 10*time.Millisecond, "group-commit period for --sync interval (env COMB_SYNC_INTERVAL)")
+	checkpoint := fs.Duration("checkpoint-interval", 5*time.Millisecond, "cursor journal checkpoint period (env COMB_CHECKPOINT_INTERVAL)")
+	logLevel := fs.String("log-level", "info", "trace|debug|info|warn|error (env COMB_LOG_LEVEL)")
+	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
+	fs.Var(&maxBody, "max-body", "request body cap, bytes or with a suffix like 64MiB; larger bodies get 413 (env COMB_MAX_BODY)")
+	maxBatch := fs.Int("max-batch", httpapi.DefaultMaxBatch, "cap on a pop's batch (env COMB_MAX_BATCH)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "comb serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := applyEnv(fs, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		return 2
+	}
+	switch *syncMode {
+	case "always", "interval", "never":
+	default:
+		fmt.Fprintf(os.Stderr, "comb serve: --sync must be always, interval or never, not %q\n", *syncMode)
+		return 2
+	}
+	level, err := zerolog.ParseLevel(*logLevel)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "comb serve: --log-level: %v\n", err)
+		return 2
+	}
+	log := newLogger(level)
+
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
+		return 1
+	}
+	b, err := broker.Open(broker.Config{
+		DataDir:            *dataDir,
+		Sync:               *syncMode,
+		SyncInterval:       *syncInterval,
+		CheckpointInterval: *checkpoint,
+		MaxBatch:           *maxBatch,
+		Logger:             log,
+	})
+	if err != nil {
+		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot open the broker")
+		return 1
+	}
+	srv := httpapi.New(b, httpapi.Config{
+		MaxBodyBytes: int(maxBody),
+		MaxBatch:     *maxBatch,
+		Logger:       log,
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Error().Err(err).Str("addr", *addr).Msg("cannot listen")
+		closeBroker(b, log)
+		return 1
+	}
+	log.Info().Str("addr", ln.Addr().String()).Str("data_dir", *dataDir).Str("sync", *syncMode).
+		Int64("max_body_bytes", int64(maxBody)).Msg("comb listening")
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		log.Error().Err(err).Msg("server stopped")
+		closeBroker(b, log)
+		return 1
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process the default way
+	log.Info().Msg("shutting down: answering parked pops, then closing the broker")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+	}
+	if !closeBroker(b, log) {
+		return 1
+	}
+	log.Info().Msg("stopped")
+	return 0
+}
+
+// closeBroker writes the final checkpoint and closes files.
+func closeBroker(b *broker.Broker, log zerolog.Logger) bool {
+	if err := b.Close(); err != nil {
+		log.Error().Err(err).Msg("closing the broker")
+		return false
+	}
+	return true
+}
+
+// applyEnv sets every flag not given on the command line from its environment variable; the
+// address falls back to HOST and PORT (spec 0.1) when COMB_ADDR is unset.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, fe := range serveEnv {
+		name, env := fe[0], fe[1]
+		if given[name] {
+			continue
+		}
+		v := getenv(env)
+		if v == "" && name == "addr" {
+			v = hostPortFromEnv(getenv)
+		}
+		if v == "" {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("%s=%q: %w", env, v, err)
+		}
+	}
+	return nil
+}
+
+// hostPortFromEnv is HOST:PORT with Queen's defaults (0.0.0.0, 6632), or "" when neither is set.
+func hostPortFromEnv(getenv func(string) string) string {
+	host, port := getenv("HOST"), getenv("PORT")
+	if host == "" && port == "" {
+		return ""
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	if port == "" {
+		port = "6632"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// newLogger writes human-readable lines to a terminal and JSON lines otherwise.
+func newLogger(level zerolog.Level) zerolog.Logger {
+	var out = zerolog.New(os.Stderr)
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		out = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+	}
+	return out.Level(level).With().Timestamp().Logger()
+}
+
+// byteSize is a flag.Value for sizes: plain bytes, or a number with a suffix. KiB/MiB/GiB and
+// the bare K/M/G are powers of 1024; KB/MB/GB are powers of 1000.
+type byteSize int64
+
+func (s *byteSize) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *byteSize) Set(text string) error {
+	t := strings.TrimSpace(text)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return fmt.Errorf("size %q: want bytes or a number with a suffix like 64MiB", text)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return fmt.Errorf("size %q: %w", text, err)
+	}
+	mult := map[string]int64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	}[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if mult == 0 {
+		return fmt.Errorf("size %q: unknown suffix %q", text, t[i:])
+	}
+	if n <= 0 || n > (1<<31-1)/mult {
+		return fmt.Errorf("size %q: must be between 1 byte and 2 GiB", text)
+	}
+	*s = byteSize(n * mult)
+	return nil
+}
