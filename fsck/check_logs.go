@@ -1,0 +1,159 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// largeDirBytes: below this many bytes of segment files no progress bar is drawn
+// (a bar that flashes for a second is noise).
+const largeDirBytes = 256 << 20
+
+// checkLogs scans every partition and DLQ log read-only.
+func (c *checker) checkLogs() error {
+	c.scans = make(map[string]*logScan, len(c.logs))
+	bar := c.progressBar()
+	for _, d := range c.logs {
+		if d.DLQ {
+			c.rep.Totals.DLQLogs++
+		} else {
+			c.rep.Totals.Partitions++
+		}
+		s, err := scanLog(d.Path, func(bytes int64) {
+			if bar != nil {
+				_ = bar.Add64(bytes)
+			}
+		})
+		if errors.Is(err, ErrNotWired) {
+			return err
+		}
+		queue, part := c.names(d)
+		base := Finding{Queue: queue, Partition: part, PartitionID: idString(d.ID)}
+		if err != nil {
+			f := base
+			f.Kind, f.Severity, f.File = KindUnreadable, SeverityDamaged, d.Rel
+			f.Detail = err.Error()
+			c.rep.add(f)
+			continue
+		}
+		c.scans[d.Rel] = s
+		c.logFindings(d, base, s)
+	}
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	return nil
+}
+
+func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
+	t := &c.rep.Totals
+	for _, f := range s.Files {
+		t.Files++
+		t.Segments += int64(f.Segments)
+		t.Records += int64(f.Records)
+		t.Bytes += f.Bytes
+	}
+	var fixedByOpen []int // findings a segment.Open of this log repairs
+	add := func(f Finding) {
+		fixedByOpen = append(fixedByOpen, len(c.rep.Findings))
+		c.rep.add(f)
+	}
+	if s.Torn != nil {
+		f := base
+		f.Kind, f.Severity = KindTornTail, SeverityRepairable
+		f.File = filepath.Join(d.Rel, s.Torn.File)
+		f.StartByte, f.EndByte = s.Torn.StartByte, s.Torn.EndByte
+		f.FirstOffset, f.LastOffset = s.Torn.FirstOffset, s.Torn.LastOffset
+		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): a crash mid-append, never acknowledged", s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason)
+		f.Repair = fmt.Sprintf("truncate %s at byte %d", f.File, s.Torn.StartByte)
+		add(f)
+	}
+	quarantined := c.quarantinedRanges(d.ID)
+	for _, dm := range s.Corrupt {
+		f := base
+		f.File = filepath.Join(d.Rel, dm.File)
+		f.StartByte, f.EndByte = dm.StartByte, dm.EndByte
+		f.FirstOffset, f.LastOffset = dm.FirstOffset, dm.LastOffset
+		if dm.Gap {
+			f.Kind = KindOffsetGap
+			if quarantined.covers(dm.FirstOffset, dm.LastOffset) {
+				f.Severity = SeverityInfo
+				f.Detail = fmt.Sprintf("offsets %d-%d missing: moved to quarantine by an earlier repair", dm.FirstOffset, dm.LastOffset)
+			} else {
+				f.Severity = SeverityDamaged
+				f.Detail = "offsets are not dense and increasing: " + dm.Reason
+			}
+			c.rep.add(f)
+			continue
+		}
+		f.Kind, f.Severity = KindCorruptSegment, SeverityDamaged
+		f.Detail = fmt.Sprintf("damaged segment data (%s); offsets %s are lost unless recovered from a copy", dm.Reason, offsetsText(dm.FirstOffset, dm.LastOffset))
+		f.Repair = fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", f.File, filepath.Join(dirQuarantine, d.Rel))
+		c.plan(f, repairPlan{kind: planQuarantine, log: d, dmg: dm})
+	}
+	for _, name := range s.MissingIndexes {
+		f := base
+		f.Kind, f.Severity, f.File = KindIndexMissing, SeverityRepairable, filepath.Join(d.Rel, name)
+		f.Detail = "index file missing"
+		f.Repair = "rebuild " + f.File + " from the segments"
+		add(f)
+	}
+	for _, name := range s.StaleIndexes {
+		f := base
+		f.Kind, f.Severity, f.File = KindIndexStale, SeverityRepairable, filepath.Join(d.Rel, name)
+		f.Detail = "index file torn or disagrees with the segments"
+		f.Repair = "rebuild " + f.File + " from the segments"
+		add(f)
+	}
+	if s.DedupStale {
+		f := base
+		f.Kind, f.Severity, f.File = KindDedupStale, SeverityRepairable, filepath.Join(d.Rel, "dedup.idx")
+		f.Detail = "dedup index lacks entries or disagrees with the records"
+		f.Repair = "rebuild " + f.File + " from the records"
+		add(f)
+	}
+	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
+		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, findings: fixedByOpen})
+	}
+}
+
+func offsetsText(first, last uint64) string {
+	if first == 0 && last == 0 {
+		return "(unknown: the segment header is damaged)"
+	}
+	return fmt.Sprintf("%d-%d", first, last)
+}
+
+// progressBar returns a bar over the bytes of every segment file, or nil when
+// progress is off or the directory is small.
+func (c *checker) progressBar() *progressbar.ProgressBar {
+	if c.opts.Progress == nil {
+		return nil
+	}
+	var total int64
+	for _, d := range c.logs {
+		_ = filepath.WalkDir(d.Path, func(_ string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				if info, err := e.Info(); err == nil {
+					total += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	if total < largeDirBytes {
+		return nil
+	}
+	return progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(c.opts.Progress),
+		progressbar.OptionSetDescription("fsck"),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+}

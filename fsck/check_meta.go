@@ -1,0 +1,61 @@
+package fsck
+
+import "fmt"
+
+// checkMeta turns the metadata journal's state into findings.
+func (c *checker) checkMeta() {
+	m := c.meta
+	if m == nil || !m.Present {
+		return
+	}
+	c.rep.Totals.Queues = len(m.Queues)
+	if m.Bytes <= m.ValidBytes {
+		return
+	}
+	f := Finding{File: m.File, StartByte: m.ValidBytes, EndByte: m.Bytes}
+	if m.MidFile {
+		f.Kind, f.Severity = KindJournalCorrupt, SeverityDamaged
+		f.Detail = fmt.Sprintf("metadata journal damaged at byte %d with valid records after it: queues or partitions registered after this point would be forgotten", m.ValidBytes)
+		c.rep.add(f)
+		return
+	}
+	f.Kind, f.Severity = KindJournalTornTail, SeverityRepairable
+	f.Detail = fmt.Sprintf("metadata journal ends in %d bytes of a partial record (a crash mid-write; never acknowledged)", m.Bytes-m.ValidBytes)
+	f.Repair = fmt.Sprintf("truncate %s to %d bytes", m.File, m.ValidBytes)
+	c.plan(f, repairPlan{kind: planTruncateMeta, size: m.ValidBytes})
+}
+
+// checkOrphans compares the partition and DLQ directories with the metadata.
+func (c *checker) checkOrphans() {
+	m := c.meta
+	if m == nil {
+		return
+	}
+	for _, d := range c.logs {
+		known := false
+		if d.DLQ {
+			_, known = m.Queues[d.ID]
+		} else {
+			_, known = m.Partitions[d.ID]
+		}
+		if known {
+			continue
+		}
+		s := c.scans[d.Rel]
+		records := 0
+		if s != nil {
+			for _, f := range s.Files {
+				records += f.Records
+			}
+		}
+		f := Finding{Kind: KindOrphanPartition, PartitionID: idString(d.ID), File: d.Rel}
+		if records == 0 {
+			f.Severity = SeverityInfo
+			f.Detail = "log directory without records that the metadata does not name (left by a crash while a partition was being created, or by a queue delete); harmless"
+		} else {
+			f.Severity = SeverityDamaged
+			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name: the broker cannot reach them (lost metadata?); `comb dump --log %s` reads them", records, d.Rel)
+		}
+		c.rep.add(f)
+	}
+}

@@ -1,0 +1,109 @@
+package fsck
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names what a finding is about. The strings are part of the --json output and
+// of docs/operations.md; do not rename them.
+type Kind string
+
+// Kinds of findings. Each comment says what --repair does about it.
+const (
+	// KindTornTail: the newest file of a partition log ends in a partial or garbage
+	// segment (a crash mid-append). Repair truncates it; the bytes were never
+	// acknowledged to a client (a push is answered only after its sync).
+	KindTornTail Kind = "torn_tail"
+	// KindCorruptSegment: a segment fails its checksum or does not decode in a sealed
+	// file, or in the middle of the newest file with valid segments after it. Repair
+	// quarantines the whole file (moves it under <data>/quarantine/); the offsets it
+	// held become a gap a person must look at.
+	KindCorruptSegment Kind = "corrupt_segment"
+	// KindOffsetGap: offsets are not dense and increasing across segments or files
+	// (and the gap is not a recorded quarantine). Needs a person.
+	KindOffsetGap Kind = "offset_gap"
+	// KindIndexMissing / KindIndexStale: an offset/time index file is missing, torn,
+	// or disagrees with the segments. Repair rebuilds that file from the segments.
+	KindIndexMissing Kind = "index_missing"
+	KindIndexStale   Kind = "index_stale"
+	// KindDedupStale: the dedup index lacks entries or disagrees with the records.
+	// Repair rebuilds it.
+	KindDedupStale Kind = "dedup_stale"
+	// KindJournalTornTail: the cursor or metadata journal ends in a partial or bad
+	// frame (a crash mid-checkpoint). Repair truncates it; it was never acknowledged.
+	KindJournalTornTail Kind = "journal_torn_tail"
+	// KindJournalCorrupt: a journal frame is damaged with valid frames after it, or a
+	// snapshot is damaged. Needs a person (cursors or queue metadata would be lost).
+	KindJournalCorrupt Kind = "journal_corrupt"
+	// KindCursorPastEnd: a consumer group's cursor is past its partition's high-water
+	// mark (data it refers to was lost). Repair clamps it to the high-water mark.
+	KindCursorPastEnd Kind = "cursor_past_end"
+	// KindOrphanPartition: a partition directory the metadata journal does not name,
+	// or a partition the metadata names whose directory is missing. Needs a person.
+	KindOrphanPartition Kind = "orphan_partition"
+	// KindQuarantined: an earlier repair moved data aside; informational.
+	KindQuarantined Kind = "quarantined"
+	// KindUnreadable: a file or directory could not be read at all.
+	KindUnreadable Kind = "unreadable"
+)
+
+// Severity says whether a finding needs a person.
+type Severity string
+
+const (
+	// SeverityRepairable: --repair fixes it without losing acknowledged data (exit 1).
+	SeverityRepairable Severity = "repairable"
+	// SeverityDamaged: acknowledged data is damaged or missing; a person decides (exit 2).
+	SeverityDamaged Severity = "damaged"
+	// SeverityInfo: worth knowing, nothing to do (exit 0).
+	SeverityInfo Severity = "info"
+)
+
+// Finding is one thing fsck saw. Byte ranges are [StartByte, EndByte) in File;
+// offsets are inclusive; zero values mean unknown or not applicable.
+type Finding struct {
+	Kind        Kind     `json:"kind"`
+	Severity    Severity `json:"severity"`
+	Queue       string   `json:"queue,omitempty"`
+	Partition   string   `json:"partition,omitempty"`
+	PartitionID string   `json:"partitionId,omitempty"`
+	Group       string   `json:"group,omitempty"`
+	File        string   `json:"file,omitempty"` // relative to the data directory
+	StartByte   int64    `json:"startByte,omitempty"`
+	EndByte     int64    `json:"endByte,omitempty"`
+	FirstOffset uint64   `json:"firstOffset,omitempty"`
+	LastOffset  uint64   `json:"lastOffset,omitempty"`
+	Detail      string   `json:"detail"`
+	// Repair says what --repair does (dry run, check) or did (repair) about it; "" when
+	// nothing can be done automatically.
+	Repair   string `json:"repair,omitempty"`
+	Repaired bool   `json:"repaired"`
+	// RepairError is set when the repair was attempted and failed.
+	RepairError string `json:"repairError,omitempty"`
+}
+
+// where renders the location part of a finding for the human summary.
+func (f Finding) where() string {
+	var parts []string
+	if f.Queue != "" || f.Partition != "" {
+		parts = append(parts, fmt.Sprintf("queue %q partition %q", f.Queue, f.Partition))
+	}
+	if f.PartitionID != "" {
+		parts = append(parts, "id "+f.PartitionID)
+	}
+	if f.Group != "" {
+		parts = append(parts, fmt.Sprintf("group %q", f.Group))
+	}
+	if f.File != "" {
+		s := f.File
+		if f.EndByte > 0 {
+			s += fmt.Sprintf(" bytes [%d,%d)", f.StartByte, f.EndByte)
+		}
+		parts = append(parts, s)
+	}
+	if f.FirstOffset != 0 || f.LastOffset != 0 {
+		parts = append(parts, fmt.Sprintf("offsets %d-%d", f.FirstOffset, f.LastOffset))
+	}
+	return strings.Join(parts, ", ")
+}

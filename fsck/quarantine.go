@@ -1,0 +1,181 @@
+package fsck
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Quarantine layout: a damaged file is renamed, never copied or deleted, to
+//
+//	<data>/quarantine/<partitions|dlq>/<id>/<file>[.<n>]
+//
+// and one JSON line describing it is appended to <data>/quarantine/manifest.jsonl
+// (and fsynced) BEFORE the rename, so a crash between the two leaves a manifest line
+// for a file still in place (the next run re-plans the move) rather than a moved
+// file nobody can explain. The offsets a quarantined file held become a gap in its
+// log; later runs report that gap as info, not damage.
+const manifestName = "manifest.jsonl"
+
+// quarantineEntry is one manifest line.
+type quarantineEntry struct {
+	AtRFC3339   string `json:"at"`
+	PartitionID string `json:"partitionId"`
+	Queue       string `json:"queue,omitempty"`
+	Partition   string `json:"partition,omitempty"`
+	Original    string `json:"original"` // relative to the data directory
+	Moved       string `json:"moved"`    // relative to the data directory
+	StartByte   int64  `json:"startByte"`
+	EndByte     int64  `json:"endByte"`
+	FirstOffset uint64 `json:"firstOffset"` // offsets the file held (the gap it leaves)
+	LastOffset  uint64 `json:"lastOffset"`
+	Reason      string `json:"reason"`
+}
+
+func readQuarantine(dataDir string) ([]quarantineEntry, error) {
+	f, err := os.Open(filepath.Join(dataDir, dirQuarantine, manifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []quarantineEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e quarantineEntry
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// A torn last line from a crash mid-append: the move it announced
+			// did not happen yet (the rename follows the fsync of this line).
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}
+
+// offsetRanges is a set of inclusive offset ranges.
+type offsetRanges [][2]uint64
+
+func (r offsetRanges) covers(first, last uint64) bool {
+	if first == 0 && last == 0 {
+		return false
+	}
+	for _, x := range r {
+		if x[0] <= first && last <= x[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// quarantinedRanges returns the offsets quarantined from the log with this id. A gap
+// reported by the segment scan that lies inside them is expected.
+func (c *checker) quarantinedRanges(id [16]byte) offsetRanges {
+	var out offsetRanges
+	want := idString(id)
+	for _, q := range c.quar {
+		if q.PartitionID == want && want != "" {
+			out = append(out, [2]uint64{q.FirstOffset, q.LastOffset})
+		}
+	}
+	// Adjacent quarantined files leave one gap spanning both.
+	for changed := true; changed; {
+		changed = false
+		for i := range out {
+			for j := range out {
+				if i != j && out[i][1]+1 == out[j][0] {
+					out[i][1] = out[j][1]
+					out = append(out[:j], out[j+1:]...)
+					changed = true
+					break
+				}
+			}
+			if changed {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// quarantineFile moves one damaged segment file (and the index file describing it,
+// if any) out of its log. Durability: manifest line written and fsynced, then the
+// renames, then both directories fsynced.
+func quarantineFile(dataDir string, d logDir, dm damage, file fileSummary, queue, partition string, now time.Time) (quarantineEntry, error) {
+	qdir := filepath.Join(dataDir, dirQuarantine, d.Rel)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return quarantineEntry{}, err
+	}
+	dst := filepath.Join(qdir, dm.File)
+	for n := 1; ; n++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(qdir, fmt.Sprintf("%s.%d", dm.File, n))
+	}
+	rel, _ := filepath.Rel(dataDir, dst)
+	e := quarantineEntry{
+		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+		Original: filepath.Join(d.Rel, dm.File), Moved: rel, StartByte: dm.StartByte, EndByte: dm.EndByte,
+		FirstOffset: file.FirstOffset, LastOffset: file.LastOffset, Reason: dm.Reason,
+	}
+	if e.PartitionID == "" {
+		e.PartitionID = uuid.Nil.String()
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return e, err
+	}
+	mf, err := os.OpenFile(filepath.Join(dataDir, dirQuarantine, manifestName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return e, err
+	}
+	if _, err := mf.Write(append(line, '\n')); err != nil {
+		mf.Close()
+		return e, err
+	}
+	if err := mf.Sync(); err != nil {
+		mf.Close()
+		return e, err
+	}
+	if err := mf.Close(); err != nil {
+		return e, err
+	}
+	if err := os.Rename(filepath.Join(d.Path, dm.File), dst); err != nil {
+		return e, fmt.Errorf("quarantine %s: %w", e.Original, err)
+	}
+	// The index file of the moved segment file describes data no longer there.
+	for _, idx := range indexFilesFor(d.Path, dm.File) {
+		_ = os.Rename(idx, filepath.Join(qdir, filepath.Base(idx)))
+	}
+	for _, dir := range []string{qdir, d.Path, filepath.Join(dataDir, dirQuarantine)} {
+		if err := syncDir(dir); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

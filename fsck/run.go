@@ -1,0 +1,125 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+)
+
+// Options configures one fsck run.
+type Options struct {
+	Mode Mode
+	// Force runs a read-only check (ModeCheck, ModeDryRun) on a directory a live server
+	// holds; the newest files may then be mid-write. Never allows ModeRepair.
+	Force bool
+	// Progress, when set, receives a progress bar over the bytes scanned (the command
+	// passes the terminal; nil = silent).
+	Progress io.Writer
+}
+
+// Run checks dataDir and, with ModeRepair, repairs what can be repaired without losing
+// acknowledged data. The Report holds every finding and the exit code; the error is
+// non-nil only when the check could not run (ErrLocked, ErrNotDataDir, I/O).
+//
+// Durability of a repair: each step is the storage package's own recovery (Open
+// truncates a torn tail and fsyncs; indexes are rebuilt and synced), quarantine is a
+// rename followed by an fsync of both directories, so a crash during --repair leaves
+// a directory the next fsck or server start handles the same way.
+func Run(dataDir string, opts Options) (*Report, error) {
+	if opts.Mode == "" {
+		opts.Mode = ModeCheck
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := isDataDir(abs); err != nil {
+		return nil, err
+	}
+	rep := &Report{Dir: abs, Mode: opts.Mode}
+	lock, err := probeLock(abs, opts.Mode == ModeRepair)
+	switch {
+	case errors.Is(err, ErrLocked) && opts.Force && opts.Mode != ModeRepair:
+		rep.Forced = true
+	case err != nil:
+		return nil, err
+	}
+	defer lock.release()
+
+	c := &checker{dir: abs, opts: opts, rep: rep}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if opts.Mode == ModeRepair {
+		c.repair()
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// checker carries one run's state between the check and repair steps.
+type checker struct {
+	dir  string
+	opts Options
+	rep  *Report
+
+	meta    *metaView
+	logs    []logDir
+	scans   map[string]*logScan // by logDir.Rel
+	cursors *cursorView
+	quar    []quarantineEntry
+	// plans are the repair steps the findings call for, in order.
+	plans []repairPlan
+}
+
+func (c *checker) check() error {
+	meta, err := readMeta(c.dir)
+	if err != nil && !errors.Is(err, ErrNotWired) {
+		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirMeta, Detail: fmt.Sprintf("metadata journal: %v", err)})
+	}
+	c.meta = meta
+	c.checkMeta()
+
+	c.quar, err = readQuarantine(c.dir)
+	if err != nil {
+		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirQuarantine, Detail: err.Error()})
+	}
+	for _, q := range c.quar {
+		c.rep.add(Finding{Kind: KindQuarantined, Severity: SeverityInfo, PartitionID: q.PartitionID, Queue: q.Queue, Partition: q.Partition,
+			File: q.Moved, FirstOffset: q.FirstOffset, LastOffset: q.LastOffset,
+			Detail: fmt.Sprintf("moved aside on %s: %s", q.AtRFC3339, q.Reason)})
+	}
+
+	c.logs, err = listLogs(c.dir)
+	if err != nil {
+		return err
+	}
+	if err := c.checkLogs(); err != nil {
+		return err
+	}
+	c.checkOrphans()
+
+	cur, err := readCursors(filepath.Join(c.dir, dirCursor))
+	if err != nil && !errors.Is(err, ErrNotWired) {
+		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor journal: %v", err)})
+	}
+	c.cursors = cur
+	c.checkCursors()
+	return nil
+}
+
+// names returns the queue and partition names of a log directory for reports.
+func (c *checker) names(d logDir) (queue, partition string) {
+	if c.meta == nil {
+		return "", ""
+	}
+	if d.DLQ {
+		return c.meta.Queues[d.ID], "(dlq)"
+	}
+	p, ok := c.meta.Partitions[d.ID]
+	if !ok {
+		return "", ""
+	}
+	return p.Queue, p.Name
+}

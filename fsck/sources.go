@@ -1,0 +1,79 @@
+package fsck
+
+import "github.com/combmq/comb/lease"
+
+// This file holds the narrow views fsck takes of the storage packages. Each is filled
+// by a small adapter (wire_*.go) over that package's read-only entry point, so the
+// checking and repair logic here does not depend on their internals, and tests can
+// hand it crafted results.
+
+// partInfo names a partition for reports.
+type partInfo struct {
+	ID, QueueID [16]byte
+	Queue, Name string
+}
+
+// metaView is what fsck needs from the broker's metadata journal.
+type metaView struct {
+	Present    bool // meta/ exists
+	Queues     map[[16]byte]string
+	Partitions map[[16]byte]partInfo
+	File       string // relative to the data directory
+	Bytes      int64
+	ValidBytes int64 // bytes past this are a torn tail (or damage, see MidFile)
+	MidFile    bool  // a valid frame follows the first bad one: not a torn write
+}
+
+// fileSummary is one segment file as scanned.
+type fileSummary struct {
+	Name                    string
+	Bytes                   int64
+	Sealed                  bool
+	FirstOffset, LastOffset uint64
+	Segments, Records       int
+	FirstTsMicros           int64
+	LastTsMicros            int64
+}
+
+// damage is one damaged byte range of a segment file.
+type damage struct {
+	File                    string // base name inside the log directory
+	StartByte, EndByte      int64
+	FirstOffset, LastOffset uint64
+	Reason                  string
+	Gap                     bool // offsets not dense, rather than bytes damaged
+}
+
+// logScan is the read-only verdict on one segment.Log directory.
+type logScan struct {
+	Files                   []fileSummary
+	FirstOffset, NextOffset uint64 // of the valid data; NextOffset-1 is the high-water mark
+	Torn                    *damage
+	Corrupt                 []damage
+	StaleIndexes            []string // base names of index files to rebuild
+	MissingIndexes          []string
+	DedupStale              bool
+}
+
+func (s *logScan) highWater() uint64 {
+	if s.NextOffset == 0 {
+		return 0
+	}
+	return s.NextOffset - 1
+}
+
+// cursorEntry is one recovered (partition, group) state.
+type cursorEntry struct {
+	Partition [16]byte
+	Group     string
+	State     lease.State
+}
+
+// cursorView is the read-only recovery of the cursor journal and snapshots.
+type cursorView struct {
+	Present   bool
+	Entries   []cursorEntry
+	TornBytes int64
+	TornFile  string
+	Corrupt   *damage // mid-journal or snapshot damage
+}
