@@ -1,8 +1,10 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,7 +35,7 @@ func (p SyncPolicy) String() string {
 // anything else returns an error wrapping ErrBadPolicy.
 func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "always", "":
+	case "always":
 		return SyncAlways, nil
 	case "interval":
 		return SyncInterval, nil
@@ -43,4 +45,220 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	return 0, fmt.Errorf("sync policy %q: %w", s, ErrBadPolicy)
 }
 
-var _ = time.Millisecond
+// Committer is group commit across many Logs: one background goroutine runs
+// sync passes, each fdatasyncing every Log that has unsynced appends (up to
+// syncWorkers at a time) and then releasing every Commit that was waiting
+// when the pass started.
+//
+// What each policy promises after a crash (power loss or kernel panic; a
+// process crash alone loses nothing that Append wrote):
+//   - SyncAlways: Commit returns only once everything appended to the log
+//     before the call is on stable storage, so an acknowledged push survives.
+//     Appenders arriving while a pass runs are served by the next pass, so a
+//     busy server makes about one pass per fdatasync time, not one per push.
+//   - SyncInterval: Commit returns at once; a pass runs every interval, so a
+//     crash loses at most the last interval (plus one pass) of acknowledged
+//     appends. Nothing older is ever lost.
+//   - SyncNever: nothing is synced except by Log.Close; a crash may lose
+//     anything the kernel had not written back (tests and benchmarks).
+//
+// In every policy recovery truncates a torn tail, so what survives is always
+// a prefix of what was appended.
+type Committer struct {
+	policy   SyncPolicy
+	interval time.Duration
+
+	mu      sync.Mutex
+	dirty   map[*Log]struct{}
+	next    *pass // the pass that will pick up logs marked dirty now
+	closed  bool
+	kick    chan struct{}
+	stopped chan struct{}
+
+	latMu sync.Mutex
+	lat   []int64 // pass durations (µs) since the last SyncLatencies
+}
+
+// pass is one sync pass: done closes when it has finished; errs holds the
+// logs whose sync failed.
+type pass struct {
+	done chan struct{}
+	errs map[*Log]error
+}
+
+func newPass() *pass { return &pass{done: make(chan struct{})} }
+
+// syncWorkers is how many fdatasyncs one pass keeps in flight: the device
+// serves parallel flushes of different files better than a serial loop.
+const syncWorkers = 16
+
+// maxLatencies bounds the latency buffer between SyncLatencies calls.
+const maxLatencies = 4096
+
+// NewCommitter starts a committer. interval is the SyncInterval period
+// (default 10 ms when ≤ 0); SyncAlways passes run back to back while Commits
+// wait, with no timer.
+func NewCommitter(p SyncPolicy, interval time.Duration) *Committer {
+	if interval <= 0 {
+		interval = 10 * time.Millisecond
+	}
+	c := &Committer{policy: p, interval: interval, dirty: map[*Log]struct{}{}, next: newPass(),
+		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	if p == SyncNever {
+		close(c.stopped)
+		return c
+	}
+	go c.loop()
+	return c
+}
+
+// Commit makes l's appends durable according to the policy: with SyncAlways
+// it blocks until a sync pass that started after the call has flushed l and
+// returns that pass's error for l; otherwise it marks l for the next pass
+// (SyncInterval) or does nothing (SyncNever) and returns nil. Safe for
+// concurrent use. ErrClosed after Close.
+func (c *Committer) Commit(l *Log) error {
+	if c.policy == SyncNever {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.policy == SyncInterval {
+		if l.dirty() {
+			c.dirty[l] = struct{}{}
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	c.dirty[l] = struct{}{}
+	p := c.next
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	<-p.done
+	return p.errs[l]
+}
+
+func (c *Committer) loop() {
+	defer close(c.stopped)
+	var tick <-chan time.Time
+	if c.policy == SyncInterval {
+		t := time.NewTicker(c.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-c.kick:
+		case <-tick:
+		}
+		if last := c.runPass(); last {
+			return
+		}
+	}
+}
+
+// runPass syncs the logs marked dirty so far; it reports whether the
+// committer is closed (that pass was the final one).
+func (c *Committer) runPass() bool {
+	c.mu.Lock()
+	p, logs, closed := c.next, c.dirty, c.closed
+	c.next, c.dirty = newPass(), make(map[*Log]struct{}, len(logs))
+	c.mu.Unlock()
+
+	if len(logs) > 0 {
+		start := time.Now()
+		c.syncAll(p, logs)
+		c.recordLatency(time.Since(start).Microseconds())
+	}
+	close(p.done)
+	return closed
+}
+
+func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
+	var mu sync.Mutex
+	record := func(l *Log, err error) {
+		if err == nil || errors.Is(err, ErrClosed) { // Close synced it
+			return
+		}
+		mu.Lock()
+		if p.errs == nil {
+			p.errs = map[*Log]error{}
+		}
+		p.errs[l] = err
+		mu.Unlock()
+	}
+	if len(logs) == 1 {
+		for l := range logs {
+			record(l, l.Sync())
+		}
+		return
+	}
+	work := make(chan *Log, len(logs))
+	for l := range logs {
+		work <- l
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for range min(syncWorkers, len(logs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range work {
+				record(l, l.Sync())
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *Committer) recordLatency(us int64) {
+	c.latMu.Lock()
+	if len(c.lat) < maxLatencies {
+		c.lat = append(c.lat, us)
+	}
+	c.latMu.Unlock()
+}
+
+// SyncLatencies returns the durations (µs) of the sync passes that ran since
+// the previous call (at most 4096; passes with nothing to sync are not
+// counted) and forgets them.
+func (c *Committer) SyncLatencies() []int64 {
+	c.latMu.Lock()
+	defer c.latMu.Unlock()
+	out := c.lat
+	c.lat = nil
+	return out
+}
+
+// Close runs a final pass over the dirty logs, stops the background
+// goroutine and makes later Commits return ErrClosed. Logs must be closed
+// after their Committer, or their own Close syncs them.
+func (c *Committer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	p := c.next
+	c.mu.Unlock()
+	if c.policy == SyncNever {
+		return nil
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	<-c.stopped
+	var err error
+	for _, e := range p.errs {
+		err = errors.Join(err, e)
+	}
+	return err
+}

@@ -1,0 +1,127 @@
+package index
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Dedup file sizes, in bytes.
+const (
+	DedupHeaderSize = 32
+	DedupEntrySize  = 16
+)
+
+var dedupMagic = [4]byte{'C', 'M', 'B', 'D'}
+
+// HashTxn is the dedup key of a transaction id: xxhash64 of its bytes.
+func HashTxn(txid string) uint64 { return xxhash.Sum64String(txid) }
+
+// PutDedupHeader writes the dedup file header into b[:DedupHeaderSize].
+func PutDedupHeader(b []byte) {
+	clear(b[:DedupHeaderSize])
+	copy(b, dedupMagic[:])
+	b[4] = Version
+}
+
+// CheckDedupHeader reports whether b starts with a dedup file header.
+func CheckDedupHeader(b []byte) error {
+	if len(b) < DedupHeaderSize || [4]byte(b[:4]) != dedupMagic || b[4] != Version {
+		return ErrBadHeader
+	}
+	return nil
+}
+
+// AppendDedupEntry appends one encoded entry to dst.
+func AppendDedupEntry(dst []byte, hash, offset uint64) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, hash)
+	return binary.LittleEndian.AppendUint64(dst, offset)
+}
+
+// ScanDedup calls fn for each entry of body (the bytes after the header)
+// while offsets strictly increase and fn returns true, and returns the number
+// of bytes of entries accepted: the file's valid prefix.
+func ScanDedup(body []byte, fn func(hash, offset uint64) bool) (n int) {
+	var last uint64
+	for n+DedupEntrySize <= len(body) {
+		h := binary.LittleEndian.Uint64(body[n:])
+		off := binary.LittleEndian.Uint64(body[n+8:])
+		if off <= last || !fn(h, off) {
+			break
+		}
+		last = off
+		n += DedupEntrySize
+	}
+	return n
+}
+
+// Table is a compact open-addressing multimap from a transaction-id hash to
+// offsets: 16 bytes a slot, load factor ≤ 3/4. Equal hashes (duplicates or
+// collisions) each get their own slot; Lookup visits all of them so the
+// caller can verify which one really holds the transaction id.
+type Table struct {
+	keys []uint64 // 0 = empty slot; a hash of 0 is stored as 1
+	vals []uint64
+	n    int
+}
+
+// Len is the number of entries.
+func (t *Table) Len() int { return t.n }
+
+// Insert adds (hash, offset).
+func (t *Table) Insert(hash, offset uint64) {
+	if (t.n+1)*4 > len(t.keys)*3 {
+		t.grow()
+	}
+	t.insert(fix(hash), offset)
+}
+
+func fix(h uint64) uint64 {
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+func (t *Table) insert(h, off uint64) {
+	mask := uint64(len(t.keys) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		if t.keys[i] == 0 {
+			t.keys[i], t.vals[i] = h, off
+			t.n++
+			return
+		}
+	}
+}
+
+func (t *Table) grow() {
+	size := 2 * len(t.keys)
+	if size < 16 {
+		size = 16
+	}
+	oldK, oldV := t.keys, t.vals
+	t.keys, t.vals, t.n = make([]uint64, size), make([]uint64, size), 0
+	for i, k := range oldK {
+		if k != 0 {
+			t.insert(k, oldV[i])
+		}
+	}
+}
+
+// Lookup calls fn with each offset stored under hash, newest slot order not
+// guaranteed, until fn returns false.
+func (t *Table) Lookup(hash uint64, fn func(offset uint64) bool) {
+	if t.n == 0 {
+		return
+	}
+	h := fix(hash)
+	mask := uint64(len(t.keys) - 1)
+	for i := h & mask; t.keys[i] != 0; i = (i + 1) & mask {
+		if t.keys[i] == h && !fn(t.vals[i]) {
+			return
+		}
+	}
+}
+
+// Bytes is the table's memory footprint.
+func (t *Table) Bytes() int { return 16 * len(t.keys) }

@@ -1,0 +1,42 @@
+// Package index owns comb's disposable per-partition indexes: the segment
+// index (one fixed-size entry per segment: base offset, byte position,
+// timestamp, record count), used for offset → (file, position) and
+// timestamp → offset lookups, and the dedup index (xxhash64 of a
+// transactionId → offset).
+//
+// Both are caches of the segment files: deleting, truncating or tearing them
+// loses nothing, because package segment rebuilds them from the segments.
+// This package must not know about HTTP, consumer groups, or how segments are
+// encoded; it is handed entries and answers searches.
+//
+// Segment index file "<20-digit base offset>.idx", little-endian, mmap'd:
+//
+//	header (32 bytes)
+//	  0  4  magic "CMBI"
+//	  4  1  version (1)
+//	  5  3  reserved, zero
+//	  8  8  base offset of the segment file this index describes
+//	 16 16  reserved, zero
+//	entries (32 bytes each), one per segment, in file order
+//	  0  8  base offset (first offset of the segment)
+//	  8  8  byte position of the segment header in the segment file
+//	 16  8  segment timestamp, µs since the Unix epoch
+//	 24  4  record count
+//	 28  4  low 32 bits of xxhash64(bytes 0..27 of this entry)
+//
+// The file may be longer than its entries (it grows in steps); the entries end
+// at the first one whose check fails, whose count is 0, or which does not
+// follow its predecessor (base must grow by the predecessor's count, position
+// must grow).
+//
+// Dedup file "dedup.idx", little-endian, appended with plain writes:
+//
+//	header (32 bytes): "CMBD", version (1), 27 reserved zero bytes
+//	entries (16 bytes each): xxhash64(transactionId) u64, offset u64
+//
+// Offsets strictly increase; the entries end at the first that does not (or at
+// a partial entry). Entries are loaded into Table, an open-addressing hash
+// table of 16 bytes per slot.
+//
+// docs/format.md describes both byte by byte.
+package index

@@ -1,0 +1,175 @@
+package index
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Backing is the storage under a mapped index file. OSBacking is the real
+// one; package segment's in-memory file system provides a twin for tests.
+type Backing interface {
+	// Size is the current file size in bytes.
+	Size() (int64, error)
+	// Map resizes the file to size bytes and returns a writable view of all of
+	// it. Views returned earlier become invalid.
+	Map(size int64) ([]byte, error)
+	// Close drops the view and the file handle.
+	Close() error
+}
+
+// File is a mapped segment index: a header and n valid entries. It is not safe
+// for concurrent use; package segment guards it with the partition's lock.
+//
+// Durability: none is promised. Entries are written into a shared mapping and
+// reach the disk whenever the kernel writes the pages back; the index is a
+// cache that recovery checks against the segment file and rebuilds.
+type File struct {
+	back Backing
+	m    []byte
+	n    int
+	base uint64
+}
+
+// minCapacity is the entry capacity a fresh index file is given; it doubles as it fills.
+const minCapacity = 64
+
+// Load maps the index for the segment file starting at base. fresh is true
+// when the file was empty or its header was bad: it now holds a new header and
+// no entries, and the caller must rebuild it from the segments. Otherwise the
+// file keeps its leading run of valid entries (ValidEntries) and stale ones
+// after it are cleared.
+func Load(back Backing, base uint64) (f *File, fresh bool, err error) {
+	size, err := back.Size()
+	if err != nil {
+		return nil, false, err
+	}
+	f = &File{back: back, base: base}
+	if size >= HeaderSize {
+		if f.m, err = back.Map(size); err != nil {
+			return nil, false, err
+		}
+		if CheckHeader(f.m, base) == nil {
+			f.n = ValidEntries(f.m[HeaderSize:], base)
+			clear(f.m[HeaderSize+f.n*EntrySize:])
+			return f, false, nil
+		}
+	}
+	if f.m, err = back.Map(HeaderSize + minCapacity*EntrySize); err != nil {
+		return nil, false, err
+	}
+	clear(f.m)
+	PutHeader(f.m, base)
+	return f, true, nil
+}
+
+// Len is the number of entries.
+func (f *File) Len() int { return f.n }
+
+// Entries is a view of the entries, valid until the next Append, Truncate or Close.
+func (f *File) Entries() Entries { return Entries(f.m[HeaderSize : HeaderSize+f.n*EntrySize]) }
+
+// Last returns the last entry; ok is false when there is none.
+func (f *File) Last() (Entry, bool) {
+	if f.n == 0 {
+		return Entry{}, false
+	}
+	return f.Entries().At(f.n - 1), true
+}
+
+// Append adds e after the last entry, growing the file when full. The caller
+// keeps entries consecutive (see ValidEntries).
+func (f *File) Append(e Entry) error {
+	at := HeaderSize + f.n*EntrySize
+	if at+EntrySize > len(f.m) {
+		m, err := f.back.Map(int64(HeaderSize + 2*(len(f.m)-HeaderSize)))
+		if err != nil {
+			return fmt.Errorf("index %d: grow: %w", f.base, err)
+		}
+		f.m = m
+	}
+	PutEntry(f.m[at:], e)
+	f.n++
+	return nil
+}
+
+// Truncate keeps the first n entries and clears the rest.
+func (f *File) Truncate(n int) {
+	if n < f.n {
+		clear(f.m[HeaderSize+n*EntrySize : HeaderSize+f.n*EntrySize])
+		f.n = n
+	}
+}
+
+// Close shrinks the file to its entries when shrink is true, then unmaps and closes it.
+func (f *File) Close(shrink bool) error {
+	var err error
+	if shrink && f.m != nil {
+		_, err = f.back.Map(int64(HeaderSize + f.n*EntrySize))
+	}
+	f.m = nil
+	if cerr := f.back.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// OSBacking is a Backing on a real file, mapped MAP_SHARED.
+type OSBacking struct {
+	f *os.File
+	m []byte
+}
+
+// OpenOSBacking opens (creating if missing) the index file at path.
+func OpenOSBacking(path string) (*OSBacking, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &OSBacking{f: f}, nil
+}
+
+// Size implements Backing.
+func (o *OSBacking) Size() (int64, error) {
+	st, err := o.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// Map implements Backing.
+func (o *OSBacking) Map(size int64) ([]byte, error) {
+	if o.m != nil {
+		if err := unix.Munmap(o.m); err != nil {
+			return nil, err
+		}
+		o.m = nil
+	}
+	if err := o.f.Truncate(size); err != nil {
+		return nil, err
+	}
+	if size == 0 {
+		return nil, nil
+	}
+	m, err := unix.Mmap(int(o.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap %s: %w", o.f.Name(), err)
+	}
+	o.m = m
+	return m, nil
+}
+
+// Close implements Backing.
+func (o *OSBacking) Close() error {
+	var err error
+	if o.m != nil {
+		err = unix.Munmap(o.m)
+		o.m = nil
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

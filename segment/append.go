@@ -1,0 +1,196 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/combmq/comb/index"
+)
+
+// writeBuf is the scratch one Append builds its segment in: raw holds the
+// record block, out the header plus the stored (maybe compressed) block.
+// Pooled across Logs so an idle Log holds no buffer.
+type writeBuf struct{ raw, out []byte }
+
+var writeBufs = sync.Pool{New: func() any { return new(writeBuf) }}
+
+// maxPooledBuf keeps one huge append from pinning its buffer in the pool.
+const maxPooledBuf = 4 << 20
+
+// Append writes recs as one segment stamped tsMicros (µs since the Unix
+// epoch; every record of the segment shares it, seed 000: createdAt is the
+// segment timestamp) and returns the offset of its first record. Offsets are
+// dense: the records get firstOffset, firstOffset+1, ...
+//
+// Timestamps never go backwards along a log: a tsMicros below LastTimestamp()
+// is stored as LastTimestamp(), so the time index stays sorted. Callers that
+// report createdAt should take max(now, LastTimestamp()) themselves.
+//
+// Durability: the segment is written to the file (one write call) but NOT
+// synced; it survives a process crash, not a power loss, until Sync or a
+// Committer pass covers it. Errors: ErrEmptySegment, ErrTooLarge, ErrClosed,
+// or the I/O error (the file is then cut back to its previous end).
+//
+// Not safe for concurrent use with itself, DeleteFilesBefore or Close.
+func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err error) {
+	if len(recs) == 0 {
+		return 0, ErrEmptySegment
+	}
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	if tsMicros < l.lastTs {
+		tsMicros = l.lastTs
+	}
+	if err := l.maybeRotate(tsMicros); err != nil {
+		return 0, fmt.Errorf("segment log %s: rotate: %w", l.dir, err)
+	}
+
+	wb := writeBufs.Get().(*writeBuf)
+	defer func() {
+		if cap(wb.raw) <= maxPooledBuf && cap(wb.out) <= maxPooledBuf {
+			writeBufs.Put(wb)
+		}
+	}()
+
+	base := l.next
+	h := header{codec: CodecNone, base: base, count: uint32(len(recs)), tsMicros: tsMicros}
+	if uint64(len(recs)) > 1<<31 {
+		return 0, ErrTooLarge
+	}
+	rawLen := 0
+	for i := range recs {
+		n := recordBodyLen(&recs[i])
+		rawLen += uvarintLen(uint64(n)) + n
+	}
+	if rawLen > MaxSegmentBytes {
+		return 0, fmt.Errorf("segment log %s: %d bytes of records: %w", l.dir, rawLen, ErrTooLarge)
+	}
+	h.rawLen = uint32(rawLen)
+
+	codec := l.opts.Codec
+	if codec != CodecNone && rawLen < l.opts.MinCompressBytes {
+		codec = CodecNone
+	}
+	var out []byte
+	if codec == CodecNone {
+		out = grow(wb.out[:0], HeaderSize+rawLen)[:HeaderSize]
+		for i := range recs {
+			out = appendRecord(out, &recs[i])
+		}
+	} else {
+		raw := grow(wb.raw[:0], rawLen)
+		for i := range recs {
+			raw = appendRecord(raw, &recs[i])
+		}
+		wb.raw = raw
+		out = compress(grow(wb.out[:0], HeaderSize+rawLen)[:HeaderSize], raw, codec)
+		if len(out)-HeaderSize >= rawLen {
+			// Did not shrink: store it plain.
+			codec, out = CodecNone, append(out[:HeaderSize], raw...)
+		}
+	}
+	wb.out = out
+	h.codec = codec
+	h.storedLen = uint32(len(out) - HeaderSize)
+	putHeader(out, h)
+	binary.LittleEndian.PutUint64(out[40:], checksum(out, out[HeaderSize:]))
+
+	act := l.active
+	fi := act.info
+	if _, err := act.seg.Write(out); err != nil {
+		// Cut any partial write so the next segment starts on a boundary.
+		_ = act.seg.Truncate(fi.size)
+		return 0, fmt.Errorf("segment log %s: append at offset %d: %w", l.dir, base, err)
+	}
+
+	l.mu.Lock()
+	err = act.idx.Append(index.Entry{Base: base, Pos: fi.size, TimestampMicros: tsMicros, Count: h.count})
+	if fi.next == fi.base {
+		fi.firstTs = tsMicros
+	}
+	fi.size += int64(len(out))
+	fi.next += uint64(len(recs))
+	fi.lastTs = tsMicros
+	l.next = fi.next
+	l.lastTs = tsMicros
+	l.mu.Unlock()
+	l.appendSeq.Add(1)
+	if err != nil {
+		// The segment is on disk; only the cache failed. Recovery rebuilds it.
+		return base, fmt.Errorf("segment log %s: index: %w", l.dir, err)
+	}
+	l.dedupAppend(base, recs)
+	return base, nil
+}
+
+// maybeRotate starts a new active file when there is none, or when the
+// active one has reached MaxFileBytes or spans more than MaxFileAge of
+// segment timestamps. The old file is synced by the next Sync (it stays in
+// pendingSealed until then); the new file's directory entry too.
+func (l *Log) maybeRotate(tsMicros int64) error {
+	if act := l.active; act != nil {
+		fi := act.info
+		if fi.next == fi.base {
+			return nil // empty: keep filling it
+		}
+		full := fi.size >= l.opts.MaxFileBytes
+		old := l.opts.MaxFileAge > 0 && tsMicros-fi.firstTs >= l.opts.MaxFileAge.Microseconds()
+		if !full && !old {
+			return nil
+		}
+	}
+	fi := &fileInfo{base: l.next, next: l.next}
+	segPath := join(l.dir, segName(fi.base))
+	seg, err := l.fs.OpenFile(segPath, true)
+	if err != nil {
+		return err
+	}
+	if err := seg.Truncate(0); err != nil { // a leftover of a crashed rotation holds nothing we keep
+		_ = seg.Close()
+		return err
+	}
+	back, err := l.fs.OpenIndex(join(l.dir, idxName(fi.base)))
+	if err != nil {
+		_ = seg.Close()
+		return err
+	}
+	if _, err := back.Map(0); err != nil { // start the index afresh too
+		_ = back.Close()
+		_ = seg.Close()
+		return err
+	}
+	idx, _, err := index.Load(back, fi.base)
+	if err != nil {
+		_ = back.Close()
+		_ = seg.Close()
+		return err
+	}
+	of := &openFile{info: fi, seg: seg, idx: idx}
+	of.refs.Store(1)
+
+	l.syncMu.Lock()
+	old := l.active
+	if old != nil {
+		if l.pendingSealed != nil {
+			// Two rotations without a Sync between them: flush the older one now.
+			_ = l.pendingSealed.Sync()
+			_ = l.pendingSealed.Close()
+		}
+		l.pendingSealed = old.seg
+	}
+	l.needDirSync = true
+	l.mu.Lock()
+	l.files = append(l.files, fi)
+	l.active = of
+	l.mu.Unlock()
+	l.syncMu.Unlock()
+	if old != nil {
+		// Its segment handle now belongs to pendingSealed. No reader holds old:
+		// readers hold mu shared for as long as they use a file, and new ones
+		// reach this file through the sealed cache.
+		_ = old.idx.Close(true)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package segment
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/combmq/comb/index"
+)
+
+// openFileInfo opens fi's segment file and index and makes them agree, filling
+// fi (size, next, timestamps).
+//
+// Index entries are trusted back to the last one whose segment header on disk
+// matches it (with tail set, that segment's checksum must verify too); later
+// entries are dropped. Segments after that point are scanned, verified and
+// indexed. A bad segment found by the scan is a torn tail when tail is set
+// (the file is truncated there and rep says what was cut) and a
+// *CorruptionError otherwise.
+func (l *Log) openFileInfo(fi *fileInfo, tail bool, rep *RecoveryReport) (*openFile, error) {
+	segPath := join(l.dir, segName(fi.base))
+	idxPath := join(l.dir, idxName(fi.base))
+	seg, err := l.fs.OpenFile(segPath, false)
+	if err != nil {
+		return nil, err
+	}
+	size, err := seg.Size()
+	if err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
+	back, err := l.fs.OpenIndex(idxPath)
+	if err != nil {
+		_ = seg.Close()
+		return nil, err
+	}
+	idx, changed, err := index.Load(back, fi.base)
+	if err != nil {
+		_ = back.Close()
+		_ = seg.Close()
+		return nil, fmt.Errorf("index %s: %w", idxPath, err)
+	}
+	of := &openFile{info: fi, seg: seg, idx: idx}
+	sc := scanner{f: seg, size: size}
+
+	// Walk back to the last entry that matches the file.
+	pos, next, lastTs := int64(0), fi.base, int64(0)
+	k := idx.Len()
+	for ; k > 0; k-- {
+		e := idx.Entries().At(k - 1)
+		h, err := sc.header(e.Pos)
+		if err != nil || h.base != e.Base || h.count != e.Count || h.tsMicros != e.TimestampMicros {
+			continue
+		}
+		if tail {
+			if _, err := sc.segment(e.Pos, h); err != nil {
+				continue
+			}
+		}
+		pos, next, lastTs = e.Pos+h.size(), h.last()+1, h.tsMicros
+		break
+	}
+	if k < idx.Len() {
+		idx.Truncate(k)
+		changed = true
+	}
+
+	// Scan, verify and index whatever follows.
+	for pos < size {
+		h, err := sc.header(pos)
+		if err == nil && h.base != next {
+			err = fmt.Errorf("segment base offset %d, expected %d", h.base, next)
+		}
+		if err == nil && h.tsMicros < lastTs {
+			err = fmt.Errorf("segment timestamp %d before the previous %d", h.tsMicros, lastTs)
+		}
+		if err == nil {
+			_, err = sc.segment(pos, h)
+		}
+		if err != nil {
+			cut := &CorruptionError{File: segPath, StartByte: pos, EndByte: size, Reason: err.Error()}
+			cut.FirstOffset, cut.LastOffset = sc.lostOffsets(pos, next)
+			if !tail {
+				_ = idx.Close(false)
+				_ = seg.Close()
+				return nil, cut
+			}
+			if err := seg.Truncate(pos); err != nil {
+				_ = idx.Close(false)
+				_ = seg.Close()
+				return nil, fmt.Errorf("truncate torn tail of %s at %d: %w", segPath, pos, err)
+			}
+			// The cut must be durable before anything is appended after it,
+			// or a crash could bring back the old tail behind new segments.
+			if err := seg.Sync(); err != nil {
+				_ = idx.Close(false)
+				_ = seg.Close()
+				return nil, err
+			}
+			if rep != nil {
+				rep.File, rep.TruncatedBytes = segPath, size-pos
+				rep.LostFirstOffset, rep.LostLastOffset = cut.FirstOffset, cut.LastOffset
+			}
+			size = pos
+			break
+		}
+		if err := idx.Append(index.Entry{Base: h.base, Pos: pos, TimestampMicros: h.tsMicros, Count: h.count}); err != nil {
+			_ = idx.Close(false)
+			_ = seg.Close()
+			return nil, err
+		}
+		changed = true
+		pos, next, lastTs = pos+h.size(), h.last()+1, h.tsMicros
+	}
+
+	fi.size, fi.next = pos, next
+	fi.firstTs, fi.lastTs = 0, 0
+	if n := idx.Len(); n > 0 {
+		fi.firstTs = idx.Entries().At(0).TimestampMicros
+		fi.lastTs = idx.Entries().At(n - 1).TimestampMicros
+	}
+	if changed && rep != nil {
+		rep.IndexesRebuilt = append(rep.IndexesRebuilt, idxPath)
+	}
+	return of, nil
+}
+
+// scanner reads segments of one file for recovery and verification.
+type scanner struct {
+	f    io.ReaderAt
+	size int64
+	buf  []byte
+}
+
+// header reads and parses the segment header at pos.
+func (s *scanner) header(pos int64) (header, error) {
+	if pos < 0 || pos+HeaderSize > s.size {
+		return header{}, fmt.Errorf("partial header (%d of %d bytes)", max(0, s.size-pos), HeaderSize)
+	}
+	var b [HeaderSize]byte
+	if _, err := s.f.ReadAt(b[:], pos); err != nil {
+		return header{}, err
+	}
+	h, err := parseHeader(b[:])
+	if err == nil && pos+h.size() > s.size {
+		err = fmt.Errorf("short segment (%d of %d bytes)", s.size-pos, h.size())
+	}
+	return h, err
+}
+
+// segment reads and verifies the whole segment at pos (header h).
+func (s *scanner) segment(pos int64, h header) ([]byte, error) {
+	n := int(h.size())
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
+	}
+	b := s.buf[:n]
+	if _, err := s.f.ReadAt(b, pos); err != nil {
+		return nil, err
+	}
+	return b, verify(h, b)
+}
+
+// lostOffsets guesses which offsets a damaged tail starting at pos held by
+// following the headers that still parse; first is always next.
+func (s *scanner) lostOffsets(pos int64, next uint64) (first, last uint64) {
+	if pos >= s.size {
+		return 0, 0
+	}
+	last = next - 1
+	for pos < s.size {
+		h, err := s.header(pos)
+		if err != nil || h.base != last+1 {
+			break
+		}
+		last, pos = h.last(), pos+h.size()
+	}
+	if last < next {
+		return next, next // the first lost offset is known, how many is not
+	}
+	return next, last
+}

@@ -1,0 +1,38 @@
+package segment
+
+import "fmt"
+
+// DeleteFilesBefore removes, oldest first, every sealed segment file whose
+// last offset is < offset, with its index; the active file is never removed.
+// Retention is by whole file only, so FirstOffset() afterwards may still be
+// below offset. Returns the files and segment-file bytes removed. Not safe
+// concurrently with Append (the caller holds the partition lock); readers
+// are waited for. A crash midway leaves a prefix of the files removed, which
+// Open accepts.
+func (l *Log) DeleteFilesBefore(offset uint64) (files int, bytes int64, err error) {
+	if l.closed.Load() {
+		return 0, 0, ErrClosed
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.files) > 1 && l.files[0].next <= offset {
+		fi := l.files[0]
+		l.handleMu.Lock()
+		if s := l.sealed; s != nil && s.info == fi {
+			l.sealed = nil
+			s.unref()
+		}
+		l.handleMu.Unlock()
+		if err := l.fs.Remove(join(l.dir, segName(fi.base))); err != nil {
+			return files, bytes, fmt.Errorf("segment log %s: retention: %w", l.dir, err)
+		}
+		_ = l.fs.Remove(join(l.dir, idxName(fi.base)))
+		l.files = l.files[1:]
+		files++
+		bytes += fi.size
+	}
+	if files > 0 {
+		l.files = append([]*fileInfo(nil), l.files...) // let the removed entries go
+	}
+	return files, bytes, nil
+}
