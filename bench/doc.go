@@ -1,0 +1,29 @@
+// Package bench is comb's load generator. It drives a broker through the Queen v1 HTTP API
+// (spec sections 1 push, 3 pop, 4 ack), so it measures comb or any Queen-compatible server the
+// same way, and drives the two peers a user would otherwise pick on one machine (Redis Streams
+// and NATS JetStream) with the same workload shapes through their official Go clients.
+//
+// What it owns:
+//   - the workloads: push, consume, e2e, fanout and longpoll (workload_*.go);
+//   - the Driver seam and its three implementations (driver_http.go, driver_redis.go,
+//     driver_nats.go);
+//   - measurement: HDR histograms of request and end-to-end latency, counters, the open-loop
+//     timeline that keeps coordinated omission from hiding latency (schedule.go), sampling of a
+//     local server's RSS and CPU from /proc (procstat.go);
+//   - the report: text, one JSON object, and the markdown table of docs/benchmarks.md.
+//
+// What it must not know about: comb's internals. It imports nothing of comb's; everything it
+// learns about a server comes over the wire or from /proc. That is what makes the comparison
+// with Queen-compatible servers and with the peers honest.
+//
+// Units: latencies are recorded in microseconds and reported in milliseconds; rates are
+// messages per second; MB is 10^6 bytes; payload sizes are bytes of the JSON value pushed.
+//
+// Payload shape (payload.go): every message carries its intended send time so a consumer can
+// compute end-to-end latency without a side channel:
+//
+//	{"t":1764374400123456789,"pad":"xxxx…"}   // t = send time, Unix ns, always 19 digits
+//
+// padded to exactly the requested size. Sizes below 34 bytes carry no time (a JSON string of
+// x's); the latency workloads reject them.
+package bench

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Percentiles of a latency histogram, in milliseconds.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99.9"`
+	Max   float64 `json:"max"`
+}
+
+// PercentilesOf reads a microsecond histogram into milliseconds; the zero value for nil.
+func PercentilesOf(h *hdrhistogram.Histogram) Percentiles {
+	if h == nil || h.TotalCount() == 0 {
+		return Percentiles{}
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Percentiles{
+		Count: h.TotalCount(),
+		P50:   ms(h.ValueAtQuantile(50)),
+		P90:   ms(h.ValueAtQuantile(90)),
+		P99:   ms(h.ValueAtQuantile(99)),
+		P999:  ms(h.ValueAtQuantile(99.9)),
+		Max:   ms(h.Max()),
+	}
+}
+
+// Rate is n events over d, per second; 0 for an empty window.
+func Rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Result is the report of one run. With --json it is printed as one JSON object on the last
+// line of stdout.
+type Result struct {
+	Workload    Workload `json:"workload"`
+	Driver      string   `json:"driver"`
+	Variant     string   `json:"variant,omitempty"` // peer setting, e.g. "appendfsync always" (set by scripts)
+	Target      string   `json:"target"`
+	Queues      int      `json:"queues"`
+	Partitions  int      `json:"partitions"`
+	Batch       int      `json:"batch"`
+	Size        int      `json:"size"`
+	Concurrency int      `json:"concurrency"`
+	Producers   int      `json:"producers,omitempty"`
+	Groups      int      `json:"groups"`
+	TargetRate  float64  `json:"targetRate,omitempty"`
+
+	WindowSec float64 `json:"windowSec"` // measured window (shorter than --duration when a consume run drained its backlog)
+	Drained   bool    `json:"drained,omitempty"`
+
+	Messages      int64   `json:"messages"`  // the workload's main count: pushed (push), acked (consume), delivered (e2e, fanout, longpoll)
+	MsgPerSec     float64 `json:"msgPerSec"` // Messages per second of the window
+	MBPerSec      float64 `json:"mbPerSec"`  // MsgPerSec × payload size, 10^6 bytes
+	PushMsgPerSec float64 `json:"pushMsgPerSec"`
+	Requests      int64   `json:"requests"`
+
+	LatencyMs        Percentiles            `json:"latencyMs"`              // the main request kind (push for push; pop otherwise)
+	RequestLatencyMs map[string]Percentiles `json:"requestLatencyMs"`       // by request kind
+	E2ELatencyMs     *Percentiles           `json:"e2eLatencyMs,omitempty"` // from (intended) send to consumer
+
+	Errors      map[string]int64 `json:"errors"`
+	ErrorsTotal int64            `json:"errorsTotal"`
+
+	ServerPID          int     `json:"serverPid,omitempty"`
+	ServerRssBytes     int64   `json:"serverRssBytes,omitempty"`     // at the end of the window
+	ServerPeakRssBytes int64   `json:"serverPeakRssBytes,omitempty"` // VmHWM over the server's life
+	ServerCPUPercent   float64 `json:"serverCpuPercent,omitempty"`   // 100 = one core busy
+	ClientCPUPercent   float64 `json:"clientCpuPercent"`
+
+	Date string `json:"date"`
+}
+
+// WriteJSON prints r as one line.
+func (r *Result) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// WriteText prints a human summary.
+func (r *Result) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s via %s (%s)%s\n", r.Workload, r.Driver, r.Target, variantSuffix(r.Variant))
+	fmt.Fprintf(w, "  shape: %d queue(s) × %d partition(s), batch %d, %d B payloads, concurrency %d, groups %d",
+		r.Queues, r.Partitions, r.Batch, r.Size, r.Concurrency, r.Groups)
+	if r.TargetRate > 0 {
+		fmt.Fprintf(w, ", open loop at %.0f msg/s", r.TargetRate)
+	}
+	fmt.Fprintf(w, "\n  window %.2fs%s: %d messages, %.0f msg/s, %.1f MB/s", r.WindowSec, drainedNote(r.Drained), r.Messages, r.MsgPerSec, r.MBPerSec)
+	if r.Workload != WorkloadPush && r.PushMsgPerSec > 0 {
+		fmt.Fprintf(w, " (pushes %.0f msg/s)", r.PushMsgPerSec)
+	}
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(r.RequestLatencyMs))
+	for k := range r.RequestLatencyMs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		writePercentiles(w, k+" request", r.RequestLatencyMs[k])
+	}
+	if r.E2ELatencyMs != nil {
+		writePercentiles(w, "end-to-end", *r.E2ELatencyMs)
+	}
+	if r.ErrorsTotal == 0 {
+		fmt.Fprintln(w, "  errors: none")
+	} else {
+		fmt.Fprintf(w, "  errors: %d %v\n", r.ErrorsTotal, r.Errors)
+	}
+	if r.ServerPID > 0 {
+		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (peak %.1f MB), CPU %.0f %%\n", r.ServerPID,
+			float64(r.ServerRssBytes)/1e6, float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent)
+	}
+	fmt.Fprintf(w, "  client CPU %.0f %%\n", r.ClientCPUPercent)
+}
+
+func writePercentiles(w io.Writer, name string, p Percentiles) {
+	fmt.Fprintf(w, "  %-14s ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  (n=%d)\n",
+		name, p.P50, p.P90, p.P99, p.P999, p.Max, p.Count)
+}
+
+func variantSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " [" + v + "]"
+}
+
+func drainedNote(d bool) string {
+	if d {
+		return " (backlog drained)"
+	}
+	return ""
+}
+
+// MarkdownTable renders results as the table of docs/benchmarks.md: one row per run, grouped
+// by workload in the order of Workloads, with each row's ratio to comb's row of the same
+// workload (comb ÷ peer for rates; peer ÷ comb would read backwards).
+func MarkdownTable(results []Result) string {
+	var sb strings.Builder
+	sb.WriteString("| workload | server | msg/s | MB/s | comb ÷ this | req p50 / p99 ms | e2e p50 / p99 / p99.9 ms | errors | server RSS MB | server CPU % |\n")
+	sb.WriteString("| --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: |\n")
+	for _, wl := range Workloads {
+		var comb *Result
+		for i := range results {
+			if results[i].Workload == wl && results[i].Driver == DriverComb {
+				comb = &results[i]
+				break
+			}
+		}
+		for i := range results {
+			r := &results[i]
+			if r.Workload != wl {
+				continue
+			}
+			ratio := "n/a"
+			if comb != nil && r.MsgPerSec > 0 {
+				ratio = fmt.Sprintf("%.2f×", comb.MsgPerSec/r.MsgPerSec)
+			}
+			e2e := "n/a"
+			if r.E2ELatencyMs != nil {
+				e2e = fmt.Sprintf("%.2f / %.2f / %.2f", r.E2ELatencyMs.P50, r.E2ELatencyMs.P99, r.E2ELatencyMs.P999)
+			}
+			rss, cpu := "n/a", "n/a"
+			if r.ServerPID > 0 {
+				rss = fmt.Sprintf("%.0f", float64(r.ServerRssBytes)/1e6)
+				cpu = fmt.Sprintf("%.0f", r.ServerCPUPercent)
+			}
+			name := r.Driver
+			if r.Variant != "" {
+				name += " (" + r.Variant + ")"
+			}
+			rate := fmt.Sprintf("%.0f", r.MsgPerSec)
+			if wl == WorkloadFanout || wl == WorkloadE2E {
+				rate += fmt.Sprintf(" (push %.0f)", r.PushMsgPerSec)
+			}
+			fmt.Fprintf(&sb, "| %s | %s | %s | %.1f | %s | %.2f / %.2f | %s | %d | %s | %s |\n",
+				wl, name, rate, r.MBPerSec, ratio, r.LatencyMs.P50, r.LatencyMs.P99, e2e, r.ErrorsTotal, rss, cpu)
+		}
+	}
+	return sb.String()
+}

@@ -1,0 +1,324 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// NewDriver builds the driver cfg.Driver names, sized for conns concurrent workers.
+func NewDriver(cfg Config, conns int) (Driver, error) {
+	switch cfg.Driver {
+	case DriverComb:
+		return NewHTTPDriver(cfg.URL, conns, nil)
+	case DriverRedis:
+		return NewRedisDriver(cfg.RedisAddr, conns), nil
+	case DriverNATS:
+		return NewNATSDriver(cfg.NATSURL)
+	default:
+		return nil, fmt.Errorf("driver %q: %w", cfg.Driver, ErrConfig)
+	}
+}
+
+// Workers is how many concurrent workers (and so connections) a normalized cfg runs.
+func Workers(cfg Config) int {
+	switch cfg.Workload {
+	case WorkloadE2E, WorkloadLongPoll:
+		return cfg.Producers + cfg.Concurrency
+	case WorkloadFanout:
+		return cfg.Producers + cfg.Groups*consumersPerGroup(cfg)
+	default:
+		return cfg.Concurrency
+	}
+}
+
+func consumersPerGroup(cfg Config) int {
+	if n := cfg.Concurrency / max(cfg.Groups, 1); n > 1 {
+		return n
+	}
+	return 1
+}
+
+// role is a set of identical workers.
+type role struct {
+	n   int
+	run func(ctx context.Context, i int, w Worker, ws *WorkerStats)
+}
+
+// Run executes a normalized cfg against drv and returns its report. Progress lines go to
+// progress when it is not nil. Cancelling ctx ends the run early (the report covers what ran).
+func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Result, error) {
+	st := NewStats()
+	topo := Topology{RunID: cfg.RunID, Queues: cfg.Queues, Partitions: cfg.Partitions, Groups: cfg.groupNames()}
+	if err := drv.Setup(ctx, topo); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	dests := allDests(cfg.Queues, cfg.Partitions)
+
+	// Untimed preparation: the consume backlog, or one message per long-poll queue so every
+	// queue exists before consumers park on it.
+	target := int64(0)
+	switch cfg.Workload {
+	case WorkloadConsume:
+		if progress != nil {
+			fmt.Fprintf(progress, "prefilling %d messages...\n", cfg.Prefill)
+		}
+		if err := prefill(ctx, drv, st, cfg, dests, cfg.Prefill, cfg.Batch); err != nil {
+			return nil, err
+		}
+		target = st.pushed.Load()
+	case WorkloadLongPoll:
+		if err := prefill(ctx, drv, st, cfg, dests, len(dests), 1); err != nil {
+			return nil, err
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	roles := rolesFor(cfg, dests)
+	var wg sync.WaitGroup
+	var startErr atomic.Value
+	id := 0
+	for _, r := range roles {
+		for i := 0; i < r.n; i++ {
+			w, err := drv.NewWorker(id)
+			id++
+			if err != nil {
+				startErr.Store(err)
+				cancel()
+				break
+			}
+			wg.Add(1)
+			go func(i int, w Worker, r role) {
+				defer wg.Done()
+				ws := st.Worker()
+				defer ws.Flush()
+				defer w.Close()
+				r.run(runCtx, i, w, ws)
+			}(i, w, r)
+		}
+	}
+	if err, _ := startErr.Load().(error); err != nil {
+		wg.Wait()
+		return nil, fmt.Errorf("start workers: %w", err)
+	}
+
+	stopProgress := startProgress(progress, st, cfg.Workload)
+	waitCtx(runCtx, cfg.Warmup)
+
+	serverPID := cfg.ServerPID
+	if serverPID == 0 {
+		serverPID = discoverServer(cfg)
+	}
+	c0 := st.Snapshot()
+	cl0, _ := ReadProc(0)
+	sv0, svErr := ReadProc(serverPID)
+	if serverPID == 0 {
+		svErr = ErrNoServerProcess
+	}
+	st.measuring.Store(true)
+	consumedAtStart := st.consumed.Load()
+	drained := waitWindow(runCtx, cfg.Duration, func() bool {
+		return target > 0 && st.consumed.Load() >= target
+	})
+	st.measuring.Store(false)
+	c1 := st.Snapshot()
+	cl1, _ := ReadProc(0)
+	sv1, svErr2 := ReadProc(serverPID)
+	stopProgress()
+	cancel()
+	wg.Wait()
+
+	end := c1.At
+	if drained {
+		if last := time.Unix(0, st.lastMsgNs.Load()); last.After(c0.At) && last.Before(end) {
+			end = last
+		}
+	}
+	window := end.Sub(c0.At)
+	res := &Result{
+		Workload: cfg.Workload, Driver: drv.Name(), Target: drv.Target(),
+		Queues: cfg.Queues, Partitions: cfg.Partitions, Batch: cfg.Batch, Size: cfg.Size,
+		Concurrency: cfg.Concurrency, Groups: cfg.Groups, TargetRate: cfg.Rate,
+		WindowSec: window.Seconds(), Drained: drained,
+		Requests:         c1.Requests - c0.Requests,
+		RequestLatencyMs: map[string]Percentiles{},
+		Errors:           st.Errors(),
+		ClientCPUPercent: CPUPercent(cl0, cl1),
+		Date:             time.Now().UTC().Format("2006-01-02"),
+	}
+	if cfg.Workload != WorkloadPush && cfg.Workload != WorkloadConsume {
+		res.Producers = cfg.Producers
+	}
+	res.ErrorsTotal = st.ErrorTotal()
+	res.PushMsgPerSec = Rate(c1.Pushed-c0.Pushed, window)
+	if cfg.Workload == WorkloadPush {
+		res.Messages = c1.Pushed - c0.Pushed
+	} else {
+		res.Messages = c1.Consumed - consumedAtStart
+	}
+	res.MsgPerSec = Rate(res.Messages, window)
+	res.MBPerSec = res.MsgPerSec * float64(cfg.Size) / 1e6
+	for _, name := range st.HistNames() {
+		p := PercentilesOf(st.Hist(name))
+		if name == "e2e" {
+			res.E2ELatencyMs = &p
+			continue
+		}
+		res.RequestLatencyMs[name] = p
+	}
+	main := string(OpPop)
+	if cfg.Workload == WorkloadPush {
+		main = string(OpPush)
+	}
+	res.LatencyMs = res.RequestLatencyMs[main]
+	if svErr == nil && svErr2 == nil {
+		res.ServerPID = serverPID
+		res.ServerRssBytes = sv1.RSSBytes
+		res.ServerPeakRssBytes = sv1.PeakRSSBytes
+		res.ServerCPUPercent = CPUPercent(sv0, sv1)
+	}
+	return res, nil
+}
+
+// rolesFor lays out the workers of each workload.
+func rolesFor(cfg Config, dests []Dest) []role {
+	var tl *Timeline
+	if cfg.Rate > 0 {
+		tl = NewTimeline(time.Now(), cfg.Rate, pushBatch(cfg))
+	}
+	pushers := func(n int) role {
+		return role{n: n, run: func(ctx context.Context, i int, w Worker, ws *WorkerStats) {
+			pushLoop(ctx, w, ws, pushSpec{dests: dests, offset: i * max(len(dests)/n, 1), batch: pushBatch(cfg), size: cfg.Size, timeline: tl})
+		}}
+	}
+	consumers := func(n int, group string, wait time.Duration) role {
+		srcs := consumerSources(n, cfg.Queues, cfg.Partitions,
+			Source{Group: group, Max: cfg.Batch, Wait: wait, WantTimes: cfg.needsTimes()})
+		return role{n: n, run: func(ctx context.Context, i int, w Worker, ws *WorkerStats) {
+			consumeLoop(ctx, w, ws, srcs[i])
+		}}
+	}
+	wait := time.Duration(cfg.WaitMs) * time.Millisecond
+	switch cfg.Workload {
+	case WorkloadPush:
+		return []role{pushers(cfg.Concurrency)}
+	case WorkloadConsume:
+		return []role{consumers(cfg.Concurrency, cfg.groupName(0), 0)}
+	case WorkloadE2E, WorkloadLongPoll:
+		return []role{consumers(cfg.Concurrency, cfg.groupName(0), wait), pushers(cfg.Producers)}
+	case WorkloadFanout:
+		roles := []role{}
+		for g := 0; g < cfg.Groups; g++ {
+			roles = append(roles, consumers(consumersPerGroup(cfg), cfg.groupName(g), wait))
+		}
+		return append(roles, pushers(cfg.Producers))
+	}
+	return nil
+}
+
+// pushBatch is the push request size: long-poll wakes are measured one message at a time.
+func pushBatch(cfg Config) int {
+	if cfg.Workload == WorkloadLongPoll {
+		return 1
+	}
+	return cfg.Batch
+}
+
+// prefill pushes total messages (untimed) with cfg.Concurrency pushers.
+func prefill(ctx context.Context, drv Driver, st *Stats, cfg Config, dests []Dest, total, batch int) error {
+	var remaining atomic.Int64
+	remaining.Store(int64(total))
+	n := min(cfg.Concurrency, max(total/batch, 1))
+	var wg sync.WaitGroup
+	before := st.ErrorTotal()
+	for i := 0; i < n; i++ {
+		w, err := drv.NewWorker(1_000_000 + i)
+		if err != nil {
+			wg.Wait()
+			return fmt.Errorf("prefill: %w", err)
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer w.Close()
+			ws := st.Worker()
+			pushLoop(ctx, w, ws, pushSpec{dests: dests, offset: i * max(len(dests)/n, 1), batch: batch, size: cfg.Size, remaining: &remaining})
+		}(i)
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("prefill: %w", ctx.Err())
+	}
+	if errs := st.ErrorTotal() - before; errs > 0 && st.pushed.Load() == 0 {
+		return fmt.Errorf("prefill: every push failed (%v)", st.Errors())
+	}
+	return nil
+}
+
+// waitCtx sleeps d unless ctx ends first.
+func waitCtx(ctx context.Context, d time.Duration) {
+	if d > 0 {
+		waitUntil(ctx, time.Now().Add(d))
+	}
+}
+
+// waitWindow waits for d, for ctx, or for done() to turn true (checked every 10 ms); it
+// reports whether done() ended the window.
+func waitWindow(ctx context.Context, d time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if done() {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// discoverServer finds the local process behind the driver's address; 0 when the address is
+// not loopback or nothing is found.
+func discoverServer(cfg Config) int {
+	var hostport string
+	switch cfg.Driver {
+	case DriverComb, DriverNATS:
+		raw := cfg.URL
+		if cfg.Driver == DriverNATS {
+			raw = cfg.NATSURL
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			return 0
+		}
+		hostport = u.Host
+	case DriverRedis:
+		hostport = cfg.RedisAddr
+	}
+	host, portStr, err := net.SplitHostPort(hostport)
+	if err != nil || !IsLoopback(host) {
+		return 0
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return 0
+	}
+	pid, err := FindListenerPID(port)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
