@@ -75,6 +75,11 @@ type Engine struct {
 	done chan struct{}
 
 	j *journal // owned by the writer goroutine after Open
+
+	// fileMu serialises changes to the directory's files (a checkpoint write
+	// and sync, a rotation, a snapshot's rename and compaction), so a test can
+	// copy the directory as a crash would leave it between two of them.
+	fileMu sync.Mutex
 }
 
 // Open loads the engine in dir (created if missing): the newest valid snapshot,

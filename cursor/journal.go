@@ -189,6 +189,7 @@ func (e *Engine) checkpoint() {
 	}
 
 	var err error
+	e.fileMu.Lock()
 	if j.enc.entries > 0 {
 		err = j.append(j.enc.finish())
 	}
@@ -200,6 +201,7 @@ func (e *Engine) checkpoint() {
 	}
 	e.cond.Broadcast()
 	e.mu.Unlock()
+	defer e.fileMu.Unlock()
 	if err != nil || j.enc.entries == 0 {
 		return
 	}
@@ -247,9 +249,6 @@ func (e *Engine) rotate() error {
 	go func() {
 		defer j.snapWG.Done()
 		err := e.writeSnapshot(upTo, recs)
-		if err == nil {
-			err = removeBefore(j.dir, upTo)
-		}
 		j.snapMu.Lock()
 		j.snapBusy = false
 		j.snapErr = err

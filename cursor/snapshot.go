@@ -51,6 +51,8 @@ func (e *Engine) writeSnapshot(upTo uint64, recs [][]byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	e.fileMu.Lock()
+	defer e.fileMu.Unlock()
 	if err == nil {
 		err = os.Rename(tmp, final)
 	}
@@ -61,7 +63,7 @@ func (e *Engine) writeSnapshot(upTo uint64, recs [][]byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("cursor snapshot %s: %w", final, err)
 	}
-	return nil
+	return removeBefore(e.dir, upTo)
 }
 
 // removeBefore deletes the journals whose checkpoints are all <= upTo and the
