@@ -84,23 +84,40 @@ func parseGroupField(v *fastjson.Value) (string, string) {
 	return group, checkGroup(group)
 }
 
+// decodeAck parses and validates a single ack body (spec 4.1). msg is the 400 message.
+func decodeAck(body []byte) (item broker.AckItem, group, msg string) {
+	parser := parserPool.Get()
+	defer parserPool.Put(parser)
+	v, err := parser.Parse(b2s(body))
+	if err != nil {
+		return item, "", "Invalid JSON: " + err.Error()
+	}
+	arena := newStrArena(len(body))
+	if item, msg = parseAckItem(v, &arena, singleAckMessages); msg != "" {
+		return item, "", msg
+	}
+	group, msg = parseGroupField(v)
+	return item, group, msg
+}
+
+// decodeAckBatch parses and validates an ack batch body (spec 4.2). msg is the 400 message.
+func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
+	parser := parserPool.Get()
+	defer parserPool.Put(parser)
+	v, err := parser.Parse(b2s(body))
+	if err != nil {
+		return nil, "", "Invalid JSON: " + err.Error()
+	}
+	return parseAckBatch(v, len(body))
+}
+
 // ackOne serves POST /api/v1/ack: 200 with an array of one result (spec 4.1, 11 #34).
 func (s *Server) ackOne(ctx *fasthttp.RequestCtx) {
 	body, ok := requireBody(ctx)
 	if !ok {
 		return
 	}
-	parser, v, ok := parseJSON(ctx, b2s(body))
-	if !ok {
-		return
-	}
-	arena := newStrArena(len(body))
-	item, msg := parseAckItem(v, &arena, singleAckMessages)
-	group := ""
-	if msg == "" {
-		group, msg = parseGroupField(v)
-	}
-	parserPool.Put(parser)
+	item, group, msg := decodeAck(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
@@ -114,12 +131,7 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	parser, v, ok := parseJSON(ctx, b2s(body))
-	if !ok {
-		return
-	}
-	items, group, msg := parseAckBatch(v, len(body))
-	parserPool.Put(parser)
+	items, group, msg := decodeAckBatch(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return

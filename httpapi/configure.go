@@ -53,6 +53,17 @@ func parseJSON(ctx *fasthttp.RequestCtx, body string) (*fastjson.Parser, *fastjs
 	return p, v, true
 }
 
+// decodeConfigure parses and validates a configure body (spec 2.1, 2.2).
+func decodeConfigure(body []byte) (broker.ConfigureRequest, string) {
+	parser := parserPool.Get()
+	defer parserPool.Put(parser)
+	v, err := parser.Parse(b2s(body))
+	if err != nil {
+		return broker.ConfigureRequest{}, "Invalid JSON: " + err.Error()
+	}
+	return parseConfigure(v)
+}
+
 // parseConfigure reads spec 2.1 into a request: a whole replace, every option not given takes
 // its default (2.2). msg is the 400 message, "" when valid.
 func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string) {
@@ -156,12 +167,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	parser, v, ok := parseJSON(ctx, b2s(body))
-	if !ok {
-		return
-	}
-	req, msg := parseConfigure(v)
-	parserPool.Put(parser)
+	req, msg := decodeConfigure(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return

@@ -108,22 +108,26 @@ func toPushItems(in []pushItemJSON) (out []broker.PushItem, msg string) {
 	return out, ""
 }
 
+// decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
+// valid; a valid body may hold zero items.
+func decodePush(body []byte) ([]broker.PushItem, string) {
+	var req pushBody
+	if err := json.UnmarshalOf(body, &req); err != nil {
+		return nil, decodeError(err, pushTypeMessage)
+	}
+	if req.Items == nil {
+		return nil, "items array is required"
+	}
+	return toPushItems(req.Items)
+}
+
 // push serves POST /api/v1/push: 201 with one result per item in input order (spec 1.6).
 func (s *Server) push(ctx *fasthttp.RequestCtx) {
 	body, ok := requireBody(ctx)
 	if !ok {
 		return
 	}
-	var req pushBody
-	if err := json.UnmarshalOf(body, &req); err != nil {
-		badRequest(ctx, decodeError(err, pushTypeMessage))
-		return
-	}
-	if req.Items == nil {
-		badRequest(ctx, "items array is required")
-		return
-	}
-	items, msg := toPushItems(req.Items)
+	items, msg := decodePush(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return

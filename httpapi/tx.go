@@ -103,26 +103,29 @@ func toTxOps(in []txOpJSON) (ops []broker.TxOp, msg string) {
 	return ops, ""
 }
 
+// decodeTransaction parses and validates a transaction body (spec 5.1) into flattened ops.
+// msg is the 400 message, "" when valid.
+func decodeTransaction(body []byte) ([]broker.TxOp, string) {
+	var req txBody
+	if err := json.UnmarshalOf(body, &req); err != nil {
+		return nil, decodeError(err, txTypeMessage)
+	}
+	if req.Operations == nil {
+		return nil, "operations array required"
+	}
+	if len(req.Operations) == 0 {
+		return nil, "operations array cannot be empty"
+	}
+	return toTxOps(req.Operations)
+}
+
 // transaction serves POST /api/v1/transaction: 200 once validated, success or not (spec 5.3).
 func (s *Server) transaction(ctx *fasthttp.RequestCtx) {
 	body, ok := requireBody(ctx)
 	if !ok {
 		return
 	}
-	var req txBody
-	if err := json.UnmarshalOf(body, &req); err != nil {
-		badRequest(ctx, decodeError(err, txTypeMessage))
-		return
-	}
-	if req.Operations == nil {
-		badRequest(ctx, "operations array required")
-		return
-	}
-	if len(req.Operations) == 0 {
-		badRequest(ctx, "operations array cannot be empty")
-		return
-	}
-	ops, msg := toTxOps(req.Operations)
+	ops, msg := decodeTransaction(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return

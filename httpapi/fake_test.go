@@ -1,0 +1,161 @@
+package httpapi
+
+import (
+	"context"
+	"sync"
+
+	"github.com/combmq/comb/broker"
+)
+
+// fakeBackend is the in-memory twin of *broker.Broker for the HTTP layer's tests: it records
+// every call and answers with canned results, so a test can assert both what the HTTP layer
+// parsed and exactly what it encodes. Hooks left nil give a plain successful answer.
+type fakeBackend struct {
+	mu      sync.Mutex
+	calls   []string
+	healthy bool
+
+	pushed    []broker.PushItem
+	popReq    broker.PopRequest
+	ackGroup  string
+	acked     []broker.AckItem
+	txOps     []broker.TxOp
+	configReq broker.ConfigureRequest
+	extendID  string
+	extendSec int64
+	seekArgs  []any
+	delArgs   []any
+	dlqFilter broker.DLQFilter
+
+	onPush      func([]broker.PushItem) ([]broker.PushResult, error)
+	onPop       func(context.Context, broker.PopRequest) (broker.PopResult, error)
+	onAck       func(string, []broker.AckItem) ([]broker.AckResult, error)
+	onTx        func([]broker.TxOp) (broker.TxResult, error)
+	onConfigure func(broker.ConfigureRequest) (broker.ConfigureResult, error)
+	extendRes   broker.ExtendResult
+	seekRes     broker.SeekResult
+	pseekRes    broker.PartitionSeekResult
+	deleteErr   error
+	deletedN    int
+	existed     bool
+	dlqEntries  []broker.DLQEntry
+	dlqTotal    int
+	groups      []broker.GroupSummary
+	stats       broker.Stats
+}
+
+func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
+
+func (f *fakeBackend) record(call string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	f.mu.Unlock()
+}
+
+func (f *fakeBackend) callList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeBackend) Healthy() bool { f.record("Healthy"); return f.healthy }
+
+func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error) {
+	f.record("Configure")
+	f.configReq = req
+	if f.onConfigure != nil {
+		return f.onConfigure(req)
+	}
+	return broker.ConfigureResult{QueueID: "qid", PartitionID: "pid", Queue: req.Queue,
+		Namespace: req.Namespace, Task: req.Task, Options: req.Options}, nil
+}
+
+func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error) {
+	f.record("Push")
+	f.pushed = items
+	if f.onPush != nil {
+		return f.onPush(items)
+	}
+	out := make([]broker.PushResult, len(items))
+	for i, it := range items {
+		out[i] = broker.PushResult{Status: broker.PushQueued, TransactionID: it.TransactionID,
+			MessageID: "m", PartitionID: "p", Partition: it.Partition, Queue: it.Queue, TraceID: it.TraceID}
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error) {
+	f.record("Pop")
+	f.mu.Lock()
+	f.popReq = req
+	f.mu.Unlock()
+	if f.onPop != nil {
+		return f.onPop(ctx, req)
+	}
+	return broker.PopResult{}, nil
+}
+
+func (f *fakeBackend) Ack(group string, items []broker.AckItem) ([]broker.AckResult, error) {
+	f.record("Ack")
+	f.ackGroup, f.acked = group, items
+	if f.onAck != nil {
+		return f.onAck(group, items)
+	}
+	out := make([]broker.AckResult, len(items))
+	for i, it := range items {
+		out[i] = broker.AckResult{Index: i, TransactionID: it.TransactionID, Success: true}
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Transaction(ops []broker.TxOp) (broker.TxResult, error) {
+	f.record("Transaction")
+	f.txOps = ops
+	if f.onTx != nil {
+		return f.onTx(ops)
+	}
+	return broker.TxResult{TransactionID: "tx", Success: true}, nil
+}
+
+func (f *fakeBackend) ExtendLease(leaseID string, seconds int64) broker.ExtendResult {
+	f.record("ExtendLease")
+	f.extendID, f.extendSec = leaseID, seconds
+	return f.extendRes
+}
+
+func (f *fakeBackend) Seek(group, queue string, toEnd bool, tsMicros int64) (broker.SeekResult, error) {
+	f.record("Seek")
+	f.seekArgs = []any{group, queue, toEnd, tsMicros}
+	return f.seekRes, f.deleteErr
+}
+
+func (f *fakeBackend) SeekPartition(group, queue, partition string) (broker.PartitionSeekResult, error) {
+	f.record("SeekPartition")
+	f.seekArgs = []any{group, queue, partition}
+	return f.pseekRes, f.deleteErr
+}
+
+func (f *fakeBackend) DeleteGroup(group, queue string, deleteMetadata bool) (int, error) {
+	f.record("DeleteGroup")
+	f.delArgs = []any{group, queue, deleteMetadata}
+	return f.deletedN, f.deleteErr
+}
+
+func (f *fakeBackend) DeleteQueue(queue string) (bool, error) {
+	f.record("DeleteQueue")
+	f.delArgs = []any{queue}
+	return f.existed, f.deleteErr
+}
+
+func (f *fakeBackend) DLQ(filter broker.DLQFilter) ([]broker.DLQEntry, int, error) {
+	f.record("DLQ")
+	f.dlqFilter = filter
+	return f.dlqEntries, f.dlqTotal, nil
+}
+
+func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
+	f.record("ConsumerGroups")
+	return f.groups
+}
+
+func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+// testServer is a real fasthttp server on a random loopback port in front of a fakeBackend.
+type testServer struct {
+	t    *testing.T
+	srv  *Server
+	fake *fakeBackend
+	addr string
+	logs *lockedWriter
+}
+
+func startServer(t *testing.T, fake *fakeBackend, cfg Config) *testServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	logs := &lockedWriter{w: &bytes.Buffer{}}
+	cfg.Logger = zerolog.New(logs)
+	if cfg.DefaultPopTimeout == 0 {
+		cfg.DefaultPopTimeout = 30 * time.Second // independent of the test process's environment
+	}
+	srv := New(fake, cfg)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	return &testServer{t: t, srv: srv, fake: fake, addr: ln.Addr().String(), logs: logs}
+}
+
+// response is one HTTP answer, with the raw bytes for checks no client library would show
+// (a 204 must carry no body and no Content-Length).
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	raw    []byte
+}
+
+// json decodes the body into a generic value for field-by-field comparison.
+func (r response) json(t *testing.T) any {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal(r.body, &v), "body %q", r.body)
+	return v
+}
+
+// do sends one request over a fresh connection, with the path written exactly as given.
+func (ts *testServer) do(method, path, body string) response {
+	ts.t.Helper()
+	return ts.doRaw(method, path, body, nil)
+}
+
+func (ts *testServer) doRaw(method, path, body string, extraHeaders map[string]string) response {
+	ts.t.Helper()
+	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	require.NoError(ts.t, err)
+	defer conn.Close()
+	require.NoError(ts.t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n", method, path)
+	for k, v := range extraHeaders {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	if body != "" || method == "POST" {
+		fmt.Fprintf(&req, "Content-Length: %d\r\n", len(body))
+	}
+	req.WriteString("\r\n")
+	req.WriteString(body)
+	_, err = conn.Write(req.Bytes())
+	require.NoError(ts.t, err)
+	raw, err := io.ReadAll(conn)
+	require.NoError(ts.t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+	require.NoError(ts.t, err, "raw response %q", raw)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(ts.t, err)
+	return response{status: resp.StatusCode, header: resp.Header, body: b, raw: raw}
+}
+
+// requireJSON asserts status, Content-Type and the exact JSON body (every field, every type).
+func requireJSON(t *testing.T, r response, status int, want string) {
+	t.Helper()
+	require.Equal(t, status, r.status, "body %s", r.body)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.JSONEq(t, want, string(r.body))
+}
+
+// lockedWriter lets the server log from many goroutines into one test buffer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}

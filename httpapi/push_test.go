@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/broker"
+)
+
+func TestPushAnswers201WithBothIDSpellingsPerStatus(t *testing.T) {
+	// spec 1.6 and 11 #24: snake_case fields plus transactionId/messageId aliases; which fields
+	// appear depends on the status.
+	fake := newFake()
+	fake.onPush = func(items []broker.PushItem) ([]broker.PushResult, error) {
+		return []broker.PushResult{
+			{Status: broker.PushQueued, TransactionID: "t0", MessageID: "m0", PartitionID: "p0", Partition: "Default", Queue: "orders"},
+			{Status: broker.PushDuplicate, TransactionID: "t1", MessageID: "m-old", PartitionID: "p0", Queue: "orders"},
+			{Status: broker.PushFailed, TransactionID: "t2", Queue: "orders", Error: "Queue 'orders' would exceed max capacity"},
+			{Status: broker.PushBuffered, TransactionID: "t3", Queue: "orders", Partition: "Default"},
+			{Status: broker.PushQueued, TransactionID: "t4", MessageID: "m4", PartitionID: "p0", Queue: "orders", TraceID: "0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01"},
+		}, nil
+	}
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"orders"},{"queue":"orders"},{"queue":"orders"},{"queue":"orders"},{"queue":"orders"}]}`)
+	requireJSON(t, r, 201, `[
+	 {"index":0,"status":"queued","transaction_id":"t0","transactionId":"t0","message_id":"m0","messageId":"m0","partition_id":"p0","trace_id":null,"queueName":"orders"},
+	 {"index":1,"status":"duplicate","transaction_id":"t1","transactionId":"t1","message_id":"m-old","messageId":"m-old","queueName":"orders"},
+	 {"index":2,"status":"failed","transaction_id":"t2","transactionId":"t2","error":"Queue 'orders' would exceed max capacity"},
+	 {"index":3,"status":"buffered","transaction_id":"t3","transactionId":"t3","queue":"orders","partition":"Default"},
+	 {"index":4,"status":"queued","transaction_id":"t4","transactionId":"t4","message_id":"m4","messageId":"m4","partition_id":"p0","trace_id":"0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01","queueName":"orders"}
+	]`)
+}
+
+func TestPushKeepsPayloadBytesExactlyAsPushed(t *testing.T) {
+	// spec 1.1: stored and returned verbatim; every JSON kind is legal.
+	payloads := []string{
+		`{ "b" : [1, 2.50, "x\u00e9\"y"], "n":null }`,
+		`[ ]`, `"just a string"`, `-12.5e+3`, `true`, `false`, `null`,
+	}
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	var items []string
+	for i, p := range payloads {
+		items = append(items, `{"queue":"q","partition":"","transactionId":"t`+string(rune('0'+i))+`","payload":`+p+`}`)
+	}
+	items = append(items, `{"queue":"q","bufferMs":5,"producerSub":"evil","messageId":"x","namespace":"n"}`)
+	r := ts.do("POST", "/api/v1/push", `{"bufferMs":10,"bufferMax":3,"items":[`+strings.Join(items, ",")+`]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.Len(t, fake.pushed, len(payloads)+1)
+	for i, p := range payloads {
+		require.Equal(t, p, string(fake.pushed[i].Payload), "item %d", i)
+		require.Equal(t, "", fake.pushed[i].Partition, "empty partition is passed as '' (Default), spec 11 #28")
+	}
+	last := fake.pushed[len(payloads)]
+	require.Nil(t, last.Payload, "absent payload is nil (null)")
+	require.Equal(t, "", last.ProducerSub, "producerSub is never taken from the body (spec 1.5)")
+	require.Equal(t, "", last.TransactionID, "absent transactionId is left for the broker to generate")
+}
+
+func TestPushEmptyItemsAnswers201EmptyArrayWithoutTheBroker(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/push", `{"items":[]}`)
+	require.Equal(t, 201, r.status)
+	require.Equal(t, "[]", string(r.body))
+	require.NotContains(t, fake.callList(), "Push")
+}
+
+func TestPushBadInputIsRejectedWholeWithTheSpecMessage(t *testing.T) {
+	long := strings.Repeat("x", 256)
+	cases := []struct {
+		name, body, want string
+	}{
+		{"empty body (spec 0.1)", ``, "Empty request body"},
+		{"whitespace body is empty", " \n\t", "Empty request body"},
+		{"unparsable JSON (spec 0.1)", `{"items": [`, "Invalid JSON: "},
+		{"trailing garbage", `{"items": []} x`, "Invalid JSON: "},
+		{"invalid payload JSON", `{"items": [{"queue":"q","payload":{"a" 1}}]}`, "Invalid JSON: "},
+		{"items missing (spec 1.2)", `{}`, "items array is required"},
+		{"items null", `{"items":null}`, "items array is required"},
+		{"items not an array", `{"items":{"queue":"q"}}`, "items array is required"},
+		{"body not an object", `[1,2]`, "items array is required"},
+		{"queue missing", `{"items":[{"payload":1}]}`, "Queue must be a string"},
+		{"queue not a string", `{"items":[{"queue":"a"},{"queue":7}]}`, "Queue must be a string"},
+		{"queue null", `{"items":[{"queue":null}]}`, "Queue must be a string"},
+		{"partition not a string", `{"items":[{"queue":"q","partition":1}]}`, "Partition must be a string"},
+		{"transactionId not a string", `{"items":[{"queue":"q","transactionId":{}}]}`, "TransactionId must be a string"},
+		{"traceId not a string", `{"items":[{"queue":"q","traceId":5}]}`, "TraceId must be a string"},
+		{"traceId not a UUID (spec 11 #26)", `{"items":[{"queue":"q","traceId":"not-a-uuid"}]}`, "TraceId must be a UUID"},
+		{"traceId UUID in braces is not accepted", `{"items":[{"queue":"q","traceId":"{0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01}"}]}`, "TraceId must be a UUID"},
+		{"empty queue name", `{"items":[{"queue":""}]}`, "Queue name must not be empty"},
+		{"queue over 255 bytes (spec 11 #27)", `{"items":[{"queue":"` + long + `"}]}`, "Queue name must be at most 255 bytes"},
+		{"partition over 255 bytes", `{"items":[{"queue":"q","partition":"` + long + `"}]}`, "Partition name must be at most 255 bytes"},
+		{"transactionId over 255 bytes", `{"items":[{"queue":"q","transactionId":"` + long + `"}]}`, "TransactionId must be at most 255 bytes"},
+		{"slash in queue", `{"items":[{"queue":"../../escape"}]}`, "Queue name must not contain '/'"},
+		{"dot-dot queue", `{"items":[{"queue":".."}]}`, "Queue name must not be '.' or '..'"},
+		{"dot-dot partition", `{"items":[{"queue":"q","partition":".."}]}`, "Partition name must not be '.' or '..'"},
+		{"NUL in queue", `{"items":[{"queue":"a\u0000b"}]}`, "Queue name must not contain NUL"},
+		{"NUL in partition", `{"items":[{"queue":"q","partition":"a\u0000"}]}`, "Partition name must not contain NUL"},
+	}
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := ts.do("POST", "/api/v1/push", c.body)
+			require.Equal(t, 400, r.status, "%s", r.body)
+			m, ok := r.json(t).(map[string]any)
+			require.True(t, ok)
+			require.Len(t, m, 1)
+			msg, _ := m["error"].(string)
+			if strings.HasSuffix(c.want, ": ") {
+				require.True(t, strings.HasPrefix(msg, c.want), "got %q", msg)
+			} else {
+				require.Equal(t, c.want, msg)
+			}
+		})
+	}
+	require.NotContains(t, fake.callList(), "Push", "a rejected request changes nothing")
+}
+
+func TestPushMaps255ByteNamesAsValid(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	name := strings.Repeat("n", 255)
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"`+name+`","partition":"`+name+`","transactionId":"`+name+`"}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+}
+
+func TestBrokerErrorsMapToStatuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		status int
+		msg    string
+	}{
+		{"ErrBadRequest is 400 with the broker's message", broker.BadRequest("invalid subscriptionFrom"), 400, "invalid subscriptionFrom"},
+		{"ErrNotFound is 404 with the broker's message", broker.NotFound("Partition not found"), 404, "Partition not found"},
+		{"ErrClosed is 503", broker.ErrClosed, 503, "Service unavailable: shutting down"},
+		{"anything else is 500", errors.New("disk on fire"), 500, "disk on fire"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake := newFake()
+			fake.onPush = func([]broker.PushItem) ([]broker.PushResult, error) { return nil, c.err }
+			ts := startServer(t, fake, Config{})
+			r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`)
+			requireJSON(t, r, c.status, `{"error":`+quote(c.msg)+`}`)
+		})
+	}
+}
+
+func quote(s string) string { return string(appendString(nil, s)) }
