@@ -35,12 +35,12 @@ type File struct {
 // minCapacity is the entry capacity a fresh index file is given; it doubles as it fills.
 const minCapacity = 64
 
-// Load maps the index for the segment file starting at base. fresh is true
-// when the file was empty or its header was bad: it now holds a new header and
-// no entries, and the caller must rebuild it from the segments. Otherwise the
-// file keeps its leading run of valid entries (ValidEntries) and stale ones
-// after it are cleared.
-func Load(back Backing, base uint64) (f *File, fresh bool, err error) {
+// Load maps the index for the segment file starting at base. The file keeps
+// its leading run of valid entries (ValidEntries; none when the file is empty
+// or its header is bad, in which case a new header is written). repaired is
+// true when anything else was there (a bad header, torn or stale entries),
+// which has been cleared: the caller rebuilds the rest from the segments.
+func Load(back Backing, base uint64) (f *File, repaired bool, err error) {
 	size, err := back.Size()
 	if err != nil {
 		return nil, false, err
@@ -52,8 +52,15 @@ func Load(back Backing, base uint64) (f *File, fresh bool, err error) {
 		}
 		if CheckHeader(f.m, base) == nil {
 			f.n = ValidEntries(f.m[HeaderSize:], base)
-			clear(f.m[HeaderSize+f.n*EntrySize:])
-			return f, false, nil
+			rest := f.m[HeaderSize+f.n*EntrySize:]
+			for _, c := range rest {
+				if c != 0 {
+					repaired = true
+					break
+				}
+			}
+			clear(rest)
+			return f, repaired, nil
 		}
 	}
 	if f.m, err = back.Map(HeaderSize + minCapacity*EntrySize); err != nil {
@@ -83,7 +90,7 @@ func (f *File) Last() (Entry, bool) {
 func (f *File) Append(e Entry) error {
 	at := HeaderSize + f.n*EntrySize
 	if at+EntrySize > len(f.m) {
-		m, err := f.back.Map(int64(HeaderSize + 2*(len(f.m)-HeaderSize)))
+		m, err := f.back.Map(int64(HeaderSize + max(2*(len(f.m)-HeaderSize), minCapacity*EntrySize)))
 		if err != nil {
 			return fmt.Errorf("index %d: grow: %w", f.base, err)
 		}

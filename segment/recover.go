@@ -167,8 +167,12 @@ func (s *scanner) lostOffsets(pos int64, next uint64) (first, last uint64) {
 		return 0, 0
 	}
 	last = next - 1
-	for pos < s.size {
-		h, err := s.header(pos)
+	var b [HeaderSize]byte
+	for pos+HeaderSize <= s.size {
+		if _, err := s.f.ReadAt(b[:], pos); err != nil {
+			break
+		}
+		h, err := parseHeader(b[:]) // a short segment still names its offsets
 		if err != nil || h.base != last+1 {
 			break
 		}

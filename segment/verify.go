@@ -80,7 +80,16 @@ func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (Verif
 			if err != nil {
 				end := resync(f, pos+1, size)
 				ce := &CorruptionError{File: path, StartByte: pos, EndByte: end, Reason: err.Error()}
-				ce.FirstOffset, ce.LastOffset = sc.lostOffsets(pos, expect)
+				if nh, herr := sc.header(end); herr == nil && end < size && nh.base >= expect {
+					// The damage held exactly the offsets before the next good segment.
+					ce.FirstOffset, ce.LastOffset = expect, nh.base-1
+					expect = nh.base
+					if nh.base == ce.FirstOffset {
+						ce.FirstOffset, ce.LastOffset = 0, 0
+					}
+				} else {
+					ce.FirstOffset, ce.LastOffset = sc.lostOffsets(pos, expect)
+				}
 				damage(ce)
 				pos = end
 				continue
