@@ -54,10 +54,10 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	t := &c.rep.Totals
 	for _, f := range s.Files {
 		t.Files++
-		t.Segments += int64(f.Segments)
-		t.Records += int64(f.Records)
 		t.Bytes += f.Bytes
 	}
+	t.Segments += s.Segments
+	t.Records += s.Records
 	var fixedByOpen []int // findings a segment.Open of this log repairs
 	add := func(f Finding) {
 		fixedByOpen = append(fixedByOpen, len(c.rep.Findings))
@@ -74,6 +74,11 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		add(f)
 	}
 	quarantined := c.quarantinedRanges(d.ID)
+	newest := ""
+	if n := len(s.Files); n > 0 {
+		newest = s.Files[n-1].Name
+	}
+	planned := map[string]bool{}
 	for _, dm := range s.Corrupt {
 		f := base
 		f.File = filepath.Join(d.Rel, dm.File)
@@ -93,8 +98,22 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		}
 		f.Kind, f.Severity = KindCorruptSegment, SeverityDamaged
 		f.Detail = fmt.Sprintf("damaged segment data (%s); offsets %s are lost unless recovered from a copy", dm.Reason, offsetsText(dm.FirstOffset, dm.LastOffset))
-		f.Repair = fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", f.File, filepath.Join(dirQuarantine, d.Rel))
-		c.plan(f, repairPlan{kind: planQuarantine, log: d, dmg: dm})
+		switch {
+		case planned[dm.File]:
+			f.Repair = "covered by the quarantine of " + f.File + " above"
+			c.rep.add(f)
+		case dm.File == newest:
+			// Mid-file damage in the file being appended to: the server's recovery
+			// would cut it there. Keep everything from the damage on in quarantine
+			// first, so the whole segments after it are not lost with it.
+			f.Repair = fmt.Sprintf("copy bytes %d..end of %s to %s/ (quarantine), then truncate the file there; offsets from %d on leave the log and new pushes reuse them",
+				dm.StartByte, f.File, filepath.Join(dirQuarantine, d.Rel), dm.FirstOffset)
+			c.plan(f, repairPlan{kind: planQuarantineTail, log: d, dmg: dm})
+		default:
+			f.Repair = fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", f.File, filepath.Join(dirQuarantine, d.Rel))
+			c.plan(f, repairPlan{kind: planQuarantine, log: d, dmg: dm})
+		}
+		planned[dm.File] = true
 	}
 	for _, name := range s.MissingIndexes {
 		f := base

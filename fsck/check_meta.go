@@ -42,11 +42,9 @@ func (c *checker) checkOrphans() {
 			continue
 		}
 		s := c.scans[d.Rel]
-		records := 0
+		var records int64
 		if s != nil {
-			for _, f := range s.Files {
-				records += f.Records
-			}
+			records = s.Records
 		}
 		f := Finding{Kind: KindOrphanPartition, PartitionID: idString(d.ID), File: d.Rel}
 		if records == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -134,23 +135,7 @@ func quarantineFile(dataDir string, d logDir, dm damage, file fileSummary, queue
 	if e.PartitionID == "" {
 		e.PartitionID = uuid.Nil.String()
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return e, err
-	}
-	mf, err := os.OpenFile(filepath.Join(dataDir, dirQuarantine, manifestName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return e, err
-	}
-	if _, err := mf.Write(append(line, '\n')); err != nil {
-		mf.Close()
-		return e, err
-	}
-	if err := mf.Sync(); err != nil {
-		mf.Close()
-		return e, err
-	}
-	if err := mf.Close(); err != nil {
+	if err := appendManifest(dataDir, e); err != nil {
 		return e, err
 	}
 	if err := os.Rename(filepath.Join(d.Path, dm.File), dst); err != nil {
@@ -178,4 +163,88 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// quarantineTail keeps bytes [dm.StartByte, end) of the newest segment file in
+// quarantine and then truncates the file at dm.StartByte. Durability: the copy is
+// written and fsynced, the manifest line appended and fsynced, and only then is the
+// segment file truncated and fsynced; a crash in between leaves the data in place.
+func quarantineTail(dataDir string, d logDir, dm damage, lastOffset uint64, queue, partition string, now time.Time) (quarantineEntry, error) {
+	src := filepath.Join(d.Path, dm.File)
+	in, err := os.Open(src)
+	if err != nil {
+		return quarantineEntry{}, err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return quarantineEntry{}, err
+	}
+	qdir := filepath.Join(dataDir, dirQuarantine, d.Rel)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return quarantineEntry{}, err
+	}
+	name := fmt.Sprintf("%s.from-%d", dm.File, dm.StartByte)
+	dst := filepath.Join(qdir, name)
+	for n := 1; ; n++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(qdir, fmt.Sprintf("%s.%d", name, n))
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return quarantineEntry{}, err
+	}
+	if _, err := io.Copy(out, io.NewSectionReader(in, dm.StartByte, st.Size()-dm.StartByte)); err != nil {
+		out.Close()
+		return quarantineEntry{}, err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return quarantineEntry{}, err
+	}
+	if err := out.Close(); err != nil {
+		return quarantineEntry{}, err
+	}
+	rel, _ := filepath.Rel(dataDir, dst)
+	e := quarantineEntry{
+		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+		Original: filepath.Join(d.Rel, dm.File), Moved: rel, StartByte: dm.StartByte, EndByte: st.Size(),
+		FirstOffset: dm.FirstOffset, LastOffset: max(lastOffset, dm.LastOffset),
+		Reason: dm.Reason + " (bytes from StartByte to the end of the file were copied here, then cut from the log)",
+	}
+	if err := appendManifest(dataDir, e); err != nil {
+		return e, err
+	}
+	if err := truncateFile(src, dm.StartByte); err != nil {
+		return e, err
+	}
+	for _, dir := range []string{qdir, filepath.Join(dataDir, dirQuarantine)} {
+		if err := syncDir(dir); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// appendManifest appends one line to the quarantine manifest and fsyncs it.
+func appendManifest(dataDir string, e quarantineEntry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	mf, err := os.OpenFile(filepath.Join(dataDir, dirQuarantine, manifestName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := mf.Write(append(line, '\n')); err != nil {
+		mf.Close()
+		return err
+	}
+	if err := mf.Sync(); err != nil {
+		mf.Close()
+		return err
+	}
+	return mf.Close()
 }

@@ -14,9 +14,9 @@ type planKind uint8
 const (
 	planTruncateMeta planKind = iota + 1
 	planQuarantine
+	planQuarantineTail
 	planReopenLog
 	planReopenCursor
-	planClampCursors
 )
 
 // repairPlan is one repair step; findings are the indexes (in Report.Findings) of
@@ -24,10 +24,9 @@ const (
 type repairPlan struct {
 	kind     planKind
 	findings []int
-	size     int64         // planTruncateMeta
-	log      logDir        // planQuarantine, planReopenLog
-	dmg      damage        // planQuarantine
-	clamps   []cursorEntry // planClampCursors
+	size     int64  // planTruncateMeta
+	log      logDir // planQuarantine, planQuarantineTail, planReopenLog
+	dmg      damage // planQuarantine, planQuarantineTail
 }
 
 // plan records a finding together with the step that repairs it.
@@ -37,53 +36,98 @@ func (c *checker) plan(f Finding, p repairPlan) {
 	c.plans = append(c.plans, p)
 }
 
-// repair runs the plans in the order they were made: metadata first, then each log
-// (quarantine before the reopen that rebuilds its indexes), then the cursor journal
-// (truncate, then clamp against the repaired high-water marks).
+// repair runs the plans in the order they were made (metadata, then each log with
+// its quarantine before the reopen that rebuilds its indexes), then re-scans the
+// repaired logs and clamps every cursor against the high-water marks as they are
+// now: a quarantined tail can lower a high-water mark below cursors that were fine
+// before the repair.
 func (c *checker) repair() {
+	touched := map[string]bool{}
 	for _, p := range c.plans {
+		if p.kind == planReopenCursor {
+			continue
+		}
 		err := c.apply(p)
-		for _, i := range p.findings {
-			f := &c.rep.Findings[i]
-			if err != nil {
-				f.RepairError = err.Error()
-				continue
-			}
-			f.Repaired = true
+		c.mark(p.findings, err)
+		if p.kind == planReopenLog && err == nil {
+			touched[p.log.Rel] = true
 		}
 	}
+	for _, d := range c.logs {
+		if !touched[d.Rel] {
+			continue
+		}
+		if s, err := scanLog(d.Path, nil); err == nil {
+			c.scans[d.Rel] = s
+		}
+	}
+	c.repairCursors()
+}
+
+func (c *checker) mark(findings []int, err error) {
+	for _, i := range findings {
+		f := &c.rep.Findings[i]
+		if err != nil {
+			f.RepairError = err.Error()
+			continue
+		}
+		// Damage stays damage after a quarantine (exit 2): the offsets are out of the
+		// log until a person restores them; the finding says where they went.
+		f.Repaired = f.Severity != SeverityDamaged
+		if f.Severity == SeverityDamaged {
+			f.Detail += "; quarantined"
+		}
+	}
+}
+
+// repairCursors truncates a torn cursor journal and clamps the cursors past their
+// high-water marks as they are after the log repairs, in one open of the engine.
+func (c *checker) repairCursors() {
+	v := c.cursors
+	if v == nil || !v.Present || v.Corrupt != nil {
+		return
+	}
+	c.clamps = c.pastEnd()
+	var fixes []int
+	for _, p := range c.plans {
+		if p.kind == planReopenCursor {
+			fixes = append(fixes, p.findings...)
+		}
+	}
+	for _, i := range c.clampFindings {
+		fixes = append(fixes, i)
+	}
+	if len(fixes) == 0 {
+		return
+	}
+	c.mark(fixes, reopenCursors(filepath.Join(c.dir, dirCursor), c.clamps))
 }
 
 func (c *checker) apply(p repairPlan) error {
 	switch p.kind {
 	case planTruncateMeta:
 		return truncateFile(filepath.Join(c.dir, c.meta.File), p.size)
-	case planQuarantine:
-		s := c.scans[p.log.Rel]
+	case planQuarantine, planQuarantineTail:
 		var file fileSummary
-		for _, f := range s.Files {
+		for _, f := range c.scans[p.log.Rel].Files {
 			if f.Name == p.dmg.File {
 				file = f
 			}
 		}
-		if file.FirstOffset == 0 && file.LastOffset == 0 {
-			file.FirstOffset, file.LastOffset = p.dmg.FirstOffset, p.dmg.LastOffset
-		}
 		queue, part := c.names(p.log)
-		e, err := quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now())
-		if err != nil {
-			return err
+		var e quarantineEntry
+		var err error
+		if p.kind == planQuarantine {
+			e, err = quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now())
+		} else {
+			e, err = quarantineTail(c.dir, p.log, p.dmg, file.LastOffset, queue, part, time.Now())
 		}
-		c.quar = append(c.quar, e)
-		// Damage stays reported (exit 2): the offsets are gone from the log until a
-		// person restores them from the quarantined file or a copy.
-		return nil
+		if err == nil {
+			c.quar = append(c.quar, e)
+		}
+		return err
 	case planReopenLog:
 		return reopenLog(p.log.Path)
-	case planReopenCursor:
-		return reopenCursors(filepath.Join(c.dir, dirCursor), nil)
-	case planClampCursors:
-		return reopenCursors(filepath.Join(c.dir, dirCursor), p.clamps)
 	}
 	return fmt.Errorf("unknown repair step %d", p.kind)
 }

@@ -71,6 +71,9 @@ type checker struct {
 	quar    []quarantineEntry
 	// plans are the repair steps the findings call for, in order.
 	plans []repairPlan
+	// clamps are the cursors past their high-water mark; clampFindings their findings.
+	clamps        []cursorEntry
+	clampFindings map[cursorKey]int
 }
 
 func (c *checker) check() error {

@@ -24,15 +24,13 @@ type metaView struct {
 	MidFile    bool  // a valid frame follows the first bad one: not a torn write
 }
 
-// fileSummary is one segment file as scanned.
+// fileSummary is one segment file as scanned. LastOffset is derived from the next
+// file's first offset (or the log's high-water mark for the newest file).
 type fileSummary struct {
 	Name                    string
 	Bytes                   int64
 	Sealed                  bool
 	FirstOffset, LastOffset uint64
-	Segments, Records       int
-	FirstTsMicros           int64
-	LastTsMicros            int64
 }
 
 // damage is one damaged byte range of a segment file.
@@ -48,6 +46,7 @@ type damage struct {
 type logScan struct {
 	Files                   []fileSummary
 	FirstOffset, NextOffset uint64 // of the valid data; NextOffset-1 is the high-water mark
+	Segments, Records       int64
 	Torn                    *damage
 	Corrupt                 []damage
 	StaleIndexes            []string // base names of index files to rebuild

@@ -1,34 +1,203 @@
 package fsck
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/segment"
 )
 
-// scanLog verifies one segment.Log directory read-only; onBytes is called with the
-// bytes of each file as it is scanned (progress).
+// segment file names: "<20-digit first offset>.seg", index "<same>.idx", plus
+// "dedup.idx" (docs/format.md).
+const (
+	segExt    = ".seg"
+	idxExt    = ".idx"
+	dedupFile = "dedup.idx"
+)
+
+// listSegFiles returns the segment files of dir sorted by first offset.
+func listSegFiles(dir string) ([]fileSummary, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []fileSummary
+	for _, e := range ents {
+		name := e.Name()
+		stem, ok := strings.CutSuffix(name, segExt)
+		if !ok || len(stem) != 20 || e.IsDir() {
+			continue
+		}
+		base, err := strconv.ParseUint(stem, 10, 64)
+		if err != nil || base == 0 {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fileSummary{Name: name, Bytes: info.Size(), FirstOffset: base})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
+	return out, nil
+}
+
+// scanLog verifies one segment.Log directory read-only with segment.Verify, then
+// checks each index file and the dedup index against what Verify found. onBytes is
+// called with the directory's segment bytes once it is scanned (progress).
 func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
-	return nil, ErrNotWired
+	files, err := listSegFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var dmg []*segment.CorruptionError
+	st, err := segment.Verify(dir, func(ce *segment.CorruptionError) { dmg = append(dmg, ce) })
+	if err != nil {
+		return nil, err
+	}
+	s := &logScan{Files: files, FirstOffset: st.FirstOffset, NextOffset: st.NextOffset,
+		Segments: int64(st.Segments), Records: int64(st.Records)}
+	if onBytes != nil {
+		onBytes(st.Bytes)
+	}
+	if len(files) == 0 {
+		return s, nil
+	}
+	newest := files[len(files)-1]
+	for i := range files {
+		files[i].Sealed = i < len(files)-1
+		if files[i].Sealed {
+			files[i].LastOffset = files[i+1].FirstOffset - 1
+		} else if s.NextOffset > files[i].FirstOffset {
+			files[i].LastOffset = s.NextOffset - 1
+		}
+	}
+	for i, ce := range dmg {
+		d := damage{File: filepath.Base(ce.File), StartByte: ce.StartByte, EndByte: ce.EndByte,
+			FirstOffset: ce.FirstOffset, LastOffset: ce.LastOffset, Reason: ce.Reason}
+		switch {
+		case ce.StartByte == 0 && ce.EndByte == 0:
+			// Verify's report of a file that does not start where the previous ended:
+			// the previous file really ends before the gap.
+			d.Gap = true
+			s.Corrupt = append(s.Corrupt, d)
+			for j := 1; j < len(files); j++ {
+				if files[j].Name == d.File && files[j].FirstOffset > d.FirstOffset {
+					files[j-1].LastOffset = d.FirstOffset - 1
+				}
+			}
+		case i == len(dmg)-1 && d.File == newest.Name && ce.EndByte == newest.Bytes:
+			// The damage runs to the end of the newest file and no whole segment
+			// follows it (Verify resyncs past damage): a torn append.
+			s.Torn = &d
+		default:
+			s.Corrupt = append(s.Corrupt, d)
+		}
+	}
+	checkIndexes(dir, s)
+	checkDedup(dir, s)
+	return s, nil
+}
+
+// checkIndexes compares each "<base>.idx" with the segment file it describes: a valid
+// header for that file, a chain of entries starting at the file's first offset and
+// ending exactly where the file's offsets end, positions inside the file, and in all
+// as many entries as Verify found segments. Anything else is an index Open rebuilds.
+func checkIndexes(dir string, s *logScan) {
+	var entries int64
+	damagedFiles := map[string]bool{}
+	for _, d := range s.Corrupt {
+		damagedFiles[d.File] = true
+	}
+	for _, f := range s.Files {
+		name := strings.TrimSuffix(f.Name, segExt) + idxExt
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			if f.Bytes > 0 {
+				s.MissingIndexes = append(s.MissingIndexes, name)
+			}
+			continue
+		}
+		if err != nil || index.CheckHeader(b, f.FirstOffset) != nil {
+			s.StaleIndexes = append(s.StaleIndexes, name)
+			continue
+		}
+		body := b[index.HeaderSize:]
+		n := index.ValidEntries(body, f.FirstOffset)
+		entries += int64(n)
+		end := f.FirstOffset // one past the last offset the index covers
+		var lastPos int64 = -1
+		if n > 0 {
+			e, _ := index.DecodeEntry(body[(n-1)*index.EntrySize:])
+			end, lastPos = e.Last()+1, e.Pos
+		}
+		want := f.LastOffset + 1
+		if f.LastOffset == 0 {
+			want = f.FirstOffset
+		}
+		if damagedFiles[f.Name] {
+			continue // the file itself is reported; its index is rebuilt after repair
+		}
+		if end != want || lastPos >= f.Bytes {
+			s.StaleIndexes = append(s.StaleIndexes, name)
+		}
+	}
+	if len(s.Corrupt) == 0 && len(s.StaleIndexes) == 0 && len(s.MissingIndexes) == 0 && entries != s.Segments {
+		s.StaleIndexes = append(s.StaleIndexes, fmt.Sprintf("(%d index entries for %d segments)", entries, s.Segments))
+	}
+}
+
+// checkDedup reads dedup.idx: a missing file is fine (it is built on first use); a bad
+// header, a partial last entry or entries past the high-water mark are what the
+// log's next load of it drops and rewrites.
+func checkDedup(dir string, s *logScan) {
+	b, err := os.ReadFile(filepath.Join(dir, dedupFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil || index.CheckDedupHeader(b) != nil {
+		s.DedupStale = true
+		return
+	}
+	body := b[index.DedupHeaderSize:]
+	past := false
+	n := index.ScanDedup(body, func(_, off uint64) bool {
+		if off >= s.NextOffset {
+			past = true
+		}
+		return true
+	})
+	if n != len(body) || past {
+		s.DedupStale = true
+	}
 }
 
 // reopenLog runs the segment log's own recovery (truncate a torn tail, rebuild
-// missing or stale indexes, fsync) and closes it.
+// missing or stale indexes, fsync), loads the dedup index once so that its own
+// recovery drops stale entries and indexes the rest, and closes the log.
 func reopenLog(dir string) error {
 	l, _, err := segment.Open(dir, segment.Options{})
 	if err != nil {
 		return err
 	}
+	if _, _, _, err := l.FindTransaction("\x00comb-fsck-probe"); err != nil {
+		_ = l.Close()
+		return err
+	}
 	return l.Close()
 }
 
-// indexFilesFor returns the index file that describes segment file name in dir
-// ("<base>.seg" → "<base>.idx"; docs/format.md).
+// indexFilesFor returns the index file that describes segment file name in dir.
 func indexFilesFor(dir, name string) []string {
-	base, ok := strings.CutSuffix(name, ".seg")
+	stem, ok := strings.CutSuffix(name, segExt)
 	if !ok {
 		return nil
 	}
-	return []string{filepath.Join(dir, base+".idx")}
+	return []string{filepath.Join(dir, stem+idxExt)}
 }

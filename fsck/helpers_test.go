@@ -1,0 +1,121 @@
+package fsck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
+
+// testDir is a crafted data directory: partition logs written through segment.Log,
+// cursors through cursor.Engine, exactly as the server writes them.
+type testDir struct {
+	t    *testing.T
+	root string
+}
+
+func newTestDir(t *testing.T) *testDir {
+	t.Helper()
+	root := t.TempDir()
+	for _, sub := range []string{dirMeta, dirCursor, dirPartitions} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, sub), 0o755))
+	}
+	return &testDir{t: t, root: root}
+}
+
+func (d *testDir) partitionDir(id uuid.UUID) string {
+	return filepath.Join(d.root, dirPartitions, id.String())
+}
+
+// writeLog appends segments of perSeg records each to a new partition log, rotating
+// files every fileBytes bytes, and returns the partition id. Timestamps start at
+// tsMicros and grow by 1000 µs a segment.
+func (d *testDir) writeLog(segments, perSeg int, fileBytes int64, tsMicros int64) uuid.UUID {
+	d.t.Helper()
+	id := uuid.Must(uuid.NewV7())
+	l, _, err := segment.Open(d.partitionDir(id), segment.Options{MaxFileBytes: fileBytes})
+	require.NoError(d.t, err)
+	off := 1
+	for s := 0; s < segments; s++ {
+		recs := make([]segment.Record, perSeg)
+		for i := range recs {
+			recs[i] = segment.Record{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprintf("tx-%d", off),
+				Payload: []byte(fmt.Sprintf(`{"n":%d,"pad":"abcdefghijklmnopqrstuvwxyz"}`, off))}
+			off++
+		}
+		_, err := l.Append(tsMicros+int64(s)*1000, recs)
+		require.NoError(d.t, err)
+	}
+	require.NoError(d.t, l.Sync())
+	// Load the dedup index once so dedup.idx exists, as on a server that served pushes.
+	_, _, _, err = l.FindTransaction("tx-1")
+	require.NoError(d.t, err)
+	require.NoError(d.t, l.Close())
+	return id
+}
+
+// setCursor journals one (partition, group) state.
+func (d *testDir) setCursor(id uuid.UUID, group string, s lease.State) {
+	d.t.Helper()
+	e, _, err := cursor.Open(filepath.Join(d.root, dirCursor), cursor.Options{})
+	require.NoError(d.t, err)
+	e.Set(cursor.Key{Partition: id, Group: group}, s)
+	require.NoError(d.t, e.Wait())
+	require.NoError(d.t, e.Close())
+}
+
+// segFiles returns the segment file paths of a partition, oldest first.
+func (d *testDir) segFiles(id uuid.UUID) []string {
+	d.t.Helper()
+	files, err := listSegFiles(d.partitionDir(id))
+	require.NoError(d.t, err)
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = filepath.Join(d.partitionDir(id), f.Name)
+	}
+	return out
+}
+
+func (d *testDir) appendBytes(path string, b []byte) {
+	d.t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(d.t, err)
+	_, err = f.Write(b)
+	require.NoError(d.t, err)
+	require.NoError(d.t, f.Close())
+}
+
+func (d *testDir) flipBit(path string, at int64) {
+	d.t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(d.t, err)
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, at)
+	require.NoError(d.t, err)
+	b[0] ^= 0x10
+	_, err = f.WriteAt(b, at)
+	require.NoError(d.t, err)
+	require.NoError(d.t, f.Close())
+}
+
+func (d *testDir) run(mode Mode) *Report {
+	d.t.Helper()
+	rep, err := Run(d.root, Options{Mode: mode})
+	require.NoError(d.t, err)
+	return rep
+}
+
+func kinds(r *Report) []Kind {
+	out := []Kind{}
+	for _, f := range r.Findings {
+		out = append(out, f.Kind)
+	}
+	return out
+}
