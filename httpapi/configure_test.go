@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/broker"
+)
+
+func TestConfigureEchoesEveryOptionWithItsJSONType(t *testing.T) {
+	// spec 2.4: the JS test configureQueue compares all 15 keys (+ minPopWaitTime) exactly.
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/configure", `{"queue":"orders","namespace":"billing","task":"process-invoice",
+	 "options":{"priority":5,"leaseTime":"120","retryLimit":0,"retryDelay":1000.0,"maxSize":0,"ttl":3600,
+	 "deadLetterQueue":true,"dlqAfterMaxRetries":"true","delayedProcessing":2,"windowBuffer":3,"retentionSeconds":4,
+	 "completedRetentionSeconds":5,"retentionEnabled":true,"encryptionEnabled":false,"maxWaitTimeSeconds":6,
+	 "minPopWaitTime":700,"unknownKey":[1]}}`)
+	requireJSON(t, r, 200, `{"configured":true,"queueId":"qid","partitionId":"pid","queue":"orders",
+	 "namespace":"billing","task":"process-invoice","options":{"priority":5,"leaseTime":120,"retryLimit":0,
+	 "retryDelay":1000,"maxSize":0,"ttl":3600,"deadLetterQueue":true,"dlqAfterMaxRetries":true,"delayedProcessing":2,
+	 "windowBuffer":3,"retentionSeconds":4,"completedRetentionSeconds":5,"retentionEnabled":true,
+	 "encryptionEnabled":false,"maxWaitTimeSeconds":6,"minPopWaitTime":700}}`)
+}
+
+func TestConfigureIsAWholeReplaceWithDefaults(t *testing.T) {
+	// spec 2.1/2.2: options left out take their defaults; null namespace/task are "".
+	cases := []struct {
+		name, body string
+		want       broker.ConfigureRequest
+	}{
+		{"no options", `{"queue":"q"}`, broker.ConfigureRequest{Queue: "q", Options: broker.DefaultQueueOptions()}},
+		{"options not an object are ignored", `{"queue":"q","options":[1],"namespace":null,"task":null}`,
+			broker.ConfigureRequest{Queue: "q", Options: broker.DefaultQueueOptions()}},
+		{"null option is its default", `{"queue":"q","options":{"leaseTime":null,"retryLimit":1}}`,
+			broker.ConfigureRequest{Queue: "q", Options: func() broker.QueueOptions {
+				o := broker.DefaultQueueOptions()
+				o.RetryLimit = 1
+				return o
+			}()}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, msg := decodeConfigure([]byte(c.body))
+			require.Empty(t, msg)
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestConfigureBadInput(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"empty body", ``, "Empty request body"},
+		{"queue missing (spec 2.1)", `{"options":{}}`, "queue is required"},
+		{"queue not a string", `{"queue":1}`, "queue is required"},
+		{"empty queue", `{"queue":""}`, "Queue name must not be empty"},
+		{"queue with NUL", `{"queue":"a\u0000"}`, "Queue name must not contain NUL"},
+		{"namespace wrong type", `{"queue":"q","namespace":1}`, "namespace must be a string"},
+		{"int option of wrong type (spec 2.2)", `{"queue":"q","options":{"leaseTime":true}}`, "Option leaseTime must be an integer"},
+		{"int option non-numeric string", `{"queue":"q","options":{"ttl":"soon"}}`, "Option ttl must be an integer"},
+		{"int option fractional", `{"queue":"q","options":{"ttl":1.5}}`, "Option ttl must be an integer"},
+		{"bool option of wrong type", `{"queue":"q","options":{"retentionEnabled":1}}`, "Option retentionEnabled must be a boolean"},
+	}
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := ts.do("POST", "/api/v1/configure", c.body)
+			requireJSON(t, r, 400, `{"error":`+quote(c.want)+`}`)
+		})
+	}
+	require.NotContains(t, fake.callList(), "Configure")
+}
