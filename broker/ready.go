@@ -1,5 +1,3 @@
-//go:build brokerwip
-
 package broker
 
 import (
@@ -238,4 +236,14 @@ func (g *groupReady) len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.entries)
+}
+
+// peekPartition returns the oldest ready partition without taking it.
+func (g *groupReady) peekPartition() *partition {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ready.Len() == 0 {
+		return nil
+	}
+	return g.ready.items[0].p
 }

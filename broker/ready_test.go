@@ -1,5 +1,3 @@
-//go:build brokerwip
-
 package broker
 
 import (

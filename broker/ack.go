@@ -1,0 +1,192 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
+
+// ackBatch is one request's items for one partition.
+type ackBatch struct {
+	p    *partition
+	acks []lease.Ack
+}
+
+// Ack applies acknowledgements for one consumer group (spec 4): items are
+// resolved to offsets by (partitionId, transactionId), grouped by partition
+// and applied in message order with the offset-commit, clamping and retry
+// rules of spec 4.6 (package lease). Results come back in input order.
+//
+// Durability: DLQ entries are appended and synced before the cursor moves past
+// their messages, and Ack returns only after the checkpoint holding the new
+// cursors is durable, so an acknowledged ack survives a crash.
+//
+// Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
+// harmless). Per-item problems are in the results, not the error.
+func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	if group == "" {
+		group = QueueModeGroup
+	}
+	results := make([]AckResult, len(items))
+	if len(items) == 0 {
+		return results, nil
+	}
+	b.stats.ackRequests.Add(1)
+	b.stats.ackMessages.Add(uint64(len(items)))
+	batches := b.groupAcks(items, results)
+	now := b.now().UnixMicro()
+	changed := false
+	var firstErr error
+	for _, ab := range batches {
+		ch, released, err := b.ackPartition(ab, group, items, results, now)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		changed = changed || ch
+		if released {
+			b.touchGroup(ab.p, group, now)
+		}
+	}
+	if changed {
+		if err := b.cur.Wait(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		if errors.Is(firstErr, cursor.ErrClosed) {
+			firstErr = ErrClosed
+		}
+		return nil, firstErr
+	}
+	for i := range results {
+		if results[i].Success {
+			b.stats.ackSuccess.Add(1)
+		} else {
+			b.stats.ackFailed.Add(1)
+		}
+	}
+	return results, nil
+}
+
+// groupAcks fills every result's echo fields and splits the items by
+// partition; unknown partitions get "Message not found" at once.
+func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
+	var batches []*ackBatch
+	byPart := make(map[*partition]*ackBatch, 1)
+	b.mu.RLock()
+	for i := range items {
+		it := &items[i]
+		results[i] = AckResult{Index: i, TransactionID: it.TransactionID}
+		id, ok := parseID(it.PartitionID)
+		p := b.parts[id]
+		if !ok || p == nil {
+			results[i].Error = "Message not found"
+			continue
+		}
+		ab := byPart[p]
+		if ab == nil {
+			ab = &ackBatch{p: p}
+			byPart[p] = ab
+			batches = append(batches, ab)
+		}
+		a := lease.Ack{Index: i, Status: lease.ParseStatus(it.Status), RawStatus: it.Status}
+		if it.LeaseID != "" {
+			// An unparsable lease id is never live (contract of lease.Ack).
+			a.HasLeaseID = true
+			a.LeaseID, _ = parseID(it.LeaseID)
+		}
+		ab.acks = append(ab.acks, a)
+	}
+	b.mu.RUnlock()
+	return batches
+}
+
+// resolveOffsetsLocked sets each ack's Offset from its transactionId; 0 (not
+// found) for unknown or not yet visible messages.
+func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(i int) string) error {
+	vis := p.visible.Load()
+	for j := range acks {
+		off, _, ok, err := p.log.FindTransaction(txid(acks[j].Index))
+		if err != nil {
+			return fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+		}
+		if ok && off < vis {
+			acks[j].Offset = off
+		}
+	}
+	return nil
+}
+
+// ackPartition applies one partition's acks under the partition lock.
+// released reports that the lease went away with work possibly left.
+func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64) (changed, released bool, err error) {
+	p := ab.p
+	q := p.q
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted {
+		for _, a := range ab.acks {
+			results[a.Index].Error = "Message not found"
+		}
+		return false, false, nil
+	}
+	if err := b.resolveOffsetsLocked(p, ab.acks, func(i int) string { return items[i].TransactionID }); err != nil {
+		return false, false, err
+	}
+	k := cursor.Key{Partition: p.id, Group: group}
+	st, _ := b.cur.Get(k)
+	before := st
+	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
+	var dlq []dlqItem
+	for j, o := range out {
+		if o.DLQ {
+			it := &items[o.Index]
+			dlq = append(dlq, dlqItem{offset: ab.acks[j].Offset, group: group, errMsg: it.Error, retries: int64(before.Retries)})
+		}
+	}
+	if len(dlq) > 0 {
+		// The DLQ copy is durable before the cursor passes its message.
+		if err := b.writeDLQLocked(p, dlq, now, "Retries exhausted", ""); err != nil {
+			return false, false, err
+		}
+	}
+	if ch {
+		b.cur.Set(k, st)
+	}
+	for _, o := range out {
+		r := &results[o.Index]
+		r.Success, r.Error, r.LeaseReleased, r.DLQ, r.AlreadyCommitted = o.Success, o.Error, o.LeaseReleased, o.DLQ, o.AlreadyCommitted
+		r.QueueName, r.PartitionName = q.name, p.name
+	}
+	released = before.Lease.Held() && st.Lease.ID != before.Lease.ID && st.Committed+1 < p.visible.Load()
+	return ch, released, nil
+}
+
+// touchGroup tells (p's queue, group)'s ready structure that p has work again.
+func (b *Broker) touchGroup(p *partition, group string, key int64) {
+	p.q.mu.RLock()
+	g := p.q.groups[group]
+	p.q.mu.RUnlock()
+	if g != nil {
+		g.touch(p, key)
+	}
+}
+
+// readMessageLocked reads the message at off into buf.
+func readMessageLocked(p *partition, off uint64, buf *segment.ReadBuffer) (segment.Message, error) {
+	msgs, err := p.log.Read(off, 1, maxReadBytes, buf)
+	if err != nil {
+		return segment.Message{}, fmt.Errorf("queue %s partition %s: read offset %d: %w", p.q.name, p.name, off, err)
+	}
+	if len(msgs) == 0 || msgs[0].Offset != off {
+		return segment.Message{}, fmt.Errorf("queue %s partition %s: offset %d is gone", p.q.name, p.name, off)
+	}
+	return msgs[0], nil
+}

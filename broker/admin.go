@@ -1,0 +1,315 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+)
+
+// Configure creates or reconfigures a queue (spec 2): a whole replace of
+// labels and options (options left out are defaults, spec 2.2), creating the
+// Default partition if missing. Journaled and fsynced before it returns.
+// Existing messages, cursors and leases are untouched.
+//
+// Errors: ErrBadRequest for a bad name, ErrClosed, storage errors.
+func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
+	if err := b.enter(); err != nil {
+		return ConfigureResult{}, err
+	}
+	defer b.leave()
+	if err := checkName("Queue", req.Queue); err != nil {
+		return ConfigureResult{}, err
+	}
+	opts := req.Options
+	opts.MinPopWaitTime = min(max(opts.MinPopWaitTime, 0), 60000)
+	parts, err := b.ensurePartitions([]partKey{{req.Queue, DefaultPartition}})
+	if err != nil {
+		return ConfigureResult{}, err
+	}
+	q := parts[0].q
+	b.mu.Lock()
+	err = b.meta.append(metaRecord{Kind: metaQueuePut, ID: q.id, CreatedAt: q.createdAt, Name: q.name,
+		Namespace: req.Namespace, Task: req.Task, Opts: opts})
+	if err == nil {
+		q.conf.Store(&queueConf{namespace: req.Namespace, task: req.Task, opts: opts})
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return ConfigureResult{}, fmt.Errorf("broker: configure %s: %w", req.Queue, err)
+	}
+	return ConfigureResult{QueueID: q.idStr, PartitionID: parts[0].idStr, Queue: q.name,
+		Namespace: req.Namespace, Task: req.Task, Options: opts}, nil
+}
+
+// ExtendLease renews every live lease held under leaseID (spec 6):
+// expiresAt = max(current, now + seconds); seconds <= 0 means 60. It never
+// revives an expired lease. Durable (checkpointed) before it returns.
+func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
+	if err := b.enter(); err != nil {
+		return ExtendResult{Error: "Lease not found"}
+	}
+	defer b.leave()
+	if seconds <= 0 {
+		seconds = lease.DefaultExtendSeconds
+	}
+	id, ok := parseID(leaseID)
+	if !ok {
+		return ExtendResult{Error: "Lease not found"}
+	}
+	keys := b.cur.ByLease(id)
+	if len(keys) == 0 {
+		return ExtendResult{Error: "Lease not found"}
+	}
+	now := b.now().UnixMicro()
+	var res ExtendResult
+	for _, k := range keys {
+		p := b.lookupPartitionByID(k.Partition)
+		if p == nil {
+			continue
+		}
+		p.mu.Lock()
+		st, ok := b.cur.Get(k)
+		if ok && st.Lease.ID == id && lease.Extend(&st, now, seconds) {
+			b.cur.Set(k, st)
+			res.Renewed++
+			if res.NewExpiresAtMicros == 0 || st.Lease.ExpiresAtMicros < res.NewExpiresAtMicros {
+				res.NewExpiresAtMicros = st.Lease.ExpiresAtMicros
+			}
+		}
+		p.mu.Unlock()
+	}
+	if res.Renewed == 0 {
+		res.Error = "Lease already expired"
+		return res
+	}
+	if err := b.cur.Wait(); err != nil {
+		return ExtendResult{Error: err.Error()}
+	}
+	return res
+}
+
+// Seek moves the group's cursor on every partition of queue where it has one
+// (spec 7.1): toEnd to the newest message, else to the last message with
+// createdAt <= tsMicros (the start of the partition if none). Leases are
+// released and retry counters reset. Durable before it returns.
+func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (SeekResult, error) {
+	if err := b.enter(); err != nil {
+		return SeekResult{}, err
+	}
+	defer b.leave()
+	if group == "" {
+		group = QueueModeGroup
+	}
+	q := b.lookupQueue(queueName)
+	if q == nil {
+		return SeekResult{}, nil
+	}
+	var res SeekResult
+	now := b.now().UnixMicro()
+	for _, p := range q.partitionsSnapshot() {
+		k := cursor.Key{Partition: p.id, Group: group}
+		p.mu.Lock()
+		_, ok := b.cur.Get(k)
+		if ok && !p.deleted {
+			to := p.visible.Load() - 1
+			if !toEnd {
+				to = min(p.log.LastOffsetAtOrBefore(tsMicros), to)
+			}
+			b.cur.Set(k, lease.State{Committed: to})
+			res.PartitionsUpdated++
+		}
+		p.mu.Unlock()
+		if ok {
+			// A backward seek must make the partition a candidate again.
+			b.touchGroup(p, group, now)
+		}
+	}
+	if res.PartitionsUpdated > 0 {
+		if err := b.cur.Wait(); err != nil {
+			return SeekResult{}, b.closedErr(err)
+		}
+	}
+	return res, nil
+}
+
+// SeekPartition moves one partition's cursor to its newest message and
+// releases its lease (spec 7.2). Errors: NotFound("Partition not found").
+func (b *Broker) SeekPartition(group, queueName, partitionName string) (PartitionSeekResult, error) {
+	if err := b.enter(); err != nil {
+		return PartitionSeekResult{}, err
+	}
+	defer b.leave()
+	if group == "" {
+		group = QueueModeGroup
+	}
+	q := b.lookupQueue(queueName)
+	var p *partition
+	if q != nil {
+		p = q.partition(partitionName)
+	}
+	if p == nil {
+		return PartitionSeekResult{}, NotFound("Partition not found")
+	}
+	p.mu.Lock()
+	to := p.visible.Load() - 1
+	b.cur.Set(cursor.Key{Partition: p.id, Group: group}, lease.State{Committed: to})
+	ts := p.log.LastTimestamp()
+	p.mu.Unlock()
+	if err := b.cur.Wait(); err != nil {
+		return PartitionSeekResult{}, b.closedErr(err)
+	}
+	return PartitionSeekResult{Updated: true, CursorMovedToMicros: ts}, nil
+}
+
+// DeleteGroup deletes the group's cursors and leases on one queue, or on all
+// queues when queueName is "" (spec 7.3, 7.4), and with deleteMetadata its
+// subscription records, so its next first contact decides again. It returns
+// the number of partitions whose cursor was deleted. Unknown groups are not an
+// error. Durable before it returns.
+func (b *Broker) DeleteGroup(group, queueName string, deleteMetadata bool) (int, error) {
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
+	if group == "" {
+		group = QueueModeGroup
+	}
+	var keys []cursor.Key
+	b.cur.Range(func(k cursor.Key, _ lease.State) bool {
+		if k.Group == group {
+			keys = append(keys, k)
+		}
+		return true
+	})
+	n := 0
+	for _, k := range keys {
+		p := b.lookupPartitionByID(k.Partition)
+		if p == nil {
+			b.cur.Delete(k)
+			continue
+		}
+		if queueName != "" && p.q.name != queueName {
+			continue
+		}
+		p.mu.Lock()
+		b.cur.Delete(k)
+		p.mu.Unlock()
+		n++
+	}
+	if deleteMetadata {
+		var drop []string
+		b.cur.RangeSubscriptions(func(queue, g string, _ cursor.Subscription) bool {
+			if g == group && (queueName == "" || queue == queueName) {
+				drop = append(drop, queue)
+			}
+			return true
+		})
+		for _, qn := range drop {
+			b.cur.DeleteSubscription(qn, group)
+		}
+	}
+	// The next pop of the group is a first contact again: rebuild its ready set.
+	for _, q := range b.sortedQueues() {
+		if queueName == "" || q.name == queueName {
+			q.mu.Lock()
+			delete(q.groups, group)
+			q.mu.Unlock()
+		}
+	}
+	if err := b.cur.Wait(); err != nil {
+		return n, b.closedErr(err)
+	}
+	return n, nil
+}
+
+// DeleteQueue deletes a queue with its partitions, messages, DLQ entries,
+// cursors, leases and subscription records (spec 7.7, 11 #47). It reports
+// whether the queue existed; deleting a missing queue is not an error.
+//
+// Durability: the delete is journaled (fsynced) first; files are removed
+// after, and a crash in between is finished by Open (removeStrayDirs).
+func (b *Broker) DeleteQueue(name string) (bool, error) {
+	if err := b.enter(); err != nil {
+		return false, err
+	}
+	defer b.leave()
+	b.mu.Lock()
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return false, b.deleteSubscriptionsOf(name)
+	}
+	if err := b.meta.append(metaRecord{Kind: metaQueueDelete, ID: q.id}); err != nil {
+		b.mu.Unlock()
+		return true, fmt.Errorf("broker: delete queue %s: %w", name, err)
+	}
+	delete(b.queues, name)
+	parts := q.partitionsSnapshot()
+	for _, p := range parts {
+		delete(b.parts, p.id)
+		b.nParts--
+	}
+	q.deleted.Store(true)
+	b.mu.Unlock()
+
+	ids := make(map[[16]byte]bool, len(parts))
+	for _, p := range parts {
+		p.mu.Lock()
+		p.deleted = true
+		ids[p.id] = true
+		if err := p.log.Close(); err != nil {
+			b.log.Warn().Err(err).Str("queue", name).Str("partition", p.name).Msg("delete queue: closing log")
+		}
+		p.mu.Unlock()
+	}
+	var keys []cursor.Key
+	b.cur.Range(func(k cursor.Key, _ lease.State) bool {
+		if ids[k.Partition] {
+			keys = append(keys, k)
+		}
+		return true
+	})
+	for _, k := range keys {
+		b.cur.Delete(k)
+	}
+	q.dlqMu.Lock()
+	if q.dlq != nil {
+		q.dlq.Close()
+		q.dlq = nil
+	}
+	q.dlqMu.Unlock()
+	if err := b.deleteSubscriptionsOf(name); err != nil {
+		return true, err
+	}
+	var errs []error
+	for _, p := range parts {
+		if err := os.RemoveAll(filepath.Join(b.dir, "partitions", p.idStr)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(b.dir, "dlq", q.idStr)); err != nil {
+		errs = append(errs, err)
+	}
+	q.gate.fire()
+	if len(errs) > 0 {
+		return true, fmt.Errorf("broker: delete queue %s: %v", name, errs)
+	}
+	return true, nil
+}
+
+func (b *Broker) deleteSubscriptionsOf(queueName string) error {
+	var groups []string
+	b.cur.RangeSubscriptions(func(queue, g string, _ cursor.Subscription) bool {
+		if queue == queueName {
+			groups = append(groups, g)
+		}
+		return true
+	})
+	for _, g := range groups {
+		b.cur.DeleteSubscription(queueName, g)
+	}
+	return b.closedErr(b.cur.Wait())
+}

@@ -1,0 +1,550 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/segment"
+	"github.com/rs/zerolog"
+)
+
+// Broker ties the segment logs, the cursor engine and the lease rules
+// together (see doc.go). All methods are safe for concurrent use.
+type Broker struct {
+	cfg       Config
+	log       zerolog.Logger
+	now       func() time.Time
+	dir       string
+	syncMode  segment.SyncPolicy
+	segOpts   segment.Options
+	lockFile  *os.File
+	meta      *metaJournal
+	cur       *cursor.Engine
+	committer *segment.Committer
+
+	// mu is the registry lock: queue and partition maps and the metadata
+	// journal. The hot paths take it shared; only creation and deletion take
+	// it exclusively.
+	mu        sync.RWMutex
+	queues    map[string]*queue
+	parts     map[[16]byte]*partition
+	nParts    int
+	closed    atomic.Bool
+	closing   chan struct{}
+	inflight  sync.WaitGroup
+	closeOnce sync.Once
+
+	wake    *waker
+	anyGate *wakeGate // signalled by every push: discovery pops park here
+
+	// txMu is held shared by every transaction from its redo record to its
+	// last append; DropRecords runs only under the exclusive lock, when no
+	// transaction has a record that still needs replaying.
+	txMu      sync.RWMutex
+	txPending atomic.Int64 // committed transactions whose redo records are still held
+
+	stats counters
+	// hooks are failure points for crash tests (nil in production).
+	hooks struct {
+		afterTxCommitPoint func() error
+	}
+}
+
+type counters struct {
+	pushRequests, pushMessages atomic.Uint64
+	popRequests, popMessages   atomic.Uint64
+	ackRequests, ackMessages   atomic.Uint64
+	ackSuccess, ackFailed      atomic.Uint64
+	dlqMessages                atomic.Uint64
+	parkedPops                 atomic.Int64
+}
+
+// queueConf is the mutable part of a queue, swapped whole on configure so the
+// hot paths read it without a lock.
+type queueConf struct {
+	namespace, task string
+	opts            QueueOptions
+}
+
+type queue struct {
+	id        [16]byte
+	idStr     string
+	name      string
+	createdAt int64 // µs
+	conf      atomic.Pointer[queueConf]
+	gate      *wakeGate
+
+	mu     sync.RWMutex // parts, list, groups
+	parts  map[string]*partition
+	list   []*partition
+	groups map[string]*groupReady
+
+	dlqMu sync.Mutex
+	dlq   *segment.Log
+
+	deleted atomic.Bool
+}
+
+type partition struct {
+	id        [16]byte
+	idStr     string
+	name      string
+	q         *queue
+	createdAt int64 // µs
+	log       *segment.Log
+
+	// mu is the partition lock: appends, and every read-modify-write of a
+	// (partition, group) State. Never held while taking b.mu or q.mu.
+	mu      sync.Mutex
+	deleted bool // under mu
+
+	// visible is the offset after the last message a pop may see: appended
+	// and made durable per the sync policy. Pushes raise it after their group
+	// commit, so no pop delivers a message its push has not yet answered.
+	visible atomic.Uint64
+}
+
+func (q *queue) options() QueueOptions { return q.conf.Load().opts }
+
+// Open opens (creating if missing) the data directory cfg.DataDir, takes its
+// LOCK, replays the metadata journal, opens every partition's segment log and
+// the cursor engine, and repairs what a crash left behind: torn tails (in each
+// package), cursors past a partition's high-water mark, leases over lost
+// messages, and transactions whose redo record is durable but whose pushes
+// are missing (see recover.go). Everything repaired is logged.
+//
+// Errors: ErrLocked when another process holds the directory; otherwise I/O
+// or corruption errors from the packages below, wrapped with the path.
+func Open(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: Config.DataDir is required")
+	}
+	policy, err := segment.ParseSyncPolicy(cfg.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		dir:      cfg.DataDir,
+		syncMode: policy,
+		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, Codec: segment.DefaultCodec},
+		lockFile: lock,
+		queues:   make(map[string]*queue),
+		parts:    make(map[[16]byte]*partition),
+		closing:  make(chan struct{}),
+		anyGate:  newWakeGate(),
+	}
+	if err := b.open(); err != nil {
+		b.closeFiles()
+		return nil, err
+	}
+	b.wake = newWaker(cfg.WakeTick)
+	return b, nil
+}
+
+func (b *Broker) noSync() bool { return b.syncMode == segment.SyncNever }
+
+func (b *Broker) open() error {
+	j, rep, err := openMetaJournal(filepath.Join(b.dir, "meta"), b.noSync())
+	if err != nil {
+		return err
+	}
+	b.meta = j
+	if rep.TruncatedBytes > 0 {
+		b.log.Warn().Int64("bytes", rep.TruncatedBytes).Int64("at", rep.TruncatedAt).
+			Msg("metadata journal: truncated a torn tail")
+	}
+	if err := b.applyMeta(rep.Records); err != nil {
+		return err
+	}
+	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
+	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
+		CheckpointInterval: b.cfg.CheckpointInterval,
+		NoSync:             b.noSync(),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: cursor engine: %w", err)
+	}
+	b.cur = cur
+	if crep != nil && crep.TornBytes > 0 {
+		b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).
+			Msg("cursor journal: dropped a torn checkpoint")
+	}
+	return b.recover()
+}
+
+// applyMeta rebuilds the registry from journal records and opens the logs.
+func (b *Broker) applyMeta(recs []metaRecord) error {
+	byID := make(map[[16]byte]*queue)
+	type pmeta struct {
+		rec metaRecord
+	}
+	var pending []metaRecord
+	for _, r := range recs {
+		switch r.Kind {
+		case metaQueuePut:
+			if q := byID[r.ID]; q != nil {
+				q.conf.Store(&queueConf{namespace: r.Namespace, task: r.Task, opts: r.Opts})
+				continue
+			}
+			q := b.newQueue(r.ID, r.Name, r.CreatedAt, queueConf{namespace: r.Namespace, task: r.Task, opts: r.Opts})
+			byID[r.ID] = q
+		case metaPartitionCreate:
+			pending = append(pending, r)
+		case metaQueueDelete:
+			delete(byID, r.ID)
+			pending = slicesDeleteFunc(pending, func(p metaRecord) bool { return p.QueueID == r.ID })
+		}
+	}
+	for _, q := range byID {
+		b.queues[q.name] = q
+	}
+	// Open the logs concurrently: many partitions, each a directory scan.
+	type opened struct {
+		p   *partition
+		rep *segment.RecoveryReport
+		err error
+	}
+	results := make([]opened, len(pending))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, r := range pending {
+		q := byID[r.QueueID]
+		if q == nil {
+			results[i].err = fmt.Errorf("broker: metadata journal: partition %s of unknown queue %s", uuidString(r.ID), uuidString(r.QueueID))
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, r metaRecord, q *queue) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p, rep, err := b.openPartition(q, r.ID, r.Name, r.CreatedAt)
+			results[i] = opened{p, rep, err}
+		}(i, r, q)
+	}
+	wg.Wait()
+	for _, o := range results {
+		if o.err != nil {
+			return o.err
+		}
+		if o.rep.Repaired() {
+			b.log.Warn().Str("queue", o.p.q.name).Str("partition", o.p.name).Str("partitionId", o.p.idStr).
+				Int64("truncatedBytes", o.rep.TruncatedBytes).Uint64("lostFirst", o.rep.LostFirstOffset).
+				Uint64("lostLast", o.rep.LostLastOffset).Strs("indexesRebuilt", o.rep.IndexesRebuilt).
+				Msg("partition log repaired")
+		}
+		b.addPartitionLocked(o.p)
+	}
+	return b.removeStrayDirs()
+}
+
+func slicesDeleteFunc(s []metaRecord, del func(metaRecord) bool) []metaRecord {
+	out := s[:0]
+	for _, x := range s {
+		if !del(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// removeStrayDirs deletes partition and DLQ directories the journal does not
+// know: what a crash in the middle of a queue delete left behind (the delete
+// record is journaled before any file is removed).
+func (b *Broker) removeStrayDirs() error {
+	known := make(map[string]bool)
+	for id := range b.parts {
+		known[uuidString(id)] = true
+	}
+	for _, q := range b.queues {
+		known[q.idStr] = true
+	}
+	for _, sub := range []string{"partitions", "dlq"} {
+		dir := filepath.Join(b.dir, sub)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return fmt.Errorf("broker: %w", err)
+		}
+		for _, e := range ents {
+			if known[e.Name()] {
+				continue
+			}
+			b.log.Warn().Str("dir", filepath.Join(dir, e.Name())).Msg("removing data of a deleted queue")
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("broker: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf) *queue {
+	q := &queue{
+		id: id, idStr: uuidString(id), name: name, createdAt: createdAt,
+		gate:   newWakeGate(),
+		parts:  make(map[string]*partition),
+		groups: make(map[string]*groupReady),
+	}
+	q.conf.Store(&c)
+	return q
+}
+
+func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
+	idStr := uuidString(id)
+	l, rep, err := segment.Open(filepath.Join(b.dir, "partitions", idStr), b.segOpts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("broker: queue %s partition %s (%s): %w", q.name, name, idStr, err)
+	}
+	p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: l}
+	p.visible.Store(l.NextOffset())
+	return p, rep, nil
+}
+
+// addPartitionLocked registers p; the caller holds b.mu exclusively.
+func (b *Broker) addPartitionLocked(p *partition) {
+	b.parts[p.id] = p
+	b.nParts++
+	p.q.mu.Lock()
+	p.q.parts[p.name] = p
+	p.q.list = append(p.q.list, p)
+	p.q.mu.Unlock()
+}
+
+// lookupQueue returns the live queue named name, or nil.
+func (b *Broker) lookupQueue(name string) *queue {
+	b.mu.RLock()
+	q := b.queues[name]
+	b.mu.RUnlock()
+	return q
+}
+
+func (b *Broker) lookupPartitionByID(id [16]byte) *partition {
+	b.mu.RLock()
+	p := b.parts[id]
+	b.mu.RUnlock()
+	return p
+}
+
+func (q *queue) partition(name string) *partition {
+	q.mu.RLock()
+	p := q.parts[name]
+	q.mu.RUnlock()
+	return p
+}
+
+// partitionsSnapshot returns the queue's partitions at this moment.
+func (q *queue) partitionsSnapshot() []*partition {
+	q.mu.RLock()
+	out := append([]*partition(nil), q.list...)
+	q.mu.RUnlock()
+	return out
+}
+
+// partKey names a (queue, partition) a push or transaction targets.
+type partKey struct{ queue, partition string }
+
+// ensurePartitions returns the partitions for keys, creating missing queues
+// (labels from the name, default options; spec 1.3) and partitions. All
+// creations of one call share one metadata journal write and fsync, made
+// before any of them becomes visible: a queue or partition a push reported
+// exists after a crash. Creation is race-free: it happens under b.mu.
+func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
+	out := make([]*partition, len(keys))
+	missing := false
+	b.mu.RLock()
+	for i, k := range keys {
+		if q := b.queues[k.queue]; q != nil {
+			out[i] = q.partition(k.partition)
+		}
+		if out[i] == nil {
+			missing = true
+		}
+	}
+	b.mu.RUnlock()
+	if !missing {
+		return out, nil
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	nowMicros := b.now().UnixMicro()
+	var recs []metaRecord
+	newQueues := make(map[string]*queue)
+	type newPart struct {
+		q    *queue
+		rec  metaRecord
+		idxs []int
+	}
+	newParts := make(map[partKey]*newPart)
+	var order []partKey
+	for i, k := range keys {
+		if out[i] != nil {
+			continue
+		}
+		q := b.queues[k.queue]
+		if q == nil {
+			q = newQueues[k.queue]
+		}
+		if q == nil {
+			ns, task := labelsFromName(k.queue)
+			id := newV7()
+			q = b.newQueue(id, k.queue, nowMicros, queueConf{namespace: ns, task: task, opts: DefaultQueueOptions()})
+			newQueues[k.queue] = q
+			recs = append(recs, metaRecord{Kind: metaQueuePut, ID: id, CreatedAt: nowMicros, Name: k.queue, Namespace: ns, Task: task, Opts: DefaultQueueOptions()})
+		}
+		if p := q.partition(k.partition); p != nil {
+			out[i] = p
+			continue
+		}
+		np := newParts[k]
+		if np == nil {
+			np = &newPart{q: q, rec: metaRecord{Kind: metaPartitionCreate, ID: newV7(), QueueID: q.id, CreatedAt: nowMicros, Name: k.partition}}
+			newParts[k] = np
+			order = append(order, k)
+			recs = append(recs, np.rec)
+		}
+		np.idxs = append(np.idxs, i)
+	}
+	if len(recs) == 0 {
+		return out, nil
+	}
+	// Open the logs first (creating their directories), then journal: a crash
+	// between leaves a stray directory that Open removes, never a journaled
+	// partition without a directory.
+	opened := make([]*partition, 0, len(order))
+	for _, k := range order {
+		np := newParts[k]
+		p, _, err := b.openPartition(np.q, np.rec.ID, np.rec.Name, np.rec.CreatedAt)
+		if err != nil {
+			for _, o := range opened {
+				o.log.Close()
+			}
+			return nil, err
+		}
+		opened = append(opened, p)
+	}
+	if err := b.meta.append(recs...); err != nil {
+		for _, o := range opened {
+			o.log.Close()
+		}
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	for name, q := range newQueues {
+		b.queues[name] = q
+	}
+	for i, k := range order {
+		p := opened[i]
+		b.addPartitionLocked(p)
+		for _, idx := range newParts[k].idxs {
+			out[idx] = p
+		}
+	}
+	return out, nil
+}
+
+// enter marks an operation in flight; Close waits for them.
+func (b *Broker) enter() error {
+	b.inflight.Add(1)
+	if b.closed.Load() {
+		b.inflight.Done()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (b *Broker) leave() { b.inflight.Done() }
+
+// Healthy reports whether the broker is open and its journals accept writes.
+func (b *Broker) Healthy() bool { return !b.closed.Load() && b.cur != nil }
+
+// Close answers parked long-polls with no messages, waits for operations in
+// flight, writes a final cursor checkpoint, syncs and closes every log and
+// releases the LOCK. What survives: everything acknowledged before Close, and
+// with Sync "interval" or "never" everything appended before it too.
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		close(b.closing)
+		b.inflight.Wait()
+		b.wake.close()
+		err = b.closeFiles()
+	})
+	return err
+}
+
+func (b *Broker) closeFiles() error {
+	var errs []error
+	if b.cur != nil {
+		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if b.committer != nil {
+		if err := b.committer.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.mu.Lock()
+	for _, p := range b.parts {
+		if !b.noSync() {
+			if err := p.log.Sync(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range b.queues {
+		q.dlqMu.Lock()
+		if q.dlq != nil {
+			if err := q.dlq.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			q.dlq = nil
+		}
+		q.dlqMu.Unlock()
+	}
+	b.mu.Unlock()
+	if err := b.meta.close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := unlockDir(b.lockFile); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// sortedQueues returns the live queues sorted by name.
+func (b *Broker) sortedQueues() []*queue {
+	b.mu.RLock()
+	out := make([]*queue, 0, len(b.queues))
+	for _, q := range b.queues {
+		out = append(out, q)
+	}
+	b.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}

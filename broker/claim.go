@@ -1,0 +1,242 @@
+package broker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
+
+// partView is what cursor seeding sees of a partition: only the visible
+// (durable) messages.
+type partView struct{ p *partition }
+
+func (v partView) FirstOffset() uint64 { return min(v.p.log.FirstOffset(), v.p.visible.Load()) }
+func (v partView) NextOffset() uint64  { return v.p.visible.Load() }
+func (v partView) OffsetAtOrAfterTime(ts int64) uint64 {
+	return min(v.p.log.OffsetAtOrAfterTime(ts), v.p.visible.Load())
+}
+
+type claimResult struct {
+	verdict    int
+	key, until int64
+	n          int
+}
+
+// seedCursorLocked is the committed offset of a (partition, group) the group
+// has never touched (seed 000 "Subscription modes are decided once"): queue
+// mode from the oldest retained offset; a named group from its stored
+// subscription as a partition born after it subscribed; a targeted pop with no
+// stored record from its own request's intent.
+func (b *Broker) seedCursorLocked(pc *popCtx, p *partition) uint64 {
+	if pc.queueMode {
+		return cursor.StartCursor(cursor.Subscription{Mode: cursor.SubAll}, partView{p}, true)
+	}
+	if sub, ok := b.cur.Subscription(p.q.name, pc.group); ok {
+		return cursor.StartCursor(sub, partView{p}, false)
+	}
+	return cursor.StartCursor(pc.sub, partView{p}, true)
+}
+
+// claim tries to claim p for pc under the partition lock (spec 3.5 steps 2-4):
+// re-verify lease and cursor, read from committed+1 up to the remaining
+// budget (stopping before the first message younger than delayedProcessing),
+// then grant the request's lease on the span, or commit it with autoAck.
+// The verdict tells the ready structure what to do with p.
+func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
+	opts := p.q.options()
+	k := cursor.Key{Partition: p.id, Group: pc.group}
+	now := pc.nowMicros
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted {
+		return claimResult{verdict: verdictDone}, nil
+	}
+	st, ok := b.cur.Get(k)
+	if !ok {
+		// The group's cursor row appears on its first contact (seed 000).
+		st.Committed = b.seedCursorLocked(pc, p)
+		b.cur.Set(k, st)
+		pc.dirty = true
+	}
+	if !lease.CanClaim(st, now) {
+		// seed 000: a leased partition is skipped without blocking.
+		return claimResult{verdict: verdictLater, until: st.Lease.ExpiresAtMicros}, nil
+	}
+	vis := p.visible.Load()
+	from := max(st.Committed+1, p.log.FirstOffset())
+	if from >= vis {
+		return claimResult{verdict: verdictDone}, nil
+	}
+	if wb := opts.WindowBuffer; wb > 0 {
+		// spec 3.9: held back while the newest message is younger than the window.
+		if hold := p.log.LastTimestamp() + wb*1_000_000; hold > now {
+			return claimResult{verdict: verdictLater, until: hold}, nil
+		}
+	}
+	buf := readBufPool.Get().(*segment.ReadBuffer)
+	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), maxReadBytes, buf)
+	if err != nil {
+		readBufPool.Put(buf)
+		return claimResult{verdict: verdictAgain}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
+	}
+	for len(msgs) > 0 && msgs[len(msgs)-1].Offset >= vis {
+		msgs = msgs[:len(msgs)-1]
+	}
+	if delay := opts.DelayedProcessing; delay > 0 && len(msgs) > 0 {
+		// spec 3.9: stop before the first message younger than delayedProcessing.
+		cutoff := now - delay*1_000_000
+		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].TimestampMicros > cutoff })
+		if i == 0 {
+			readBufPool.Put(buf)
+			return claimResult{verdict: verdictLater, key: msgs[0].TimestampMicros, until: msgs[0].TimestampMicros + delay*1_000_000}, nil
+		}
+		msgs = msgs[:i]
+	}
+	if len(msgs) == 0 {
+		readBufPool.Put(buf)
+		return claimResult{verdict: verdictDone}, nil
+	}
+	end := msgs[len(msgs)-1].Offset
+	cl := claimResult{n: len(msgs), key: msgs[0].TimestampMicros}
+	if pc.req.AutoAck {
+		lease.AutoAck(&st, end)
+		cl.verdict = verdictDone
+		if end+1 < vis {
+			cl.verdict, cl.key = verdictAgain, msgs[len(msgs)-1].TimestampMicros
+		}
+	} else {
+		secs := lease.EffectiveSeconds(pc.req.LeaseSeconds, opts.LeaseTime)
+		exp := now + secs*1_000_000
+		lease.Grant(&st, pc.leaseID, pc.req.WorkerID, end, exp)
+		cl.verdict, cl.until = verdictLater, exp
+	}
+	b.cur.Set(k, st)
+	pc.dirty = true
+	pc.bufs = append(pc.bufs, buf)
+	pc.budget -= len(msgs)
+	pc.parts--
+	res := pc.res
+	if res.PartitionsClaimed == 0 {
+		res.Partition, res.PartitionID = p.name, p.idStr
+	}
+	res.PartitionsClaimed++
+	if res.Messages == nil {
+		res.Messages = make([]Message, 0, min(pc.req.Batch, 1024))
+	}
+	retries := int64(st.Retries)
+	for i := range msgs {
+		m := &msgs[i]
+		res.Messages = append(res.Messages, Message{
+			ID: uuidString(m.ID), TransactionID: m.TransactionID, TraceID: m.TraceID, ProducerSub: m.ProducerSub,
+			Payload: m.Payload, CreatedAtMicros: m.TimestampMicros, Queue: p.q.name, Partition: p.name,
+			PartitionID: p.idStr, RetryCount: retries, Offset: m.Offset,
+		})
+	}
+	return cl, nil
+}
+
+// groupReadyFor returns the ready structure of (q, group), creating it on the
+// group's first wildcard or discovery contact since Open. A named group with
+// no stored subscription gets one now, even if this pop finds nothing, and a
+// cursor on every existing partition (seed 000; spec 3.8).
+func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
+	q.mu.RLock()
+	g := q.groups[pc.group]
+	q.mu.RUnlock()
+	if g != nil {
+		return g, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if g = q.groups[pc.group]; g != nil {
+		return g, nil
+	}
+	g = newGroupReady()
+	parts := q.list
+	if !pc.queueMode {
+		if _, ok := b.cur.Subscription(q.name, pc.group); !ok {
+			b.cur.SetSubscription(q.name, pc.group, pc.sub)
+			pc.dirty = true
+			for _, p := range parts {
+				k := cursor.Key{Partition: p.id, Group: pc.group}
+				p.mu.Lock()
+				if _, ok := b.cur.Get(k); !ok {
+					b.cur.Set(k, lease.State{Committed: cursor.StartCursor(pc.sub, partView{p}, true)})
+				}
+				p.mu.Unlock()
+			}
+		}
+	}
+	for _, p := range parts {
+		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: pc.group})
+		vis := p.visible.Load()
+		switch {
+		case !ok:
+			if vis > p.log.FirstOffset() {
+				g.touchLocked(p, p.createdAt)
+			}
+		case st.Lease.Live(pc.nowMicros):
+			g.deferLocked(p, p.createdAt, st.Lease.ExpiresAtMicros)
+		case st.Committed+1 < vis:
+			g.touchLocked(p, p.createdAt)
+		}
+	}
+	q.groups[pc.group] = g
+	return g, nil
+}
+
+// subscribeMissingQueue records a named group's first contact with a queue
+// that does not exist yet, so that its partitions, all born later, start from
+// the stored subscription (spec 3.8, 11 #9).
+func (b *Broker) subscribeMissingQueue(pc *popCtx, name string) error {
+	if pc.queueMode {
+		return nil
+	}
+	if _, ok := b.cur.Subscription(name, pc.group); !ok {
+		b.cur.SetSubscription(name, pc.group, pc.sub)
+		pc.dirty = true
+	}
+	return nil
+}
+
+// popTargeted claims exactly one named partition (spec 3.1). It registers no
+// subscription: a partition the group never touched is seeded from this
+// request's intent (or the stored record, if a wildcard pop made one).
+func (b *Broker) popTargeted(pc *popCtx) error {
+	q := b.lookupQueue(pc.req.Queue)
+	if q == nil {
+		return nil
+	}
+	p := q.partition(pc.req.Partition)
+	if p == nil {
+		return nil
+	}
+	_, err := b.claim(pc, p)
+	return err
+}
+
+// pendingEstimate is how many messages the oldest ready partition holds for
+// the group (0 when leased or unknown); minPopWaitTime uses it.
+func (b *Broker) pendingEstimate(pc *popCtx, g *groupReady) int64 {
+	p := g.peekPartition()
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: pc.group})
+	if !ok {
+		st.Committed = b.seedCursorLocked(pc, p)
+	}
+	if st.Lease.Live(pc.nowMicros) {
+		return 0
+	}
+	vis := p.visible.Load()
+	if st.Committed+1 >= vis {
+		return 0
+	}
+	return int64(vis - 1 - st.Committed)
+}

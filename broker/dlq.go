@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/combmq/comb/segment"
+)
+
+// dlqMeta is what a DLQ entry keeps beside the message (spec 4.5), stored in
+// segment.Record.Extra of the queue's DLQ log:
+//
+//	ver u8 (1) | partition id [16] | createdAt varint µs | failedAt varint µs |
+//	retryCount uvarint | offset uvarint | group str | error str | transactionId str
+//
+// (str = uvarint length + bytes). The record's own TransactionID is a unique
+// key of the entry (so a replayed transaction writes it once), its ID the
+// message id.
+type dlqMeta struct {
+	PartitionID   [16]byte
+	CreatedAt     int64
+	FailedAt      int64
+	RetryCount    int64
+	Offset        uint64
+	Group         string
+	Error         string
+	TransactionID string
+}
+
+var errDLQMeta = errors.New("dlq entry: malformed metadata")
+
+func (m *dlqMeta) encode(b []byte) []byte {
+	b = append(b, 1)
+	b = append(b, m.PartitionID[:]...)
+	b = binary.AppendVarint(b, m.CreatedAt)
+	b = binary.AppendVarint(b, m.FailedAt)
+	b = binary.AppendUvarint(b, uint64(m.RetryCount))
+	b = binary.AppendUvarint(b, m.Offset)
+	b = appendString(b, m.Group)
+	b = appendString(b, m.Error)
+	return appendString(b, m.TransactionID)
+}
+
+func decodeDLQMeta(b []byte) (dlqMeta, error) {
+	var m dlqMeta
+	if len(b) < 1 || b[0] != 1 {
+		return m, errDLQMeta
+	}
+	d := &metaReader{b: b[1:]}
+	m.PartitionID = d.bytes16()
+	m.CreatedAt = d.varint()
+	m.FailedAt = d.varint()
+	m.RetryCount = int64(d.uvarint())
+	m.Offset = d.uvarint()
+	m.Group = d.str()
+	m.Error = d.str()
+	m.TransactionID = d.str()
+	if d.err != nil || len(d.b) != 0 {
+		return m, errDLQMeta
+	}
+	return m, nil
+}
+
+// dlqItem is one message to dead-letter.
+type dlqItem struct {
+	offset  uint64
+	group   string
+	errMsg  string
+	retries int64
+}
+
+// buildDLQRecordsLocked reads the messages of items from p and returns their
+// DLQ records. keyPrefix "" gives every entry a fresh unique key; a
+// transaction passes its id so that a replay finds what it already wrote.
+func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) ([]segment.Record, error) {
+	buf := readBufPool.Get().(*segment.ReadBuffer)
+	defer func() { buf.Reset(); readBufPool.Put(buf) }()
+	recs := make([]segment.Record, 0, len(items))
+	for i, it := range items {
+		m, err := readMessageLocked(p, it.offset, buf)
+		if err != nil {
+			return nil, err
+		}
+		errMsg := it.errMsg
+		if errMsg == "" {
+			errMsg = defaultErr
+		}
+		meta := dlqMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
+			Offset: it.offset, Group: it.group, Error: errMsg, TransactionID: strings.Clone(m.TransactionID)}
+		key := uuidString(newV7())
+		if keyPrefix != "" {
+			key = fmt.Sprintf("%s/%d", keyPrefix, i)
+		}
+		recs = append(recs, segment.Record{ID: m.ID, TransactionID: key, TraceID: strings.Clone(m.TraceID),
+			ProducerSub: strings.Clone(m.ProducerSub), Payload: append([]byte(nil), m.Payload...), Extra: meta.encode(nil)})
+	}
+	return recs, nil
+}
+
+// writeDLQLocked dead-letters items of p (spec 4.5) and syncs the DLQ log.
+func (b *Broker) writeDLQLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) error {
+	recs, err := b.buildDLQRecordsLocked(p, items, failedAt, defaultErr, keyPrefix)
+	if err != nil {
+		return err
+	}
+	return b.appendDLQ(p.q, failedAt, recs, false)
+}
+
+// dlqLog returns q's DLQ log, opening it (creating it if create) on first use.
+// The caller holds q.dlqMu.
+func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
+	if q.dlq != nil {
+		return q.dlq, nil
+	}
+	dir := filepath.Join(b.dir, "dlq", q.idStr)
+	if !create {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, nil
+		}
+	}
+	l, _, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
+	}
+	q.dlq = l
+	return l, nil
+}
+
+// appendDLQ appends recs to q's DLQ log as one segment and syncs it (unless
+// Sync is "never"). With dedup, records whose key is already there are
+// skipped (transaction replay).
+func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	l, err := b.dlqLogLocked(q, true)
+	if err != nil {
+		return err
+	}
+	if dedup {
+		kept := recs[:0:0]
+		for _, r := range recs {
+			_, _, ok, err := l.FindTransaction(r.TransactionID)
+			if err != nil {
+				return fmt.Errorf("queue %s: dlq: %w", q.name, err)
+			}
+			if !ok {
+				kept = append(kept, r)
+			}
+		}
+		if recs = kept; len(recs) == 0 {
+			return nil
+		}
+	}
+	if _, err := l.Append(max(ts, l.LastTimestamp()), recs); err != nil {
+		return fmt.Errorf("queue %s: dlq append: %w", q.name, err)
+	}
+	if !b.noSync() {
+		if err := l.Sync(); err != nil {
+			return fmt.Errorf("queue %s: dlq sync: %w", q.name, err)
+		}
+	}
+	b.stats.dlqMessages.Add(uint64(len(recs)))
+	return nil
+}
+
+// DLQ lists dead-letter entries (spec 8.6): filtered by queue, group,
+// partition name and failedAt range, sorted by failedAt descending, paged by
+// f.Limit (0 = 100) and f.Offset; total counts every match. It reads the DLQ
+// logs whole: an admin route, not a hot path.
+func (b *Broker) DLQ(f DLQFilter) ([]DLQEntry, int, error) {
+	if err := b.enter(); err != nil {
+		return nil, 0, err
+	}
+	defer b.leave()
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	var all []DLQEntry
+	for _, q := range b.sortedQueues() {
+		if f.Queue != "" && q.name != f.Queue {
+			continue
+		}
+		entries, err := b.readDLQ(q, f)
+		if err != nil {
+			return nil, 0, err
+		}
+		all = append(all, entries...)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].FailedAtMicros > all[j].FailedAtMicros })
+	total := len(all)
+	if f.Offset >= len(all) {
+		return []DLQEntry{}, total, nil
+	}
+	all = all[max(f.Offset, 0):]
+	if len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all, total, nil
+}
+
+func (b *Broker) readDLQ(q *queue, f DLQFilter) ([]DLQEntry, error) {
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	l, err := b.dlqLogLocked(q, false)
+	if err != nil || l == nil {
+		return nil, err
+	}
+	var out []DLQEntry
+	buf := new(segment.ReadBuffer)
+	for from := l.FirstOffset(); from < l.NextOffset(); {
+		msgs, err := l.Read(from, 1024, 8<<20, buf)
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: dlq read: %w", q.name, err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			meta, err := decodeDLQMeta(m.Extra)
+			if err != nil {
+				b.log.Warn().Str("queue", q.name).Uint64("offset", m.Offset).Msg("dlq: skipping an entry with malformed metadata")
+				continue
+			}
+			pname := ""
+			if p := b.lookupPartitionByID(meta.PartitionID); p != nil {
+				pname = p.name
+			}
+			switch {
+			case f.Group != "" && meta.Group != f.Group,
+				f.Partition != "" && pname != f.Partition,
+				f.FromMicros != 0 && meta.FailedAt < f.FromMicros,
+				f.ToMicros != 0 && meta.FailedAt > f.ToMicros:
+				continue
+			}
+			out = append(out, DLQEntry{
+				ID: uuidString(m.ID), TransactionID: meta.TransactionID, PartitionID: uuidString(meta.PartitionID),
+				Queue: q.name, Partition: pname, Group: meta.Group, ErrorMessage: meta.Error, RetryCount: meta.RetryCount,
+				Payload: append([]byte(nil), m.Payload...), ProducerSub: strings.Clone(m.ProducerSub),
+				CreatedAtMicros: meta.CreatedAt, FailedAtMicros: meta.FailedAt,
+			})
+		}
+		from = msgs[len(msgs)-1].Offset + 1
+		buf.Reset()
+	}
+	return out, nil
+}

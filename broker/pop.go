@@ -1,0 +1,339 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/segment"
+)
+
+// popCtx is one pop attempt's shared parameters.
+type popCtx struct {
+	req       PopRequest
+	group     string
+	queueMode bool
+	sub       cursor.Subscription // this request's intent (first contact, targeted seeding)
+	nowMicros int64
+	leaseID   [16]byte
+	budget    int
+	parts     int
+	res       *PopResult
+	bufs      []*segment.ReadBuffer
+	dirty     bool // something changed in the cursor engine: Wait before answering
+}
+
+var readBufPool = sync.Pool{New: func() any { return new(segment.ReadBuffer) }}
+
+// maxReadBytes bounds one partition's read; at least one message is always
+// returned whatever its size.
+const maxReadBytes = 32 << 20
+
+// Pop claims and returns messages (spec 3, seed 000) for one of the three
+// shapes: wildcard (req.Queue), targeted (req.Queue + req.Partition) or
+// discovery (req.Namespace / req.Task). A result with no messages means 204.
+//
+// With req.Wait a pop that finds nothing parks holding no lock and no file
+// until a push to a target queue wakes it (coalesced on a 5 ms tick), its
+// backoff re-check (100 ms ×3, doubling, capped at 1 s), req.Timeout, ctx
+// cancellation or Close; it then answers with no messages.
+//
+// Durability: a claimed span (or an autoAck commit) is answered only after the
+// cursor checkpoint holding it is durable (seed 004).
+//
+// Errors: ErrBadRequest for a discovery pop without namespace and task
+// ("namespace or task is required") or an unparsable subscriptionFrom
+// ("invalid subscriptionFrom"); ErrClosed; storage errors.
+func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
+	if err := b.enter(); err != nil {
+		return PopResult{}, err
+	}
+	defer b.leave()
+	discovery := req.Queue == ""
+	if discovery && req.Namespace == "" && req.Task == "" {
+		return PopResult{}, BadRequest("namespace or task is required")
+	}
+	if req.Group == "" {
+		req.Group = QueueModeGroup
+	}
+	req.Batch = min(max(req.Batch, 1), b.cfg.MaxBatch)
+	req.Partitions = max(req.Partitions, 1)
+	if req.Partition != "" {
+		req.Partitions = 1
+	}
+	pc := popCtx{req: req, group: req.Group, queueMode: req.Group == QueueModeGroup}
+	sub, err := cursor.ParseSubscription(req.SubscriptionMode, req.SubscriptionFrom, b.now().UnixMicro())
+	if err != nil {
+		if pc.queueMode {
+			sub = cursor.Subscription{Mode: cursor.SubAll}
+		} else {
+			return PopResult{}, BadRequest("invalid subscriptionFrom")
+		}
+	}
+	if pc.queueMode {
+		// seed 000: queue mode always reads from the oldest retained offset.
+		sub = cursor.Subscription{Mode: cursor.SubAll}
+	}
+	pc.sub = sub
+	b.stats.popRequests.Add(1)
+
+	deadline := time.Now().Add(req.Timeout)
+	gate := b.anyGate
+	if !discovery {
+		if q := b.lookupQueue(req.Queue); q != nil {
+			gate = q.gate
+		}
+	}
+	var bo backoff
+	minWaitDone := false
+	for {
+		var ch <-chan struct{}
+		if req.Wait {
+			ch = gate.arm()
+		}
+		res, err := b.popOnce(&pc, discovery, req.Wait && !minWaitDone, deadline)
+		if req.Wait {
+			gate.disarm()
+		}
+		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			if len(res.Messages) > 0 {
+				b.stats.popMessages.Add(uint64(len(res.Messages)))
+			}
+			return res.PopResult, err
+		}
+		if res.minWait > 0 {
+			// minPopWaitTime (seed 000): some but too few messages; wait once
+			// for more, then claim whatever is there.
+			minWaitDone = true
+			if !b.park(ctx, gate, min(res.minWait, time.Until(deadline))) {
+				return PopResult{}, nil
+			}
+			continue
+		}
+		// The queue may have been created since: wait on its own gate.
+		if !discovery && gate == b.anyGate {
+			if q := b.lookupQueue(req.Queue); q != nil {
+				gate = q.gate
+				continue
+			}
+		}
+		wait := min(bo.next(), time.Until(deadline))
+		if wait <= 0 {
+			return PopResult{}, nil
+		}
+		b.stats.parkedPops.Add(1)
+		woke, stop := b.parkOn(ctx, ch, wait)
+		b.stats.parkedPops.Add(-1)
+		if stop {
+			return PopResult{}, nil
+		}
+		if woke {
+			bo.reset()
+		}
+		if !time.Now().Before(deadline) {
+			// One last look: the wake may have come right at the deadline.
+			if res, err := b.popOnce(&pc, discovery, false, deadline); err != nil || len(res.Messages) > 0 {
+				b.stats.popMessages.Add(uint64(len(res.Messages)))
+				return res.PopResult, err
+			}
+			return PopResult{}, nil
+		}
+	}
+}
+
+// parkOn waits for ch, d, ctx or Close. woke: ch fired; stop: give up now.
+func (b *Broker) parkOn(ctx context.Context, ch <-chan struct{}, d time.Duration) (woke, stop bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true, false
+	case <-t.C:
+		return false, false
+	case <-ctx.Done():
+		return false, true
+	case <-b.closing:
+		return false, true
+	}
+}
+
+// park waits up to d for a wake of gate; false means stop (ctx or Close).
+func (b *Broker) park(ctx context.Context, gate *wakeGate, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	ch := gate.arm()
+	defer gate.disarm()
+	b.stats.parkedPops.Add(1)
+	defer b.stats.parkedPops.Add(-1)
+	_, stop := b.parkOn(ctx, ch, d)
+	return !stop
+}
+
+// popResultMin carries the minPopWaitTime verdict out of popOnce.
+type popOutcome struct {
+	PopResult
+	minWait time.Duration
+}
+
+// popOnce makes one pass: it claims what it can and returns it, or nothing.
+func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.Time) (popOutcome, error) {
+	now := b.now()
+	pc.nowMicros = now.UnixMicro()
+	pc.leaseID = newV7()
+	pc.budget, pc.parts = pc.req.Batch, pc.req.Partitions
+	pc.bufs, pc.dirty = nil, false
+	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
+	if pc.req.AutoAck {
+		res.LeaseID = ""
+	}
+	pc.res = &res
+	var out popOutcome
+	var err error
+	switch {
+	case pc.req.Partition != "":
+		err = b.popTargeted(pc)
+	case discovery:
+		res.Queue = ""
+		err = b.popDiscovery(pc)
+	default:
+		var mw time.Duration
+		mw, err = b.popWildcard(pc, mayMinWait)
+		out.minWait = mw
+	}
+	if err == nil && pc.dirty {
+		// seed 004: the answer waits for the checkpoint holding the claim.
+		err = b.cur.Wait()
+	}
+	if len(res.Messages) > 0 && !pc.req.AutoAck {
+		res.LeaseID = uuidString(pc.leaseID)
+	}
+	bufs := pc.bufs
+	res.release = func() {
+		for _, rb := range bufs {
+			rb.Reset()
+			readBufPool.Put(rb)
+		}
+	}
+	if err != nil || len(res.Messages) == 0 {
+		res.Release()
+		if errors.Is(err, cursor.ErrClosed) {
+			err = ErrClosed
+		}
+		out.PopResult = PopResult{}
+		return out, err
+	}
+	for i := range res.Messages {
+		res.Messages[i].Queue = firstNonEmpty(res.Messages[i].Queue, res.Queue)
+	}
+	out.PopResult = res
+	return out, nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// popWildcard claims from up to req.Partitions ready partitions of one queue,
+// oldest ready first (spec 3.5). With mayMinWait it may instead report how
+// long to wait for a fuller batch (minPopWaitTime).
+func (b *Broker) popWildcard(pc *popCtx, mayMinWait bool) (time.Duration, error) {
+	q := b.lookupQueue(pc.req.Queue)
+	if q == nil {
+		return 0, b.subscribeMissingQueue(pc, pc.req.Queue)
+	}
+	g, err := b.groupReadyFor(pc, q)
+	if err != nil {
+		return 0, err
+	}
+	if mayMinWait && pc.req.Batch > 1 {
+		if mw := q.options().MinPopWaitTime; mw > 0 {
+			if n := b.pendingEstimate(pc, g); n > 0 && n < int64(pc.req.Batch) {
+				return time.Duration(min(mw, 60000)) * time.Millisecond, nil
+			}
+		}
+	}
+	return 0, b.claimFrom(pc, q, g)
+}
+
+// claimFrom walks g's candidates until the budget or partition cap is spent.
+func (b *Broker) claimFrom(pc *popCtx, q *queue, g *groupReady) error {
+	var skip map[*partition]bool
+	for pc.budget > 0 && pc.parts > 0 {
+		p, seq, ok := g.take(pc.nowMicros, skip)
+		if !ok {
+			return nil
+		}
+		cl, err := b.claim(pc, p)
+		g.finish(p, seq, cl.verdict, cl.key, cl.until)
+		if err != nil {
+			return err
+		}
+		if cl.verdict == verdictAgain && cl.n == 0 {
+			if skip == nil {
+				skip = make(map[*partition]bool)
+			}
+			skip[p] = true
+		}
+	}
+	return nil
+}
+
+// popDiscovery claims across every queue whose labels match (spec 3.1),
+// taking each time the queue whose oldest ready partition is oldest.
+func (b *Broker) popDiscovery(pc *popCtx) error {
+	var qs []*queue
+	for _, q := range b.sortedQueues() {
+		c := q.conf.Load()
+		if (pc.req.Namespace == "" || c.namespace == pc.req.Namespace) && (pc.req.Task == "" || c.task == pc.req.Task) {
+			qs = append(qs, q)
+		}
+	}
+	gs := make([]*groupReady, len(qs))
+	for i, q := range qs {
+		g, err := b.groupReadyFor(pc, q)
+		if err != nil {
+			return err
+		}
+		gs[i] = g
+	}
+	exhausted := make([]bool, len(qs))
+	for pc.budget > 0 && pc.parts > 0 {
+		best := -1
+		var bestKey int64
+		for i, g := range gs {
+			if exhausted[i] {
+				continue
+			}
+			k, ok := g.peekKey(pc.nowMicros)
+			if !ok {
+				exhausted[i] = true
+				continue
+			}
+			if best < 0 || k < bestKey {
+				best, bestKey = i, k
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		saved := pc.parts
+		pc.parts = 1
+		err := b.claimFrom(pc, qs[best], gs[best])
+		claimed := 1 - pc.parts
+		pc.parts = saved - claimed
+		if claimed == 0 {
+			// Only stale or held candidates in that queue: try the others.
+			exhausted[best] = true
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/combmq/comb/segment"
+)
+
+// pushGroup is the items of one request bound for one partition.
+type pushGroup struct {
+	p     *partition
+	idxs  []int // item indexes, in request order
+	recs  []segment.Record
+	first uint64 // first offset appended (0 = nothing appended)
+	next  uint64 // offset after the last appended
+	ts    int64
+}
+
+// Push stores items (spec 1): one segment per (queue, partition) with one
+// timestamp for the whole request, so all its messages share createdAt; ids
+// are UUIDv7 in item order; a (partition, transactionId) already stored, or
+// repeated earlier in the request, is answered `duplicate` with the existing
+// message's id (spec 1.4). Queues and partitions are created on first use.
+//
+// Durability: Push returns only after every touched log passed a group commit
+// (with Sync "always" the messages survive a crash), and only then are the
+// messages visible to pops and parked long-polls woken.
+//
+// Errors: ErrBadRequest (names, transactionId over 255 bytes; nothing stored),
+// ErrClosed, or a storage error (HTTP 500; a retry is safe thanks to dedup).
+func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	if err := validatePushItems(items); err != nil {
+		return nil, err
+	}
+	results := make([]PushResult, len(items))
+	if len(items) == 0 {
+		return results, nil
+	}
+	b.stats.pushRequests.Add(1)
+	groups, err := b.groupPush(items)
+	if err != nil {
+		return nil, err
+	}
+	b.checkMaxSize(items, groups, results)
+
+	ts := b.now().UnixMicro()
+	var ids idSeq
+	for _, g := range groups {
+		if err := b.appendGroup(g, items, results, ts, &ids); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.commitGroups(groups); err != nil {
+		return nil, err
+	}
+	var n uint64
+	for _, g := range groups {
+		n += uint64(len(g.recs))
+		b.publish(g.p, g.next, g.ts)
+	}
+	b.stats.pushMessages.Add(n)
+	return results, nil
+}
+
+func validatePushItems(items []PushItem) error {
+	for i := range items {
+		it := &items[i]
+		if err := checkName("Queue", it.Queue); err != nil {
+			return err
+		}
+		if it.Partition != "" {
+			if err := checkName("Partition", it.Partition); err != nil {
+				return err
+			}
+		}
+		if len(it.TransactionID) > maxNameBytes {
+			return BadRequest("transactionId is longer than 255 bytes")
+		}
+	}
+	return nil
+}
+
+// groupPush splits items by (queue, partition), creating what is missing.
+func (b *Broker) groupPush(items []PushItem) ([]*pushGroup, error) {
+	keys := make([]partKey, 0, 1)
+	index := make(map[partKey]int, 1)
+	itemKey := make([]int, len(items))
+	for i := range items {
+		k := partKey{items[i].Queue, items[i].Partition}
+		if k.partition == "" {
+			k.partition = DefaultPartition
+		}
+		j, ok := index[k]
+		if !ok {
+			j = len(keys)
+			index[k] = j
+			keys = append(keys, k)
+		}
+		itemKey[i] = j
+	}
+	parts, err := b.ensurePartitions(keys)
+	if err != nil {
+		return nil, err
+	}
+	groups := make([]*pushGroup, len(keys))
+	for j := range keys {
+		groups[j] = &pushGroup{p: parts[j]}
+	}
+	for i, j := range itemKey {
+		groups[j].idxs = append(groups[j].idxs, i)
+	}
+	return groups, nil
+}
+
+// appendGroup dedups and appends one partition's items as one segment under
+// the partition lock. Items already failed (maxSize) are skipped.
+func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResult, ts int64, ids *idSeq) error {
+	p := g.p
+	var seen map[string]int // transactionId → item index of its first occurrence in this request
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted {
+		for _, i := range g.idxs {
+			results[i] = PushResult{Status: PushFailed, TransactionID: items[i].TransactionID, Queue: items[i].Queue,
+				Partition: p.name, Error: "Queue was deleted"}
+		}
+		return nil
+	}
+	g.recs = g.recs[:0]
+	for _, i := range g.idxs {
+		it := &items[i]
+		if results[i].Status == PushFailed {
+			continue
+		}
+		r := &results[i]
+		r.Queue, r.Partition, r.PartitionID, r.TraceID = it.Queue, p.name, p.idStr, it.TraceID
+		if it.TransactionID != "" {
+			if first, dup := seen[it.TransactionID]; dup {
+				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, results[first].MessageID
+				continue
+			}
+			_, id, ok, err := p.log.FindTransaction(it.TransactionID)
+			if err != nil {
+				return fmt.Errorf("queue %s partition %s: dedup lookup: %w", it.Queue, p.name, err)
+			}
+			if ok {
+				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(id)
+				continue
+			}
+		}
+		id, err := ids.id()
+		if err != nil {
+			return fmt.Errorf("message id: %w", err)
+		}
+		idStr := uuidString(id)
+		txid := it.TransactionID
+		if txid == "" {
+			// spec 1.4: a generated unique id; the message id is one.
+			txid = idStr
+		}
+		if seen == nil {
+			seen = make(map[string]int)
+		}
+		seen[txid] = i
+		r.Status, r.TransactionID, r.MessageID = PushQueued, txid, idStr
+		payload := it.Payload
+		if payload == nil {
+			payload = nullJSON
+		}
+		g.recs = append(g.recs, segment.Record{ID: id, TransactionID: txid, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
+	}
+	// Timestamps of a partition never go backwards, even when a concurrent
+	// request that read the clock later appended first.
+	g.ts = max(ts, p.log.LastTimestamp())
+	if len(g.recs) == 0 {
+		g.next = p.log.NextOffset() // duplicates wait for the same commit as their original
+		return nil
+	}
+	first, err := p.log.Append(g.ts, g.recs)
+	if err != nil {
+		return fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
+	}
+	g.first, g.next = first, first+uint64(len(g.recs))
+	return nil
+}
+
+var nullJSON = []byte("null")
+
+// commitGroups runs the group commit of every touched log concurrently: one
+// request spanning many partitions waits for one sync window, not one per log.
+func (b *Broker) commitGroups(groups []*pushGroup) error {
+	if len(groups) == 1 {
+		return b.committer.Commit(groups[0].p.log)
+	}
+	errs := make([]error, len(groups))
+	var wg sync.WaitGroup
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.committer.Commit(g.p.log)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publish makes offsets below next visible to pops, tells the queue's group
+// ready structures and wakes parked long-polls (spec 1.4 "Wake-up").
+func (b *Broker) publish(p *partition, next uint64, ts int64) {
+	for {
+		cur := p.visible.Load()
+		if next <= cur || p.visible.CompareAndSwap(cur, next) {
+			break
+		}
+	}
+	p.q.mu.RLock()
+	for _, g := range p.q.groups {
+		g.pushed(p, ts)
+	}
+	p.q.mu.RUnlock()
+	b.wake.signal(p.q.gate)
+	b.wake.signal(b.anyGate)
+}
+
+// checkMaxSize fails every item of a queue whose pending depth (messages after
+// the __QUEUE_MODE__ cursor) would pass maxSize (spec 1.7). It scans the
+// queue's partitions, so it runs only for queues that set maxSize.
+func (b *Broker) checkMaxSize(items []PushItem, groups []*pushGroup, results []PushResult) {
+	perQueue := make(map[*queue]int64)
+	for _, g := range groups {
+		if g.p.q.options().MaxSize > 0 {
+			perQueue[g.p.q] += int64(len(g.idxs))
+		}
+	}
+	for q, n := range perQueue {
+		max := q.options().MaxSize
+		depth := b.pendingDepth(q, QueueModeGroup)
+		if depth+n <= max {
+			continue
+		}
+		msg := fmt.Sprintf("Queue '%s' would exceed max capacity (%d). Current: %d, Batch: %d", q.name, max, depth, n)
+		for _, g := range groups {
+			if g.p.q != q {
+				continue
+			}
+			for _, i := range g.idxs {
+				results[i] = PushResult{Status: PushFailed, TransactionID: items[i].TransactionID, Queue: q.name,
+					Partition: g.p.name, Error: msg}
+			}
+		}
+	}
+}

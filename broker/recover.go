@@ -1,0 +1,94 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+)
+
+// recover finishes what a crash interrupted, after the logs recovered their
+// own torn tails and the cursor engine replayed its journal:
+//
+//  1. every redo record still held is re-applied: states still equal to their
+//     "before" get their "after", pushes and DLQ entries missing from their
+//     logs are appended (dedup makes this idempotent); then the records are
+//     dropped;
+//  2. every cursor is clamped to its partition's high-water mark (a torn tail
+//     may have taken messages a cursor had passed, with Sync other than
+//     "always"), and a lease whose span reaches past it is dropped;
+//  3. cursors of partitions that no longer exist are deleted.
+//
+// Everything repaired is logged.
+func (b *Broker) recover() error {
+	recs := b.cur.Records()
+	for _, raw := range recs {
+		rec, err := decodeRedoRecord(raw)
+		if err != nil {
+			b.log.Error().Err(err).Int("bytes", len(raw)).Msg("recovery: skipping an undecodable transaction redo record")
+			continue
+		}
+		for _, s := range rec.States {
+			k := cursor.Key{Partition: s.Partition, Group: s.Group}
+			cur, ok := b.cur.Get(k)
+			if ok == s.HadPre && (!ok || cur == s.Pre) {
+				b.cur.Set(k, s.Post)
+				b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("partitionId", uuidString(s.Partition)).
+					Str("group", s.Group).Uint64("committed", s.Post.Committed).
+					Msg("recovery: re-applied the acks of a committed transaction")
+			}
+		}
+		if _, err := b.applyRedoAppends(&rec, true); err != nil {
+			return fmt.Errorf("broker: recovery of transaction %s: %w", uuidString(rec.TxID), err)
+		}
+	}
+	if len(recs) > 0 {
+		if err := b.cur.Wait(); err != nil {
+			return err
+		}
+		b.cur.DropRecords()
+	}
+
+	type fix struct {
+		k      cursor.Key
+		st     lease.State
+		delete bool
+	}
+	var fixes []fix
+	b.cur.Range(func(k cursor.Key, st lease.State) bool {
+		p := b.parts[k.Partition]
+		if p == nil {
+			fixes = append(fixes, fix{k: k, delete: true})
+			return true
+		}
+		hwm := p.log.NextOffset() - 1
+		orig := st
+		if st.Committed > hwm {
+			b.log.Warn().Str("queue", p.q.name).Str("partition", p.name).Str("group", k.Group).
+				Uint64("cursor", st.Committed).Uint64("highWaterMark", hwm).
+				Msg("recovery: clamped a cursor past the partition's high-water mark")
+			st.Committed = hwm
+		}
+		if st.Lease.Held() && st.Lease.End > hwm {
+			b.log.Warn().Str("queue", p.q.name).Str("partition", p.name).Str("group", k.Group).
+				Uint64("spanEnd", st.Lease.End).Uint64("highWaterMark", hwm).
+				Msg("recovery: dropped a lease over lost messages")
+			st.Lease = lease.Lease{}
+		}
+		if st != orig {
+			fixes = append(fixes, fix{k: k, st: st})
+		}
+		return true
+	})
+	for _, f := range fixes {
+		if f.delete {
+			b.cur.Delete(f.k)
+		} else {
+			b.cur.Set(f.k, f.st)
+		}
+	}
+	if len(fixes) > 0 || len(recs) > 0 {
+		return b.cur.Wait()
+	}
+	return nil
+}

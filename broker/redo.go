@@ -1,0 +1,186 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
+
+// redoRecord is a transaction's redo record, stored opaquely in the cursor
+// journal (cursor.Engine.AddRecord). Its durable checkpoint is the
+// transaction's commit point (see doc.go, "Transactions").
+//
+//	ver u8 (1) | txid [16] | ts varint µs
+//	states: n, then n × { partition [16] | group str | hadPre u8 | pre state | post state }
+//	pushes: n, then n × { partition [16] | m, then m × { id [16] | txid str | trace str | producer str | payload bytes } }
+//	dlq:    n, then n × { queue id [16] | id [16] | key str | trace str | producer str | payload bytes | extra bytes }
+//	state:  committed | retries | lease id [16] | worker str | start | end | expiresAt varint | attempts
+//
+// Integers are uvarint unless marked varint; str and bytes are uvarint length
+// + bytes.
+type redoRecord struct {
+	TxID   [16]byte
+	TS     int64
+	States []redoState
+	Pushes []redoPush
+	DLQ    []redoDLQ
+}
+
+type redoState struct {
+	Partition [16]byte
+	Group     string
+	HadPre    bool
+	Pre, Post lease.State
+}
+
+type redoPush struct {
+	Partition [16]byte
+	Recs      []segment.Record
+}
+
+type redoDLQ struct {
+	Queue [16]byte
+	Rec   segment.Record
+}
+
+var errRedo = errors.New("transaction redo record: malformed")
+
+func appendState(b []byte, s lease.State) []byte {
+	b = binary.AppendUvarint(b, s.Committed)
+	b = binary.AppendUvarint(b, uint64(s.Retries))
+	b = append(b, s.Lease.ID[:]...)
+	b = appendString(b, s.Lease.WorkerID)
+	b = binary.AppendUvarint(b, s.Lease.Start)
+	b = binary.AppendUvarint(b, s.Lease.End)
+	b = binary.AppendVarint(b, s.Lease.ExpiresAtMicros)
+	return binary.AppendUvarint(b, uint64(s.Lease.Attempts))
+}
+
+func (d *metaReader) state() lease.State {
+	var s lease.State
+	s.Committed = d.uvarint()
+	s.Retries = uint32(d.uvarint())
+	s.Lease.ID = d.bytes16()
+	s.Lease.WorkerID = d.str()
+	s.Lease.Start = d.uvarint()
+	s.Lease.End = d.uvarint()
+	s.Lease.ExpiresAtMicros = d.varint()
+	s.Lease.Attempts = uint32(d.uvarint())
+	return s
+}
+
+func (d *metaReader) byteSlice() []byte {
+	s := d.str()
+	if d.err != nil {
+		return nil
+	}
+	return []byte(s)
+}
+
+func appendRecordFields(b []byte, r *segment.Record) []byte {
+	b = append(b, r.ID[:]...)
+	b = appendString(b, r.TransactionID)
+	b = appendString(b, r.TraceID)
+	b = appendString(b, r.ProducerSub)
+	b = binary.AppendUvarint(b, uint64(len(r.Payload)))
+	return append(b, r.Payload...)
+}
+
+func (d *metaReader) record() segment.Record {
+	var r segment.Record
+	r.ID = d.bytes16()
+	r.TransactionID = d.str()
+	r.TraceID = d.str()
+	r.ProducerSub = d.str()
+	r.Payload = d.byteSlice()
+	return r
+}
+
+func (r *redoRecord) encode() []byte {
+	b := []byte{1}
+	b = append(b, r.TxID[:]...)
+	b = binary.AppendVarint(b, r.TS)
+	b = binary.AppendUvarint(b, uint64(len(r.States)))
+	for _, s := range r.States {
+		b = append(b, s.Partition[:]...)
+		b = appendString(b, s.Group)
+		if s.HadPre {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		b = appendState(b, s.Pre)
+		b = appendState(b, s.Post)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Pushes)))
+	for _, p := range r.Pushes {
+		b = append(b, p.Partition[:]...)
+		b = binary.AppendUvarint(b, uint64(len(p.Recs)))
+		for i := range p.Recs {
+			b = appendRecordFields(b, &p.Recs[i])
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.DLQ)))
+	for i := range r.DLQ {
+		x := &r.DLQ[i]
+		b = append(b, x.Queue[:]...)
+		b = appendRecordFields(b, &x.Rec)
+		b = binary.AppendUvarint(b, uint64(len(x.Rec.Extra)))
+		b = append(b, x.Rec.Extra...)
+	}
+	return b
+}
+
+// decodeRedoRecord never panics; counts are bounded by the remaining bytes.
+func decodeRedoRecord(b []byte) (redoRecord, error) {
+	var r redoRecord
+	if len(b) < 1 || b[0] != 1 {
+		return r, errRedo
+	}
+	d := &metaReader{b: b[1:]}
+	r.TxID = d.bytes16()
+	r.TS = d.varint()
+	count := func() int {
+		n := d.uvarint()
+		if n > uint64(len(d.b)) {
+			d.fail()
+			return 0
+		}
+		return int(n)
+	}
+	for n := count(); n > 0 && d.err == nil; n-- {
+		var s redoState
+		s.Partition = d.bytes16()
+		s.Group = d.str()
+		if len(d.b) < 1 {
+			d.fail()
+			break
+		}
+		s.HadPre = d.b[0] == 1
+		d.b = d.b[1:]
+		s.Pre = d.state()
+		s.Post = d.state()
+		r.States = append(r.States, s)
+	}
+	for n := count(); n > 0 && d.err == nil; n-- {
+		var p redoPush
+		p.Partition = d.bytes16()
+		for m := count(); m > 0 && d.err == nil; m-- {
+			p.Recs = append(p.Recs, d.record())
+		}
+		r.Pushes = append(r.Pushes, p)
+	}
+	for n := count(); n > 0 && d.err == nil; n-- {
+		var x redoDLQ
+		x.Queue = d.bytes16()
+		x.Rec = d.record()
+		x.Rec.Extra = d.byteSlice()
+		r.DLQ = append(r.DLQ, x)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return r, errRedo
+	}
+	return r, nil
+}

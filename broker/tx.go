@@ -1,0 +1,416 @@
+package broker
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
+
+// errTxInjected is what a crash-test hook returns to stop a transaction
+// between its commit point and its appends.
+var errTxInjected = errors.New("transaction stopped by a test hook")
+
+type txAckKey struct {
+	p     *partition
+	group string
+}
+
+// Transaction applies pushes and acks all or nothing (spec 5), also across a
+// crash at any point:
+//
+//  1. Everything is validated and the ack outcomes are computed on copies of
+//     the states with every touched partition locked (spec 5.2 semantics:
+//     failed/dlq go straight to the DLQ; retry, Message not found or a bad
+//     lease abort: nothing applied, success=false).
+//  2. One redo record holding the pushed messages (ids assigned), the DLQ
+//     entries and each state's before and after goes into the cursor journal,
+//     and Transaction waits until that checkpoint is durable. That is the
+//     commit point.
+//  3. The new states are set and checkpointed, then the pushes and DLQ entries
+//     are appended and synced.
+//
+// A crash after 2 is finished by Open, which replays every redo record:
+// pushes missing from their partition (dedup by transactionId) are appended,
+// states still equal to their "before" get their "after". A crash before 2
+// leaves no trace. Push duplicates are `duplicate` with success=true (spec 11
+// #42), so a retried transaction is idempotent.
+//
+// Errors: ErrBadRequest for an empty operation list or a bad name, ErrClosed,
+// storage errors. An aborted transaction is a result with Success=false.
+func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
+	if err := b.enter(); err != nil {
+		return TxResult{}, err
+	}
+	defer b.leave()
+	txID := newV7()
+	res := TxResult{TransactionID: uuidString(txID)}
+	if len(ops) == 0 {
+		return res, BadRequest("operations array cannot be empty")
+	}
+	var pushKeys []partKey
+	var pushOps []int
+	for i := range ops {
+		switch ops[i].Type {
+		case "push":
+			it := &ops[i].Push
+			if err := validatePushItems([]PushItem{*it}); err != nil {
+				return res, err
+			}
+			k := partKey{it.Queue, it.Partition}
+			if k.partition == "" {
+				k.partition = DefaultPartition
+			}
+			pushKeys = append(pushKeys, k)
+			pushOps = append(pushOps, i)
+		case "ack":
+			if ops[i].Group == "" {
+				ops[i].Group = QueueModeGroup
+			}
+		default:
+			res.Error = "Unknown operation type: " + ops[i].Type
+			return res, nil
+		}
+	}
+	pushParts, err := b.ensurePartitions(pushKeys)
+	if err != nil {
+		return res, err
+	}
+	opPart := make([]*partition, len(ops))
+	for j, i := range pushOps {
+		opPart[i] = pushParts[j]
+	}
+	for i := range ops {
+		if ops[i].Type != "ack" {
+			continue
+		}
+		id, ok := parseID(ops[i].Ack.PartitionID)
+		p := b.lookupPartitionByID(id)
+		if !ok || p == nil {
+			return b.txAbort(res, ops, i, "Message not found"), nil
+		}
+		opPart[i] = p
+	}
+
+	defer b.maybeDropRecords()
+	var pubs []published
+	locked := lockPartitions(opPart)
+	defer func() {
+		// Publish after unlocking: publish takes the queue lock, which is
+		// ordered before partition locks.
+		unlockPartitions(locked)
+		for _, x := range pubs {
+			b.publish(x.p, x.next, x.ts)
+		}
+	}()
+	for _, p := range locked {
+		if p.deleted {
+			return b.txAbort(res, ops, 0, "Queue was deleted"), nil
+		}
+	}
+	b.txMu.RLock()
+	defer b.txMu.RUnlock()
+	now := b.now().UnixMicro()
+	results := make([]TxOpResult, len(ops))
+	rec := redoRecord{TxID: txID, TS: now}
+
+	// Pushes: dedup and ids, as /push.
+	var ids idSeq
+	pushIdx := make(map[*partition]int)
+	seen := make(map[*partition]map[string]string)
+	for _, i := range pushOps {
+		p, it := opPart[i], &ops[i].Push
+		r := TxOpResult{Index: i, Type: "push", Success: true, PartitionID: p.idStr, QueueName: p.q.name, TransactionID: it.TransactionID}
+		if it.TransactionID != "" {
+			if id, dup := seen[p][it.TransactionID]; dup {
+				r.MessageID = id
+				results[i] = r
+				continue
+			}
+			_, id, ok, err := p.log.FindTransaction(it.TransactionID)
+			if err != nil {
+				return res, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+			}
+			if ok {
+				r.MessageID = uuidString(id)
+				results[i] = r
+				continue
+			}
+		}
+		id, err := ids.id()
+		if err != nil {
+			return res, err
+		}
+		r.MessageID = uuidString(id)
+		if r.TransactionID == "" {
+			r.TransactionID = r.MessageID
+		}
+		if seen[p] == nil {
+			seen[p] = make(map[string]string)
+		}
+		seen[p][r.TransactionID] = r.MessageID
+		payload := it.Payload
+		if payload == nil {
+			payload = nullJSON
+		}
+		j, ok := pushIdx[p]
+		if !ok {
+			j = len(rec.Pushes)
+			pushIdx[p] = j
+			rec.Pushes = append(rec.Pushes, redoPush{Partition: p.id})
+		}
+		rec.Pushes[j].Recs = append(rec.Pushes[j].Recs, segment.Record{ID: id, TransactionID: r.TransactionID,
+			TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
+		results[i] = r
+	}
+
+	// Acks: outcomes on copies of the states (spec 5.2).
+	var keys []txAckKey
+	acksBy := make(map[txAckKey][]lease.Ack)
+	for i := range ops {
+		if ops[i].Type != "ack" {
+			continue
+		}
+		k := txAckKey{opPart[i], ops[i].Group}
+		if _, ok := acksBy[k]; !ok {
+			keys = append(keys, k)
+		}
+		a := lease.Ack{Index: i, Status: lease.ParseStatus(ops[i].Ack.Status), RawStatus: ops[i].Ack.Status}
+		if ops[i].Ack.LeaseID != "" {
+			a.HasLeaseID = true
+			a.LeaseID, _ = parseID(ops[i].Ack.LeaseID)
+		}
+		acksBy[k] = append(acksBy[k], a)
+	}
+	type newState struct {
+		k    cursor.Key
+		post lease.State
+	}
+	var sets []newState
+	for _, k := range keys {
+		acks := acksBy[k]
+		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }); err != nil {
+			return res, err
+		}
+		ck := cursor.Key{Partition: k.p.id, Group: k.group}
+		pre, had := b.cur.Get(ck)
+		st := pre
+		out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
+		var dlq []dlqItem
+		if abort {
+			for _, o := range out {
+				if o.Error != "" {
+					return b.txAbort(res, ops, o.Index, o.Error), nil
+				}
+			}
+			return b.txAbort(res, ops, out[0].Index, "Transaction aborted"), nil
+		}
+		for j, o := range out {
+			i := o.Index
+			if !o.Success {
+				return b.txAbort(res, ops, i, o.Error), nil
+			}
+			results[i] = TxOpResult{Index: i, Type: "ack", Success: true, TransactionID: ops[i].Ack.TransactionID, DLQ: o.DLQ}
+			if o.DLQ {
+				dlq = append(dlq, dlqItem{offset: acks[j].Offset, group: k.group, errMsg: ops[i].Ack.Error})
+			}
+		}
+		if len(dlq) > 0 {
+			recs, err := b.buildDLQRecordsLocked(k.p, dlq, now, "Unknown error", fmt.Sprintf("tx/%s/%d", res.TransactionID, len(rec.DLQ)))
+			if err != nil {
+				return res, err
+			}
+			for _, r := range recs {
+				rec.DLQ = append(rec.DLQ, redoDLQ{Queue: k.p.q.id, Rec: r})
+			}
+		}
+		if changed {
+			rec.States = append(rec.States, redoState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
+			sets = append(sets, newState{ck, st})
+		}
+	}
+
+	if len(rec.States) > 0 || len(rec.Pushes) > 0 || len(rec.DLQ) > 0 {
+		// The commit point: the redo record is durable.
+		b.cur.AddRecord(rec.encode())
+		if err := b.cur.Wait(); err != nil {
+			return res, b.closedErr(err)
+		}
+		if h := b.hooks.afterTxCommitPoint; h != nil {
+			if err := h(); err != nil {
+				return res, err
+			}
+		}
+		for _, s := range sets {
+			b.cur.Set(s.k, s.post)
+		}
+		if err := b.cur.Wait(); err != nil {
+			return res, b.closedErr(err)
+		}
+		pubs, err = b.applyRedoAppends(&rec, false)
+		b.txPending.Add(1)
+		if err != nil {
+			return res, err
+		}
+	}
+	res.Success = true
+	res.Results = results
+	return res, nil
+}
+
+func (b *Broker) closedErr(err error) error {
+	if errors.Is(err, cursor.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// txAbort is the answer of an aborted transaction: results of the operations
+// before the failing one, then the failing one with its error.
+func (b *Broker) txAbort(res TxResult, ops []TxOp, failed int, msg string) TxResult {
+	res.Success, res.Error = false, msg
+	res.Results = make([]TxOpResult, 0, failed+1)
+	for i := 0; i <= failed && i < len(ops); i++ {
+		r := TxOpResult{Index: i, Type: ops[i].Type}
+		if ops[i].Type == "ack" {
+			r.TransactionID = ops[i].Ack.TransactionID
+		} else {
+			r.TransactionID = ops[i].Push.TransactionID
+		}
+		if i == failed {
+			r.Error = msg
+		}
+		res.Results = append(res.Results, r)
+	}
+	return res
+}
+
+// lockPartitions locks the distinct partitions of ps in id order (the one
+// order every multi-partition lock holder uses) and returns them.
+func lockPartitions(ps []*partition) []*partition {
+	seen := make(map[*partition]bool)
+	var out []*partition
+	for _, p := range ps {
+		if p != nil && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id[:], out[j].id[:]) < 0 })
+	for _, p := range out {
+		p.mu.Lock()
+	}
+	return out
+}
+
+func unlockPartitions(ps []*partition) {
+	for i := len(ps) - 1; i >= 0; i-- {
+		ps[i].mu.Unlock()
+	}
+}
+
+// applyRedoAppends appends a committed transaction's pushes and DLQ entries
+// and makes them durable. With replay, records already present (found by
+// transactionId, or by DLQ key) are skipped, so applying twice is harmless.
+// The caller holds the touched partitions' locks (or runs inside Open).
+func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, error) {
+	var touched []*partition
+	var nexts []uint64
+	for _, push := range rec.Pushes {
+		p := b.lookupPartitionByID(push.Partition)
+		if p == nil {
+			continue // queue deleted since
+		}
+		recs := push.Recs
+		if replay {
+			recs = recs[:0:0]
+			for _, r := range push.Recs {
+				_, _, ok, err := p.log.FindTransaction(r.TransactionID)
+				if err != nil {
+					return nil, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+				}
+				if !ok {
+					recs = append(recs, r)
+				}
+			}
+			if len(recs) == 0 {
+				continue
+			}
+			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("queue", p.q.name).Str("partition", p.name).
+				Int("messages", len(recs)).Msg("recovery: re-applied the pushes of a committed transaction")
+		}
+		first, err := p.log.Append(max(rec.TS, p.log.LastTimestamp()), recs)
+		if err != nil {
+			return nil, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
+		}
+		touched = append(touched, p)
+		nexts = append(nexts, first+uint64(len(recs)))
+	}
+	for _, p := range touched {
+		// Transactions sync whatever the policy says about pushes, except
+		// "never": the redo record will be dropped once they are durable.
+		if !b.noSync() {
+			if err := p.log.Sync(); err != nil {
+				return nil, fmt.Errorf("queue %s partition %s: sync: %w", p.q.name, p.name, err)
+			}
+		}
+	}
+	byQueue := make(map[[16]byte][]segment.Record)
+	var qorder [][16]byte
+	for _, d := range rec.DLQ {
+		if _, ok := byQueue[d.Queue]; !ok {
+			qorder = append(qorder, d.Queue)
+		}
+		byQueue[d.Queue] = append(byQueue[d.Queue], d.Rec)
+	}
+	for _, qid := range qorder {
+		q := b.queueByID(qid)
+		if q == nil {
+			continue
+		}
+		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay); err != nil {
+			return nil, err
+		}
+	}
+	pubs := make([]published, len(touched))
+	for i, p := range touched {
+		pubs[i] = published{p, nexts[i], rec.TS}
+	}
+	return pubs, nil
+}
+
+// published is a partition whose new messages are to be published once its
+// lock is released.
+type published struct {
+	p    *partition
+	next uint64
+	ts   int64
+}
+
+// maybeDropRecords forgets the redo records of finished transactions when no
+// transaction is between its commit point and its last append, so the cursor
+// engine does not keep them (and their payloads) forever.
+func (b *Broker) maybeDropRecords() {
+	if b.txPending.Load() == 0 || !b.txMu.TryLock() {
+		return
+	}
+	if b.txPending.Swap(0) > 0 {
+		b.cur.DropRecords()
+	}
+	b.txMu.Unlock()
+}
+
+func (b *Broker) queueByID(id [16]byte) *queue {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, q := range b.queues {
+		if q.id == id {
+			return q
+		}
+	}
+	return nil
+}
