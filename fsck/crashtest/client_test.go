@@ -176,6 +176,9 @@ func (a *api) negativeLags(ctx context.Context, groups ...string) ([]string, err
 		if err != nil {
 			return nil, err
 		}
+		if st == http.StatusNotFound {
+			continue // the per-group detail route is optional (spec 7.6 is P1); the list was checked
+		}
 		if st != http.StatusOK {
 			return nil, fmt.Errorf("GET consumer-groups/%s: %d %s", g, st, trunc(b))
 		}
