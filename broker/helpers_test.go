@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/cursor"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
@@ -116,4 +117,9 @@ func (e *env) ack(group string, res PopResult, status string, only ...string) []
 	out, err := e.b.Ack(group, items)
 	require.NoError(e.t, err)
 	return out
+}
+
+func cursorKey(e *env, queue, partition, group string) cursor.Key {
+	p := e.b.lookupQueue(queue).partition(partition)
+	return cursor.Key{Partition: p.id, Group: group}
 }
