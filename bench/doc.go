@@ -22,7 +22,7 @@
 // Payload shape (payload.go): every message carries its intended send time so a consumer can
 // compute end-to-end latency without a side channel:
 //
-//	{"t":1764374400123456789,"pad":"xxxx…"}   // t = send time, Unix ns, always 19 digits
+//	{"t":1764374400123456789,"pad":"xxxx…"}   // t = send time, Unix ns, a 19-byte field (left-padded with spaces)
 //
 // padded to exactly the requested size. Sizes below 34 bytes carry no time (a JSON string of
 // x's); the latency workloads reject them.

@@ -38,7 +38,7 @@ trap cleanup EXIT INT TERM
   echo "}"
 } > "$dir/nats.conf"
 if [ "$mode" = always ] && ! nats-server -c "$dir/nats.conf" -t >"$dir/check.log" 2>&1; then
-  echo "nats.sh: $(nats-server --version) rejects sync_interval: always ($(tail -1 "$dir/check.log")); needs nats-server >= 2.10" >&2
+  echo "nats.sh: $(nats-server --version) rejects sync_interval: always ($(tr "\n" " " < "$dir/check.log")); needs nats-server >= 2.10" >&2
   exit 3
 fi
 

@@ -30,22 +30,32 @@ func NewPayload(size int) *Payload {
 	}
 	p.timed = true
 	p.buf = append(p.buf, `{"t":`...)
-	p.buf = append(p.buf, bytes.Repeat([]byte{'0'}, timeDigits)...)
+	p.buf = append(p.buf, bytes.Repeat([]byte{' '}, timeDigits-1)...)
+	p.buf = append(p.buf, '0')
 	p.buf = append(p.buf, `,"pad":"`...)
 	p.buf = append(p.buf, bytes.Repeat([]byte{'x'}, size-MinTimedPayload)...)
 	p.buf = append(p.buf, `"}`...)
 	return p
 }
 
-// Stamp writes unixNanos (>= 0) into the "t" field; a no-op for untimed payloads.
+// Stamp writes unixNanos (>= 0) into the "t" field, right-aligned in its 19 bytes and padded
+// on the left with spaces (JSON allows whitespace before a value, not leading zeros); a no-op
+// for untimed payloads.
 func (p *Payload) Stamp(unixNanos int64) {
 	if !p.timed {
 		return
 	}
 	d := p.buf[5 : 5+timeDigits]
-	for i := len(d) - 1; i >= 0; i-- {
+	i := len(d) - 1
+	for ; i >= 0; i-- {
 		d[i] = byte('0' + unixNanos%10)
 		unixNanos /= 10
+		if unixNanos == 0 {
+			break
+		}
+	}
+	for i--; i >= 0; i-- {
+		d[i] = ' '
 	}
 }
 

@@ -138,8 +138,7 @@ func FindListenerPID(port int) (int, error) {
 				continue
 			}
 			if inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
-				pid, err := strconv.Atoi(filepath.Base(p))
-				if err == nil && pid != os.Getpid() {
+				if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
 					return pid, nil
 				}
 			}

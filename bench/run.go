@@ -79,6 +79,25 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		}
 	}
 
+	serverPID := cfg.ServerPID
+	if serverPID == 0 {
+		serverPID = discoverServer(cfg)
+	}
+	var c0 Counters
+	var cl0, sv0 ProcSample
+	svErr := error(ErrNoServerProcess)
+	openWindow := func() {
+		c0 = st.Snapshot()
+		cl0, _ = ReadProc(0)
+		if serverPID > 0 {
+			sv0, svErr = ReadProc(serverPID)
+		}
+		st.measuring.Store(true)
+	}
+	if cfg.Warmup == 0 {
+		openWindow() // before the first worker starts, so nothing escapes the window
+	}
+
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	roles := rolesFor(cfg, dests)
@@ -110,20 +129,10 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	}
 
 	stopProgress := startProgress(progress, st, cfg.Workload)
-	waitCtx(runCtx, cfg.Warmup)
-
-	serverPID := cfg.ServerPID
-	if serverPID == 0 {
-		serverPID = discoverServer(cfg)
+	if cfg.Warmup > 0 {
+		waitCtx(runCtx, cfg.Warmup)
+		openWindow()
 	}
-	c0 := st.Snapshot()
-	cl0, _ := ReadProc(0)
-	sv0, svErr := ReadProc(serverPID)
-	if serverPID == 0 {
-		svErr = ErrNoServerProcess
-	}
-	st.measuring.Store(true)
-	consumedAtStart := st.consumed.Load()
 	drained := waitWindow(runCtx, cfg.Duration, func() bool {
 		return target > 0 && st.consumed.Load() >= target
 	})
@@ -131,6 +140,9 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	c1 := st.Snapshot()
 	cl1, _ := ReadProc(0)
 	sv1, svErr2 := ReadProc(serverPID)
+	if serverPID == 0 {
+		svErr2 = ErrNoServerProcess
+	}
 	stopProgress()
 	cancel()
 	wg.Wait()
@@ -147,7 +159,7 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		Queues: cfg.Queues, Partitions: cfg.Partitions, Batch: cfg.Batch, Size: cfg.Size,
 		Concurrency: cfg.Concurrency, Groups: cfg.Groups, TargetRate: cfg.Rate,
 		WindowSec: window.Seconds(), Drained: drained,
-		Requests:         c1.Requests - c0.Requests,
+		Requests:         st.winRequests.Load(),
 		RequestLatencyMs: map[string]Percentiles{},
 		Errors:           st.Errors(),
 		ClientCPUPercent: CPUPercent(cl0, cl1),
@@ -157,11 +169,11 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		res.Producers = cfg.Producers
 	}
 	res.ErrorsTotal = st.ErrorTotal()
-	res.PushMsgPerSec = Rate(c1.Pushed-c0.Pushed, window)
+	res.PushMsgPerSec = Rate(st.winPushed.Load(), window)
 	if cfg.Workload == WorkloadPush {
-		res.Messages = c1.Pushed - c0.Pushed
+		res.Messages = st.winPushed.Load()
 	} else {
-		res.Messages = c1.Consumed - consumedAtStart
+		res.Messages = st.winConsumed.Load()
 	}
 	res.MsgPerSec = Rate(res.Messages, window)
 	res.MBPerSec = res.MsgPerSec * float64(cfg.Size) / 1e6

@@ -44,6 +44,8 @@ type Stats struct {
 	lastMsgNs atomic.Int64 // wall time of the latest consumption, Unix ns
 
 	measuring atomic.Bool
+	// Counts of the measured window only, so rates agree with the histograms sample for sample.
+	winPushed, winConsumed, winRequests atomic.Int64
 
 	mu     sync.Mutex
 	errors map[string]int64
@@ -148,6 +150,9 @@ func (w *WorkerStats) record(name string, micros int64) {
 // Request records one request's latency d and counts the request.
 func (w *WorkerStats) Request(op Op, d time.Duration) {
 	w.s.requests.Add(1)
+	if w.s.measuring.Load() {
+		w.s.winRequests.Add(1)
+	}
 	w.record(string(op), d.Microseconds())
 }
 
@@ -155,7 +160,12 @@ func (w *WorkerStats) Request(op Op, d time.Duration) {
 func (w *WorkerStats) EndToEnd(d time.Duration) { w.record("e2e", d.Microseconds()) }
 
 // Pushed counts messages the server accepted.
-func (w *WorkerStats) Pushed(n int) { w.s.pushed.Add(int64(n)) }
+func (w *WorkerStats) Pushed(n int) {
+	w.s.pushed.Add(int64(n))
+	if w.s.measuring.Load() {
+		w.s.winPushed.Add(int64(n))
+	}
+}
 
 // Delivered counts messages handed to a consumer.
 func (w *WorkerStats) Delivered(n int) { w.s.delivered.Add(int64(n)) }
@@ -163,7 +173,10 @@ func (w *WorkerStats) Delivered(n int) { w.s.delivered.Add(int64(n)) }
 // Consumed counts messages delivered and acked, and stamps the time of the latest one.
 func (w *WorkerStats) Consumed(n int) {
 	w.s.consumed.Add(int64(n))
-	w.s.lastMsgNs.Store(time.Now().UnixNano())
+	if w.s.measuring.Load() {
+		w.s.winConsumed.Add(int64(n))
+		w.s.lastMsgNs.Store(time.Now().UnixNano())
+	}
 }
 
 // Error counts a failure, classified by ErrorKind.

@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeQueen is a tiny in-memory Queen v1 server: push appends, pop hands out undelivered
+// messages with one lease, ack/batch answers success. It records every request it saw.
+type fakeQueen struct {
+	mu        sync.Mutex
+	requests  []recorded
+	msgs      map[string][]fakeMsg // queue → messages
+	next      map[string]int       // queue → first undelivered
+	acked     int
+	pushFails bool // answer every push with 500
+}
+
+type recorded struct {
+	method, path string
+	query        url.Values
+	body         []byte
+}
+
+type fakeMsg struct {
+	TransactionID string          `json:"transactionId"`
+	Partition     string          `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	Queue         string          `json:"queue"`
+}
+
+func newFakeQueen() *fakeQueen {
+	return &fakeQueen{msgs: map[string][]fakeMsg{}, next: map[string]int{}}
+}
+
+func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, recorded{method: r.Method, path: r.URL.Path, query: r.URL.Query(), body: body})
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/push":
+		if f.pushFails {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":"disk on fire"}`))
+			return
+		}
+		var req struct{ Items []fakeMsg }
+		if err := json.Unmarshal(body, &req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(w, `{"error":"Invalid JSON: %s"}`, err)
+			return
+		}
+		out := make([]map[string]any, len(req.Items))
+		for i, it := range req.Items {
+			f.msgs[it.Queue] = append(f.msgs[it.Queue], it)
+			out[i] = map[string]any{"index": i, "status": "queued", "transaction_id": it.TransactionID}
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(out)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/pop/queue/"):
+		q := strings.TrimPrefix(r.URL.Path, "/api/v1/pop/queue/")
+		var batch int
+		_, _ = fmt.Sscan(r.URL.Query().Get("batch"), &batch)
+		all := f.msgs[q][f.next[q]:]
+		if len(all) == 0 {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		take := all[:min(batch, len(all))]
+		f.next[q] += len(take)
+		msgs := make([]map[string]any, len(take))
+		for i, m := range take {
+			msgs[i] = map[string]any{"id": fmt.Sprint(i), "transactionId": m.TransactionID, "data": m.Payload,
+				"partitionId": "pid-" + m.Partition, "partition": m.Partition, "leaseId": "lease-1"}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "queue": q, "leaseId": "lease-1", "messages": msgs})
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/ack/batch":
+		var req struct{ Acknowledgments []map[string]any }
+		_ = json.Unmarshal(body, &req)
+		out := make([]map[string]any, len(req.Acknowledgments))
+		for i := range out {
+			out[i] = map[string]any{"index": i, "success": true, "error": nil}
+		}
+		f.acked += len(out)
+		_ = json.NewEncoder(w).Encode(out)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"Not Found"}`))
+	}
+}
+
+func (f *fakeQueen) last() recorded {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[len(f.requests)-1]
+}
+
+func newFakeDriver(t *testing.T, f *fakeQueen) *HTTPDriver {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	d, err := NewHTTPDriver(srv.URL, 4, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestHTTPDriverPushPopAckRequests(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	ctx := context.Background()
+	require.NoError(t, d.Setup(ctx, Topology{RunID: "r1", Queues: 2, Partitions: 3, Groups: []string{"g"}}))
+	w, err := d.NewWorker(5)
+	require.NoError(t, err)
+	defer w.Close()
+
+	// push: POST /api/v1/push, 3 items to queue 1 partition 2 (spec 1.1).
+	p := NewPayload(64)
+	p.Stamp(1764374400000000042)
+	failed, err := w.Push(ctx, Dest{Queue: 1, Partition: 2}, p.Bytes(), 3)
+	require.NoError(t, err)
+	assert.Equal(t, 0, failed)
+	req := f.last()
+	assert.Equal(t, http.MethodPost, req.method)
+	assert.Equal(t, "/api/v1/push", req.path)
+	var pb pushBody
+	require.NoError(t, json.Unmarshal(req.body, &pb))
+	require.Len(t, pb.Items, 3)
+	for i, it := range pb.Items {
+		assert.Equal(t, "bench-r1-q1", it.Queue)
+		assert.Equal(t, "p2", it.Partition)
+		assert.Equal(t, fmt.Sprintf("r1-w5-%d", i), it.TransactionID)
+		assert.JSONEq(t, string(p.Bytes()), string(it.Payload))
+	}
+
+	// pop: wildcard route with batch, partitions, consumerGroup, wait and timeout (spec 3.1, 3.2).
+	b, err := w.Pop(ctx, Source{Queue: 1, Group: "g", Max: 10, Wait: 1500 * time.Millisecond, WantTimes: true})
+	require.NoError(t, err)
+	req = f.last()
+	assert.Equal(t, http.MethodGet, req.method)
+	assert.Equal(t, "/api/v1/pop/queue/bench-r1-q1", req.path)
+	assert.Equal(t, url.Values{"batch": {"10"}, "partitions": {"1"}, "consumerGroup": {"g"}, "wait": {"true"}, "timeout": {"1500"}}, req.query)
+	require.Equal(t, 3, b.Len())
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, int64(1764374400000000042), b.SentNanos(i))
+	}
+
+	// ack: POST /api/v1/ack/batch with every message, its partitionId and lease (spec 4.2).
+	failed, err = w.Ack(ctx, b)
+	require.NoError(t, err)
+	assert.Equal(t, 0, failed)
+	req = f.last()
+	assert.Equal(t, http.MethodPost, req.method)
+	assert.Equal(t, "/api/v1/ack/batch", req.path)
+	assert.JSONEq(t, `{"acknowledgments":[
+		{"transactionId":"r1-w5-0","partitionId":"pid-p2","leaseId":"lease-1","status":"completed"},
+		{"transactionId":"r1-w5-1","partitionId":"pid-p2","leaseId":"lease-1","status":"completed"},
+		{"transactionId":"r1-w5-2","partitionId":"pid-p2","leaseId":"lease-1","status":"completed"}],
+		"consumerGroup":"g"}`, string(req.body))
+
+	// 204: an empty batch, not an error (spec 3.4).
+	b, err = w.Pop(ctx, Source{Queue: 1, Max: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 0, b.Len())
+	assert.Equal(t, url.Values{"batch": {"10"}, "partitions": {"1"}}, f.last().query, "queue mode sends no consumerGroup; no wait sends no wait")
+
+	// transactionIds keep counting across requests so a run never repeats one.
+	_, err = w.Push(ctx, Dest{Queue: 0, Partition: 0}, p.Bytes(), 1)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(f.last().body, &pb))
+	assert.Equal(t, "r1-w5-3", pb.Items[0].TransactionID)
+}
+
+func TestHTTPDriverStatusErrors(t *testing.T) {
+	f := newFakeQueen()
+	f.pushFails = true
+	d := newFakeDriver(t, f)
+	require.NoError(t, d.Setup(context.Background(), Topology{RunID: "r", Queues: 1, Partitions: 1}))
+	w, err := d.NewWorker(0)
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Push(context.Background(), Dest{}, []byte(`1`), 1)
+	require.ErrorIs(t, err, ErrHTTPStatus)
+	assert.Equal(t, "http_500", ErrorKind(err))
+}
+
+func TestNewHTTPDriverRejectsBadURLs(t *testing.T) {
+	for _, u := range []string{"", "127.0.0.1:6632", "ftp://x", "http://"} {
+		_, err := NewHTTPDriver(u, 1, nil)
+		assert.ErrorIs(t, err, ErrConfig, u)
+	}
+}
+
+func TestRunConsumeDrainsThePrefilledBacklog(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	cfg := DefaultConfig()
+	cfg.Workload = WorkloadConsume
+	cfg.Partitions = 2
+	cfg.Concurrency = 2
+	cfg.Batch = 50
+	cfg.Prefill = 1000
+	cfg.Warmup = 0
+	cfg.Duration = time.Minute // the drained backlog ends the run, not the clock
+	cfg, err := cfg.Normalize()
+	require.NoError(t, err)
+
+	res, err := Run(context.Background(), cfg, d, nil)
+	require.NoError(t, err)
+	assert.True(t, res.Drained)
+	assert.Equal(t, int64(1000), res.Messages)
+	assert.Equal(t, int64(0), res.ErrorsTotal, "%v", res.Errors)
+	f.mu.Lock()
+	assert.Equal(t, 1000, f.acked, "every delivered message acked once")
+	f.mu.Unlock()
+	assert.Equal(t, int64(20), res.RequestLatencyMs["ack"].Count, "1000 messages in acks of 50")
+}
+
+func TestRunPushCountsWhatTheServerStored(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	cfg := DefaultConfig()
+	cfg.Concurrency = 2
+	cfg.Batch = 10
+	cfg.Warmup = 0
+	cfg.Duration = 100 * time.Millisecond
+	cfg, err := cfg.Normalize()
+	require.NoError(t, err)
+
+	res, err := Run(context.Background(), cfg, d, nil)
+	require.NoError(t, err)
+	f.mu.Lock()
+	stored := 0
+	for _, m := range f.msgs {
+		stored += len(m)
+	}
+	f.mu.Unlock()
+	assert.Positive(t, res.Messages)
+	assert.LessOrEqual(t, res.Messages, int64(stored), "the window never counts more than was stored")
+	assert.Equal(t, res.Messages, res.RequestLatencyMs["push"].Count*10, "each recorded request carried one batch")
+	assert.Equal(t, WorkloadPush, res.Workload)
+	assert.Equal(t, DriverComb, res.Driver)
+}
