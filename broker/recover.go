@@ -38,8 +38,12 @@ func (b *Broker) recover() error {
 					Msg("recovery: re-applied the acks of a committed transaction")
 			}
 		}
-		if _, err := b.applyRedoAppends(&rec, true); err != nil {
+		pubs, err := b.applyRedoAppends(&rec, true)
+		if err != nil {
 			return fmt.Errorf("broker: recovery of transaction %s: %w", uuidString(rec.TxID), err)
+		}
+		for _, x := range pubs {
+			x.p.visible.Store(x.p.log.NextOffset())
 		}
 	}
 	if len(recs) > 0 {

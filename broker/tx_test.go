@@ -1,0 +1,161 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func txPush(queue, tx string) TxOp {
+	return TxOp{Type: "push", Push: PushItem{Queue: queue, TransactionID: tx, Payload: []byte(`"` + tx + `"`)}}
+}
+
+func txAck(group string, m Message, leaseID, status string) TxOp {
+	return TxOp{Type: "ack", Group: group, Ack: AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: leaseID, Status: status}}
+}
+
+func TestTransactionCommitsPushAndAckTogether(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	tx, err := e.b.Transaction([]TxOp{txAck("g", res.Messages[0], res.LeaseID, "completed"), txPush("out", "o1")})
+	require.NoError(t, err)
+	require.True(t, tx.Success, tx.Error)
+	assert.Equal(t, "ack", tx.Results[0].Type)
+	assert.True(t, tx.Results[0].Success)
+	assert.Equal(t, "push", tx.Results[1].Type)
+	assert.Equal(t, "out", tx.Results[1].QueueName)
+	assert.NotEmpty(t, tx.Results[1].MessageID)
+	assert.Empty(t, e.pop(PopRequest{Queue: "in", Group: "g"}).Messages)
+	assert.Equal(t, []string{"o1"}, txids(e.pop(PopRequest{Queue: "out", AutoAck: true})))
+
+	again, err := e.b.Transaction([]TxOp{txPush("out", "o1")})
+	require.NoError(t, err)
+	assert.True(t, again.Success, "spec 11 #42: a repeated push is a duplicate, not an abort")
+	assert.Equal(t, tx.Results[1].MessageID, again.Results[0].MessageID)
+}
+
+func TestTransactionAbortsApplyNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		ops  func(res PopResult) []TxOp
+		err  string
+	}{
+		{"retry aborts (spec 5.2)", func(r PopResult) []TxOp {
+			return []TxOp{txPush("out", "x"), txAck("g", r.Messages[0], r.LeaseID, "retry")}
+		}, "Invalid status: retry"},
+		{"a stale lease aborts", func(r PopResult) []TxOp {
+			return []TxOp{txPush("out", "x"), txAck("g", r.Messages[0], uuidString(newV7()), "completed")}
+		}, "Invalid or expired lease"},
+		{"an unknown message aborts", func(r PopResult) []TxOp {
+			m := r.Messages[0]
+			m.TransactionID = "missing"
+			return []TxOp{txPush("out", "x"), txAck("g", m, "", "completed")}
+		}, "Message not found"},
+		{"an unknown operation type aborts", func(r PopResult) []TxOp {
+			return []TxOp{txPush("out", "x"), {Type: "frobnicate"}}
+		}, "Unknown operation type: frobnicate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.push("in", "", "a")
+			res := e.pop(PopRequest{Queue: "in", Group: "g"})
+			tx, err := e.b.Transaction(c.ops(res))
+			require.NoError(t, err)
+			assert.False(t, tx.Success)
+			assert.Equal(t, c.err, tx.Error)
+			assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "the push was not applied")
+			ok := e.ack("g", res, "completed")
+			assert.True(t, ok[0].Success, "the lease is still live: the ack was not applied")
+			assert.False(t, ok[0].AlreadyCommitted)
+		})
+	}
+}
+
+func TestTransactionFailedGoesStraightToDLQ(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	tx, err := e.b.Transaction([]TxOp{txAck("g", res.Messages[0], res.LeaseID, "failed")})
+	require.NoError(t, err)
+	require.True(t, tx.Success, tx.Error)
+	assert.True(t, tx.Results[0].DLQ)
+	entries, total, err := e.b.DLQ(DLQFilter{})
+	require.NoError(t, err)
+	require.Equal(t, 1, total)
+	assert.Equal(t, "Unknown error", entries[0].ErrorMessage)
+	assert.Equal(t, int64(0), entries[0].RetryCount)
+}
+
+// issue 4: "acks and pushes commit together or not at all, also across a
+// crash at any point". The hook stops the transaction after its commit point
+// (the durable redo record) and before any state or append; reopening must
+// finish it.
+func TestTransactionCrashBetweenCommitPointAndAppends(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a", "b")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	e.b.hooks.afterTxCommitPoint = func() error { return errTxInjected }
+	_, err := e.b.Transaction([]TxOp{txAck("g", res.Messages[1], res.LeaseID, "completed"), txPush("out", "o1"), txPush("out", "o2")})
+	require.ErrorIs(t, err, errTxInjected)
+	assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "nothing appended before the crash")
+
+	e.reopen()
+	assert.Equal(t, []string{"o1", "o2"}, txids(e.pop(PopRequest{Queue: "out", AutoAck: true})), "recovery re-applied the pushes")
+	assert.Empty(t, e.pop(PopRequest{Queue: "in", Group: "g"}).Messages, "recovery re-applied the ack")
+	assert.Empty(t, e.b.cur.Records(), "redo records dropped once applied")
+
+	e.reopen()
+	assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "a second recovery appends nothing twice")
+}
+
+// Before the commit point nothing is durable: a transaction that fails there
+// leaves no trace after a restart.
+func TestTransactionRedoRecordRoundTrip(t *testing.T) {
+	rec := redoRecord{TxID: newV7(), TS: 42,
+		States: []redoState{{Partition: newV7(), Group: "g", HadPre: true}},
+		Pushes: []redoPush{{Partition: newV7(), Recs: nil}},
+		DLQ:    []redoDLQ{{Queue: newV7()}},
+	}
+	rec.States[0].Post.Committed = 7
+	rec.States[0].Post.Lease.WorkerID = "w"
+	rec.Pushes[0].Recs = append(rec.Pushes[0].Recs, rec.DLQ[0].Rec)
+	rec.Pushes[0].Recs[0].TransactionID = "t"
+	rec.Pushes[0].Recs[0].Payload = []byte(`{"x":1}`)
+	rec.DLQ[0].Rec.Extra = []byte{1, 2}
+	rec.DLQ[0].Rec.Payload = []byte("null")
+	got, err := decodeRedoRecord(rec.encode())
+	require.NoError(t, err)
+	assert.Equal(t, rec, got)
+}
+
+func FuzzDecodeRedoRecord(f *testing.F) {
+	rec := redoRecord{TxID: newV7(), TS: 1, States: []redoState{{Group: "g"}}, Pushes: []redoPush{{Recs: nil}}}
+	f.Add(rec.encode())
+	f.Add([]byte{1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeRedoRecord(b)
+		if err != nil {
+			return
+		}
+		_, err = decodeRedoRecord(r.encode())
+		require.NoError(t, err)
+	})
+}
+
+func FuzzDecodeDLQMeta(f *testing.F) {
+	m := dlqMeta{Group: "g", Error: "boom", TransactionID: "t", RetryCount: 3, Offset: 9}
+	f.Add(m.encode(nil))
+	f.Add([]byte{1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeDLQMeta(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeDLQMeta(m.encode(nil))
+		require.NoError(t, err)
+		require.Equal(t, m, again)
+	})
+}
