@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // confirmed is a message whose push was answered 201 (queued or duplicate).
@@ -31,6 +32,7 @@ type ledger struct {
 
 	mu         sync.Mutex
 	expected   map[string][]byte    // txid → compacted payload of every push ever sent
+	sentAt     map[string]time.Time // txid → when it was first sent
 	confirmed  map[string]confirmed // txid → what its 201 answer said
 	pending    map[uint64]*pendingPush
 	nextPend   uint64
@@ -44,6 +46,7 @@ type ledger struct {
 func newLedger() *ledger {
 	return &ledger{
 		expected:  map[string][]byte{},
+		sentAt:    map[string]time.Time{},
 		confirmed: map[string]confirmed{},
 		pending:   map[uint64]*pendingPush{},
 		retried:   map[string]bool{},
@@ -69,8 +72,12 @@ func (l *ledger) violationCount() int {
 func (l *ledger) sent(items []pushItem) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := time.Now()
 	for _, it := range items {
 		l.expected[it.TransactionID] = compact(it.Payload)
+		if _, ok := l.sentAt[it.TransactionID]; !ok {
+			l.sentAt[it.TransactionID] = now
+		}
 	}
 	l.nextPend++
 	l.pending[l.nextPend] = &pendingPush{items: items}
@@ -171,10 +178,11 @@ type drainReport struct {
 	checked  int
 }
 
-// verifyDrain checks the messages of one full drain (every partition, from the start)
-// against the ledger: every confirmed push exactly once with its id, nothing unknown,
-// per-(partition, producer) push order, payloads byte-equal after compaction.
-func (l *ledger) verifyDrain(msgs []popMessage) drainReport {
+// verifyDrain checks the messages of one drain (every partition, from the start when
+// since is zero, else from a timestamp subscription at since) against the ledger:
+// every confirmed push sent at or after since exactly once with its id, nothing
+// unknown, per-(partition, producer) push order, payloads byte-equal after compaction.
+func (l *ledger) verifyDrain(msgs []popMessage, since time.Time) drainReport {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	seen := make(map[string]int, len(msgs))
@@ -219,6 +227,9 @@ func (l *ledger) verifyDrain(msgs []popMessage) drainReport {
 	}
 	checked := 0
 	for tx, c := range l.confirmed {
+		if !since.IsZero() && l.sentAt[tx].Before(since) {
+			continue
+		}
 		checked++
 		if seen[tx] == 0 {
 			bad("drain: message %s (%s) answered 201 but missing", tx, c.messageID)

@@ -164,9 +164,10 @@ func resend(ctx context.Context, a *api, led *ledger) (int, error) {
 	return len(pend), nil
 }
 
-// drain reads the whole queue with a fresh group from the beginning (autoAck) and
-// returns every message in delivery order.
-func drain(ctx context.Context, a *api, group string) ([]popMessage, error) {
+// drain reads the queue with a fresh group (autoAck), from the beginning when since
+// is zero, else from a subscriptionFrom timestamp, and returns every message in
+// delivery order.
+func drain(ctx context.Context, a *api, group string, since time.Time) ([]popMessage, error) {
 	var all []popMessage
 	q := url.Values{}
 	q.Set("batch", "5000")
@@ -174,6 +175,9 @@ func drain(ctx context.Context, a *api, group string) ([]popMessage, error) {
 	q.Set("consumerGroup", group)
 	q.Set("autoAck", "true")
 	q.Set("subscriptionMode", "all")
+	if !since.IsZero() {
+		q.Set("subscriptionFrom", since.UTC().Format("2006-01-02T15:04:05.000000Z"))
+	}
 	for {
 		st, ans, err := a.pop(ctx, crashQueue, q)
 		if err != nil {
