@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestAppendStringEscapes(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"plain ASCII untouched", "orders-1.x_y", `"orders-1.x_y"`},
+		{"quote and backslash", `a"b\c`, `"a\"b\\c"`},
+		{"common controls use short escapes", "a\nb\rc\td", `"a\nb\rc\td"`},
+		{"other controls use \\u00XX", "\x00\x1f\x08", `"\u0000\u001f\u0008"`},
+		{"valid UTF-8 passes through", "héllo ☃ 𝄞", `"héllo ☃ 𝄞"`},
+		{"invalid UTF-8 becomes U+FFFD", "a\xffb\xc3", `"a\ufffdb\ufffd"`},
+		{"empty", "", `""`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, string(appendString(nil, c.in)))
+		})
+	}
+}
+
+func TestAppendTimeMicros(t *testing.T) {
+	cases := []struct {
+		name   string
+		micros int64
+		digits int
+		want   string
+	}{
+		{"createdAt keeps microseconds (spec 0.4)", 1785402764881042, 6, `"2026-07-30T09:12:44.881042Z"`},
+		{"other timestamps keep milliseconds", 1785402764881042, 3, `"2026-07-30T09:12:44.881Z"`},
+		{"leading zeros in the fraction", 1785402764000007, 6, `"2026-07-30T09:12:44.000007Z"`},
+		{"epoch", 0, 6, `"1970-01-01T00:00:00.000000Z"`},
+		{"before the epoch", -1, 6, `"1969-12-31T23:59:59.999999Z"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := string(appendTimeMicros(nil, c.micros, c.digits))
+			require.Equal(t, c.want, got)
+			parsed, err := time.Parse(time.RFC3339Nano, got[1:len(got)-1])
+			require.NoError(t, err)
+			if c.digits == 6 {
+				require.Equal(t, c.micros, parsed.UnixMicro())
+			}
+		})
+	}
+}
+
+func TestCreatedAtCacheFormatsEachTimestampOnce(t *testing.T) {
+	var c createdAtCache
+	b := c.append(nil, 1785402764881042)
+	b = c.append(b, 1785402764881042)
+	b = c.append(b, 1)
+	require.Equal(t, `"2026-07-30T09:12:44.881042Z""2026-07-30T09:12:44.881042Z""1970-01-01T00:00:00.000001Z"`, string(b))
+	allocs := testing.AllocsPerRun(100, func() { b = c.append(b[:0], 1785402764881042) })
+	require.Zero(t, allocs)
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", `q"b\`, "\x00\n\u2028", "é", "\xff\xfe", "𝄞"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendString(nil, s)
+		var back string
+		require.NoError(t, json.Unmarshal(out, &back), "%q -> %q", s, out)
+		if utf8.ValidString(s) {
+			require.Equal(t, s, back)
+		}
+	})
+}
+
+func FuzzPercentDecode(f *testing.F) {
+	for _, s := range []string{"", "a%2Fb", "%", "%zz", "%4", "a+b", "%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, ok := percentDecode([]byte(s))
+		if ok && len(out) > len(s) {
+			t.Fatalf("decoded %q longer than %q", out, s)
+		}
+	})
+}
