@@ -1,9 +1,8 @@
 package cursor
 
 import (
+	"encoding/binary"
 	"sync"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/combmq/comb/lease"
 )
@@ -43,9 +42,12 @@ func (sh *shard) init() {
 	sh.groups = make(map[string]string)
 }
 
+// shardIndex spreads keys by partition only (all groups of a partition share a
+// shard). Partition ids are UUIDv7: the first 8 bytes are mostly time, the last
+// 8 random, so a multiply-shift of both halves is enough.
 func shardIndex(k Key) int {
-	h := xxhash.Sum64(k.Partition[:]) ^ (xxhash.Sum64String(k.Group) * 0x9E3779B97F4A7C15)
-	return int(h & (numShards - 1))
+	h := (binary.LittleEndian.Uint64(k.Partition[:8]) ^ binary.LittleEndian.Uint64(k.Partition[8:])) * 0x9E3779B97F4A7C15
+	return int(h >> (64 - 6))
 }
 
 func (e *Engine) shardFor(k Key) *shard { return &e.shards[shardIndex(k)] }
@@ -73,6 +75,14 @@ func (sh *shard) internLocked(k Key) Key {
 // setLocked stores s under k (sh.mu held) and reports nothing: every call is a
 // change for the journal.
 func (sh *shard) setLocked(k Key, s lease.State) {
+	if s.Idle() {
+		// The ack path: an idle cursor moves forward and stays idle.
+		if _, ok := sh.cold[k]; ok {
+			sh.cold[k] = s.Committed
+			sh.dirty[k] = struct{}{}
+			return
+		}
+	}
 	old, existed := sh.getLocked(k)
 	if !existed {
 		k = sh.internLocked(k)
