@@ -1,0 +1,54 @@
+// Package broker is the engine behind the Queen v1 API: it ties the segment
+// logs (package segment), the cursor engine (package cursor) and the lease and
+// ack rules (package lease) together. It owns the queue registry and options,
+// push routing and deduplication, pop candidate selection (oldest ready
+// partition first), the long-poll wake gates, ack resolution with the DLQ,
+// transactions, seeks, group and queue deletion, and recovery after a crash.
+//
+// It must not know about HTTP: httpapi parses requests into the types of
+// api.go and encodes the results; every rule of spec sections 1-8 and seed 000
+// lives here or below.
+//
+// # Data directory
+//
+//	<data>/LOCK                      flock'd while a broker has the directory open
+//	<data>/meta/journal              the metadata journal (below)
+//	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
+//	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name)
+//	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages
+//
+// Queue and partition names never become paths.
+//
+// # Metadata journal
+//
+// Queues (id, name, labels, options, createdAt), partitions (id, queue id,
+// name, createdAt) and queue deletions, as an append-only file of framed
+// records, fsynced before the change is acknowledged:
+//
+//	0        4                 12
+//	+--------+-----------------+----------------------------+
+//	| len u32| xxhash64(body)  | body (len bytes)           |
+//	+--------+-----------------+----------------------------+
+//	body: kind u8 (1 queue put, 2 partition create, 3 queue delete) | id [16] | fields
+//
+// (field layout in meta_format.go). Replay stops at the first frame that is
+// short or fails its checksum and truncates the file there: only the tail can
+// be torn, because nothing is appended after an unacknowledged write.
+//
+// # Locks
+//
+// Lock order: registry (Broker.mu) → queue (queue.mu) → partition
+// (partition.mu, several in id order for a transaction) → ready structure
+// (groupReady.mu) / DLQ log (queue.dlqMu). The partition lock guards appends
+// and every read-modify-write of a (partition, group) State; there is no
+// global lock on the push, pop or ack paths. Parked long-polls hold no lock.
+//
+// # Durability
+//
+// Push answers after a group commit of every log it touched (segment.Committer);
+// only then are the messages visible to pops (partition.visible). Pop, ack,
+// extend and seek answer after cursor.Engine.Wait, i.e. after the checkpoint
+// holding their change is durable. DLQ entries are synced before the cursor
+// passes their message. A transaction's commit point is its durable redo
+// record (see Transaction and docs/architecture.md).
+package broker
