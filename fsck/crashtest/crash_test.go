@@ -31,9 +31,14 @@ func envInt(name string, def int) int {
 type fsckJSON struct {
 	ExitCode int `json:"exitCode"`
 	Findings []struct {
-		Kind     string `json:"kind"`
-		Severity string `json:"severity"`
-		Detail   string `json:"detail"`
+		Kind        string `json:"kind"`
+		Severity    string `json:"severity"`
+		Detail      string `json:"detail"`
+		File        string `json:"file"`
+		StartByte   int64  `json:"startByte"`
+		EndByte     int64  `json:"endByte"`
+		FirstOffset uint64 `json:"firstOffset"`
+		LastOffset  uint64 `json:"lastOffset"`
 	} `json:"findings"`
 }
 

@@ -1,0 +1,363 @@
+//go:build crash
+
+package crashtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The damage tests (issue 5) run the real binary on a stopped data directory that
+// was written by a real server and then damaged the way disks and operators do.
+
+const damageQueue = "dmg"
+
+func pushN(t *testing.T, a *api, partition string, first, n, perPush int, payload func(i int) any) []string {
+	t.Helper()
+	var txids []string
+	for i := first; i < first+n; i += perPush {
+		var items []pushItem
+		for j := i; j < min(first+n, i+perPush); j++ {
+			tx := fmt.Sprintf("%s-%d", partition, j)
+			b, err := json.Marshal(payload(j))
+			require.NoError(t, err)
+			items = append(items, pushItem{Queue: damageQueue, Partition: partition, TransactionID: tx, Payload: b})
+			txids = append(txids, tx)
+		}
+		st, res, err := a.push(context.Background(), items)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, st)
+		for _, r := range res {
+			require.Equal(t, "queued", r.Status)
+		}
+	}
+	return txids
+}
+
+// popAll drains with autoAck: group "" is queue mode; partition "" is a wildcard pop.
+func popAll(t *testing.T, a *api, group, partition string) (msgs []popMessage, status int) {
+	t.Helper()
+	q := url.Values{}
+	q.Set("batch", "1000")
+	q.Set("partitions", "100")
+	q.Set("autoAck", "true")
+	if group != "" {
+		q.Set("consumerGroup", group)
+	}
+	path := "/api/v1/pop/queue/" + damageQueue
+	if partition != "" {
+		path += "/partition/" + url.PathEscape(partition)
+	}
+	for range 10000 {
+		st, b, err := a.do(context.Background(), http.MethodGet, path+"?"+q.Encode(), nil)
+		require.NoError(t, err)
+		if st != http.StatusOK {
+			return msgs, st
+		}
+		var ans popAnswer
+		require.NoError(t, json.Unmarshal(b, &ans))
+		msgs = append(msgs, ans.Messages...)
+	}
+	t.Fatal("popAll did not finish")
+	return nil, 0
+}
+
+func fsckJSONRun(t *testing.T, args ...string) (int, fsckJSON, string) {
+	t.Helper()
+	code, out, errOut := runComb(t, 2*time.Minute, append([]string{"fsck", "--json"}, args...)...)
+	var rep fsckJSON
+	if code <= 2 {
+		require.NoErrorf(t, json.Unmarshal([]byte(out), &rep), "fsck --json: %s %s", out, errOut)
+	}
+	return code, rep, out + errOut
+}
+
+// segFilesByMtime lists every *.seg under dir, oldest modification first.
+func segFilesByMtime(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	require.NoError(t, filepath.WalkDir(filepath.Join(dir, "partitions"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".seg") {
+			files = append(files, p)
+		}
+		return err
+	}))
+	sort.Slice(files, func(i, j int) bool {
+		a, _ := os.Stat(files[i])
+		b, _ := os.Stat(files[j])
+		return a.ModTime().Before(b.ModTime())
+	})
+	return files
+}
+
+func appendTo(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestCrashDamageGarbageTail: zero bytes and garbage after the last segment are a
+// torn tail: fsck exits 1, and a server started without --repair truncates it
+// itself and serves every message.
+func TestCrashDamageGarbageTail(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	srv := newServer(t, data)
+	require.NoError(t, srv.start(30*time.Second))
+	defer srv.kill()
+	a := newAPI(srv.url(), 4)
+	for p := 0; p < 5; p++ {
+		pushN(t, a, fmt.Sprintf("p%d", p), 0, 100, 25, func(i int) any { return map[string]int{"i": i} })
+	}
+	require.NoError(t, srv.stop(30*time.Second))
+
+	segs := segFilesByMtime(t, data)
+	require.NotEmpty(t, segs)
+	garbage := make([]byte, 91)
+	_, _ = rand.Read(garbage)
+	appendTo(t, segs[len(segs)-1], append(make([]byte, 37), garbage...))
+
+	code, rep, out := fsckJSONRun(t, data)
+	assert.Equal(t, 1, code, out)
+	require.Len(t, rep.Findings, 1, out)
+	assert.Equal(t, "torn_tail", rep.Findings[0].Kind)
+
+	require.NoError(t, srv.start(30*time.Second))
+	a = newAPI(srv.url(), 4)
+	msgs, st := popAll(t, a, "", "")
+	assert.Equal(t, http.StatusNoContent, st)
+	assert.Len(t, msgs, 500, "every message is served after the automatic truncation")
+	require.NoError(t, srv.stop(30*time.Second))
+	code, _, out = fsckJSONRun(t, data)
+	assert.Equal(t, 0, code, "the server's own recovery cut the tail: %s", out)
+}
+
+// TestCrashDamageFlippedBitSealed: a flipped bit in a sealed segment file is reported
+// with its exact file and byte range, and the server never serves the partition
+// with the damaged range silently skipped.
+func TestCrashDamageFlippedBitSealed(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	srv := newServer(t, data)
+	require.NoError(t, srv.start(30*time.Second))
+	defer srv.kill()
+	a := newAPI(srv.url(), 4)
+	// ~96 MiB of barely compressible payloads: more than one 64 MiB segment file.
+	chunk := make([]byte, 768<<10)
+	big := pushN(t, a, "big", 0, 128, 1, func(i int) any {
+		_, _ = rand.Read(chunk)
+		return map[string]any{"i": i, "blob": base64.StdEncoding.EncodeToString(chunk)}
+	})
+	pushN(t, a, "small", 0, 10, 5, func(i int) any { return i })
+	require.NoError(t, srv.stop(30*time.Second))
+
+	var sealed string
+	for _, s := range segFilesByMtime(t, data) {
+		files, _ := filepath.Glob(filepath.Join(filepath.Dir(s), "*.seg"))
+		if len(files) >= 2 {
+			sort.Strings(files)
+			sealed = files[0]
+			break
+		}
+	}
+	require.NotEmpty(t, sealed, "a partition with a sealed file")
+	st, err := os.Stat(sealed)
+	require.NoError(t, err)
+	flipAt := st.Size() / 2
+	flipBitAt(t, sealed, flipAt)
+
+	code, rep, out := fsckJSONRun(t, data)
+	assert.Equal(t, 2, code, out)
+	var hit bool
+	for _, f := range rep.Findings {
+		if f.Kind == "corrupt_segment" {
+			hit = true
+			assert.Equal(t, filepath.Base(sealed), filepath.Base(f.File))
+			assert.LessOrEqual(t, f.StartByte, flipAt)
+			assert.Greater(t, f.EndByte, flipAt)
+			assert.Less(t, f.EndByte-f.StartByte, int64(2<<20), "the range is one ~1 MiB segment, not the 64 MiB file")
+			assert.NotZero(t, f.FirstOffset)
+			assert.Equal(t, "damaged", f.Severity)
+		}
+	}
+	assert.True(t, hit, out)
+
+	// The server must refuse (not start, or fail that partition) or serve only up to
+	// the damage; it must never deliver messages after the damaged range while the
+	// range itself is missing.
+	if err := srv.start(30 * time.Second); err != nil {
+		t.Logf("server refused the damaged directory: %v", err)
+		return
+	}
+	a = newAPI(srv.url(), 4)
+	msgs, status := popAll(t, a, "", "big")
+	t.Logf("server started; pop of the damaged partition delivered %d of %d messages, then answered %d", len(msgs), len(big), status)
+	got := map[string]bool{}
+	for _, m := range msgs {
+		got[m.TransactionID] = true
+	}
+	firstMissing := -1
+	for i, tx := range big {
+		if !got[tx] && firstMissing < 0 {
+			firstMissing = i
+		}
+		if got[tx] && firstMissing >= 0 {
+			t.Fatalf("message %s delivered after %s was skipped: the damaged middle was dropped silently", tx, big[firstMissing])
+		}
+	}
+	assert.NotEqual(t, -1, firstMissing, "the damaged range cannot have been delivered")
+}
+
+func flipBitAt(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	b := []byte{0}
+	_, err = f.ReadAt(b, at)
+	require.NoError(t, err)
+	b[0] ^= 0x04
+	_, err = f.WriteAt(b, at)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+}
+
+// TestCrashDamageIndex: a deleted or truncated index is rebuilt by the next start,
+// and only that file changes.
+func TestCrashDamageIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(path string) error
+		kind   string
+	}{
+		{"deleted index", os.Remove, "index_missing"},
+		{"truncated index", func(p string) error { return os.Truncate(p, 40) }, "index_stale"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			srv := newServer(t, data)
+			require.NoError(t, srv.start(30*time.Second))
+			defer srv.kill()
+			a := newAPI(srv.url(), 4)
+			for p := 0; p < 3; p++ {
+				pushN(t, a, fmt.Sprintf("p%d", p), 0, 200, 10, func(i int) any { return map[string]int{"i": i} })
+			}
+			require.NoError(t, srv.stop(30*time.Second))
+
+			segs := segFilesByMtime(t, data)
+			victim := strings.TrimSuffix(segs[0], ".seg") + ".idx"
+			before := snapshotFiles(t, filepath.Join(data, "partitions"))
+			require.NoError(t, tc.damage(victim))
+
+			code, rep, out := fsckJSONRun(t, data)
+			assert.Equal(t, 1, code, out)
+			require.Len(t, rep.Findings, 1, out)
+			assert.Equal(t, tc.kind, rep.Findings[0].Kind)
+
+			require.NoError(t, srv.start(30*time.Second))
+			a = newAPI(srv.url(), 4)
+			msgs, _ := popAll(t, a, "", "")
+			assert.Len(t, msgs, 600)
+			require.NoError(t, srv.stop(30*time.Second))
+
+			after := snapshotFiles(t, filepath.Join(data, "partitions"))
+			for name, b := range before {
+				if name == victim || strings.HasSuffix(name, "dedup.idx") {
+					continue // the victim is rebuilt; dedup.idx is a cache pops may extend
+				}
+				assert.Equalf(t, b, after[name], "%s unchanged", name)
+			}
+			assert.Contains(t, after, victim, "the index is back")
+			code, _, out = fsckJSONRun(t, data)
+			assert.Equal(t, 0, code, out)
+		})
+	}
+}
+
+// TestCrashDamageCursorAhead: a cursor journal newer than the segment data (a
+// partition directory restored from an older copy) has cursors past the high-water
+// mark: fsck reports them, the server clamps them, and pops resume with new pushes.
+func TestCrashDamageCursorAhead(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	srv := newServer(t, data)
+	require.NoError(t, srv.start(30*time.Second))
+	defer srv.kill()
+	a := newAPI(srv.url(), 4)
+	pushN(t, a, "p", 0, 40, 10, func(i int) any { return i })
+	require.NoError(t, srv.stop(30*time.Second))
+	old := filepath.Join(t.TempDir(), "partitions-copy")
+	require.NoError(t, os.CopyFS(old, os.DirFS(filepath.Join(data, "partitions"))))
+
+	require.NoError(t, srv.start(30*time.Second))
+	a = newAPI(srv.url(), 4)
+	pushN(t, a, "p", 40, 60, 10, func(i int) any { return i })
+	msgs, _ := popAll(t, a, "g", "")
+	require.Len(t, msgs, 100, "group g consumed everything: its cursor is at 100")
+	require.NoError(t, srv.stop(30*time.Second))
+
+	// Restore the older partition data under the newer cursor journal.
+	require.NoError(t, os.RemoveAll(filepath.Join(data, "partitions")))
+	require.NoError(t, os.CopyFS(filepath.Join(data, "partitions"), os.DirFS(old)))
+
+	code, rep, out := fsckJSONRun(t, data)
+	assert.Equal(t, 1, code, out)
+	var past int
+	for _, f := range rep.Findings {
+		if f.Kind == "cursor_past_end" {
+			past++
+		}
+	}
+	assert.GreaterOrEqual(t, past, 1, out)
+
+	require.NoError(t, srv.start(30*time.Second))
+	a = newAPI(srv.url(), 4)
+	bad, err := a.negativeLags(context.Background(), "g")
+	require.NoError(t, err)
+	assert.Empty(t, bad, "no cursor past its high-water mark after the start")
+	fresh := make([]string, 0, 5)
+	for i := 0; i < 5; i++ {
+		fresh = append(fresh, fmt.Sprintf("fresh-%d", i))
+	}
+	var items []pushItem
+	for _, tx := range fresh {
+		items = append(items, pushItem{Queue: damageQueue, Partition: "p", TransactionID: tx, Payload: json.RawMessage(`{"fresh":true}`)})
+	}
+	st, _, err := a.push(context.Background(), items)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, st)
+	msgs, _ = popAll(t, a, "g", "")
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.TransactionID)
+	}
+	assert.Equal(t, fresh, got, "pops resume at the clamped cursor: the new messages are delivered")
+}
+
+// snapshotFiles maps every file under dir to its bytes.
+func snapshotFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = b
+		return err
+	}))
+	return out
+}
