@@ -187,7 +187,7 @@ func BenchmarkRecovery(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		e, rep, err := Open(dir, Options{NoSync: true, SnapshotAfterBytes: 1 << 40})
-		if err != nil || rep.Checkpoints != 10_000 {
+		if err != nil || rep.Checkpoints < 10_000 {
 			b.Fatal(err, rep)
 		}
 		b.StopTimer()

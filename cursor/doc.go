@@ -11,8 +11,10 @@
 //
 // Changes are applied in memory at once. A single writer goroutine collects
 // every change since the previous collection into one checkpoint and makes it
-// durable with one write and one fdatasync: immediately when a caller is blocked
-// in Wait, and at least every CheckpointInterval (5 ms) while anything changed.
+// durable with one write and one fdatasync (raw syscalls, so the writer keeps
+// its scheduler P and releases waiters without queueing behind callers):
+// immediately when a caller is blocked in Wait, and at least every
+// CheckpointInterval (5 ms) while anything changed.
 // Wait returns once the checkpoint holding the caller's earlier changes is
 // durable, so ten thousand acks inside one window cost one write and one sync.
 //

@@ -13,7 +13,8 @@ import (
 // place, and the directory fsync'd; a crash at any point leaves either no
 // snapshot (the journals it would replace are still there) or a complete one.
 // State changed after upTo may be included too: those keys are also in a later
-// checkpoint, and replay is last-writer-wins.
+// checkpoint, and replay is last-writer-wins. Once the snapshot is durable the
+// journals and snapshots it replaces are deleted.
 func (e *Engine) writeSnapshot(upTo uint64, recs [][]byte) error {
 	enc := newEncoder()
 	enc.begin(kindSnapshot, upTo)
