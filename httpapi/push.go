@@ -60,7 +60,11 @@ func itemsTypeMessage(field, prefix string) string {
 	if !strings.HasPrefix(field, prefix) {
 		return "items array is required"
 	}
-	switch field[strings.LastIndexByte(field, '.')+1:] {
+	last := field[strings.LastIndexByte(field, '.')+1:]
+	if last != "" && strings.Trim(last, "0123456789") == "" {
+		return "Queue must be a string" // the item itself is not an object: it has no queue
+	}
+	switch last {
 	case "queue":
 		return "Queue must be a string"
 	case "partition":

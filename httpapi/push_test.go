@@ -84,6 +84,8 @@ func TestPushBadInputIsRejectedWholeWithTheSpecMessage(t *testing.T) {
 		{"items not an array", `{"items":{"queue":"q"}}`, "items array is required"},
 		{"body not an object", `[1,2]`, "items array is required"},
 		{"queue missing", `{"items":[{"payload":1}]}`, "Queue must be a string"},
+		{"item not an object", `{"items":[{"queue":"q"},"q"]}`, "Queue must be a string"},
+		{"item null", `{"items":[null]}`, "Queue must be a string"},
 		{"queue not a string", `{"items":[{"queue":"a"},{"queue":7}]}`, "Queue must be a string"},
 		{"queue null", `{"items":[{"queue":null}]}`, "Queue must be a string"},
 		{"partition not a string", `{"items":[{"queue":"q","partition":1}]}`, "Partition must be a string"},

@@ -104,13 +104,12 @@ func New(b Backend, cfg Config) *Server {
 		WriteTimeout: 2 * time.Minute,
 		IdleTimeout:  5 * time.Minute,
 		// Every client keeps many long-polls open at once (spec 0.1).
-		Concurrency:                   1 << 20,
-		ReadBufferSize:                16 << 10,
-		NoDefaultContentType:          true,
-		DisablePreParseMultipartForm:  true,
-		DisableHeaderNamesNormalizing: false,
-		CloseOnShutdown:               true,
-		Logger:                        fasthttpLogger{s},
+		Concurrency:                  1 << 20,
+		ReadBufferSize:               16 << 10,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{s},
 	}
 	return s
 }
