@@ -193,11 +193,11 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	var sets []newState
 	for _, k := range keys {
 		acks := acksBy[k]
-		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }); err != nil {
-			return res, err
-		}
 		ck := cursor.Key{Partition: k.p.id, Group: k.group}
 		pre, had := b.cur.Get(ck)
+		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, pre.Lease); err != nil {
+			return res, err
+		}
 		st := pre
 		out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
 		var dlq []dlqItem
