@@ -1,0 +1,342 @@
+package fsck
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/segment"
+)
+
+// DumpOptions selects what Dump prints. Zero values mean "no filter".
+type DumpOptions struct {
+	Queue       string // queue name (needs the metadata journal)
+	Partition   string // partition name within Queue
+	PartitionID string // a partition id (the directory name); wins over Queue/Partition
+	DLQ         bool   // also dump the dead-letter logs of the selected queues
+
+	FromOffset, ToOffset uint64 // inclusive offset range
+	FromMicros, ToMicros int64  // inclusive range of segment timestamps, µs since the epoch
+
+	Segments bool // print one line per segment
+	Records  bool // print one line per record
+	Index    bool // print one line per index entry
+	Payload  bool // include payloads in record lines
+}
+
+// DumpStats counts what Dump printed.
+type DumpStats struct {
+	Partitions, Segments, Records, IndexEntries int64
+}
+
+// Dump line shapes (JSON lines, one object each, usable with jq; the "type" field
+// says which). Times are RFC 3339 with microseconds, UTC; *Micros fields the same
+// instant as integers.
+type (
+	dumpPartition struct {
+		Type        string `json:"type"` // "partition"
+		Queue       string `json:"queue"`
+		Partition   string `json:"partition"`
+		PartitionID string `json:"partitionId"`
+		DLQ         bool   `json:"dlq,omitempty"`
+		Dir         string `json:"dir"`
+		FirstOffset uint64 `json:"firstOffset"`
+		NextOffset  uint64 `json:"nextOffset"`
+		Files       int    `json:"files"`
+	}
+	dumpSegment struct {
+		Type        string `json:"type"` // "segment"
+		PartitionID string `json:"partitionId"`
+		File        string `json:"file"`
+		Pos         int64  `json:"pos"`
+		Bytes       int64  `json:"bytes"`
+		FirstOffset uint64 `json:"firstOffset"`
+		LastOffset  uint64 `json:"lastOffset"`
+		Count       uint32 `json:"count"`
+		CreatedAt   string `json:"createdAt"`
+		TsMicros    int64  `json:"tsMicros"`
+		Codec       string `json:"codec,omitempty"`
+	}
+	// dumpRecord is also what Replay reads back from a dump file.
+	dumpRecord struct {
+		Type          string          `json:"type"` // "record"
+		Queue         string          `json:"queue"`
+		Partition     string          `json:"partition"`
+		PartitionID   string          `json:"partitionId"`
+		DLQ           bool            `json:"dlq,omitempty"`
+		Offset        uint64          `json:"offset"`
+		ID            string          `json:"id"`
+		TransactionID string          `json:"transactionId"`
+		TraceID       *string         `json:"traceId"`
+		ProducerSub   *string         `json:"producerSub"`
+		CreatedAt     string          `json:"createdAt"`
+		TsMicros      int64           `json:"tsMicros"`
+		PayloadBytes  int             `json:"payloadBytes"`
+		Payload       json.RawMessage `json:"payload,omitempty"` // with --payload only
+		Extra         string          `json:"extra,omitempty"`   // base64; DLQ metadata
+	}
+	dumpIndex struct {
+		Type        string `json:"type"` // "index"
+		PartitionID string `json:"partitionId"`
+		File        string `json:"file"`
+		Entry       int    `json:"entry"`
+		FirstOffset uint64 `json:"firstOffset"`
+		LastOffset  uint64 `json:"lastOffset"`
+		Pos         int64  `json:"pos"`
+		TsMicros    int64  `json:"tsMicros"`
+		Count       uint32 `json:"count"`
+	}
+)
+
+// Dump prints the selected logs of dataDir as JSON lines to w. It never writes to
+// dataDir and takes no lock, so it is safe on a live server's directory (the newest
+// segment being appended may then be cut short). A filter that names a queue,
+// partition or id the directory does not hold returns ErrNotFound.
+func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
+	var st DumpStats
+	if !opts.Segments && !opts.Records && !opts.Index {
+		opts.Segments, opts.Records = true, true
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return st, err
+	}
+	if err := isDataDir(abs); err != nil {
+		return st, err
+	}
+	logs, names, err := selectLogs(abs, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ)
+	if err != nil {
+		return st, err
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, d := range logs {
+		if err := dumpLog(abs, d, names[d.Rel], opts, enc, &st); err != nil {
+			_ = bw.Flush()
+			return st, fmt.Errorf("%s: %w", d.Rel, err)
+		}
+	}
+	return st, bw.Flush()
+}
+
+// selectLogs returns the log directories a filter selects, with their names.
+func selectLogs(dataDir, queue, partition, partitionID string, dlq bool) ([]logDir, map[string]partInfo, error) {
+	all, err := listLogs(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta, merr := readMeta(dataDir)
+	names := map[string]partInfo{}
+	for _, d := range all {
+		if meta == nil {
+			continue
+		}
+		if d.DLQ {
+			names[d.Rel] = partInfo{ID: d.ID, QueueID: d.ID, Queue: meta.Queues[d.ID], Name: "(dlq)"}
+		} else if p, ok := meta.Partitions[d.ID]; ok {
+			names[d.Rel] = p
+		}
+	}
+	var out []logDir
+	switch {
+	case partitionID != "":
+		id, err := uuid.Parse(partitionID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("partition id %q: %w", partitionID, err)
+		}
+		for _, d := range all {
+			if d.ID == id && !d.DLQ {
+				out = append(out, d)
+			}
+		}
+	case queue != "" || partition != "":
+		if meta == nil {
+			return nil, nil, fmt.Errorf("selecting by queue or partition name needs the metadata journal: %w (use --partition-id)", merr)
+		}
+		for _, d := range all {
+			n := names[d.Rel]
+			if (queue == "" || n.Queue == queue) && (partition == "" || (!d.DLQ && n.Name == partition)) && (!d.DLQ || dlq) {
+				out = append(out, d)
+			}
+		}
+	default:
+		for _, d := range all {
+			if !d.DLQ || dlq {
+				out = append(out, d)
+			}
+		}
+	}
+	if len(out) == 0 && (partitionID != "" || queue != "" || partition != "") {
+		return nil, nil, fmt.Errorf("queue %q partition %q id %q: %w", queue, partition, partitionID, ErrNotFound)
+	}
+	return out, names, nil
+}
+
+func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
+	files, err := listSegFiles(d.Path)
+	if err != nil {
+		return err
+	}
+	st.Partitions++
+	pid := idString(d.ID)
+	first, next := uint64(0), uint64(0)
+	if len(files) > 0 {
+		first = files[0].FirstOffset
+	}
+	part := dumpPartition{Type: "partition", Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: d.DLQ, Dir: d.Rel, Files: len(files)}
+	inRange := func(firstOff, lastOff uint64, ts int64) bool {
+		return (opts.ToOffset == 0 || firstOff <= opts.ToOffset) && lastOff >= opts.FromOffset &&
+			(opts.FromMicros == 0 || ts >= opts.FromMicros) && (opts.ToMicros == 0 || ts <= opts.ToMicros)
+	}
+	if len(files) > 0 {
+		next = indexEnd(d.Path, files[len(files)-1])
+	}
+	part.FirstOffset, part.NextOffset = first, next
+	if err := enc.Encode(part); err != nil {
+		return err
+	}
+	if opts.Index {
+		for _, f := range files {
+			if err := dumpIndexFile(d, f, inRange, enc, st); err != nil {
+				return err
+			}
+		}
+	}
+	if !opts.Segments && !opts.Records {
+		return nil
+	}
+	var werr error
+	err = scanSegments(d.Path, opts.FromOffset, func(s segInfo, msgs []segment.Message) bool {
+		last := s.FirstOffset + uint64(s.Count) - 1
+		if opts.ToOffset != 0 && s.FirstOffset > opts.ToOffset {
+			return false
+		}
+		if !inRange(s.FirstOffset, last, s.TsMicros) {
+			return true
+		}
+		created := formatMicros(s.TsMicros)
+		if opts.Segments {
+			st.Segments++
+			werr = enc.Encode(dumpSegment{Type: "segment", PartitionID: pid, File: s.File, Pos: s.Pos, Bytes: s.Bytes,
+				FirstOffset: s.FirstOffset, LastOffset: last, Count: s.Count, CreatedAt: created, TsMicros: s.TsMicros, Codec: s.Codec})
+		}
+		if opts.Records {
+			for i := range msgs {
+				m := &msgs[i]
+				if m.Offset < opts.FromOffset || (opts.ToOffset != 0 && m.Offset > opts.ToOffset) || werr != nil {
+					continue
+				}
+				st.Records++
+				werr = enc.Encode(recordLine(n, pid, d.DLQ, created, m, opts.Payload))
+			}
+		}
+		return werr == nil
+	})
+	if werr != nil {
+		return werr
+	}
+	return err
+}
+
+func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) dumpRecord {
+	r := dumpRecord{Type: "record", Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: dlq, Offset: m.Offset,
+		ID: uuid.UUID(m.ID).String(), TransactionID: m.TransactionID, CreatedAt: created, TsMicros: m.TimestampMicros,
+		PayloadBytes: len(m.Payload)}
+	if m.TraceID != "" {
+		s := m.TraceID
+		r.TraceID = &s
+	}
+	if m.ProducerSub != "" {
+		s := m.ProducerSub
+		r.ProducerSub = &s
+	}
+	if payload {
+		if json.Valid(m.Payload) {
+			r.Payload = json.RawMessage(m.Payload)
+		} else {
+			// Not JSON (an encrypted payload): keep it as a JSON string of base64.
+			b, _ := json.Marshal(base64.StdEncoding.EncodeToString(m.Payload))
+			r.Payload = b
+		}
+	}
+	if len(m.Extra) > 0 {
+		r.Extra = base64.StdEncoding.EncodeToString(m.Extra)
+	}
+	return r
+}
+
+// dumpIndexFile prints the valid entries of one "<base>.idx" file, read-only.
+func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) bool, enc *json.Encoder, st *DumpStats) error {
+	name := strings.TrimSuffix(f.Name, segExt) + idxExt
+	b, err := os.ReadFile(filepath.Join(d.Path, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if index.CheckHeader(b, f.FirstOffset) != nil {
+		return nil
+	}
+	body := b[index.HeaderSize:]
+	n := index.ValidEntries(body, f.FirstOffset)
+	for i := 0; i < n; i++ {
+		e, _ := index.DecodeEntry(body[i*index.EntrySize:])
+		if !inRange(e.Base, e.Last(), e.TimestampMicros) {
+			continue
+		}
+		st.IndexEntries++
+		if err := enc.Encode(dumpIndex{Type: "index", PartitionID: idString(d.ID), File: name, Entry: i,
+			FirstOffset: e.Base, LastOffset: e.Last(), Pos: e.Pos, TsMicros: e.TimestampMicros, Count: e.Count}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexEnd is one past the last offset the index of segment file f covers (the
+// file's first offset when the index is missing or empty).
+func indexEnd(dir string, f fileSummary) uint64 {
+	b, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(f.Name, segExt)+idxExt))
+	if err != nil || index.CheckHeader(b, f.FirstOffset) != nil {
+		return f.FirstOffset
+	}
+	body := b[index.HeaderSize:]
+	n := index.ValidEntries(body, f.FirstOffset)
+	if n == 0 {
+		return f.FirstOffset
+	}
+	e, _ := index.DecodeEntry(body[(n-1)*index.EntrySize:])
+	return e.Last() + 1
+}
+
+// formatMicros renders µs since the epoch as the API's createdAt (6 fractional digits, Z).
+func formatMicros(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// ParseTime accepts RFC 3339 / ISO 8601 (with or without fraction, "Z" or an offset),
+// a date (2006-01-02), or an integer of µs since the epoch, and returns µs.
+func ParseTime(s string) (int64, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMicro(), nil
+		}
+	}
+	var us int64
+	if _, err := fmt.Sscanf(s, "%d", &us); err == nil && fmt.Sprint(us) == s {
+		return us, nil
+	}
+	return 0, fmt.Errorf("time %q: want RFC 3339 (2026-07-30T09:12:44Z), a date, or µs since the epoch", s)
+}

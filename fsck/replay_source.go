@@ -1,0 +1,237 @@
+package fsck
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/combmq/comb/segment"
+)
+
+// fromDataDir replays the selected partitions of an offline data directory,
+// Concurrency partitions at a time, each from its resume offset in offset order.
+func (r *replayer) fromDataDir(ctx context.Context) error {
+	abs, err := filepath.Abs(r.opts.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := isDataDir(abs); err != nil {
+		return err
+	}
+	logs, names, err := selectLogs(abs, r.opts.Queue, r.opts.Partition, "", false)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, d := range logs {
+		files, err := listSegFiles(d.Path)
+		if err != nil || len(files) == 0 {
+			continue
+		}
+		n := names[d.Rel]
+		from := max(files[0].FirstOffset, r.state.done(stateKey(n.Queue, n.Name))+1)
+		if end := indexEnd(d.Path, files[len(files)-1]); end > from {
+			total += int64(end - from)
+		}
+	}
+	r.newBar(total)
+	r.stats.Partitions = len(logs)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan logDir)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	for i := 0; i < r.opts.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range work {
+				if err := r.replayLog(ctx, d, names[d.Rel]); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, d := range logs {
+		select {
+		case work <- d:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
+	if n.Queue == "" || n.Name == "" {
+		return fmt.Errorf("%s: the metadata journal does not name this partition, so it cannot be pushed by name", d.Rel)
+	}
+	s := r.newSender(n.Queue, n.Name)
+	from := r.state.done(s.key) + 1
+	var err error
+	serr := scanSegments(d.Path, from, func(seg segInfo, msgs []segment.Message) bool {
+		if r.opts.ToMicros != 0 && seg.TsMicros > r.opts.ToMicros {
+			return false // timestamps never decrease within a partition
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			if m.Offset < from {
+				continue
+			}
+			// The payload bytes alias scan memory valid only inside this callback.
+			rec := replayRecord{Offset: m.Offset, TsMicros: m.TimestampMicros, TransactionID: m.TransactionID,
+				TraceID: m.TraceID, Payload: append(json.RawMessage(nil), m.Payload...)}
+			if err = s.add(ctx, rec); err != nil {
+				return false
+			}
+		}
+		return ctx.Err() == nil
+	})
+	if err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("%s: %w", d.Rel, serr)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.flush(ctx)
+}
+
+// fromDump replays a `comb dump --payload` file. Lines are read in order; each run of
+// records of one partition becomes a stream pushed by its own goroutine, at most
+// Concurrency streams at a time, and a partition whose records appear again later
+// waits for its previous stream, so per-partition order is the file's.
+func (r *replayer) fromDump(ctx context.Context) error {
+	var in io.Reader = os.Stdin
+	if r.opts.DumpFile != "-" {
+		f, err := os.Open(r.opts.DumpFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	r.newBar(-1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	fail := func(err error) { once.Do(func() { firstErr = err; cancel() }) }
+	lastDone := map[string]chan struct{}{} // key → closed when its latest stream finished
+	seen := map[string]bool{}
+	var cur chan replayRecord
+	curKey := ""
+	endStream := func() {
+		if cur != nil {
+			close(cur)
+			cur = nil
+		}
+	}
+	startStream := func(queue, partition string) {
+		key := stateKey(queue, partition)
+		prev := lastDone[key]
+		done := make(chan struct{})
+		lastDone[key] = done
+		ch := make(chan replayRecord, 256)
+		cur, curKey = ch, key
+		if !seen[key] {
+			seen[key] = true
+			r.stats.Partitions++
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer close(done)
+			if prev != nil {
+				<-prev
+			}
+			s := r.newSender(queue, partition)
+			for rec := range ch {
+				if ctx.Err() != nil {
+					continue // drain so the reader never blocks
+				}
+				if err := s.add(ctx, rec); err != nil {
+					fail(err)
+				}
+			}
+			if ctx.Err() == nil {
+				if err := s.flush(ctx); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	line := 0
+	var readErr error
+	for sc.Scan() && ctx.Err() == nil {
+		line++
+		var rec dumpRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			readErr = fmt.Errorf("%w: line %d: %v", ErrBadDump, line, err)
+			break
+		}
+		if rec.Type != "record" || rec.DLQ {
+			continue
+		}
+		if (r.opts.Queue != "" && rec.Queue != r.opts.Queue) || (r.opts.Partition != "" && rec.Partition != r.opts.Partition) {
+			continue
+		}
+		if rec.Payload == nil && rec.PayloadBytes > 0 {
+			readErr = fmt.Errorf("%w: line %d: record without payload (make the dump with --payload)", ErrBadDump, line)
+			break
+		}
+		if rec.Queue == "" || rec.Partition == "" {
+			readErr = fmt.Errorf("%w: line %d: record without queue and partition names", ErrBadDump, line)
+			break
+		}
+		if key := stateKey(rec.Queue, rec.Partition); cur == nil || key != curKey {
+			endStream()
+			startStream(rec.Queue, rec.Partition)
+		}
+		trace := ""
+		if rec.TraceID != nil {
+			trace = *rec.TraceID
+		}
+		select {
+		case cur <- replayRecord{Offset: rec.Offset, TsMicros: rec.TsMicros, TransactionID: rec.TransactionID, TraceID: trace, Payload: rec.Payload}:
+		case <-ctx.Done():
+		}
+	}
+	if readErr == nil {
+		readErr = sc.Err()
+	}
+	endStream()
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return ctx.Err()
+}
