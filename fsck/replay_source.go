@@ -81,6 +81,9 @@ func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
 	}
 	s := r.newSender(n.Queue, n.Name)
 	from := r.state.done(s.key) + 1
+	if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
+		r.skip.Add(int64(from - files[0].FirstOffset))
+	}
 	var err error
 	serr := scanSegments(d.Path, from, func(seg segInfo, msgs []segment.Message) bool {
 		if r.opts.ToMicros != 0 && seg.TsMicros > r.opts.ToMicros {

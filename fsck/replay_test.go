@@ -1,0 +1,170 @@
+package fsck
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
+// transactionId) like a real broker, records arrival order per partition, and can
+// be told to fail every push after a number of accepted ones.
+type fakeTarget struct {
+	mu        sync.Mutex
+	order     map[string][]string // "queue/partition" → transactionIds in arrival order
+	seen      map[string]bool
+	requests  int
+	failAfter int // accepted requests before answering 500 to everything; 0 = never
+	lastBody  []map[string]any
+}
+
+func newFakeTarget() *fakeTarget {
+	return &fakeTarget{order: map[string][]string{}, seen: map[string]bool{}}
+}
+
+func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/api/v1/push" {
+		http.NotFound(w, r)
+		return
+	}
+	var body struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failAfter > 0 && f.requests >= f.failAfter {
+		http.Error(w, `{"error":"storage unavailable"}`, http.StatusInternalServerError)
+		return
+	}
+	f.requests++
+	f.lastBody = body.Items
+	res := make([]map[string]any, len(body.Items))
+	for i, it := range body.Items {
+		k := fmt.Sprintf("%v/%v", it["queue"], it["partition"])
+		key := k + "/" + fmt.Sprint(it["transactionId"])
+		status := "queued"
+		if f.seen[key] {
+			status = "duplicate"
+		} else {
+			f.seen[key] = true
+			f.order[k] = append(f.order[k], fmt.Sprint(it["transactionId"]))
+		}
+		res[i] = map[string]any{"index": i, "status": status, "transactionId": it["transactionId"]}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+// TestReplayResumesWithoutDuplicates: a replay interrupted by a failing target
+// resumes from its state file; every message reaches the target exactly once, in
+// per-partition push order, with its transactionId and payload (issue 5).
+func TestReplayResumesWithoutDuplicates(t *testing.T) {
+	for _, source := range []string{"data-dir", "dump-file"} {
+		t.Run(source, func(t *testing.T) {
+			d := newBrokerDir(t, "orders", 3, 95, 10)
+			d.withNames(t)
+			target := newFakeTarget()
+			target.failAfter = 7 // dies part-way through
+			srv := httptest.NewServer(target)
+			defer srv.Close()
+
+			opts := ReplayOptions{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
+				StateFile: filepath.Join(t.TempDir(), "replay.json")}
+			if source == "data-dir" {
+				opts.DataDir = d.root
+			} else {
+				var dump bytes.Buffer
+				_, err := Dump(d.root, DumpOptions{Records: true, Payload: true}, &dump)
+				require.NoError(t, err)
+				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
+				require.NoError(t, os.WriteFile(opts.DumpFile, dump.Bytes(), 0o644))
+			}
+
+			first, err := Replay(context.Background(), opts)
+			require.Error(t, err, "the target failed mid-way")
+			target.mu.Lock()
+			accepted := int64(len(target.seen))
+			target.mu.Unlock()
+			assert.Equal(t, accepted, first.Pushed, "counted what the target stored")
+			assert.Less(t, first.Pushed, int64(3*95))
+			require.FileExists(t, opts.StateFile)
+
+			target.mu.Lock()
+			target.failAfter = 0
+			target.mu.Unlock()
+			second, err := Replay(context.Background(), opts)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3*95), first.Pushed+second.Pushed, "every message exactly once")
+			assert.Equal(t, first.Pushed, second.Skipped, "the resume skips exactly what the target accepted")
+			assert.Zero(t, second.Duplicates, "nothing accepted is sent again")
+
+			for p, want := range d.pushed {
+				assert.Equal(t, want, target.order["orders/"+p], "partition %s in push order", p)
+			}
+			third, err := Replay(context.Background(), opts)
+			require.NoError(t, err)
+			assert.Zero(t, third.Pushed+third.Duplicates, "a finished replay sends nothing")
+		})
+	}
+}
+
+// TestReplayWithoutStateReliesOnDedup: re-running a replay without a state file
+// re-sends everything with the same transactionIds, and the target's dedup answers
+// duplicate for each; --to-queue renames the queue.
+func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
+	d := newBrokerDir(t, "orders", 2, 25, 5)
+	d.withNames(t)
+	target := newFakeTarget()
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+	opts := ReplayOptions{Target: srv.URL, DataDir: d.root, ToQueue: "orders-copy", Batch: 7}
+	st, err := Replay(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, int64(50), st.Pushed)
+	st, err = Replay(context.Background(), opts)
+	require.NoError(t, err)
+	assert.Equal(t, ReplayStats{Partitions: 2, Duplicates: 50, Requests: 8}, st)
+	assert.Len(t, target.order["orders-copy/p0"], 25)
+	assert.Empty(t, target.order["orders/p0"])
+	got := target.lastBody[len(target.lastBody)-1]
+	assert.Equal(t, "orders-copy", got["queue"])
+	assert.Equal(t, map[string]any{"part": got["partition"], "n": float64(24)}, got["payload"])
+}
+
+// TestReplayFilters: --from/--to select by message timestamp and --partition by name.
+func TestReplayFilters(t *testing.T) {
+	d := newBrokerDir(t, "orders", 2, 40, 10) // segments 1 ms apart
+	d.withNames(t)
+	target := newFakeTarget()
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+	base := int64(1_785_402_000_000_000) // 2026-07-30T09:00:00Z
+	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, Partition: "p1",
+		FromMicros: base + 1000, ToMicros: base + 2000})
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), st.Pushed)
+	assert.Equal(t, d.pushed["p1"][10:30], target.order["orders/p1"])
+	assert.Empty(t, target.order["orders/p0"])
+}
+
+func TestReplayRefusesAnotherReplaysState(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(state, []byte(`{"target":"http://a","source":"/x","partitions":{}}`), 0o644))
+	_, err := Replay(context.Background(), ReplayOptions{Target: "http://b", DataDir: "/x", StateFile: state})
+	assert.ErrorContains(t, err, "belongs to a replay")
+}
