@@ -1,0 +1,63 @@
+// Package fsck verifies and repairs a comb data directory offline, and reads its
+// messages back out: Run (comb fsck), Dump (comb dump) and Replay (comb replay).
+//
+// It owns the verdict on a directory as a whole: which damage is a torn write a
+// crash leaves behind (repairable, never acknowledged to a client) and which is
+// damage to acknowledged data that a person must look at, and the repair steps.
+// It does not own any on-disk format: segments, indexes and the dedup index are
+// judged by package segment (Verify) and index's decoders, the cursor journal by
+// package cursor's own recovery, the metadata journal by package broker. It must
+// not know about HTTP except as Replay's client, and never runs inside a server.
+//
+// # What a check reads (all read-only)
+//
+//	<data>/LOCK                    flock probe: a live server holds it → ErrLocked (Options.Force: read-only anyway)
+//	<data>/meta/journal            queue and partition names (broker), torn tail vs mid-file damage
+//	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
+//	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
+//	<data>/partitions/<id>/dedup.idx  header, entry order, nothing past the high-water mark
+//	<data>/dlq/<queueId>/          the same for dead-letter logs
+//	<data>/cursor/                 recovered on a temporary copy by cursor.Open; every cursor and
+//	                               leased span ≤ its partition's high-water mark
+//
+// # Verdicts and exit codes
+//
+// Every finding has a Kind (finding.go; stable strings used by --json and
+// docs/operations.md) and a Severity: repairable (exit 1: torn tails of the newest
+// segment file or a journal, stale or missing indexes, a stale dedup index,
+// cursors past the high-water mark), damaged (exit 2: checksum failures in a
+// sealed file or mid-file, offset gaps, damaged journal frames followed by valid
+// ones, partitions the metadata does not name), info (exit 0). ExitError (3) means
+// the check could not run.
+//
+// # Repair, and what survives a crash during it
+//
+// --repair takes the LOCK for its whole run, then: truncates the metadata
+// journal's torn tail (truncate + fsync); quarantines damage; reopens each
+// affected segment log with segment.Open (which truncates its torn tail and
+// rebuilds indexes, with fsyncs) and loads its dedup index once (which drops
+// stale entries); re-scans those logs; reopens the cursor journal with cursor.Open
+// (truncating a torn checkpoint) and clamps every cursor past its possibly lowered
+// high-water mark, made durable by the engine's final checkpoint. Each step is
+// the storage package's own crash-safe recovery, so a crash mid-repair leaves a
+// directory the next run (or the server) repairs the same way.
+//
+// Quarantine never deletes. A damaged sealed file is renamed to
+// <data>/quarantine/<partitions|dlq>/<id>/<file>; damage in the middle of the
+// newest file has the bytes from the damage to the end copied there (fsync) before
+// the file is cut. Each move first appends a line to
+// <data>/quarantine/manifest.jsonl (fsync):
+//
+//	{"at":"2026-11-29T21:36:10Z","partitionId":"…","queue":"…","partition":"…",
+//	 "original":"partitions/<id>/<file>","moved":"quarantine/partitions/<id>/<file>",
+//	 "startByte":4350,"endByte":5078,"firstOffset":61,"lastOffset":120,"reason":"checksum mismatch …"}
+//
+// # Dump and replay
+//
+// Dump writes JSON lines (types partition, segment, record, index; see dump.go)
+// and never writes to the directory. Replay pushes records from a data directory
+// or a `comb dump --payload` file to any Queen-compatible broker, per partition in
+// offset order, keeping transactionIds so the target's dedup makes re-sends
+// harmless, with a resume-state file (replay_state.go) updated after each
+// accepted batch.
+package fsck
