@@ -126,24 +126,37 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 }
 
 // maybeRotate starts a new active file when there is none, or when the
-// active one has reached MaxFileBytes or spans more than MaxFileAge of
-// segment timestamps. The old file is synced by the next Sync (it stays in
-// pendingSealed until then); the new file's directory entry too.
+// active one has reached MaxFileBytes or spans MaxFileAge of segment
+// timestamps. The old file is fdatasynced (and the directory, if it has an
+// unsynced entry) before the new file exists, whatever the sync policy: a
+// crash can then only tear the newest file, never leave a gap between files.
+// That is one sync per MaxFileBytes of data.
 func (l *Log) maybeRotate(tsMicros int64) error {
-	if act := l.active; act != nil {
-		fi := act.info
+	old := l.active
+	if old != nil {
+		fi := old.info
 		if fi.next == fi.base {
 			return nil // empty: keep filling it
 		}
 		full := fi.size >= l.opts.MaxFileBytes
-		old := l.opts.MaxFileAge > 0 && tsMicros-fi.firstTs >= l.opts.MaxFileAge.Microseconds()
-		if !full && !old {
+		aged := l.opts.MaxFileAge > 0 && tsMicros-fi.firstTs >= l.opts.MaxFileAge.Microseconds()
+		if !full && !aged {
 			return nil
 		}
+		if err := old.seg.Sync(); err != nil {
+			return err
+		}
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.needDirSync {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.needDirSync = false
 	}
 	fi := &fileInfo{base: l.next, next: l.next}
-	segPath := join(l.dir, segName(fi.base))
-	seg, err := l.fs.OpenFile(segPath, true)
+	seg, err := l.fs.OpenFile(join(l.dir, segName(fi.base)), true)
 	if err != nil {
 		return err
 	}
@@ -169,28 +182,16 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 	}
 	of := &openFile{info: fi, seg: seg, idx: idx}
 	of.refs.Store(1)
-
-	l.syncMu.Lock()
-	old := l.active
-	if old != nil {
-		if l.pendingSealed != nil {
-			// Two rotations without a Sync between them: flush the older one now.
-			_ = l.pendingSealed.Sync()
-			_ = l.pendingSealed.Close()
-		}
-		l.pendingSealed = old.seg
-	}
 	l.needDirSync = true
 	l.mu.Lock()
 	l.files = append(l.files, fi)
 	l.active = of
 	l.mu.Unlock()
-	l.syncMu.Unlock()
 	if old != nil {
-		// Its segment handle now belongs to pendingSealed. No reader holds old:
-		// readers hold mu shared for as long as they use a file, and new ones
-		// reach this file through the sealed cache.
-		_ = old.idx.Close(true)
+		// No reader holds old: readers hold mu shared for as long as they use
+		// a file, and from now on reach this one through the sealed cache.
+		// No Sync holds it either: Sync runs under syncMu.
+		old.close(true)
 	}
 	return nil
 }

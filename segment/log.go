@@ -41,9 +41,8 @@ type Log struct {
 	next   uint64 // next offset to assign
 	lastTs int64
 
-	syncMu        sync.Mutex // guards the handles Sync flushes against rotation
-	pendingSealed file       // the previous active file, until a Sync flushes it
-	needDirSync   bool       // a file was created since the last Sync
+	syncMu      sync.Mutex // held by Sync and by rotation's handle swap
+	needDirSync bool       // a file was created since the last directory sync (under syncMu)
 
 	appendSeq atomic.Uint64 // segments appended
 	syncedSeq atomic.Uint64 // appendSeq covered by the last successful Sync

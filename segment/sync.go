@@ -3,9 +3,8 @@ package segment
 import "fmt"
 
 // Sync makes everything appended before the call durable: fdatasync of the
-// active segment file, of the previous file when a rotation left it
-// unsynced, and of the directory when a file was created since the last
-// Sync. Index and dedup files are caches and are never synced. Safe
+// active segment file (rotation already synced the older ones) and of the
+// directory when a file was created since the last Sync. Index and dedup files are caches and are never synced. Safe
 // concurrently with Append and Read.
 func (l *Log) Sync() error {
 	if l.closed.Load() {
@@ -18,13 +17,6 @@ func (l *Log) syncNow() error {
 	seq := l.appendSeq.Load()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if p := l.pendingSealed; p != nil {
-		if err := p.Sync(); err != nil {
-			return fmt.Errorf("segment log %s: sync sealed file: %w", l.dir, err)
-		}
-		_ = p.Close()
-		l.pendingSealed = nil
-	}
 	l.mu.RLock()
 	act := l.active
 	l.mu.RUnlock()

@@ -1,0 +1,99 @@
+package segment
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/index"
+)
+
+func TestFindTransaction(t *testing.T) {
+	fs := newMemFS()
+	l, _ := openMem(t, fs, Options{Codec: CodecS2})
+	_, err := l.Append(1, recs(0, 50, 100)) // tx-0 .. tx-49 at offsets 1..50
+	require.NoError(t, err)
+	// first lookup loads the index from the segments
+	off, id, ok, err := l.FindTransaction("tx-7")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(8), off)
+	assert.Equal(t, rec(7, 0).ID, id)
+	// appended after the load: kept current by Append
+	_, err = l.Append(2, recs(50, 50, 100))
+	require.NoError(t, err)
+	off, _, ok, err = l.FindTransaction("tx-77")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(78), off)
+	_, _, ok, err = l.FindTransaction("tx-100")
+	require.NoError(t, err)
+	assert.False(t, ok, "never written")
+	require.NoError(t, l.Close())
+
+	// across reopen: from dedup.idx, plus segments appended while not loaded
+	l, _ = openMem(t, fs, Options{})
+	_, err = l.Append(3, []Record{{TransactionID: "late", Payload: []byte("1")}})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		txid string
+		off  uint64
+		ok   bool
+	}{{"tx-0", 1, true}, {"tx-99", 100, true}, {"late", 101, true}, {"nope", 0, false}, {"", 0, false}} {
+		off, _, ok, err := l.FindTransaction(c.txid)
+		require.NoError(t, err)
+		assert.Equal(t, c.ok, ok, c.txid)
+		assert.Equal(t, c.off, off, c.txid)
+	}
+	require.NoError(t, l.Close())
+	b := fs.bytes("/p/" + dedupFileName)
+	assert.Len(t, b, index.DedupHeaderSize+101*index.DedupEntrySize, "one entry per transaction id")
+}
+
+func TestFindTransactionVerifiesHashMatches(t *testing.T) {
+	fs := newMemFS()
+	l, _ := openMem(t, fs, Options{})
+	_, err := l.Append(1, recs(0, 3, 10))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	// A dedup file that claims "ghost" lives at offset 2 (a forged collision).
+	var hdr [index.DedupHeaderSize]byte
+	index.PutDedupHeader(hdr[:])
+	b := index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2)
+	fs.setBytes("/p/"+dedupFileName, b)
+	l, _ = openMem(t, fs, Options{})
+	_, _, ok, err := l.FindTransaction("ghost")
+	require.NoError(t, err)
+	assert.False(t, ok, "offset 2 holds tx-1, not ghost")
+	off, _, ok, err := l.FindTransaction("tx-2")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(3), off)
+}
+
+func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
+	fs := newMemFS()
+	l, _ := openMem(t, fs, Options{})
+	_, err := l.Append(1, recs(0, 2, 10)) // tx-0, tx-1 at 1, 2
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	_, _, _, err = l.FindTransaction("x") // load
+	require.NoError(t, err)
+	_, err = l.Append(2, []Record{{TransactionID: "lost", Payload: []byte("1")}}) // offset 3, never synced
+	require.NoError(t, err)
+	require.NoError(t, l.dedupFlush()) // the dedup entry reached the disk, the segment did not
+	crashed := fs.Crash(true)
+	crashed.setBytes("/p/"+dedupFileName, fs.bytes("/p/"+dedupFileName))
+	l, _ = openMem(t, crashed, Options{})
+	assert.Equal(t, uint64(3), l.NextOffset())
+	_, err = l.Append(3, []Record{{TransactionID: "new", Payload: []byte("1")}}) // reuses offset 3
+	require.NoError(t, err)
+	_, _, ok, err := l.FindTransaction("lost")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	off, _, ok, err := l.FindTransaction("new")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(3), off)
+}
