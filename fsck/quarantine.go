@@ -48,17 +48,19 @@ func readQuarantine(dataDir string) ([]quarantineEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseManifest(f)
+}
+
+// parseManifest decodes manifest lines, skipping a torn or malformed line (a crash
+// mid-append: the move it announced had not happened, the rename follows the fsync
+// of its line). It never panics on any input.
+func parseManifest(r io.Reader) ([]quarantineEntry, error) {
 	var out []quarantineEntry
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var e quarantineEntry
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			// A torn last line from a crash mid-append: the move it announced
-			// did not happen yet (the rename follows the fsync of this line).
+		if len(sc.Bytes()) == 0 || json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
 		out = append(out, e)

@@ -193,24 +193,16 @@ func (r *replayer) fromDump(ctx context.Context) error {
 	var readErr error
 	for sc.Scan() && ctx.Err() == nil {
 		line++
-		var rec dumpRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			readErr = fmt.Errorf("%w: line %d: %v", ErrBadDump, line, err)
+		rec, ok, err := parseDumpLine(sc.Bytes())
+		if err != nil {
+			readErr = fmt.Errorf("line %d: %w", line, err)
 			break
 		}
-		if rec.Type != "record" || rec.DLQ {
+		if !ok {
 			continue
 		}
 		if (r.opts.Queue != "" && rec.Queue != r.opts.Queue) || (r.opts.Partition != "" && rec.Partition != r.opts.Partition) {
 			continue
-		}
-		if rec.Payload == nil && rec.PayloadBytes > 0 {
-			readErr = fmt.Errorf("%w: line %d: record without payload (make the dump with --payload)", ErrBadDump, line)
-			break
-		}
-		if rec.Queue == "" || rec.Partition == "" {
-			readErr = fmt.Errorf("%w: line %d: record without queue and partition names", ErrBadDump, line)
-			break
 		}
 		if key := stateKey(rec.Queue, rec.Partition); cur == nil || key != curKey {
 			endStream()
@@ -237,4 +229,26 @@ func (r *replayer) fromDump(ctx context.Context) error {
 		return readErr
 	}
 	return ctx.Err()
+}
+
+// parseDumpLine decodes one line of a dump file. ok is false for lines that are not
+// replayable records (partition, segment and index lines, dead letters); an error
+// wraps ErrBadDump. It never panics on any input.
+func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, false, fmt.Errorf("%w: %v", ErrBadDump, err)
+	}
+	if rec.Type != "record" || rec.DLQ {
+		return rec, false, nil
+	}
+	if rec.Payload == nil && rec.PayloadBytes > 0 {
+		return rec, false, fmt.Errorf("%w: record without payload (make the dump with --payload)", ErrBadDump)
+	}
+	if rec.Queue == "" || rec.Partition == "" {
+		return rec, false, fmt.Errorf("%w: record without queue and partition names", ErrBadDump)
+	}
+	if rec.Payload != nil && !json.Valid(rec.Payload) {
+		return rec, false, fmt.Errorf("%w: payload is not JSON", ErrBadDump)
+	}
+	return rec, true, nil
 }

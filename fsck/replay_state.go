@@ -46,8 +46,8 @@ func loadReplayState(path, target, source string) (*replayState, error) {
 	if err != nil {
 		return nil, err
 	}
-	var old replayState
-	if err := json.Unmarshal(b, &old); err != nil {
+	old, err := decodeReplayState(b)
+	if err != nil {
 		return nil, fmt.Errorf("resume state %s: %w", path, err)
 	}
 	if old.Target != target || old.Source != source {
@@ -112,4 +112,13 @@ func (s *replayState) save() error {
 	}
 	s.dirty, s.savedAt = false, time.Now()
 	return syncDir(filepath.Dir(s.path))
+}
+
+// decodeReplayState decodes a resume-state file's bytes; it never panics.
+func decodeReplayState(b []byte) (*replayState, error) {
+	var st replayState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
