@@ -38,8 +38,9 @@ const minCapacity = 64
 // Load maps the index for the segment file starting at base. The file keeps
 // its leading run of valid entries (ValidEntries; none when the file is empty
 // or its header is bad, in which case a new header is written). repaired is
-// true when anything else was there (a bad header, torn or stale entries),
-// which has been cleared: the caller rebuilds the rest from the segments.
+// true when the file was empty or missing its header, or held anything past
+// its valid entries (torn or stale ones), which has been cleared: the caller
+// rebuilds the rest from the segments.
 func Load(back Backing, base uint64) (f *File, repaired bool, err error) {
 	size, err := back.Size()
 	if err != nil {

@@ -29,6 +29,7 @@ type Log struct {
 	dir  string
 	opts Options
 	fs   fileSystem
+	dev  uint64 // file system device, for the Committer's SyncFS grouping
 
 	mu       sync.RWMutex
 	files    []*fileInfo // sorted by base; the last is the active file
@@ -100,6 +101,9 @@ func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, 
 	}
 	names, err := fsys.List(dir)
 	if err != nil {
+		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
+	}
+	if l.dev, err = fsys.Device(dir); err != nil {
 		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	rep := &RecoveryReport{}

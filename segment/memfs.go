@@ -141,6 +141,19 @@ func (m *memFS) Remove(name string) error {
 
 func (m *memFS) SyncDir(string) error { return nil }
 
+func (m *memFS) SyncFS(string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.files {
+		f.mu.Lock()
+		f.durable = append(f.durable[:0], f.data...)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+func (m *memFS) Device(string) (uint64, error) { return 1, nil }
+
 type memHandle struct {
 	f      *memFile
 	closed bool

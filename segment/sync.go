@@ -41,3 +41,36 @@ func (l *Log) syncNow() error {
 
 // dirty reports whether something was appended that no Sync covers yet.
 func (l *Log) dirty() bool { return l.appendSeq.Load() > l.syncedSeq.Load() }
+
+// syncPoint is what a file-system-wide sync must cover for one log: the
+// appends counted so far and the active file then.
+type syncPoint struct {
+	seq    uint64
+	active *openFile
+}
+
+func (l *Log) syncPointNow() syncPoint {
+	p := syncPoint{seq: l.appendSeq.Load()}
+	l.mu.RLock()
+	p.active = l.active
+	l.mu.RUnlock()
+	return p
+}
+
+// markSynced records that a SyncFS which started after p covered the log. The
+// directory counts as synced only if no rotation created a file since p.
+func (l *Log) markSynced(p syncPoint) {
+	l.syncMu.Lock()
+	l.mu.RLock()
+	if l.active == p.active {
+		l.needDirSync = false
+	}
+	l.mu.RUnlock()
+	l.syncMu.Unlock()
+	for {
+		cur := l.syncedSeq.Load()
+		if cur >= p.seq || l.syncedSeq.CompareAndSwap(cur, p.seq) {
+			return
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The workload: 100 messages of 200 B JSON a segment.
+const (
+	benchMsgs    = 100
+	benchPayload = 200
+)
+
+func benchRecords() []Record { return recs(0, benchMsgs, benchPayload) }
+
+func reportMsgs(b *testing.B, msgs int64) {
+	b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msg/s")
+}
+
+// BenchmarkAppendNoSync: one goroutine appending segments to one log on disk, never syncing.
+func BenchmarkAppendNoSync(b *testing.B) {
+	for _, codec := range []Codec{CodecNone, CodecS2, CodecZstd} {
+		b.Run(codec.String(), func(b *testing.B) {
+			l, _, err := Open(b.TempDir(), Options{Codec: codec})
+			require.NoError(b, err)
+			rs := benchRecords()
+			b.SetBytes(benchMsgs * benchPayload)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := l.Append(int64(i), rs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMsgs(b, int64(b.N)*benchMsgs)
+			b.StopTimer()
+			require.NoError(b, l.Close())
+		})
+	}
+}
+
+// BenchmarkAppendSyncAlways: 64 appenders over 1,000 partitions, each append
+// followed by Commit under SyncAlways (group commit). One op = one segment.
+func BenchmarkAppendSyncAlways(b *testing.B) {
+	const partitions, appenders = 1000, 64
+	for _, codec := range []Codec{CodecNone, CodecS2} {
+		b.Run(codec.String(), func(b *testing.B) {
+			dir := b.TempDir()
+			ls := make([]*Log, partitions)
+			for i := range ls {
+				l, _, err := Open(fmt.Sprintf("%s/%d", dir, i), Options{Codec: codec})
+				require.NoError(b, err)
+				ls[i] = l
+			}
+			c := NewCommitter(SyncAlways, 0)
+			c.SyncLatencies()
+			rs := benchRecords()
+			var ops atomic.Int64
+			b.SetBytes(benchMsgs * benchPayload)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for g := 0; g < appenders; g++ {
+				wg.Add(1)
+				go func() { // appender g owns partitions g, g+64, ...: no partition lock needed
+					defer wg.Done()
+					for k := 0; ops.Add(1) <= int64(b.N); k++ {
+						p := (g + appenders*k) % partitions
+						if p%appenders != g {
+							p = g
+						}
+						if _, err := ls[p].Append(int64(k), rs); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := c.Commit(ls[p]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			reportMsgs(b, int64(b.N)*benchMsgs)
+			b.StopTimer()
+			lat := c.SyncLatencies()
+			if len(lat) > 0 {
+				var sum int64
+				for _, v := range lat {
+					sum += v
+				}
+				b.ReportMetric(float64(b.N)/float64(len(lat)), "appends/pass")
+				b.ReportMetric(float64(sum)/float64(len(lat)), "µs/pass")
+			}
+			require.NoError(b, c.Close())
+			for _, l := range ls {
+				require.NoError(b, l.Close())
+			}
+		})
+	}
+}
+
+// BenchmarkReadSequential: read a 200,000-message log front to back, 100 messages a call.
+func BenchmarkReadSequential(b *testing.B) {
+	for _, codec := range []Codec{CodecNone, CodecS2, CodecZstd} {
+		b.Run(codec.String(), func(b *testing.B) {
+			l, _, err := Open(b.TempDir(), Options{Codec: codec, MaxFileBytes: 8 << 20})
+			require.NoError(b, err)
+			rs := benchRecords()
+			const segs = 2000
+			for i := 0; i < segs; i++ {
+				_, err := l.Append(int64(i), rs)
+				require.NoError(b, err)
+			}
+			var rb ReadBuffer
+			next := uint64(1)
+			b.SetBytes(benchMsgs * benchPayload)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				msgs, err := l.Read(next, benchMsgs, 0, &rb)
+				if err != nil || len(msgs) != benchMsgs {
+					b.Fatal(err, len(msgs))
+				}
+				next += benchMsgs
+				if next >= segs*benchMsgs {
+					next = 1
+				}
+			}
+			reportMsgs(b, int64(b.N)*benchMsgs)
+			b.StopTimer()
+			require.NoError(b, l.Close())
+		})
+	}
+}
+
+// BenchmarkTimeLookup: OffsetAtOrAfterTime over 20,000 segments in 10 files.
+func BenchmarkTimeLookup(b *testing.B) {
+	l, _, err := Open(b.TempDir(), Options{MaxFileBytes: 1 << 20})
+	require.NoError(b, err)
+	rs := recs(0, 2, 200)
+	const segs = 20000
+	for i := 0; i < segs; i++ {
+		_, err := l.Append(int64(i*10), rs)
+		require.NoError(b, err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ts := int64((i * 7919) % (segs * 10))
+		if off := l.OffsetAtOrAfterTime(ts); off == 0 {
+			b.Fatal(off)
+		}
+	}
+	b.StopTimer()
+	require.NoError(b, l.Close())
+}
+
+// BenchmarkOpenRecovery opens a partition of 128 MiB (COMB_BENCH_1GIB=1: 1 GiB)
+// of 64 MiB files after a clean close: only the newest file's tail is verified.
+func BenchmarkOpenRecovery(b *testing.B) {
+	size := int64(128 << 20)
+	if os.Getenv("COMB_BENCH_1GIB") != "" {
+		size = 1 << 30
+	}
+	dir := b.TempDir()
+	l, _, err := Open(dir, Options{Codec: CodecNone})
+	require.NoError(b, err)
+	rs := benchRecords()
+	for i := 0; int64(i)*benchMsgs*230 < size; i++ {
+		_, err := l.Append(int64(i), rs)
+		require.NoError(b, err)
+	}
+	require.NoError(b, l.Close())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, rep, err := Open(dir, Options{})
+		if err != nil || rep.Repaired() {
+			b.Fatal(err, rep)
+		}
+		b.StopTimer()
+		_ = l.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(size>>20), "MiB")
+}
