@@ -1,9 +1,41 @@
 // Package segment owns one partition's append-only log: the segment file
-// format, appends (one segment per push), group commit across many logs,
-// reads by offset, torn-tail recovery, rotation and retention by whole file.
+// format, appends (one segment per push), group commit across many logs
+// (Committer), reads by offset, time lookups, the dedup lookup, torn-tail
+// recovery, rotation, retention by whole file, and a full-scan Verify for
+// fsck.
 //
 // It must not know about HTTP, JSON, consumer groups or leases: a payload is
-// opaque bytes and a transaction id an opaque string.
+// opaque bytes and a transaction id an opaque string. The mmap'd indexes are
+// package index; this package keeps them in step with the segment files.
 //
-// The byte-level format is in docs/format.md.
+// A partition directory holds:
+//
+//	00000000000000000001.seg   segment file: segments, the first holding offset 1
+//	00000000000000000001.idx   its segment index (package index)
+//	00000000000004194305.seg   the next file, named by its first offset (20 digits)
+//	...
+//	dedup.idx                  transactionId hashes → offsets (package index)
+//
+// A segment file is a sequence of segments, each one push to the partition:
+//
+//	+----------------------- header, 48 bytes, little-endian ----------------------+
+//	| 0 magic "CMBS" | 4 version=1 | 5 flags (bits 0-1 codec) | 6 reserved u16     |
+//	| 8 base offset u64 | 16 record count u32 | 20 record block length (raw) u32    |
+//	| 24 segment timestamp µs i64 | 32 stored length u32 | 36 reserved u32         |
+//	| 40 xxhash64 of header bytes 0..39 then the stored bytes, u64                 |
+//	+------------------------------------------------------------------------------+
+//	| stored bytes: the record block, compressed as one block by the codec          |
+//	+------------------------------------------------------------------------------+
+//
+// The record block is the records back to back; a record is
+//
+//	uvarint body length | flags u8 | id [16] | uvarint len + transactionId
+//	| [uvarint len + traceId]     (flags bit 0)
+//	| [uvarint len + producerSub] (flags bit 1)
+//	| uvarint len + payload
+//	| [uvarint len + extra]       (flags bit 2)
+//	| anything else up to the body length: ignored (room to grow)
+//
+// docs/format.md is the byte-by-byte reference, with the recovery rules and
+// what each sync policy promises.
 package segment
