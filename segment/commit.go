@@ -138,6 +138,10 @@ func (c *Committer) Commit(l *Log) error {
 		c.mu.Unlock()
 		return nil
 	}
+	if !l.dirty() {
+		c.mu.Unlock()
+		return nil // everything appended is already durable
+	}
 	c.dirty[l] = struct{}{}
 	p := c.next
 	c.mu.Unlock()

@@ -114,7 +114,7 @@ func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, 
 	}
 	for i, fi := range l.files {
 		last := i == len(l.files)-1
-		of, err := l.openFileInfo(fi, last, rep)
+		of, err := l.openFileInfo(fi, last, true, rep)
 		if err != nil {
 			l.closeAll()
 			return nil, rep, fmt.Errorf("segment log %s: %w", dir, err)
@@ -185,7 +185,7 @@ func (l *Log) acquireLocked(fi *fileInfo) (*openFile, error) {
 		s.refs.Add(1)
 		return s, nil
 	}
-	of, err := l.openFileInfo(fi, false, nil)
+	of, err := l.openFileInfo(fi, false, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,9 @@ import (
 	"github.com/combmq/comb/index"
 )
 
-// openFileInfo opens fi's segment file and index and makes them agree, filling
-// fi (size, next, timestamps).
+// openFileInfo opens fi's segment file and index and makes them agree. With
+// fill set (Open, before the Log is shared) it stores what it found in fi
+// (size, next, timestamps); readers opening a sealed file leave fi alone.
 //
 // Index entries are trusted back to the last one whose segment header on disk
 // matches it (with tail set, that segment's checksum must verify too); later
@@ -16,7 +17,7 @@ import (
 // indexed. A bad segment found by the scan is a torn tail when tail is set
 // (the file is truncated there and rep says what was cut) and a
 // *CorruptionError otherwise.
-func (l *Log) openFileInfo(fi *fileInfo, tail bool, rep *RecoveryReport) (*openFile, error) {
+func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (*openFile, error) {
 	segPath := join(l.dir, segName(fi.base))
 	idxPath := join(l.dir, idxName(fi.base))
 	seg, err := l.fs.OpenFile(segPath, false)
@@ -112,11 +113,13 @@ func (l *Log) openFileInfo(fi *fileInfo, tail bool, rep *RecoveryReport) (*openF
 		pos, next, lastTs = pos+h.size(), h.last()+1, h.tsMicros
 	}
 
-	fi.size, fi.next = pos, next
-	fi.firstTs, fi.lastTs = 0, 0
-	if n := idx.Len(); n > 0 {
-		fi.firstTs = idx.Entries().At(0).TimestampMicros
-		fi.lastTs = idx.Entries().At(n - 1).TimestampMicros
+	if fill {
+		fi.size, fi.next = pos, next
+		fi.firstTs, fi.lastTs = 0, 0
+		if n := idx.Len(); n > 0 {
+			fi.firstTs = idx.Entries().At(0).TimestampMicros
+			fi.lastTs = idx.Entries().At(n - 1).TimestampMicros
+		}
 	}
 	if changed && rep != nil {
 		rep.IndexesRebuilt = append(rep.IndexesRebuilt, idxPath)
