@@ -51,7 +51,7 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		}
 		changed = changed || ch
 		if released {
-			b.touchGroup(ab.p, group, now)
+			b.leaseReleased(ab.p, group, now)
 		}
 	}
 	if changed {
@@ -147,7 +147,7 @@ func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(
 }
 
 // ackPartition applies one partition's acks under the partition lock.
-// released reports that the lease went away with work possibly left.
+// released reports that the ack released the group's lease on the partition.
 func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64) (changed, released bool, err error) {
 	p := ab.p
 	q := p.q
@@ -187,8 +187,27 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		r.Success, r.Error, r.LeaseReleased, r.DLQ, r.AlreadyCommitted = o.Success, o.Error, o.LeaseReleased, o.DLQ, o.AlreadyCommitted
 		r.QueueName, r.PartitionName = q.name, p.name
 	}
-	released = before.Lease.Held() && st.Lease.ID != before.Lease.ID && st.Committed+1 < p.visible.Load()
+	released = before.Lease.Held() && st.Lease.ID != before.Lease.ID
 	return ch, released, nil
+}
+
+// leaseReleased updates (p's queue, group)'s ready structure after the group's
+// lease on p went away: p is a candidate again when messages are pending past
+// the cursor; otherwise its entry, deferred until the old lease's expiry, is
+// dropped so that the next push re-arms it (a push leaves deferred entries
+// alone because it cannot tell a live lease from a released one).
+func (b *Broker) leaseReleased(p *partition, group string, now int64) {
+	st, _ := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
+	if st.Committed+1 < p.visible.Load() {
+		b.touchGroup(p, group, now)
+		return
+	}
+	p.q.mu.RLock()
+	g := p.q.groups[group]
+	p.q.mu.RUnlock()
+	if g != nil {
+		g.released(p)
+	}
 }
 
 // touchGroup tells (p's queue, group)'s ready structure that p has work again.

@@ -282,3 +282,41 @@ func TestMinPopWaitTimeWaitsForAFullerBatch(t *testing.T) {
 	defer r.Release()
 	assert.Equal(t, []string{"a", "b"}, txids(r), "seed 000: an under-full blocking pop waits for more")
 }
+
+// seed 000: a pop re-checks the cursor and lease under the partition lock, so
+// a partition whose span was fully acked is a candidate for the very next push,
+// not only after the released lease's old expiry (regression: it stayed
+// deferred until then, so long-polls and pops answered 204 for leaseTime).
+func TestAckedPartitionIsReadyForTheNextPush(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait bool
+	}{{"plain pop", false}, {"long-poll", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.push("q", "p1", "a")
+			first := e.pop(PopRequest{Queue: "q", Group: "g"})
+			require.Equal(t, []string{"a"}, txids(first))
+			acks := e.ack("g", first, "completed")
+			require.True(t, acks[0].LeaseReleased)
+			e.push("q", "p1", "b")
+			next := e.pop(PopRequest{Queue: "q", Group: "g", Wait: tc.wait, Timeout: 5 * time.Second})
+			assert.Equal(t, []string{"b"}, txids(next))
+		})
+	}
+}
+
+// The same through a transaction's ack: the release re-arms the partition.
+func TestTransactionAckedPartitionIsReadyForTheNextPush(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p1", "a")
+	first := e.pop(PopRequest{Queue: "q", Group: "g"})
+	require.Equal(t, []string{"a"}, txids(first))
+	m := first.Messages[0]
+	res, err := e.b.Transaction([]TxOp{{Type: "ack", Group: "g", Ack: AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: first.LeaseID}}})
+	require.NoError(t, err)
+	require.True(t, res.Success, res.Error)
+	e.push("q", "p1", "b")
+	next := e.pop(PopRequest{Queue: "q", Group: "g"})
+	assert.Equal(t, []string{"b"}, txids(next))
+}

@@ -222,6 +222,18 @@ func (g *groupReady) deferLocked(p *partition, key, until int64) {
 	heap.Push(&g.deferred, e)
 }
 
+// released says the group's lease on p went away with nothing left to claim:
+// an entry deferred until that lease's expiry is dropped, so that the next
+// push makes p a candidate at once instead of after the old expiry.
+func (g *groupReady) released(p *partition) {
+	g.mu.Lock()
+	if e := g.entries[p]; e != nil && e.where == inDeferred {
+		g.unlinkLocked(e)
+		delete(g.entries, p)
+	}
+	g.mu.Unlock()
+}
+
 // remove drops p's entry (partition deleted).
 func (g *groupReady) remove(p *partition) {
 	g.mu.Lock()

@@ -98,6 +98,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 
 	defer b.maybeDropRecords()
 	var pubs []published
+	var releases []partKeyed
 	locked := lockPartitions(opPart)
 	defer func() {
 		// Publish after unlocking: publish takes the queue lock, which is
@@ -105,6 +106,9 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		unlockPartitions(locked)
 		for _, x := range pubs {
 			b.publish(x.p, x.next, x.ts)
+		}
+		for _, r := range releases {
+			b.leaseReleased(r.p, r.group, b.now().UnixMicro())
 		}
 	}()
 	for _, p := range locked {
@@ -187,8 +191,10 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		acksBy[k] = append(acksBy[k], a)
 	}
 	type newState struct {
-		k    cursor.Key
-		post lease.State
+		k        cursor.Key
+		p        *partition
+		post     lease.State
+		released bool
 	}
 	var sets []newState
 	for _, k := range keys {
@@ -230,7 +236,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		}
 		if changed {
 			rec.States = append(rec.States, redoState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
-			sets = append(sets, newState{ck, st})
+			sets = append(sets, newState{k: ck, p: k.p, post: st, released: pre.Lease.Held() && st.Lease.ID != pre.Lease.ID})
 		}
 	}
 
@@ -247,6 +253,9 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		}
 		for _, s := range sets {
 			b.cur.Set(s.k, s.post)
+			if s.released {
+				releases = append(releases, partKeyed{s.p, s.k.Group})
+			}
 		}
 		if err := b.cur.Wait(); err != nil {
 			return res, b.closedErr(err)
@@ -381,6 +390,12 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 		pubs[i] = published{p, nexts[i], rec.TS}
 	}
 	return pubs, nil
+}
+
+// partKeyed is a (partition, consumer group) whose lease a transaction released.
+type partKeyed struct {
+	p     *partition
+	group string
 }
 
 // published is a partition whose new messages are to be published once its
