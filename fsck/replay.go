@@ -23,7 +23,11 @@ type ReplayOptions struct {
 	DumpFile string // source: a `comb dump --payload` file; "-" reads stdin
 
 	Queue, Partition string // source filters (names); "" = all
+	PartitionID      string // source filter: one partition by id (data directory only)
 	ToQueue          string // push into this queue instead of the source queue
+	// ToPartition pushes into this partition name instead of the source's (needed for a
+	// partition the metadata does not name, e.g. one found by fsck as orphan_partition).
+	ToPartition string
 
 	FromMicros, ToMicros int64 // inclusive range of message timestamps (createdAt); 0 = open
 
@@ -160,12 +164,16 @@ type sender struct {
 	last             uint64 // offset of the newest record in items
 }
 
-func (r *replayer) newSender(queue, partition string) *sender {
-	target := queue
+// newSender starts a partition stream; key names the source partition in the
+// resume state, queue and partition are the target's names.
+func (r *replayer) newSender(key, queue, partition string) *sender {
 	if r.opts.ToQueue != "" {
-		target = r.opts.ToQueue
+		queue = r.opts.ToQueue
 	}
-	return &sender{r: r, key: stateKey(queue, partition), queue: target, partition: partition}
+	if r.opts.ToPartition != "" {
+		partition = r.opts.ToPartition
+	}
+	return &sender{r: r, key: key, queue: queue, partition: partition}
 }
 
 // add queues one record, skipping what the resume state or the time filter exclude.

@@ -23,7 +23,7 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	if err := isDataDir(abs); err != nil {
 		return err
 	}
-	logs, names, err := selectLogs(abs, r.opts.Queue, r.opts.Partition, "", false)
+	logs, names, err := selectLogs(abs, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
 	if err != nil {
 		return err
 	}
@@ -33,8 +33,7 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 		if err != nil || len(files) == 0 {
 			continue
 		}
-		n := names[d.Rel]
-		from := max(files[0].FirstOffset, r.state.done(stateKey(n.Queue, n.Name))+1)
+		from := max(files[0].FirstOffset, r.state.done(logKey(d))+1)
 		if end := indexEnd(d.Path, files[len(files)-1]); end > from {
 			total += int64(end - from)
 		}
@@ -76,10 +75,10 @@ feed:
 }
 
 func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
-	if n.Queue == "" || n.Name == "" {
-		return fmt.Errorf("%s: the metadata journal does not name this partition, so it cannot be pushed by name", d.Rel)
+	s := r.newSender(logKey(d), n.Queue, n.Name)
+	if s.queue == "" || s.partition == "" {
+		return fmt.Errorf("%s: the metadata does not name this partition; give --to-queue and --to-partition", d.Rel)
 	}
-	s := r.newSender(n.Queue, n.Name)
 	from := r.state.done(s.key) + 1
 	if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
 		r.skip.Add(int64(from - files[0].FirstOffset))
@@ -170,7 +169,7 @@ func (r *replayer) fromDump(ctx context.Context) error {
 			if prev != nil {
 				<-prev
 			}
-			s := r.newSender(queue, partition)
+			s := r.newSender(key, queue, partition)
 			for rec := range ch {
 				if ctx.Err() != nil {
 					continue // drain so the reader never blocks
@@ -252,3 +251,8 @@ func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
 	}
 	return rec, true, nil
 }
+
+// logKey names a data-directory partition in the resume state: its id, which unlike
+// its name survives a queue rename (dump files, which carry no stable directory,
+// use queue and partition names instead).
+func logKey(d logDir) string { return d.Rel }

@@ -168,3 +168,29 @@ func TestReplayRefusesAnotherReplaysState(t *testing.T) {
 	_, err := Replay(context.Background(), ReplayOptions{Target: "http://b", DataDir: "/x", StateFile: state})
 	assert.ErrorContains(t, err, "belongs to a replay")
 }
+
+// TestReplayUnnamedPartitionByID: a partition the metadata does not name (fsck's
+// orphan_partition) is replayed by id into names given on the command line.
+func TestReplayUnnamedPartitionByID(t *testing.T) {
+	d := newBrokerDir(t, "orders", 2, 12, 4)
+	old := readMeta
+	t.Cleanup(func() { readMeta = old })
+	readMeta = func(string) (*metaView, error) { return nil, ErrNotWired }
+	var id string
+	for k, p := range d.names {
+		if p.Name == "p1" {
+			id = idString(k)
+		}
+	}
+	target := newFakeTarget()
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+
+	_, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id})
+	assert.ErrorContains(t, err, "--to-queue and --to-partition")
+
+	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), st.Pushed)
+	assert.Equal(t, d.pushed["p1"], target.order["rescued/p1"])
+}
