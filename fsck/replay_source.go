@@ -157,14 +157,20 @@ func (r *replayer) fromDump(ctx context.Context) error {
 			seen[key] = true
 			r.stats.Partitions++
 		}
+		acquired := false
 		select {
 		case sem <- struct{}{}:
-		case <-ctx.Done():
+			acquired = true
+		case <-ctx.Done(): // cancelled: the stream only drains its channel
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() {
+				if acquired {
+					<-sem
+				}
+			}()
 			defer close(done)
 			if prev != nil {
 				<-prev
