@@ -47,7 +47,7 @@ func (c *checker) pastEnd() []cursorEntry {
 	for _, e := range c.cursors.Entries {
 		d, haveDir := byID[e.Partition]
 		known := haveDir
-		if !known && c.meta != nil {
+		if !known && c.meta != nil && c.meta.Present {
 			_, known = c.meta.Partitions[e.Partition]
 		}
 		if !known {

@@ -31,6 +31,19 @@ func (c *checker) checkOrphans() {
 	if m == nil {
 		return
 	}
+	if !m.Present {
+		var withRecords int
+		for _, d := range c.logs {
+			if s := c.scans[d.Rel]; s != nil && s.Records > 0 {
+				withRecords++
+			}
+		}
+		if withRecords > 0 {
+			c.rep.add(Finding{Kind: KindOrphanPartition, Severity: SeverityDamaged, File: dirMeta,
+				Detail: fmt.Sprintf("the metadata journal is missing but %d log directories hold records: the broker cannot name them; restore meta/journal from a copy", withRecords)})
+		}
+		return
+	}
 	for _, d := range c.logs {
 		known := false
 		if d.DLQ {

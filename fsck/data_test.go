@@ -58,17 +58,6 @@ func newBrokerDir(t *testing.T, queue string, parts, perPart, batch int) *broker
 	return d
 }
 
-// withNames makes readMeta name the partitions of d for the duration of the test.
-func (d *brokerDir) withNames(t *testing.T) {
-	t.Helper()
-	old := readMeta
-	t.Cleanup(func() { readMeta = old })
-	readMeta = func(string) (*metaView, error) {
-		v := &metaView{Present: true, Queues: map[[16]byte]string{}, Partitions: d.names}
-		return v, nil
-	}
-}
-
 func decodeLines(t *testing.T, out []byte) []map[string]any {
 	t.Helper()
 	var lines []map[string]any

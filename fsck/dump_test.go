@@ -24,7 +24,6 @@ func byType(lines []map[string]any, typ string) []map[string]any {
 // records in offset order with the fields jq users select on (issue 5 "comb dump").
 func TestDumpShape(t *testing.T) {
 	d := newBrokerDir(t, "orders", 2, 30, 10)
-	d.withNames(t)
 	var out bytes.Buffer
 	st, err := Dump(d.root, DumpOptions{Queue: "orders", Partition: "p1", Payload: true}, &out)
 	require.NoError(t, err)
@@ -67,7 +66,6 @@ func TestDumpShape(t *testing.T) {
 // --payload no payload field is printed; --what index prints one line per segment.
 func TestDumpFilters(t *testing.T) {
 	d := newBrokerDir(t, "orders", 1, 50, 10) // segments at 09:00:00.000, .001, ... .004
-	d.withNames(t)
 	base := time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC).UnixMicro()
 	cases := []struct {
 		name    string

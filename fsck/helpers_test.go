@@ -1,11 +1,13 @@
 package fsck
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -17,8 +19,11 @@ import (
 // testDir is a crafted data directory: partition logs written through segment.Log,
 // cursors through cursor.Engine, exactly as the server writes them.
 type testDir struct {
-	t    *testing.T
-	root string
+	t       *testing.T
+	root    string
+	queue   [16]byte // the queue every partition of the directory belongs to
+	parts   int
+	firstID uuid.UUID // the first partition written
 }
 
 func newTestDir(t *testing.T) *testDir {
@@ -27,7 +32,41 @@ func newTestDir(t *testing.T) *testDir {
 	for _, sub := range []string{dirMeta, dirCursor, dirPartitions} {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, sub), 0o755))
 	}
-	return &testDir{t: t, root: root}
+	d := &testDir{t: t, root: root, queue: uuid.Must(uuid.NewV7())}
+	d.appendMeta(metaQueuePut, d.queue, metaQueueBody(ts0, "q"))
+	return d
+}
+
+// appendMeta appends one record to meta/journal in the broker's framing
+// (broker/doc.go: u32 length, u64 xxhash64 of the body, body).
+func (d *testDir) appendMeta(kind byte, id [16]byte, rest []byte) {
+	d.t.Helper()
+	body := append([]byte{kind}, id[:]...)
+	body = append(body, rest...)
+	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+	frame = binary.LittleEndian.AppendUint64(frame, xxhash.Sum64(body))
+	f, err := os.OpenFile(filepath.Join(d.root, dirMeta, metaJournalFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(d.t, err)
+	_, err = f.Write(append(frame, body...))
+	require.NoError(d.t, err)
+	require.NoError(d.t, f.Close())
+}
+
+func metaQueueBody(createdAt int64, name string) []byte {
+	b := binary.AppendVarint(nil, createdAt)
+	for _, s := range []string{name, "", ""} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, 0) // no integer options
+	return binary.AppendUvarint(b, 0)
+}
+
+func metaPartitionBody(queue [16]byte, createdAt int64, name string) []byte {
+	b := append([]byte(nil), queue[:]...)
+	b = binary.AppendVarint(b, createdAt)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	return append(b, name...)
 }
 
 func (d *testDir) partitionDir(id uuid.UUID) string {
@@ -40,6 +79,11 @@ func (d *testDir) partitionDir(id uuid.UUID) string {
 func (d *testDir) writeLog(segments, perSeg int, fileBytes int64, tsMicros int64) uuid.UUID {
 	d.t.Helper()
 	id := uuid.Must(uuid.NewV7())
+	d.appendMeta(metaPartCreate, id, metaPartitionBody(d.queue, tsMicros, fmt.Sprintf("p%d", d.parts)))
+	if d.parts == 0 {
+		d.firstID = id
+	}
+	d.parts++
 	l, _, err := segment.Open(d.partitionDir(id), segment.Options{MaxFileBytes: fileBytes})
 	require.NoError(d.t, err)
 	off := 1
