@@ -37,6 +37,7 @@ var serveEnv = [][2]string{
 	{"log-level", "COMB_LOG_LEVEL"},
 	{"max-body", "COMB_MAX_BODY"},
 	{"max-batch", "COMB_MAX_BATCH"},
+	{"pprof", "COMB_PPROF"},
 }
 
 func runServe(args []string) int {
@@ -50,6 +51,7 @@ func runServe(args []string) int {
 	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
 	fs.Var(&maxBody, "max-body", "request body cap, bytes or with a suffix like 64MiB; larger bodies get 413 (env COMB_MAX_BODY)")
 	maxBatch := fs.Int("max-batch", httpapi.DefaultMaxBatch, "cap on a pop's batch (env COMB_MAX_BATCH)")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,6 +78,15 @@ func runServe(args []string) int {
 		return 2
 	}
 	log := newLogger(level)
+	if *pprofAddr != "" {
+		at, stopPprof, err := startPprof(*pprofAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "comb serve:", err)
+			return 2
+		}
+		defer stopPprof()
+		log.Info().Str("addr", at.String()).Msg("pprof listening (block and mutex sampling on)")
+	}
 
 	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
+	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -98,4 +101,46 @@ func TestDispatch(t *testing.T) {
 	require.Equal(t, 2, runServe([]string{"--sync", "sometimes"}))
 	require.Equal(t, 2, runServe([]string{"extra-arg"}))
 	require.Equal(t, 0, runServe([]string{"-h"}))
+}
+
+func TestPprofAddressMustBeLoopback(t *testing.T) {
+	cases := []struct {
+		name, addr string
+		ok         bool
+	}{
+		{"ipv4 loopback", "127.0.0.1:6060", true},
+		{"ipv6 loopback", "[::1]:6060", true},
+		{"localhost", "localhost:0", true},
+		{"other 127/8 address", "127.0.0.2:6060", true},
+		{"all interfaces refused", ":6060", false},
+		{"wildcard ipv4 refused", "0.0.0.0:6060", false},
+		{"public address refused", "10.1.2.3:6060", false},
+		{"host name refused", "example.com:6060", false},
+		{"missing port", "127.0.0.1", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkPprofAddr(c.addr)
+			if c.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+		})
+	}
+}
+
+func TestPprofServesProfilesOnItsOwnListener(t *testing.T) {
+	at, stop, err := startPprof("127.0.0.1:0")
+	require.NoError(t, err)
+	defer stop()
+	defer runtime.SetBlockProfileRate(0)
+	defer runtime.SetMutexProfileFraction(0)
+	resp, err := http.Get("http://" + at.String() + "/debug/pprof/mutex?debug=1")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "mutex")
 }
