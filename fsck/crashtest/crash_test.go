@@ -64,8 +64,8 @@ type crashFigures struct {
 func TestCrashKill9(t *testing.T) {
 	kills := envInt("CRASH_KILLS", 5)
 	seed := uint64(envInt("CRASH_SEED", int(time.Now().UnixNano()%1_000_000_007)))
-	pushers := envInt("CRASH_PUSHERS", 12)
-	consumers := envInt("CRASH_CONSUMERS", 6)
+	pushers := envInt("CRASH_PUSHERS", 16)
+	consumers := envInt("CRASH_CONSUMERS", 8)
 	maxRun := time.Duration(envInt("CRASH_MAX_RUN_MS", 1500)) * time.Millisecond
 	t.Logf("CRASH_SEED=%d CRASH_KILLS=%d pushers=%d consumers=%d", seed, kills, pushers, consumers)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))

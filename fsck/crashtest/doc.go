@@ -19,13 +19,13 @@
 //     after the restart; the broker's dedup must give each of them exactly one message.
 //
 // It also holds the end-to-end damage tests on a stopped data directory (garbage tail,
-// flipped bit in a sealed file, deleted or truncated index, cursor newer than the data).
+// flipped bit in a sealed file, deleted or truncated index, cursor newer than the data)
+// and a `comb replay` from a stopped server into a running one.
 //
-// It knows the HTTP API, the `comb` command line and the `comb fsck --json` shape; it
-// must not import the broker or the storage packages (apart from fsck's report type):
-// it judges the binary the way an operator would.
+// It knows the HTTP API, the `comb` command line and the `comb fsck --json` shape, and
+// imports no comb package: it judges the binary the way an operator would.
 //
 // Knobs (environment): CRASH_KILLS (default 5; the local target is 100), CRASH_SEED
-// (default: time-based, logged), CRASH_PUSHERS (default 12), CRASH_CONSUMERS (default 6),
+// (default: time-based, logged), CRASH_PUSHERS (default 16), CRASH_CONSUMERS (default 8),
 // CRASH_MAX_RUN_MS (longest run between kills, default 1500).
 package crashtest
