@@ -19,14 +19,14 @@ import (
 // testDir is a crafted data directory: partition logs written through segment.Log,
 // cursors through cursor.Engine, exactly as the server writes them.
 type testDir struct {
-	t       *testing.T
+	t       testing.TB
 	root    string
 	queue   [16]byte // the queue every partition of the directory belongs to
 	parts   int
 	firstID uuid.UUID // the first partition written
 }
 
-func newTestDir(t *testing.T) *testDir {
+func newTestDir(t testing.TB) *testDir {
 	t.Helper()
 	root := t.TempDir()
 	for _, sub := range []string{dirMeta, dirCursor, dirPartitions} {
