@@ -74,6 +74,11 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		f.File = filepath.Join(d.Rel, s.Torn.File)
 		f.StartByte, f.EndByte = s.Torn.StartByte, s.Torn.EndByte
 		f.FirstOffset, f.LastOffset = s.Torn.FirstOffset, s.Torn.LastOffset
+		if f.LastOffset == f.FirstOffset {
+			// segment reports (next, next) when no header after the cut parses: the
+			// first offset that would have been written is known, how many is not.
+			f.LastOffset = 0
+		}
 		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): a crash mid-append, never acknowledged", s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason)
 		f.Repair = fmt.Sprintf("truncate %s at byte %d", f.File, s.Torn.StartByte)
 		add(f)

@@ -73,7 +73,7 @@ type Finding struct {
 	StartByte   int64    `json:"startByte,omitempty"`
 	EndByte     int64    `json:"endByte,omitempty"`
 	FirstOffset uint64   `json:"firstOffset,omitempty"`
-	LastOffset  uint64   `json:"lastOffset,omitempty"`
+	LastOffset  uint64   `json:"lastOffset,omitempty"` // 0 with FirstOffset set: how many is unknown
 	Detail      string   `json:"detail"`
 	// Repair says what --repair does (dry run, check) or did (repair) about it; "" when
 	// nothing can be done automatically.
@@ -102,7 +102,10 @@ func (f Finding) where() string {
 		}
 		parts = append(parts, s)
 	}
-	if f.FirstOffset != 0 || f.LastOffset != 0 {
+	switch {
+	case f.FirstOffset != 0 && f.LastOffset == 0:
+		parts = append(parts, fmt.Sprintf("from offset %d", f.FirstOffset))
+	case f.FirstOffset != 0 || f.LastOffset != 0:
 		parts = append(parts, fmt.Sprintf("offsets %d-%d", f.FirstOffset, f.LastOffset))
 	}
 	return strings.Join(parts, ", ")
