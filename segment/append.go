@@ -40,6 +40,10 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
+	if err := l.pin(); err != nil {
+		return 0, fmt.Errorf("segment log %s: %w", l.dir, err)
+	}
+	defer l.unpin()
 	if tsMicros < l.lastTs {
 		tsMicros = l.lastTs
 	}
@@ -192,6 +196,8 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 		// a file, and from now on reach this one through the sealed cache.
 		// No Sync holds it either: Sync runs under syncMu.
 		old.close(true)
+	} else {
+		l.cache.adjust(l, 2) // the first active file since Open or a load
 	}
 	return nil
 }

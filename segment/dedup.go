@@ -33,6 +33,10 @@ const dedupFlushBytes = 64 << 10
 // The first call loads the index (file plus a scan of the uncovered tail).
 // Safe concurrently with Append and Read.
 func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool, err error) {
+	if err := l.pin(); err != nil {
+		return 0, id, false, fmt.Errorf("segment log %s: %w", l.dir, err)
+	}
+	defer l.unpin()
 	d := &l.dedup
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -118,6 +122,7 @@ func (l *Log) dedupLoadLocked() error {
 		}
 	}
 	d.f = f
+	l.cache.adjust(l, 1)
 	// Index what the file does not cover. Append publishes a segment before
 	// it takes d.mu, so everything it skipped while !loaded is seen here.
 	var rb ReadBuffer
@@ -189,7 +194,11 @@ func (l *Log) dedupFlush() error {
 	if cerr := d.f.Close(); err == nil {
 		err = cerr
 	}
+	l.cache.adjust(l, -1)
 	d.f, d.loaded = nil, false
 	d.table = index.Table{}
+	// Everything in the file describes published records of this process:
+	// a reload after Release keeps it all and rescans only past it.
+	d.covered, d.openNext = 0, l.NextOffset()
 	return err
 }

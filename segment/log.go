@@ -49,6 +49,19 @@ type Log struct {
 	syncedSeq atomic.Uint64 // appendSeq covered by the last successful Sync
 
 	dedup dedupState
+
+	// Handle state (handles.go): pins count operations using handles,
+	// hstate says whether they are open, loadMu serialises load and release.
+	cache      *HandleCache
+	loadMu     sync.Mutex
+	pins       atomic.Int32
+	hstate     atomic.Uint32
+	referenced atomic.Bool // CLOCK bit, cleared by the cache's sweep
+	used       atomic.Bool // idle bit, cleared by TakeUsed
+	unlisted   bool        // opened from a Summary: the directory is not read yet (under loadMu)
+	lazyFirst  uint64      // FirstOffset while unlisted
+	handles    int         // handles counted in cache (under cache.mu)
+	slot       int         // index in cache.ring, -1 when absent (under cache.mu)
 }
 
 // fileInfo is what the Log remembers about one segment file without opening it.
@@ -95,56 +108,116 @@ func Open(dir string, opts Options) (*Log, *RecoveryReport, error) {
 }
 
 func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, error) {
-	l := &Log{dir: dir, opts: opts.withDefaults(), fs: fsys}
+	l := newLog(fsys, dir, opts)
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
+	l.loadMu.Lock()
+	defer l.loadMu.Unlock()
+	rep, err := l.listAndOpen(&RecoveryReport{})
+	if err != nil {
+		return nil, rep, err
+	}
+	if l.active != nil {
+		l.cache.adjust(l, 2)
+	}
+	return l, rep, nil
+}
+
+func newLog(fsys fileSystem, dir string, opts Options) *Log {
+	l := &Log{dir: dir, opts: opts.withDefaults(), fs: fsys, slot: -1}
+	l.cache = l.opts.Handles
+	return l
+}
+
+// listAndOpen reads the directory, opens and checks every file (see Open)
+// and leaves the newest one open as the active file. Called with loadMu held
+// before the Log is shared, or by load while no operation is using it.
+func (l *Log) listAndOpen(rep *RecoveryReport) (*RecoveryReport, error) {
+	dir, fsys := l.dir, l.fs
 	names, err := fsys.List(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
+		return rep, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	if l.dev, err = fsys.Device(dir); err != nil {
-		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
+		return rep, fmt.Errorf("segment log %s: %w", dir, err)
 	}
-	rep := &RecoveryReport{}
+	var files []*fileInfo
 	for _, n := range names {
 		if base, ok := parseSegName(n); ok {
-			l.files = append(l.files, &fileInfo{base: base, next: base})
+			files = append(files, &fileInfo{base: base, next: base})
 		}
 	}
-	for i, fi := range l.files {
-		last := i == len(l.files)-1
+	var active *openFile
+	for i, fi := range files {
+		last := i == len(files)-1
 		of, err := l.openFileInfo(fi, last, true, rep)
 		if err != nil {
-			l.closeAll()
-			return nil, rep, fmt.Errorf("segment log %s: %w", dir, err)
+			return rep, fmt.Errorf("segment log %s: %w", dir, err)
 		}
 		if last {
 			of.refs.Store(1)
-			l.active = of
+			active = of
 		} else {
 			of.close(false)
-			if nb := l.files[i+1].base; fi.next != nb {
-				l.closeAll()
-				return nil, rep, fmt.Errorf("segment log %s: %w", dir, &CorruptionError{
+			if nb := files[i+1].base; fi.next != nb {
+				return rep, fmt.Errorf("segment log %s: %w", dir, &CorruptionError{
 					File: join(dir, segName(fi.base)), StartByte: fi.size, EndByte: fi.size,
 					FirstOffset: min(fi.next, nb), LastOffset: max(fi.next, nb) - 1,
 					Reason: fmt.Sprintf("file ends before offset %d but the next file starts at %d", fi.next, nb)})
 			}
 		}
 	}
-	l.next = 1
-	defer func() { l.dedup.openNext = l.next }()
-	if n := len(l.files); n > 0 {
-		l.next = l.files[n-1].next
+	next, lastTs := uint64(1), int64(0)
+	if n := len(files); n > 0 {
+		next = files[n-1].next
 		for i := n - 1; i >= 0; i-- {
-			if l.files[i].next > l.files[i].base {
-				l.lastTs = l.files[i].lastTs
+			if files[i].next > files[i].base {
+				lastTs = files[i].lastTs
 				break
 			}
 		}
+	} else if l.unlisted {
+		// Every file is gone (removed by hand): keep the offsets, a new file
+		// starts where the log ended.
+		next, lastTs = l.next, l.lastTs
 	}
-	return l, rep, nil
+	l.mu.Lock()
+	l.files, l.active, l.next, l.lastTs = files, active, next, lastTs
+	l.unlisted = false
+	l.mu.Unlock()
+	l.dedup.openNext = next
+	return rep, nil
+}
+
+// Summary is what a Log must know about itself to answer FirstOffset,
+// NextOffset and LastTimestamp without reading its directory: the broker
+// records one per partition at a clean shutdown (issue 7: start-up reads
+// O(partitions) bytes, not the data).
+type Summary struct {
+	FirstOffset, NextOffset uint64
+	LastTimestampMicros     int64
+}
+
+// Summary returns l's current Summary.
+func (l *Log) Summary() Summary {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return Summary{FirstOffset: l.firstLocked(), NextOffset: l.next, LastTimestampMicros: l.lastTs}
+}
+
+// OpenSummary returns a Log for dir that reads nothing until its first use
+// that needs the files (Append, Read, the time lookups, FindTransaction,
+// DeleteFilesBefore), which then opens it as Open does, torn-tail repair
+// included. Until then FirstOffset, NextOffset and LastTimestamp answer from
+// s. s must describe the directory as a clean Close left it; if the files say
+// otherwise at the first use, the files win.
+func OpenSummary(dir string, opts Options, s Summary) *Log {
+	l := newLog(osFS{}, dir, opts)
+	l.unlisted = true
+	l.next, l.lastTs, l.lazyFirst = max(s.NextOffset, 1), s.LastTimestampMicros, s.FirstOffset
+	l.hstate.Store(hReleased)
+	return l
 }
 
 // closeAll drops every handle (Open failure and Close).
@@ -192,6 +265,8 @@ func (l *Log) acquireLocked(fi *fileInfo) (*openFile, error) {
 	of.refs.Store(2) // the cache slot and the caller
 	if old := l.sealed; old != nil {
 		old.unref()
+	} else {
+		l.cache.adjust(l, 2)
 	}
 	l.sealed = of
 	return of, nil
@@ -205,6 +280,9 @@ func (l *Log) FirstOffset() uint64 {
 }
 
 func (l *Log) firstLocked() uint64 {
+	if l.unlisted {
+		return min(max(l.lazyFirst, 1), l.next)
+	}
 	for _, fi := range l.files {
 		if fi.next > fi.base {
 			return fi.base
@@ -239,6 +317,8 @@ func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return ErrClosed
 	}
+	l.loadMu.Lock()
+	defer l.loadMu.Unlock()
 	err := l.dedupFlush()
 	if serr := l.syncNow(); err == nil && !errors.Is(serr, fs.ErrClosed) {
 		err = serr
@@ -246,5 +326,6 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closeAll()
+	l.cache.forget(l)
 	return err
 }

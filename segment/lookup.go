@@ -11,6 +11,10 @@ import (
 // O(log files + log segments). An I/O error opening a sealed file's index
 // makes it answer as if that file held nothing at or after tsMicros.
 func (l *Log) OffsetAtOrAfterTime(tsMicros int64) uint64 {
+	if l.pin() != nil {
+		return l.NextOffset()
+	}
+	defer l.unpin()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if off, ok := l.firstSegmentAfterLocked(tsMicros, false); ok {
@@ -22,6 +26,10 @@ func (l *Log) OffsetAtOrAfterTime(tsMicros int64) uint64 {
 // LastOffsetAtOrBefore returns the last offset whose segment timestamp is
 // ≤ tsMicros, or FirstOffset()-1 when none is (every retained segment is newer).
 func (l *Log) LastOffsetAtOrBefore(tsMicros int64) uint64 {
+	if l.pin() != nil {
+		return l.FirstOffset() - 1
+	}
+	defer l.unpin()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if tsMicros == math.MaxInt64 {

@@ -67,6 +67,16 @@ const maxSpanBytes = 4 << 20
 func (l *Log) Read(from uint64, maxMsgs, maxBytes int, buf *ReadBuffer) ([]Message, error) {
 	buf.Reset()
 	maxMsgs = max(maxMsgs, 1)
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if from >= l.NextOffset() {
+		return nil, nil // nothing to read: no need to load a released log
+	}
+	if err := l.pin(); err != nil {
+		return nil, fmt.Errorf("segment log %s: %w", l.dir, err)
+	}
+	defer l.unpin()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed.Load() {

@@ -13,6 +13,10 @@ func (l *Log) DeleteFilesBefore(offset uint64) (files int, bytes int64, err erro
 	if l.closed.Load() {
 		return 0, 0, ErrClosed
 	}
+	if err := l.pin(); err != nil {
+		return 0, 0, fmt.Errorf("segment log %s: %w", l.dir, err)
+	}
+	defer l.unpin()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.files) > 1 && l.files[0].next <= offset {
@@ -21,6 +25,7 @@ func (l *Log) DeleteFilesBefore(offset uint64) (files int, bytes int64, err erro
 		if s := l.sealed; s != nil && s.info == fi {
 			l.sealed = nil
 			s.unref()
+			l.cache.adjust(l, -2)
 		}
 		l.handleMu.Unlock()
 		if err := l.fs.Remove(join(l.dir, segName(fi.base))); err != nil {

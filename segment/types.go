@@ -53,6 +53,7 @@ type Options struct {
 	MaxFileAge       time.Duration // rotate when the active file is older than this; 0 = never by age
 	Codec            Codec         // preferred codec; the zero value is CodecNone (see DefaultCodec for the measured recommendation)
 	MinCompressBytes int           // record blocks below this many bytes stay uncompressed; default 1024 (0 = default, <0 = always try)
+	Handles          *HandleCache  // shared bound on open file handles (handles.go); nil = no bound, every Log keeps its active file open
 }
 
 // DefaultCodec is the codec the broker should ask for: measured on 100 × 200 B

@@ -1,0 +1,283 @@
+package segment
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// HandleCache bounds the file handles held by every Log that shares it (issue
+// 7: 100,000 partitions must not need 200,000 descriptors). A Log counts its
+// active segment file and its index (2 handles), its cached sealed file and
+// index (2) and its dedup file (1) while they are open.
+//
+// When the total passes the limit, the cache releases the least recently used
+// Logs (CLOCK approximation: one "referenced" bit per Log, set by every use,
+// cleared as the hand sweeps past) until it is back under. A released Log
+// keeps its file list, offsets and timestamps in memory (a few hundred bytes)
+// and reopens its active file on the next use that needs a handle; see
+// Log.Release. A Log in use (pinned) is never released, so the limit can be
+// passed by at most the handles of the Logs in use at that moment.
+//
+// Safe for concurrent use. The zero value is not usable; see NewHandleCache.
+type HandleCache struct {
+	max int
+
+	mu   sync.Mutex
+	ring []*Log // Logs holding at least one counted handle, in CLOCK order
+	hand int
+	used int // handles counted, sum of Log.handles over ring
+
+	releases atomic.Uint64
+}
+
+// DefaultMaxHandles is the handle budget comb serve uses unless told
+// otherwise (--max-open-files): well under the usual 1,024 soft limit, with
+// room left for sockets and the journals.
+const DefaultMaxHandles = 512
+
+// NewHandleCache returns a cache that keeps at most maxHandles handles open
+// (values < 4 are raised to 4: one Log in use needs up to 5).
+func NewHandleCache(maxHandles int) *HandleCache {
+	return &HandleCache{max: max(maxHandles, 4)}
+}
+
+// HandleStats is a snapshot of a HandleCache.
+type HandleStats struct {
+	Open     int    // handles counted now
+	Max      int    // the configured limit
+	Logs     int    // Logs holding at least one handle
+	Releases uint64 // Logs released to make room, since NewHandleCache
+}
+
+// Stats returns the cache's counters.
+func (c *HandleCache) Stats() HandleStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return HandleStats{Open: c.used, Max: c.max, Logs: len(c.ring), Releases: c.releases.Load()}
+}
+
+// adjust changes l's counted handles by delta and, when that takes the total
+// past the limit, releases other Logs (never l: the caller has it pinned).
+// A nil cache counts nothing.
+func (c *HandleCache) adjust(l *Log, delta int) {
+	if c == nil || delta == 0 {
+		return
+	}
+	c.mu.Lock()
+	if l.handles == 0 && delta > 0 {
+		l.slot = len(c.ring)
+		c.ring = append(c.ring, l)
+	}
+	l.handles += delta
+	c.used += delta
+	if l.handles <= 0 {
+		c.used -= l.handles // never below zero
+		l.handles = 0
+		c.removeLocked(l)
+	}
+	over := c.used > c.max
+	c.mu.Unlock()
+	if over && delta > 0 {
+		c.makeRoom(l)
+	}
+}
+
+// forget drops l from the cache (Close, release).
+func (c *HandleCache) forget(l *Log) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.used -= l.handles
+	l.handles = 0
+	c.removeLocked(l)
+	c.mu.Unlock()
+}
+
+func (c *HandleCache) removeLocked(l *Log) {
+	i := l.slot
+	if i < 0 || i >= len(c.ring) || c.ring[i] != l {
+		return
+	}
+	last := len(c.ring) - 1
+	c.ring[i] = c.ring[last]
+	c.ring[i].slot = i
+	c.ring[last] = nil
+	c.ring = c.ring[:last]
+	l.slot = -1
+	if c.hand >= len(c.ring) {
+		c.hand = 0
+	}
+}
+
+// makeRoom releases Logs, oldest use first, until the total is back under
+// the limit or two sweeps found nothing releasable (every Log in use).
+func (c *HandleCache) makeRoom(self *Log) {
+	for misses := 0; ; {
+		c.mu.Lock()
+		if c.used <= c.max || misses > 2*len(c.ring) {
+			c.mu.Unlock()
+			return
+		}
+		victim := c.sweepLocked(self)
+		c.mu.Unlock()
+		if victim == nil {
+			return
+		}
+		if victim.tryRelease(false) {
+			c.releases.Add(1)
+		} else {
+			misses++
+		}
+	}
+}
+
+// sweepLocked advances the CLOCK hand to the first Log other than self whose
+// referenced bit is clear, clearing the bits it passes.
+func (c *HandleCache) sweepLocked(self *Log) *Log {
+	for range 2*len(c.ring) + 1 {
+		if len(c.ring) == 0 {
+			return nil
+		}
+		if c.hand >= len(c.ring) {
+			c.hand = 0
+		}
+		l := c.ring[c.hand]
+		c.hand++
+		if l == self {
+			continue
+		}
+		if l.referenced.Swap(false) {
+			continue
+		}
+		return l
+	}
+	return nil
+}
+
+// Handle states of a Log (Log.hstate).
+const (
+	hLoaded    uint32 = iota // handles may be open; pins allowed
+	hReleasing               // a release is checking for pins
+	hReleased                // no handle open: the next pin reloads
+)
+
+// pin marks l in use for an operation that needs its file handles, loading
+// them first when released. Every pin is matched by one unpin. Pins nest.
+//
+// The check is a Dekker pair with tryRelease: pin raises pins then reads the
+// state, release writes the state then reads pins, so one of them always sees
+// the other.
+func (l *Log) pin() error {
+	for {
+		l.pins.Add(1)
+		if l.hstate.Load() == hLoaded {
+			l.referenced.Store(true)
+			l.used.Store(true)
+			return nil
+		}
+		l.pins.Add(-1)
+		if err := l.load(); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *Log) unpin() { l.pins.Add(-1) }
+
+// load reopens a released Log: the directory listing when it was opened from
+// a Summary, else just the active file (its fileInfo is current: everything
+// was published before the release).
+func (l *Log) load() error {
+	l.loadMu.Lock()
+	defer l.loadMu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if l.hstate.Load() == hLoaded {
+		return nil
+	}
+	if l.unlisted {
+		if _, err := l.listAndOpen(nil); err != nil {
+			return err
+		}
+	} else if n := len(l.files); n > 0 {
+		of, err := l.openFileInfo(l.files[n-1], false, false, nil)
+		if err != nil {
+			return err
+		}
+		of.refs.Store(1)
+		l.mu.Lock()
+		l.active = of
+		l.mu.Unlock()
+	}
+	l.hstate.Store(hLoaded)
+	l.referenced.Store(true)
+	if l.active != nil {
+		l.cache.adjust(l, 2)
+	}
+	return nil
+}
+
+// Release closes l's file handles and drops its dedup table, keeping only
+// its file list, offsets and timestamps in memory; the next operation that
+// needs a handle reopens the active file (seed 004: a partition idle for 10
+// minutes leaves memory and is loaded again by its next message). Unsynced
+// appends are fdatasynced first, so a released Log is never dirty.
+//
+// It does nothing and returns false while an operation is using l (a read,
+// an append, a dedup lookup) or when l is already released or closed.
+// Safe for concurrent use with every other method.
+func (l *Log) Release() bool { return l.tryRelease(true) }
+
+// Loaded reports whether l holds open handles or an in-memory dedup table
+// (false after Release until the next use, and for a Log opened from a
+// Summary until its first use).
+func (l *Log) Loaded() bool { return l.hstate.Load() == hLoaded }
+
+// TakeUsed reports whether l was used (pinned) since the previous call and
+// clears the mark; the broker's idle eviction polls it.
+func (l *Log) TakeUsed() bool { return l.used.Swap(false) }
+
+// tryRelease closes every handle of an unpinned Log. It never blocks on a
+// user of l: a held loadMu or a pin makes it give up.
+func (l *Log) tryRelease(dropDedup bool) bool {
+	if !l.loadMu.TryLock() {
+		return false
+	}
+	defer l.loadMu.Unlock()
+	if l.closed.Load() || l.hstate.Load() != hLoaded {
+		return false
+	}
+	l.hstate.Store(hReleasing)
+	if l.pins.Load() != 0 {
+		l.hstate.Store(hLoaded)
+		return false
+	}
+	// No operation uses l's handles until hstate is hLoaded again.
+	if l.dirty() {
+		if err := l.syncNow(); err != nil {
+			l.hstate.Store(hLoaded)
+			return false
+		}
+	}
+	_ = dropDedup // the dedup file is a handle: it always goes
+	_ = l.dedupFlush()
+	l.syncMu.Lock()
+	l.mu.Lock()
+	if l.active != nil {
+		l.active.close(false)
+		l.active = nil
+	}
+	l.handleMu.Lock()
+	if s := l.sealed; s != nil {
+		l.sealed = nil
+		s.unref()
+	}
+	l.handleMu.Unlock()
+	l.mu.Unlock()
+	l.syncMu.Unlock()
+	l.hstate.Store(hReleased)
+	l.cache.forget(l)
+	return true
+}

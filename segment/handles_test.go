@@ -1,0 +1,189 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
+
+func TestHandleCacheBoundsOpenFiles(t *testing.T) {
+	cases := []struct {
+		name       string
+		logs, max  int
+		rotateSize int64
+	}{
+		{name: "active files only", logs: 60, max: 16},
+		{name: "sealed files read too", logs: 30, max: 10, rotateSize: 300},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cache := NewHandleCache(tc.max)
+			before := openFDs(t)
+			logs := make([]*Log, tc.logs)
+			for i := range logs {
+				l, _, err := Open(filepath.Join(dir, fmt.Sprint(i)), Options{Handles: cache, MaxFileBytes: tc.rotateSize})
+				require.NoError(t, err)
+				logs[i] = l
+				for j := range 3 {
+					_, err := l.Append(int64(j+1), recs(i*10+2*j, 2, 100))
+					require.NoError(t, err)
+				}
+				assert.LessOrEqual(t, cache.Stats().Open, tc.max, "after log %d", i)
+			}
+			for i, l := range logs {
+				msgs := readAll(t, l, 1)
+				require.Len(t, msgs, 6, "log %d", i)
+				requireRecord(t, rec(i*10, 100), msgs[0])
+				requireRecord(t, rec(i*10+5, 100), msgs[5])
+				_, _, ok, err := l.FindTransaction(fmt.Sprintf("tx-%d", i*10+1))
+				require.NoError(t, err)
+				assert.True(t, ok)
+				assert.LessOrEqual(t, cache.Stats().Open, tc.max)
+			}
+			st := cache.Stats()
+			assert.Greater(t, st.Releases, uint64(0))
+			assert.LessOrEqual(t, openFDs(t)-before, tc.max)
+			for _, l := range logs {
+				require.NoError(t, l.Close())
+			}
+			assert.Equal(t, 0, cache.Stats().Open)
+			assert.Equal(t, 0, cache.Stats().Logs)
+		})
+	}
+}
+
+func TestReleaseThenUseReloads(t *testing.T) {
+	fs := newMemFS()
+	l, _ := openMem(t, fs, Options{MaxFileBytes: 200})
+	for j := range 5 {
+		_, err := l.Append(int64(j+1), recs(j, 1, 150))
+		require.NoError(t, err)
+	}
+	_, _, ok, err := l.FindTransaction("tx-2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, l.Release(), "an idle log releases")
+	assert.False(t, l.Loaded())
+	assert.False(t, l.Release(), "a released log has nothing to release")
+	assert.Equal(t, uint64(6), l.NextOffset(), "offsets answer without a reload")
+	assert.False(t, l.Loaded())
+
+	off, _, ok, err := l.FindTransaction("tx-3")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(4), off)
+	require.True(t, l.Release())
+	first, err := l.Append(10, recs(5, 1, 150))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(6), first)
+	require.True(t, l.Release())
+	assert.Equal(t, uint64(3), l.OffsetAtOrAfterTime(3))
+	msgs := readAll(t, l, 1)
+	require.Len(t, msgs, 6)
+	requireRecord(t, rec(5, 150), msgs[5])
+	require.NoError(t, l.Close())
+	assert.False(t, l.Release(), "a closed log does not release")
+}
+
+func TestReleaseSyncsUnsyncedAppends(t *testing.T) {
+	fs := newMemFS()
+	l, _ := openMem(t, fs, Options{})
+	_, err := l.Append(1, recs(0, 3, 50))
+	require.NoError(t, err)
+	require.True(t, l.Release())
+	crashed := fs.Crash(true)
+	l2, _ := openMem(t, crashed, Options{})
+	assert.Equal(t, uint64(4), l2.NextOffset(), "a release makes appends durable")
+}
+
+func TestReleaseWaitsForPins(t *testing.T) {
+	l, _ := openMem(t, newMemFS(), Options{})
+	_, err := l.Append(1, recs(0, 1, 50))
+	require.NoError(t, err)
+	require.NoError(t, l.pin())
+	assert.False(t, l.Release(), "a pinned log is in use")
+	l.unpin()
+	assert.True(t, l.Release())
+}
+
+func TestOpenSummaryReadsNothingUntilUsed(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	l, _, err := Open(dir, Options{MaxFileBytes: 200})
+	require.NoError(t, err)
+	for j := range 4 {
+		_, err := l.Append(int64(100+j), recs(j, 1, 150))
+		require.NoError(t, err)
+	}
+	_, _, err = l.DeleteFilesBefore(3)
+	require.NoError(t, err)
+	sum := l.Summary()
+	require.NoError(t, l.Close())
+	assert.Equal(t, Summary{FirstOffset: 3, NextOffset: 5, LastTimestampMicros: 103}, sum)
+
+	lz := OpenSummary(dir, Options{MaxFileBytes: 200}, sum)
+	assert.False(t, lz.Loaded())
+	assert.Equal(t, uint64(3), lz.FirstOffset())
+	assert.Equal(t, uint64(5), lz.NextOffset())
+	assert.Equal(t, int64(103), lz.LastTimestamp())
+	assert.False(t, lz.Loaded(), "the offsets come from the summary")
+	msgs := readAll(t, lz, 1)
+	require.Len(t, msgs, 2)
+	requireRecord(t, rec(2, 150), msgs[0])
+	assert.True(t, lz.Loaded())
+	first, err := lz.Append(200, recs(9, 1, 10))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), first)
+	require.NoError(t, lz.Close())
+}
+
+func TestHandleCacheConcurrentUse(t *testing.T) {
+	dir := t.TempDir()
+	cache := NewHandleCache(8)
+	logs := make([]*Log, 12)
+	for i := range logs {
+		l, _, err := Open(filepath.Join(dir, fmt.Sprint(i)), Options{Handles: cache, MaxFileBytes: 400})
+		require.NoError(t, err)
+		logs[i] = l
+	}
+	var wg sync.WaitGroup
+	for i, l := range logs {
+		wg.Add(2)
+		go func() { // the single appender of l
+			defer wg.Done()
+			for j := range 40 {
+				_, err := l.Append(int64(j+1), recs(i*100+j, 1, 60))
+				assert.NoError(t, err)
+			}
+		}()
+		go func() { // a reader of l and a releaser of the others
+			defer wg.Done()
+			var rb ReadBuffer
+			for j := range 40 {
+				_, err := l.Read(1, 10, 0, &rb)
+				assert.NoError(t, err)
+				logs[(i+j)%len(logs)].Release()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, l := range logs {
+		msgs := readAll(t, l, 1)
+		require.Len(t, msgs, 40)
+		requireRecord(t, rec(i*100+39, 60), msgs[39])
+		require.NoError(t, l.Close())
+	}
+}
