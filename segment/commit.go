@@ -45,10 +45,22 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	return 0, fmt.Errorf("sync policy %q: %w", s, ErrBadPolicy)
 }
 
-// Committer is group commit across many Logs: one background goroutine runs
-// sync passes, each fdatasyncing every Log that has unsynced appends (up to
-// syncWorkers at a time) and then releasing every Commit that was waiting
-// when the pass started.
+// Committer is group commit across many Logs. With SyncAlways a Commit
+// first tries to sync its log itself (at most directSyncs at a time over all
+// logs): callers of one log that arrive while its fdatasync runs queue on the
+// log and share the next one, so a busy log makes one fdatasync per sync
+// time and independent logs never wait for each other. When directSyncs are
+// already in flight the Commit joins the shared pass instead: one background
+// goroutine runs sync passes, each fdatasyncing (or, from syncFSMin logs on
+// one file system, one syncfs) every Log that has unsynced appends and then
+// releasing every Commit that was waiting when the pass started.
+//
+// Why both: on the project machine 16 appenders on 16 logs got 15,000
+// fdatasyncs/s at 0.9 ms p50 each syncing its own log, against 533 syncfs
+// passes/s (1.1 ms) for one shared pass; a shared pass makes every request
+// wait for the slowest log of the pass plus the pass already running when it
+// arrived. The pass remains for fan-in beyond directSyncs concurrent logs,
+// where one syncfs beats hundreds of fdatasyncs.
 //
 // What each policy promises after a crash (power loss or kernel panic; a
 // process crash alone loses nothing that Append wrote):
@@ -75,6 +87,8 @@ type Committer struct {
 	kick    chan struct{}
 	stopped chan struct{}
 
+	direct chan struct{} // SyncAlways: one token per direct sync in flight
+
 	latMu sync.Mutex
 	lat   []int64 // pass durations (µs) since the last SyncLatencies
 }
@@ -93,6 +107,12 @@ func newPass() *pass { return &pass{done: make(chan struct{})} }
 // (64 files: 18 ms serial, 3.6 ms with 64 in flight on the project machine).
 const syncWorkers = 64
 
+// directSyncs bounds the SyncAlways Commits that fdatasync their own log at
+// the same time; more join the shared pass. 16 parallel fdatasyncs already
+// reach the device's ceiling on the project machine (32 gave +3 % at 1.6× the
+// latency), and each one blocks an OS thread.
+const directSyncs = 16
+
 // syncFSMin is the number of dirty logs on one file system from which a pass
 // uses one syncfs(2) instead of an fdatasync per log (64 files: 2.9 ms).
 const syncFSMin = 8
@@ -108,7 +128,7 @@ func NewCommitter(p SyncPolicy, interval time.Duration) *Committer {
 		interval = 10 * time.Millisecond
 	}
 	c := &Committer{policy: p, interval: interval, dirty: map[*Log]struct{}{}, next: newPass(),
-		kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+		kick: make(chan struct{}, 1), stopped: make(chan struct{}), direct: make(chan struct{}, directSyncs)}
 	if p == SyncNever {
 		close(c.stopped)
 		return c
@@ -118,8 +138,9 @@ func NewCommitter(p SyncPolicy, interval time.Duration) *Committer {
 }
 
 // Commit makes l's appends durable according to the policy: with SyncAlways
-// it blocks until a sync pass that started after the call has flushed l and
-// returns that pass's error for l; otherwise it marks l for the next pass
+// it blocks until an fdatasync of l (its own, or one it queued behind on l),
+// or a sync pass, that started after the call has flushed l, and returns that
+// sync's error for l; otherwise it marks l for the next pass
 // (SyncInterval) or does nothing (SyncNever) and returns nil. Safe for
 // concurrent use. ErrClosed after Close.
 func (c *Committer) Commit(l *Log) error {
@@ -142,6 +163,12 @@ func (c *Committer) Commit(l *Log) error {
 		c.mu.Unlock()
 		return nil // everything appended is already durable
 	}
+	select {
+	case c.direct <- struct{}{}:
+		c.mu.Unlock()
+		return c.syncDirect(l)
+	default:
+	}
 	c.dirty[l] = struct{}{}
 	p := c.next
 	c.mu.Unlock()
@@ -151,6 +178,19 @@ func (c *Committer) Commit(l *Log) error {
 	}
 	<-p.done
 	return p.errs[l]
+}
+
+// syncDirect syncs l in the caller's goroutine, holding one direct token.
+// Close waits for the tokens, so no direct sync outlives the Committer.
+func (c *Committer) syncDirect(l *Log) error {
+	defer func() { <-c.direct }()
+	start := time.Now()
+	err := l.Sync()
+	c.recordLatency(time.Since(start).Microseconds())
+	if errors.Is(err, ErrClosed) { // Close synced it
+		return nil
+	}
+	return err
 }
 
 func (c *Committer) loop() {
@@ -332,6 +372,9 @@ func (c *Committer) Close() error {
 	default:
 	}
 	<-c.stopped
+	for range directSyncs { // direct syncs in flight finish first
+		c.direct <- struct{}{}
+	}
 	var err error
 	for _, e := range p.errs {
 		err = errors.Join(err, e)

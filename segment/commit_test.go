@@ -186,3 +186,94 @@ func TestCrashRecoversASyncedPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncAlwaysIndependentLogsDoNotWaitForEachOther(t *testing.T) {
+	held := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	slow, _, err := openLog(held, "/slow", Options{})
+	require.NoError(t, err)
+	fs := newMemFS()
+	fast, _, err := openLog(fs, "/fast", Options{})
+	require.NoError(t, err)
+	c := NewCommitter(SyncAlways, 0)
+
+	_, err = slow.Append(1, recs(0, 1, 10))
+	require.NoError(t, err)
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- c.Commit(slow) }()
+	<-held.entered // slow's fdatasync is in flight and stays there
+
+	_, err = fast.Append(1, recs(0, 2, 10))
+	require.NoError(t, err)
+	fastDone := make(chan error, 1)
+	go func() { fastDone <- c.Commit(fast) }()
+	select {
+	case err := <-fastDone:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a Commit on one log waited for another log's sync")
+	}
+	assert.Len(t, fs.Crash(true).bytes("/fast/"+segName(1)), len(fs.bytes("/fast/"+segName(1))), "fast is durable")
+	select {
+	case <-slowDone:
+		t.Fatal("the held Commit returned before its fdatasync finished")
+	default:
+	}
+	close(held.release)
+	require.NoError(t, <-slowDone)
+	require.NoError(t, c.Close())
+	require.NoError(t, slow.Close())
+	require.NoError(t, fast.Close())
+}
+
+func TestSyncSkipsTheFdatasyncWhenAnEarlierSyncCoveredEverything(t *testing.T) {
+	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	close(g.release)
+	l, _, err := openLog(g, "/p", Options{})
+	require.NoError(t, err)
+	_, err = l.Append(1, recs(0, 1, 10))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	require.Len(t, g.entered, 1, "the first Sync flushes the file")
+	require.NoError(t, l.Sync())
+	assert.Len(t, g.entered, 1, "nothing appended since: no second fdatasync")
+	_, err = l.Append(2, recs(1, 1, 10))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	assert.Len(t, g.entered, 2, "a new append needs a new fdatasync")
+	require.NoError(t, l.Close())
+}
+
+func TestSyncAlwaysMoreLogsThanDirectSyncsUseThePass(t *testing.T) {
+	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
+	c := NewCommitter(SyncAlways, 0)
+	n := directSyncs + 4
+	ls := make([]*Log, n)
+	done := make(chan error, n)
+	for i := range ls {
+		l, _, err := openLog(g, fmt.Sprintf("/p%d", i), Options{})
+		require.NoError(t, err)
+		ls[i] = l
+		_, err = l.Append(1, recs(0, 1, 10))
+		require.NoError(t, err)
+	}
+	for i := 0; i < directSyncs; i++ {
+		go func() { done <- c.Commit(ls[i]) }()
+		<-g.entered // every direct token is now held by a sync in flight
+	}
+	for i := directSyncs; i < n; i++ {
+		go func() { done <- c.Commit(ls[i]) }()
+	}
+	<-g.entered // the overflow Commits joined a shared pass, which is syncing
+	close(g.release)
+	for range n {
+		require.NoError(t, <-done)
+	}
+	crashed := g.Crash(true)
+	for i := range ls {
+		assert.Len(t, crashed.bytes(fmt.Sprintf("/p%d/%s", i, segName(1))), len(g.bytes(fmt.Sprintf("/p%d/%s", i, segName(1)))), "log %d durable", i)
+	}
+	require.NoError(t, c.Close())
+	for _, l := range ls {
+		require.NoError(t, l.Close())
+	}
+}

@@ -17,6 +17,14 @@ func (l *Log) syncNow() error {
 	seq := l.appendSeq.Load()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if l.syncedSeq.Load() >= seq && !l.needDirSync {
+		// A sync that ran while we queued for syncMu covered our appends:
+		// concurrent callers on one log share one fdatasync.
+		return nil
+	}
+	// Cover everything appended so far, so the callers queued behind us
+	// find their appends synced.
+	seq = l.appendSeq.Load()
 	l.mu.RLock()
 	act := l.active
 	l.mu.RUnlock()
