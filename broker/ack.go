@@ -181,6 +181,7 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	}
 	if ch {
 		b.cur.Set(k, st)
+		b.cursorChanged(p, group)
 	}
 	for _, o := range out {
 		r := &results[o.Index]

@@ -119,6 +119,7 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 				to = min(p.log.LastOffsetAtOrBefore(tsMicros), to)
 			}
 			b.cur.Set(k, lease.State{Committed: to})
+			b.cursorChanged(p, group)
 			res.PartitionsUpdated++
 		}
 		p.mu.Unlock()
@@ -156,6 +157,7 @@ func (b *Broker) SeekPartition(group, queueName, partitionName string) (Partitio
 	p.mu.Lock()
 	to := p.visible.Load() - 1
 	b.cur.Set(cursor.Key{Partition: p.id, Group: group}, lease.State{Committed: to})
+	b.cursorChanged(p, group)
 	ts := p.log.LastTimestamp()
 	p.mu.Unlock()
 	if err := b.cur.Wait(); err != nil {
@@ -196,6 +198,7 @@ func (b *Broker) DeleteGroup(group, queueName string, deleteMetadata bool) (int,
 		}
 		p.mu.Lock()
 		b.cur.Delete(k)
+		b.cursorChanged(p, k.Group)
 		p.mu.Unlock()
 		n++
 	}

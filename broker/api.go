@@ -308,4 +308,12 @@ type Stats struct {
 	TotalLag                   int64
 	// SyncLatencyMicros are the durations of recent group-commit syncs (µs), for a histogram.
 	SyncLatencyMicros []int64
+
+	// Issue 7: bounded files, idle eviction, retention.
+	OpenFiles, MaxOpenFiles int    // partition and DLQ file handles held / allowed (segment.HandleCache)
+	HandleReleases          uint64 // logs whose handles were closed to stay under MaxOpenFiles
+	EvictedPartitions       uint64 // partitions released after Config.IdleEvict unused (seed 004)
+	RetentionFilesDeleted   uint64 // segment files removed by retention (spec 2.2)
+	RetentionBytesReclaimed uint64 // their bytes
+	RetentionCursorsMoved   uint64 // cursors moved up to a new low-water mark
 }

@@ -28,6 +28,12 @@ type Broker struct {
 	meta      *metaJournal
 	cur       *cursor.Engine
 	committer *segment.Committer
+	handles   *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
+
+	// summaries are the partition Summaries of the clean-shutdown marker,
+	// set during Open only (startup.go).
+	summaries map[[16]byte]segment.Summary
+	maint     maintenance // idle eviction and retention (evict.go, retention.go)
 
 	// mu is the registry lock: queue and partition maps and the metadata
 	// journal. The hot paths take it shared; only creation and deletion take
@@ -64,6 +70,10 @@ type counters struct {
 	ackSuccess, ackFailed      atomic.Uint64
 	dlqMessages                atomic.Uint64
 	parkedPops                 atomic.Int64
+	evictions                  atomic.Uint64 // partitions released by idle eviction
+	retentionFiles             atomic.Uint64 // segment files deleted by retention (partitions and DLQs)
+	retentionBytes             atomic.Uint64 // their bytes
+	retentionCursors           atomic.Uint64 // cursors moved up to a new low-water mark
 }
 
 // queueConf is the mutable part of a queue, swapped whole on configure so the
@@ -90,6 +100,14 @@ type queue struct {
 	dlq   *segment.Log
 
 	deleted atomic.Bool
+
+	// pendingQM is the queue's pending depth for maxSize (spec 1.7): messages
+	// after the __QUEUE_MODE__ cursor, summed over partitions (pending.go).
+	pendingQM atomic.Int64
+	// groupNames are the consumer groups with a cursor on some partition of
+	// the queue, copy on write (retention needs them; pending.go).
+	groupNames atomic.Pointer[map[string]struct{}]
+	namesMu    sync.Mutex
 }
 
 type partition struct {
@@ -109,6 +127,11 @@ type partition struct {
 	// and made durable per the sync policy. Pushes raise it after their group
 	// commit, so no pop delivers a message its push has not yet answered.
 	visible atomic.Uint64
+
+	idleSince int64 // µs the maintenance task first saw the log unused; under b.maint.mu (evict.go)
+
+	pendMu    sync.Mutex // guards qmPending (a leaf lock; pending.go)
+	qmPending int64      // this partition's share of q.pendingQM
 }
 
 func (q *queue) options() QueueOptions { return q.conf.Load().opts }
@@ -144,18 +167,24 @@ func Open(cfg Config) (*Broker, error) {
 		now:      cfg.Now,
 		dir:      cfg.DataDir,
 		syncMode: policy,
-		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, Codec: segment.DefaultCodec},
+		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec},
 		lockFile: lock,
 		queues:   make(map[string]*queue),
 		parts:    make(map[[16]byte]*partition),
 		closing:  make(chan struct{}),
 		anyGate:  newWakeGate(),
 	}
+	if cfg.MaxOpenFiles > 0 {
+		b.handles = segment.NewHandleCache(cfg.MaxOpenFiles)
+		b.segOpts.Handles = b.handles
+	}
 	if err := b.open(); err != nil {
 		b.closeFiles()
 		return nil, err
 	}
 	b.wake = newWaker(cfg.WakeTick)
+	b.initCounters()
+	b.startMaintenance()
 	return b, nil
 }
 
@@ -171,7 +200,12 @@ func (b *Broker) open() error {
 		b.log.Warn().Int64("bytes", rep.TruncatedBytes).Int64("at", rep.TruncatedAt).
 			Msg("metadata journal: truncated a torn tail")
 	}
-	if err := b.applyMeta(rep.Records); err != nil {
+	if b.summaries, err = b.takeCleanMarker(); err != nil {
+		return err
+	}
+	err = b.applyMeta(rep.Records)
+	b.summaries = nil
+	if err != nil {
 		return err
 	}
 	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
@@ -312,7 +346,7 @@ func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf
 
 func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
 	idStr := uuidString(id)
-	l, rep, err := segment.Open(filepath.Join(b.dir, "partitions", idStr), b.segOpts)
+	l, rep, err := b.openPartitionLog(id, filepath.Join(b.dir, "partitions", idStr))
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker: queue %s partition %s (%s): %w", q.name, name, idStr, err)
 	}
@@ -487,6 +521,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
 		close(b.closing)
+		b.stopMaintenance()
 		b.inflight.Wait()
 		b.wake.close()
 		err = b.closeFiles()
@@ -507,6 +542,7 @@ func (b *Broker) closeFiles() error {
 		}
 	}
 	b.mu.Lock()
+	sums := make(map[[16]byte]segment.Summary, len(b.parts))
 	for _, p := range b.parts {
 		if !b.noSync() {
 			if err := p.log.Sync(); err != nil {
@@ -516,6 +552,7 @@ func (b *Broker) closeFiles() error {
 		if err := p.log.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		sums[p.id] = p.log.Summary()
 	}
 	for _, q := range b.queues {
 		q.dlqMu.Lock()
@@ -528,6 +565,12 @@ func (b *Broker) closeFiles() error {
 		q.dlqMu.Unlock()
 	}
 	b.mu.Unlock()
+	if b.wake != nil && len(errs) == 0 {
+		// Only a Close that synced and closed everything may promise it.
+		if err := b.writeCleanMarker(sums); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := b.meta.close(); err != nil {
 		errs = append(errs, err)
 	}

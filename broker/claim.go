@@ -59,6 +59,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		// The group's cursor row appears on its first contact (seed 000).
 		st.Committed = b.seedCursorLocked(pc, p)
 		b.cur.Set(k, st)
+		b.cursorChanged(p, pc.group)
 		pc.dirty = true
 	}
 	if !lease.CanClaim(st, now) {
@@ -114,6 +115,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		cl.verdict, cl.until = verdictLater, exp
 	}
 	b.cur.Set(k, st)
+	b.cursorChanged(p, pc.group)
 	pc.dirty = true
 	pc.bufs = append(pc.bufs, buf)
 	pc.budget -= len(msgs)
@@ -165,6 +167,7 @@ func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
 				p.mu.Lock()
 				if _, ok := b.cur.Get(k); !ok {
 					b.cur.Set(k, lease.State{Committed: cursor.StartCursor(pc.sub, partView{p}, true)})
+					b.cursorChanged(p, pc.group)
 				}
 				p.mu.Unlock()
 			}

@@ -3,6 +3,8 @@ package broker
 import (
 	"time"
 
+	"github.com/combmq/comb/segment"
+
 	"github.com/rs/zerolog"
 )
 
@@ -22,15 +24,36 @@ type Config struct {
 	// WakeTick is the period on which push wake-ups of parked long-polls are
 	// coalesced (seed 000 "Long-poll"); default 5 ms.
 	WakeTick time.Duration
+
+	// MaxOpenFiles bounds the segment and index file handles held by all
+	// partition logs together (segment.HandleCache); default 512, < 0 = no bound.
+	MaxOpenFiles int
+	// IdleEvict is how long a partition stays unused before its log leaves
+	// memory (seed 004: 10 minutes); default 10 min, < 0 = never.
+	IdleEvict time.Duration
+	// MaintenanceInterval is the period of the background task that evicts
+	// idle partitions and applies retention (evict.go, retention.go);
+	// default 1 s, < 0 = no background task (tests drive it by hand).
+	MaintenanceInterval time.Duration
+	// MaintenanceBatch is how many partitions one maintenance tick visits
+	// (round robin), bounding its cost; default 10,000.
+	MaintenanceBatch int
+	// MaxSegmentFileAge rotates a partition's active file once it spans this
+	// long, so retention (by whole sealed file) can reach recent data;
+	// default 0 = rotate by size only.
+	MaxSegmentFileAge time.Duration
 }
 
 // Defaults applied by Open.
 const (
-	DefaultSyncInterval       = 10 * time.Millisecond
-	DefaultCheckpointInterval = 5 * time.Millisecond
-	DefaultMaxBatch           = 10000
-	DefaultWakeTick           = 5 * time.Millisecond
-	maxNameBytes              = 255
+	DefaultSyncInterval        = 10 * time.Millisecond
+	DefaultCheckpointInterval  = 5 * time.Millisecond
+	DefaultMaxBatch            = 10000
+	DefaultWakeTick            = 5 * time.Millisecond
+	DefaultIdleEvict           = 10 * time.Minute
+	DefaultMaintenanceInterval = time.Second
+	DefaultMaintenanceBatch    = 10000
+	maxNameBytes               = 255
 )
 
 func (c Config) withDefaults() Config {
@@ -51,6 +74,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WakeTick <= 0 {
 		c.WakeTick = DefaultWakeTick
+	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = segment.DefaultMaxHandles
+	}
+	if c.IdleEvict == 0 {
+		c.IdleEvict = DefaultIdleEvict
+	}
+	if c.MaintenanceInterval == 0 {
+		c.MaintenanceInterval = DefaultMaintenanceInterval
+	}
+	if c.MaintenanceBatch <= 0 {
+		c.MaintenanceBatch = DefaultMaintenanceBatch
 	}
 	return c
 }

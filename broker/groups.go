@@ -137,5 +137,6 @@ func (b *Broker) Stats() Stats {
 		return true
 	})
 	s.SyncLatencyMicros = b.committer.SyncLatencies()
+	b.scaleStats(&s)
 	return s
 }

@@ -224,6 +224,7 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 			break
 		}
 	}
+	b.refreshPending(p)
 	p.q.mu.RLock()
 	for _, g := range p.q.groups {
 		g.pushed(p, ts)
@@ -234,8 +235,9 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 }
 
 // checkMaxSize fails every item of a queue whose pending depth (messages after
-// the __QUEUE_MODE__ cursor) would pass maxSize (spec 1.7). It scans the
-// queue's partitions, so it runs only for queues that set maxSize.
+// the __QUEUE_MODE__ cursor) would pass maxSize (spec 1.7). The depth is the
+// queue's running counter (pending.go), so the check costs one atomic load;
+// concurrent pushes may each pass it and together overshoot by one batch.
 func (b *Broker) checkMaxSize(items []PushItem, groups []*pushGroup, results []PushResult) {
 	perQueue := make(map[*queue]int64)
 	for _, g := range groups {
@@ -245,7 +247,7 @@ func (b *Broker) checkMaxSize(items []PushItem, groups []*pushGroup, results []P
 	}
 	for q, n := range perQueue {
 		max := q.options().MaxSize
-		depth := b.pendingDepth(q, QueueModeGroup)
+		depth := q.pendingQM.Load()
 		if depth+n <= max {
 			continue
 		}

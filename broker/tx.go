@@ -253,6 +253,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		}
 		for _, s := range sets {
 			b.cur.Set(s.k, s.post)
+			b.cursorChanged(s.p, s.k.Group)
 			if s.released {
 				releases = append(releases, partKeyed{s.p, s.k.Group})
 			}

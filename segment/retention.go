@@ -41,3 +41,35 @@ func (l *Log) DeleteFilesBefore(offset uint64) (files int, bytes int64, err erro
 	}
 	return files, bytes, nil
 }
+
+// SealedBefore returns the offset after the newest sealed file all of whose
+// segments are stamped before tsMicros (µs), or FirstOffset() when there is
+// none: DeleteFilesBefore(SealedBefore(ts)) removes exactly the files a
+// time-based retention rule may drop (by whole file, never the active one).
+// It answers from the in-memory file list without opening anything and
+// without counting as a use (see TakeUsed); a Log opened from a Summary and
+// not used since lists its directory first.
+func (l *Log) SealedBefore(tsMicros int64) uint64 {
+	if l.unlistedNow() {
+		if err := l.load(); err != nil {
+			return l.FirstOffset()
+		}
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	off := l.firstLocked()
+	for i := 0; i < len(l.files)-1; i++ {
+		fi := l.files[i]
+		if fi.next > fi.base && fi.lastTs >= tsMicros {
+			break
+		}
+		off = max(off, fi.next)
+	}
+	return off
+}
+
+func (l *Log) unlistedNow() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.unlisted
+}

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"sync"
+	"time"
+)
+
+// maintenance is the background task that evicts idle partitions (seed 004)
+// and applies retention (retention.go). Each tick visits at most
+// Config.MaintenanceBatch partitions, round robin over a snapshot of the
+// registry taken at the start of each cycle, so its cost per tick is bounded
+// whatever the number of partitions.
+type maintenance struct {
+	mu   sync.Mutex // one tick at a time: the background loop or a test
+	list []*partition
+	pos  int
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (b *Broker) startMaintenance() {
+	if b.cfg.MaintenanceInterval < 0 {
+		return
+	}
+	b.maint.stop, b.maint.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.maint.done)
+		t := time.NewTicker(b.cfg.MaintenanceInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.maint.stop:
+				return
+			case <-t.C:
+				b.maintain(b.now())
+			}
+		}
+	}()
+}
+
+func (b *Broker) stopMaintenance() {
+	if b.maint.stop == nil {
+		return
+	}
+	close(b.maint.stop)
+	<-b.maint.done
+}
+
+// maintain runs one tick at time now: for each partition visited, idle
+// eviction then retention; then DLQ retention of every queue.
+func (b *Broker) maintain(now time.Time) {
+	if err := b.enter(); err != nil {
+		return
+	}
+	defer b.leave()
+	m := &b.maint
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nowMicros := now.UnixMicro()
+	rebuilt := false
+	for range b.cfg.MaintenanceBatch {
+		if m.pos >= len(m.list) {
+			if rebuilt {
+				break
+			}
+			m.list, m.pos, rebuilt = b.partitionList(m.list[:0]), 0, true
+			if len(m.list) == 0 {
+				break
+			}
+		}
+		p := m.list[m.pos]
+		m.list[m.pos] = nil
+		m.pos++
+		b.evictIfIdleLocked(p, nowMicros)
+		b.retainPartition(p, nowMicros)
+	}
+	b.retainDLQs(nowMicros)
+}
+
+// partitionList appends every live partition to dst.
+func (b *Broker) partitionList(dst []*partition) []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, p := range b.parts {
+		dst = append(dst, p)
+	}
+	return dst
+}
+
+// evictIfIdleLocked releases p's log (file handles, dedup table) once the
+// maintenance task has seen it unused for Config.IdleEvict (seed 004: a
+// partition idle for 10 minutes leaves memory; its next message or pop loads
+// it again, see segment.Log.Release). The partition lock is only tried: a
+// push, claim or ack holding it means p is not idle. The caller holds
+// b.maint.mu.
+func (b *Broker) evictIfIdleLocked(p *partition, nowMicros int64) {
+	if b.cfg.IdleEvict < 0 {
+		return
+	}
+	if p.log.TakeUsed() || p.idleSince == 0 {
+		p.idleSince = nowMicros
+		return
+	}
+	if !p.log.Loaded() || nowMicros-p.idleSince < b.cfg.IdleEvict.Microseconds() {
+		return
+	}
+	if !p.mu.TryLock() {
+		return
+	}
+	if !p.deleted && p.log.Release() {
+		b.stats.evictions.Add(1)
+	}
+	p.mu.Unlock()
+}
+
+// scaleStats fills the issue-7 fields of s. OpenPartitions counts the logs
+// holding file handles (loaded), not every partition.
+func (b *Broker) scaleStats(s *Stats) {
+	if b.handles != nil {
+		hs := b.handles.Stats()
+		s.OpenFiles, s.MaxOpenFiles, s.HandleReleases, s.OpenPartitions = hs.Open, hs.Max, hs.Releases, hs.Logs
+	}
+	s.EvictedPartitions = b.stats.evictions.Load()
+	s.RetentionFilesDeleted = b.stats.retentionFiles.Load()
+	s.RetentionBytesReclaimed = b.stats.retentionBytes.Load()
+	s.RetentionCursorsMoved = b.stats.retentionCursors.Load()
+}

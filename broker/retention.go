@@ -1,0 +1,151 @@
+package broker
+
+import (
+	"math"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+)
+
+// Retention (spec 2.2) runs in the maintenance task (evict.go), one
+// partition at a time under its partition lock, by whole segment files
+// (segment.Log.DeleteFilesBefore: never the active file). For partition p at
+// time now the cut offset is the highest of
+//
+//   - retentionEnabled + retentionSeconds: files whose newest segment is
+//     older than retentionSeconds, consumed or not;
+//   - retentionEnabled + completedRetentionSeconds: the same by age, but not
+//     past the lowest cursor of the groups with a cursor on p;
+//   - maxWaitTimeSeconds (whatever retentionEnabled says): files older than
+//     that, consumed or not (Queen deletes what waited too long);
+//
+// capped so that no live lease loses a message (never past a leased span's
+// start) and nothing not yet visible is cut. Cursors below the new low-water
+// mark move up to it. A DLQ log loses its files older than the queue's
+// shortest time rule (its entries go with their messages).
+
+// retainPartition applies p's queue's retention rules at nowMicros.
+func (b *Broker) retainPartition(p *partition, nowMicros int64) {
+	o := p.q.options()
+	rs, crs, mw := int64(0), int64(0), o.MaxWaitTimeSeconds
+	if o.RetentionEnabled {
+		rs, crs = o.RetentionSeconds, o.CompletedRetentionSeconds
+	}
+	if rs <= 0 && crs <= 0 && mw <= 0 {
+		return
+	}
+	before := func(secs int64) uint64 { return p.log.SealedBefore(nowMicros - secs*1_000_000) }
+	first := p.log.FirstOffset()
+	cut := first
+	if rs > 0 {
+		cut = max(cut, before(rs))
+	}
+	if mw > 0 {
+		cut = max(cut, before(mw))
+	}
+	var completed uint64
+	if crs > 0 {
+		completed = before(crs)
+	}
+	if cut <= first && completed <= first {
+		return // nothing old enough: no lock taken, nothing loaded
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted {
+		return
+	}
+	type row struct {
+		k  cursor.Key
+		st lease.State
+	}
+	var rows []row
+	minCommitted := uint64(math.MaxUint64)
+	for g := range p.q.groupList() {
+		k := cursor.Key{Partition: p.id, Group: g}
+		if st, ok := b.cur.Get(k); ok {
+			rows = append(rows, row{k, st})
+			minCommitted = min(minCommitted, st.Committed)
+		}
+	}
+	if completed > first && len(rows) > 0 {
+		cut = max(cut, min(completed, minCommitted+1))
+	}
+	cut = min(cut, p.visible.Load())
+	now := nowMicros
+	for _, r := range rows {
+		if r.st.Lease.Live(now) {
+			cut = min(cut, r.st.Lease.Start)
+		}
+	}
+	if cut <= first {
+		return
+	}
+	files, bytes, err := p.log.DeleteFilesBefore(cut)
+	if files > 0 {
+		b.stats.retentionFiles.Add(uint64(files))
+		b.stats.retentionBytes.Add(uint64(bytes))
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Str("queue", p.q.name).Str("partition", p.name).Msg("retention: deleting segment files")
+	}
+	if files == 0 {
+		return
+	}
+	low := p.log.FirstOffset()
+	moved := false
+	for _, r := range rows {
+		if r.st.Committed+1 >= low || r.st.Lease.Live(now) {
+			continue
+		}
+		st := r.st
+		st.Committed = low - 1
+		if st.Lease.Held() && st.Lease.End < low {
+			st.Lease = lease.Lease{} // an expired span over deleted messages
+			st.Retries = 0
+		}
+		b.cur.Set(r.k, st)
+		b.stats.retentionCursors.Add(1)
+		moved = true
+	}
+	b.refreshPending(p)
+	b.log.Debug().Str("queue", p.q.name).Str("partition", p.name).Int("files", files).Int64("bytes", bytes).
+		Uint64("lowWaterMark", low).Bool("cursorsMoved", moved).Msg("retention: deleted segment files")
+}
+
+// retainDLQs drops, for every queue with a time rule, the DLQ files older
+// than its shortest horizon.
+func (b *Broker) retainDLQs(nowMicros int64) {
+	for _, q := range b.sortedQueues() {
+		o := q.options()
+		h := int64(0)
+		for _, s := range []int64{o.MaxWaitTimeSeconds, b.retentionIf(o.RetentionEnabled, o.RetentionSeconds), b.retentionIf(o.RetentionEnabled, o.CompletedRetentionSeconds)} {
+			if s > 0 && (h == 0 || s < h) {
+				h = s
+			}
+		}
+		if h == 0 {
+			continue
+		}
+		q.dlqMu.Lock()
+		if q.dlq != nil {
+			if cut := q.dlq.SealedBefore(nowMicros - h*1_000_000); cut > q.dlq.FirstOffset() {
+				files, bytes, err := q.dlq.DeleteFilesBefore(cut)
+				b.stats.retentionFiles.Add(uint64(files))
+				b.stats.retentionBytes.Add(uint64(bytes))
+				if err != nil {
+					b.log.Warn().Err(err).Str("queue", q.name).Msg("retention: deleting DLQ files")
+				}
+			}
+		}
+		q.dlqMu.Unlock()
+	}
+}
+
+func (b *Broker) retentionIf(enabled bool, secs int64) int64 {
+	if enabled {
+		return secs
+	}
+	return 0
+}

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/combmq/comb/segment"
+)
+
+// The clean-shutdown marker <data>/meta/clean lets Open skip reading the
+// partition logs (issue 7: start-up reads O(partitions) bytes, not the data).
+// Close writes it last, after every log is synced and closed; Open reads it
+// and removes it (durably) before anything can be appended, so a marker on
+// disk always describes the logs exactly. After a crash there is no marker
+// and every log is opened and its tail verified as before.
+//
+//	0      4        5         8          12
+//	+------+--------+---------+----------+------------------------------------+
+//	|"CMBC"| ver=1  | 0 0 0   | count u32| count × record (40 bytes)          |
+//	+------+--------+---------+----------+------------------------------------+
+//	record: partition id [16] | first offset u64 | next offset u64 | last segment timestamp µs i64
+//	then:   xxhash64 of every byte before it, u64
+//
+// Little-endian. A marker that is short, has another magic or version, or
+// fails its checksum is ignored (and removed): Open then verifies every log.
+const (
+	cleanFileName   = "clean"
+	cleanMagic      = "CMBC"
+	cleanVersion    = 1
+	cleanHeaderSize = 12
+	cleanRecordSize = 40
+)
+
+// errBadCleanMarker is wrapped by decodeCleanMarker.
+var errBadCleanMarker = errors.New("broker: damaged clean-shutdown marker")
+
+func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
+	b := make([]byte, cleanHeaderSize, cleanHeaderSize+len(sums)*cleanRecordSize+8)
+	copy(b, cleanMagic)
+	b[4] = cleanVersion
+	binary.LittleEndian.PutUint32(b[8:], uint32(len(sums)))
+	for id, s := range sums {
+		b = append(b, id[:]...)
+		b = binary.LittleEndian.AppendUint64(b, s.FirstOffset)
+		b = binary.LittleEndian.AppendUint64(b, s.NextOffset)
+		b = binary.LittleEndian.AppendUint64(b, uint64(s.LastTimestampMicros))
+	}
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+}
+
+func decodeCleanMarker(b []byte) (map[[16]byte]segment.Summary, error) {
+	if len(b) < cleanHeaderSize+8 || string(b[:4]) != cleanMagic || b[4] != cleanVersion {
+		return nil, fmt.Errorf("%w: bad header", errBadCleanMarker)
+	}
+	n := int(binary.LittleEndian.Uint32(b[8:]))
+	if len(b) != cleanHeaderSize+n*cleanRecordSize+8 {
+		return nil, fmt.Errorf("%w: %d bytes for %d records", errBadCleanMarker, len(b), n)
+	}
+	body := b[:len(b)-8]
+	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(b[len(b)-8:]) {
+		return nil, fmt.Errorf("%w: checksum", errBadCleanMarker)
+	}
+	out := make(map[[16]byte]segment.Summary, n)
+	for r := body[cleanHeaderSize:]; len(r) >= cleanRecordSize; r = r[cleanRecordSize:] {
+		var id [16]byte
+		copy(id[:], r)
+		s := segment.Summary{
+			FirstOffset:         binary.LittleEndian.Uint64(r[16:]),
+			NextOffset:          binary.LittleEndian.Uint64(r[24:]),
+			LastTimestampMicros: int64(binary.LittleEndian.Uint64(r[32:])),
+		}
+		if s.NextOffset == 0 || s.FirstOffset > s.NextOffset {
+			return nil, fmt.Errorf("%w: partition %s offsets %d..%d", errBadCleanMarker, uuidString(id), s.FirstOffset, s.NextOffset)
+		}
+		out[id] = s
+	}
+	return out, nil
+}
+
+// takeCleanMarker reads and removes the clean-shutdown marker. It returns nil
+// (verify every log) when there is none or it is damaged. The removal is made
+// durable before Open goes on: after a crash from here on, the next Open must
+// not trust summaries the appends of this run have outdated.
+func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
+	dir := filepath.Join(b.dir, "meta")
+	path := filepath.Join(dir, cleanFileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	sums, derr := decodeCleanMarker(data)
+	if derr != nil {
+		b.log.Warn().Err(derr).Msg("start-up: ignoring the clean-shutdown marker; verifying every partition log")
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	return sums, nil
+}
+
+// writeCleanMarker records every partition's Summary after a clean Close of
+// its log; written to a temporary file, synced, then renamed into place.
+func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
+	dir := filepath.Join(b.dir, "meta")
+	tmp := filepath.Join(dir, cleanFileName+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: clean-shutdown marker: %w", err)
+	}
+	_, err = f.Write(encodeCleanMarker(sums))
+	if err == nil && !b.noSync() {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, cleanFileName))
+	}
+	if err == nil && !b.noSync() {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("broker: clean-shutdown marker: %w", err)
+	}
+	return nil
+}
+
+// openPartitionLog opens a partition's log: from its clean-shutdown summary
+// when Open found one (no I/O until first use), else with full recovery.
+func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segment.RecoveryReport, error) {
+	if s, ok := b.summaries[id]; ok {
+		return segment.OpenSummary(dir, b.segOpts, s), &segment.RecoveryReport{}, nil
+	}
+	return segment.Open(dir, b.segOpts)
+}
