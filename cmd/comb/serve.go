@@ -17,6 +17,7 @@ import (
 
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
+	"github.com/combmq/comb/segment"
 )
 
 func init() {
@@ -38,6 +39,8 @@ var serveEnv = [][2]string{
 	{"max-body", "COMB_MAX_BODY"},
 	{"max-batch", "COMB_MAX_BATCH"},
 	{"pprof", "COMB_PPROF"},
+	{"max-open-files", "COMB_MAX_OPEN_FILES"},
+	{"idle-evict", "COMB_IDLE_EVICT"},
 }
 
 func runServe(args []string) int {
@@ -51,6 +54,8 @@ func runServe(args []string) int {
 	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
 	fs.Var(&maxBody, "max-body", "request body cap, bytes or with a suffix like 64MiB; larger bodies get 413 (env COMB_MAX_BODY)")
 	maxBatch := fs.Int("max-batch", httpapi.DefaultMaxBatch, "cap on a pop's batch (env COMB_MAX_BATCH)")
+	maxOpenFiles := fs.Int("max-open-files", segment.DefaultMaxHandles, "cap on partition segment and index files held open at once; colder logs are closed and reopened on demand; < 0 = no cap (env COMB_MAX_OPEN_FILES)")
+	idleEvict := fs.Duration("idle-evict", broker.DefaultIdleEvict, "a partition unused this long leaves memory (files closed, dedup table dropped); < 0 = never (env COMB_IDLE_EVICT)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,6 +104,8 @@ func runServe(args []string) int {
 		CheckpointInterval: *checkpoint,
 		MaxBatch:           *maxBatch,
 		Logger:             log,
+		MaxOpenFiles:       *maxOpenFiles,
+		IdleEvict:          *idleEvict,
 	})
 	if err != nil {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot open the broker")
