@@ -175,7 +175,7 @@ func Open(cfg Config) (*Broker, error) {
 		anyGate:  newWakeGate(),
 	}
 	if cfg.MaxOpenFiles > 0 {
-		b.handles = segment.NewHandleCache(cfg.MaxOpenFiles)
+		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
 		b.segOpts.Handles = b.handles
 	}
 	if err := b.open(); err != nil {

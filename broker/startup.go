@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/cespare/xxhash/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/segment"
 )
@@ -146,4 +147,21 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 		return segment.OpenSummary(dir, b.segOpts, s), &segment.RecoveryReport{}, nil
 	}
 	return segment.Open(dir, b.segOpts)
+}
+
+// fileBudget caps the partition file handles at half the process's soft
+// RLIMIT_NOFILE, leaving the rest for connections, journals and DLQ reads:
+// a server started under a low `ulimit -n` degrades to more reopens instead
+// of failing with EMFILE.
+func (b *Broker) fileBudget(want int) int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY {
+		return want
+	}
+	if half := int(rl.Cur / 2); want > half {
+		b.log.Warn().Int("maxOpenFiles", want).Uint64("rlimitNofile", rl.Cur).Int("using", half).
+			Msg("max open files above half the process's file limit; lowering it")
+		return half
+	}
+	return want
 }
