@@ -94,10 +94,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			ch = gate.arm()
 		}
 		res, err := b.popOnce(&pc, discovery, req.Wait && !minWaitDone, deadline)
-		if req.Wait {
-			gate.disarm()
-		}
 		if err != nil || len(res.Messages) > 0 || !req.Wait {
+			if req.Wait {
+				gate.disarm()
+			}
 			if len(res.Messages) > 0 {
 				b.stats.popMessages.Add(uint64(len(res.Messages)))
 			}
@@ -106,6 +106,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		if res.minWait > 0 {
 			// minPopWaitTime (seed 000): some but too few messages; wait once
 			// for more, then claim whatever is there.
+			gate.disarm()
 			minWaitDone = true
 			if !b.park(ctx, gate, min(res.minWait, time.Until(deadline))) {
 				return PopResult{}, nil
@@ -115,17 +116,24 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		// The queue may have been created since: wait on its own gate.
 		if !discovery && gate == b.anyGate {
 			if q := b.lookupQueue(req.Queue); q != nil {
+				gate.disarm()
 				gate = q.gate
 				continue
 			}
 		}
 		wait := min(bo.next(), time.Until(deadline))
 		if wait <= 0 {
+			gate.disarm()
 			return PopResult{}, nil
 		}
+		// The gate stays armed (its waiter count raised) from before the
+		// check until the park ends: a push skips gates with no waiters, so
+		// disarming before parking would let every push in between pass us
+		// by and leave the pop to its backoff re-check.
 		b.stats.parkedPops.Add(1)
 		woke, stop := b.parkOn(ctx, ch, wait)
 		b.stats.parkedPops.Add(-1)
+		gate.disarm()
 		if stop {
 			return PopResult{}, nil
 		}

@@ -244,6 +244,31 @@ func TestLongPollWakesOnPushAndTimesOut(t *testing.T) {
 	}
 }
 
+func TestLongPollParkedPopKeepsItsGateArmed(t *testing.T) {
+	// A push signals only gates with waiters: a parked pop must count as one
+	// for as long as it is parked, or pushes pass it by and it wakes only on
+	// its 100 ms backoff re-check.
+	e := newEnv(t)
+	e.push("armed", "", "first")
+	r := e.pop(PopRequest{Queue: "armed", AutoAck: true})
+	require.Len(t, r.Messages, 1)
+	r.Release()
+	q := e.b.lookupQueue("armed")
+	require.NotNil(t, q)
+	done := make(chan PopResult, 1)
+	go func() {
+		r, _ := e.b.Pop(context.Background(), PopRequest{Queue: "armed", Wait: true, Timeout: 10 * time.Second, AutoAck: true})
+		done <- r
+	}()
+	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, int32(1), q.gate.waiters.Load(), "the parked pop is counted on its queue's gate")
+	e.push("armed", "", "second")
+	r = <-done
+	assert.Equal(t, []string{"second"}, txids(r))
+	r.Release()
+	assert.Equal(t, int32(0), q.gate.waiters.Load(), "an answered pop leaves the gate")
+}
+
 func TestLongPollEndsOnCancelAndClose(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,8 +13,9 @@ import (
 type wakeGate struct {
 	mu      sync.Mutex
 	ch      chan struct{}
-	waiters atomic.Int32 // parked (or about to park) pops; pushes skip gates with none
-	pending atomic.Bool  // queued on the waker for the next tick
+	waiters  atomic.Int32 // parked (or about to park) pops; pushes skip gates with none
+	pending  atomic.Bool  // queued on the waker for the next tick
+	lastFire time.Time    // under waker.mu: when the waker last fired this gate
 }
 
 func newWakeGate() *wakeGate { return &wakeGate{ch: make(chan struct{})} }
@@ -38,10 +39,12 @@ func (g *wakeGate) fire() {
 	g.mu.Unlock()
 }
 
-// waker coalesces wake-ups: a push marks its queue's gate, and a tick every
-// WakeTick (5 ms) fires every marked gate once, so a hot queue costs at most
+// waker coalesces wake-ups: a push marks its queue's gate, and the waker
+// fires a marked gate at once if the gate last fired at least WakeTick (5 ms)
+// ago, else when that tick has passed. A hot queue therefore costs at most
 // one wake-up per tick however many pushes land (seed 000: "those local wakes
-// are coalesced onto a 5 ms tick").
+// are coalesced onto a 5 ms tick"), while a push to a quiet queue wakes its
+// parked pops without waiting out a tick (issue 6: long-poll wake p99 ≤ 5 ms).
 type waker struct {
 	mu      sync.Mutex
 	pending []*wakeGate
@@ -74,33 +77,58 @@ func (w *waker) signal(g *wakeGate) {
 	}
 }
 
-// loop sleeps until a signal arrives, then fires the marked gates at the end
-// of the current tick window; idle brokers do not tick.
+// loop sleeps until a signal arrives or the earliest held gate is due, then
+// fires every due gate; idle brokers do not tick.
 func (w *waker) loop() {
 	defer close(w.done)
-	var batch []*wakeGate
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	var due []*wakeGate
 	for {
-		select {
-		case <-w.stop:
-			return
-		case <-w.kick:
-		}
-		t := time.NewTimer(w.tick)
 		select {
 		case <-w.stop:
 			t.Stop()
 			return
+		case <-w.kick:
 		case <-t.C:
 		}
-		w.mu.Lock()
-		batch, w.pending = w.pending, batch[:0]
-		w.mu.Unlock()
-		for _, g := range batch {
-			g.pending.Store(false)
+		var next time.Time
+		due, next = w.takeDue(due[:0], time.Now())
+		for _, g := range due {
+			g.pending.Store(false) // a push from now on queues the gate again
 			g.fire()
 		}
-		clear(batch)
+		clear(due)
+		t.Stop()
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+		}
 	}
+}
+
+// takeDue moves the pending gates whose tick has passed into due (stamping
+// them fired at now) and returns when the earliest remaining one is due
+// (zero when none remain).
+func (w *waker) takeDue(due []*wakeGate, now time.Time) ([]*wakeGate, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var next time.Time
+	keep := w.pending[:0]
+	for _, g := range w.pending {
+		at := g.lastFire.Add(w.tick)
+		if !now.Before(at) {
+			g.lastFire = now
+			due = append(due, g)
+			continue
+		}
+		keep = append(keep, g)
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	clear(w.pending[len(keep):])
+	w.pending = keep
+	return due, next
 }
 
 func (w *waker) close() {

@@ -58,3 +58,32 @@ func TestWakeGateWithoutWaitersIsSkipped(t *testing.T) {
 	w.signal(g)
 	assert.False(t, g.pending.Load(), "a gate nobody waits on is not queued")
 }
+
+func TestWakeGateQuietGateFiresWithoutWaitingATick(t *testing.T) {
+	w := newWaker(time.Hour) // a tick this long would fail the test if the first wake waited for it
+	defer w.close()
+	g := newWakeGate()
+	ch := g.arm()
+	defer g.disarm()
+	w.signal(g)
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a gate that never fired waited for the tick")
+	}
+
+	// Within the tick of that fire, a new push is held until the tick has passed.
+	ch2 := g.arm()
+	defer g.disarm()
+	w.signal(g)
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.pending) == 1
+	}, 5*time.Second, time.Millisecond, "the second signal is held for the tick")
+	select {
+	case <-ch2:
+		t.Fatal("a gate fired twice within one tick")
+	default:
+	}
+}
