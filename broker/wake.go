@@ -11,8 +11,8 @@ import (
 // a wake closes that channel and installs a fresh one, so a push that lands
 // between the check and the wait is never missed.
 type wakeGate struct {
-	mu      sync.Mutex
-	ch      chan struct{}
+	mu       sync.Mutex
+	ch       chan struct{}
 	waiters  atomic.Int32 // parked (or about to park) pops; pushes skip gates with none
 	pending  atomic.Bool  // queued on the waker for the next tick
 	lastFire time.Time    // under waker.mu: when the waker last fired this gate
