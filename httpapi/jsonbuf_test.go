@@ -87,3 +87,40 @@ func FuzzPercentDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendStringFastPathAgreesWithTheByteLoop(t *testing.T) {
+	// Every byte value at every position of a 17-byte string (two SWAR words and a tail): the
+	// 8-byte check must send each string needing work to the byte loop and copy the rest as is.
+	base := []byte("abcdefghijklmnopq")
+	for pos := range base {
+		for c := 0; c < 256; c++ {
+			s := append([]byte(nil), base...)
+			s[pos] = byte(c)
+			got := string(appendString(nil, string(s)))
+			want := string(appendStringSlow(nil, string(s)))
+			require.Equal(t, want, got, "byte %#x at %d", c, pos)
+		}
+	}
+	for _, s := range []string{"", "a", "0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01", "run1-w3-12345", "queued"} {
+		require.Equal(t, `"`+s+`"`, string(appendString(nil, s)), "plain ASCII is copied unchanged")
+	}
+}
+
+func FuzzAppendStringFastPath(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text", `0123456"89`, "abcdefg\x7f\x80", "tab\there"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		require.Equal(t, string(appendStringSlow(nil, s)), string(appendString(nil, s)))
+	})
+}
+
+func BenchmarkAppendStringUUID(b *testing.B) {
+	s := "0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01"
+	buf := make([]byte, 0, 64)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendString(buf[:0], s)
+	}
+}
