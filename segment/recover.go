@@ -80,6 +80,11 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (
 		if err != nil {
 			cut := &CorruptionError{File: segPath, StartByte: pos, EndByte: size, Reason: err.Error()}
 			cut.FirstOffset, cut.LastOffset = sc.lostOffsets(pos, next)
+			if tail && wholeSegmentFollows(seg, pos, size, cut) {
+				// Whole segments after the damage were acknowledged once:
+				// cutting here would drop them. Not a torn write.
+				tail = false
+			}
 			if !tail {
 				_ = idx.Close(false)
 				_ = seg.Close()
@@ -125,6 +130,36 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (
 		rep.IndexesRebuilt = append(rep.IndexesRebuilt, idxPath)
 	}
 	return of, nil
+}
+
+// wholeSegmentFollows reports whether a segment whose checksum verifies
+// starts at or after the damage at pos: either the segment at pos is whole
+// but out of order (wrong base offset or timestamp), or the resync scan Verify
+// uses finds one later. It runs only once damage is found, so a clean Open
+// never pays for it. ce is narrowed to the damaged range: [pos, next good
+// segment), or the out-of-order segment itself, with the offsets in between
+// where the headers say.
+func wholeSegmentFollows(f io.ReaderAt, pos, size int64, ce *CorruptionError) bool {
+	end := resync(f, pos, size)
+	if end >= size {
+		return false
+	}
+	sc := scanner{f: f, size: size}
+	h, err := sc.header(end)
+	if err != nil {
+		return true // resync read it a moment ago; keep the wide range
+	}
+	if end == pos {
+		ce.EndByte, ce.FirstOffset, ce.LastOffset = pos+h.size(), h.base, h.last()
+		ce.Reason += " (a whole segment, out of order)"
+		return true
+	}
+	ce.EndByte = end
+	ce.Reason += fmt.Sprintf("; a whole segment follows at byte %d, so this is damage to written data, not a torn tail", end)
+	if ce.FirstOffset != 0 && h.base > ce.FirstOffset {
+		ce.LastOffset = h.base - 1
+	}
+	return true
 }
 
 // scanner reads segments of one file for recovery and verification.
