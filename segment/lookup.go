@@ -25,6 +25,7 @@ func (l *Log) OffsetAtOrAfterTime(tsMicros int64) uint64 {
 
 // LastOffsetAtOrBefore returns the last offset whose segment timestamp is
 // ≤ tsMicros, or FirstOffset()-1 when none is (every retained segment is newer).
+// Offsets in a quarantined gap have no segment and are never returned.
 func (l *Log) LastOffsetAtOrBefore(tsMicros int64) uint64 {
 	if l.pin() != nil {
 		return l.FirstOffset() - 1
@@ -36,9 +37,25 @@ func (l *Log) LastOffsetAtOrBefore(tsMicros int64) uint64 {
 		return l.next - 1
 	}
 	if off, ok := l.firstSegmentAfterLocked(tsMicros+1, false); ok {
-		return off - 1
+		return l.beforeLocked(off)
 	}
 	return l.next - 1
+}
+
+// beforeLocked is the offset before off, stepping back over a quarantined gap
+// (QuarantineFileName) when off starts the file after it: the last offset
+// that exists, or FirstOffset()-1 when none does.
+func (l *Log) beforeLocked(off uint64) uint64 {
+	i := sort.Search(len(l.files), func(i int) bool { return l.files[i].base >= off })
+	if i == 0 || i == len(l.files) || l.files[i].base != off {
+		return off - 1
+	}
+	for j := i - 1; j >= 0; j-- {
+		if fi := l.files[j]; fi.next > fi.base {
+			return fi.next - 1
+		}
+	}
+	return l.firstLocked() - 1
 }
 
 // firstSegmentAfterLocked finds the base offset of the first segment with

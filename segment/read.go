@@ -58,7 +58,8 @@ const maxSpanBytes = 4 << 20
 // of them (< 1 means 1) and stopping once their payload + extra bytes reach
 // maxBytes (≤ 0 means no byte budget); at least one message is returned when
 // one exists, even if it alone exceeds maxBytes. from below FirstOffset reads
-// from FirstOffset; from ≥ NextOffset returns nothing.
+// from FirstOffset; from ≥ NextOffset returns nothing; from inside a
+// quarantined gap (see QuarantineFileName) reads from the first offset after it.
 //
 // Every segment read is checksum-verified; damage returns a *CorruptionError
 // (with the messages decoded before it). Safe concurrently with Append: it
@@ -91,6 +92,7 @@ func (l *Log) Read(from uint64, maxMsgs, maxBytes int, buf *ReadBuffer) ([]Messa
 		if from >= fi.next {
 			continue
 		}
+		from = max(from, fi.base) // a quarantined gap before fi (QUARANTINE) holds nothing
 		if bytes, err = l.readFileLocked(fi, from, maxMsgs, maxBytes, bytes, buf); err != nil {
 			break
 		}
