@@ -83,22 +83,7 @@ func toPushItems(in []pushItemJSON) (out []broker.PushItem, msg string) {
 	out = make([]broker.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
-		if it.Queue == nil {
-			return nil, "Queue must be a string"
-		}
-		if m := checkName("Queue", *it.Queue); m != "" {
-			return nil, m
-		}
-		// An empty partition is Default (spec 11 #28); the broker applies that.
-		if it.Partition != "" {
-			if m := checkName("Partition", it.Partition); m != "" {
-				return nil, m
-			}
-		}
-		if m := checkTransactionID(it.TransactionID); m != "" {
-			return nil, m
-		}
-		if m := checkTraceID(it.TraceID); m != "" {
+		if m := checkPushItem(it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
 			return nil, m
 		}
 		out[i] = broker.PushItem{
@@ -112,9 +97,34 @@ func toPushItems(in []pushItemJSON) (out []broker.PushItem, msg string) {
 	return out, ""
 }
 
+// checkPushItem returns the 400 message for one item's fields (spec 1.2), "" when valid; queue
+// is nil when the item has none or it is not a string.
+func checkPushItem(queue *string, partition, transactionID, traceID string) string {
+	if queue == nil {
+		return "Queue must be a string"
+	}
+	if m := checkName("Queue", *queue); m != "" {
+		return m
+	}
+	// An empty partition is Default (spec 11 #28); the broker applies that.
+	if partition != "" {
+		if m := checkName("Partition", partition); m != "" {
+			return m
+		}
+	}
+	if m := checkTransactionID(transactionID); m != "" {
+		return m
+	}
+	return checkTraceID(traceID)
+}
+
 // decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
-// valid; a valid body may hold zero items.
+// valid; a valid body may hold zero items. Plain bodies take the hand-written decoder
+// (push_fast.go); everything else, including every body that earns a 400, the reflection one.
 func decodePush(body []byte) ([]broker.PushItem, string) {
+	if fast, ok := decodePushFast(body); ok {
+		return toPushItemsFast(body, fast)
+	}
 	var req pushBody
 	if err := json.UnmarshalOf(body, &req); err != nil {
 		return nil, decodeError(err, pushTypeMessage)
