@@ -445,7 +445,6 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
 
-
 // skipPlain8 returns the first i' ≥ i such that the 8 bytes at i' hold a byte that needs a
 // look ('"', '\\', a control character or non-ASCII), or fewer than 8 bytes remain.
 func skipPlain8(b []byte, i int) int {
