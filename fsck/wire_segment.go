@@ -213,72 +213,16 @@ type segInfo struct {
 }
 
 // scanSegments streams dir's segments and their messages in offset order, starting
-// at the segment holding offset from, without writing to dir. fn returns false to
-// stop; the messages alias memory valid until fn returns.
-//
-// Stopgap until segment exports a read-only iterator (request in /work/contracts.md):
-// the segment files that can hold offsets ≥ from are copied to a temporary
-// directory and read there through segment.Open and Log.Read, so dump and replay use
-// the server's own decoding and checksums. The cost is one copy of those files.
-var scanSegments = scanSegmentsViaCopy
+// at the segment holding offset from, without writing to dir (segment.Scan: no
+// truncation, no index rebuild, safe while a server appends). fn returns false to
+// stop; the messages alias memory valid until fn returns. Damage ends the scan with
+// a *segment.CorruptionError; a torn tail of the newest file ends it with nil; a gap
+// the partition's QUARANTINE marker covers is skipped.
+var scanSegments = scanSegmentsRO
 
-func scanSegmentsViaCopy(dir string, from uint64, fn func(segInfo, []segment.Message) bool) error {
-	files, err := listSegFiles(dir)
-	if err != nil || len(files) == 0 {
-		return err
-	}
-	start := 0
-	for i, f := range files {
-		if f.FirstOffset <= from {
-			start = i
-		}
-	}
-	tmp, err := os.MkdirTemp("", "comb-scan-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for _, f := range files[start:] {
-		if err := copyFile(filepath.Join(dir, f.Name), filepath.Join(tmp, f.Name)); err != nil {
-			return err
-		}
-	}
-	l, _, err := segment.Open(tmp, segment.Options{})
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	var buf segment.ReadBuffer
-	for _, f := range files[start:] {
-		b, err := os.ReadFile(filepath.Join(tmp, strings.TrimSuffix(f.Name, segExt)+idxExt))
-		if err != nil {
-			return err
-		}
-		st, err := os.Stat(filepath.Join(tmp, f.Name))
-		if err != nil {
-			return err
-		}
-		body := b[index.HeaderSize:]
-		n := index.ValidEntries(body, f.FirstOffset)
-		for i := 0; i < n; i++ {
-			e, _ := index.DecodeEntry(body[i*index.EntrySize:])
-			if e.Last() < from {
-				continue
-			}
-			end := st.Size()
-			if i+1 < n {
-				next, _ := index.DecodeEntry(body[(i+1)*index.EntrySize:])
-				end = next.Pos
-			}
-			msgs, err := l.Read(e.Base, int(e.Count), 0, &buf)
-			if err != nil {
-				return err
-			}
-			info := segInfo{File: f.Name, Pos: e.Pos, Bytes: end - e.Pos, FirstOffset: e.Base, Count: e.Count, TsMicros: e.TimestampMicros}
-			if !fn(info, msgs) {
-				return nil
-			}
-		}
-	}
-	return nil
+func scanSegmentsRO(dir string, from uint64, fn func(segInfo, []segment.Message) bool) error {
+	return segment.Scan(dir, from, func(s segment.SegmentInfo, msgs []segment.Message) bool {
+		return fn(segInfo{File: s.File, Pos: s.Pos, Bytes: s.Bytes, FirstOffset: s.FirstOffset,
+			Count: s.Count, TsMicros: s.TimestampMicros, Codec: s.Codec.String()}, msgs)
+	})
 }
