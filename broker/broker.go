@@ -183,7 +183,7 @@ func Open(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.wake = newWaker(cfg.WakeTick)
-	b.initCounters()
+	b.initScale()
 	b.startMaintenance()
 	return b, nil
 }

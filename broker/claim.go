@@ -173,22 +173,29 @@ func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
 			}
 		}
 	}
+	b.scanReady(g, parts, pc.group, pc.nowMicros)
+	q.groups[pc.group] = g
+	return g, nil
+}
+
+// scanReady adds to g every partition of parts with work for group: the one
+// scan a group's ready structure is built from (at its first contact, or at
+// Open for the groups the cursors name; see buildReadyAtOpen).
+func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowMicros int64) {
 	for _, p := range parts {
-		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: pc.group})
+		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
 		vis := p.visible.Load()
 		switch {
 		case !ok:
 			if vis > p.log.FirstOffset() {
 				g.touchLocked(p, p.createdAt)
 			}
-		case st.Lease.Live(pc.nowMicros):
+		case st.Lease.Live(nowMicros):
 			g.deferLocked(p, p.createdAt, st.Lease.ExpiresAtMicros)
 		case st.Committed+1 < vis:
 			g.touchLocked(p, p.createdAt)
 		}
 	}
-	q.groups[pc.group] = g
-	return g, nil
 }
 
 // subscribeMissingQueue records a named group's first contact with a queue
