@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -166,5 +167,53 @@ func BenchmarkRestart(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// BenchmarkPartitionFootprint reports the heap held per partition (queue
+// registry, log, cursor) when loaded and idle (files open, dedup table
+// loaded by a duplicate check) and after idle eviction released it.
+func BenchmarkPartitionFootprint(b *testing.B) {
+	const n = 5_000 // × 3 descriptors with no cap: stays under a 20,000 ulimit
+	for range b.N {
+		b.StopTimer()
+		heap := func() float64 {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			return float64(ms.HeapAlloc)
+		}
+		base := heap()
+		br, err := Open(Config{DataDir: b.TempDir(), Sync: "never", Logger: zerolog.Nop(), MaintenanceInterval: -1, MaxOpenFiles: -1})
+		require.NoError(b, err)
+		for r := 0; r < n; r += 1000 {
+			items := make([]PushItem, 0, 2000)
+			for i := r; i < r+1000; i++ {
+				tx := "t" + strconv.Itoa(i)
+				items = append(items, PushItem{Queue: "q", Partition: "p" + strconv.Itoa(i), TransactionID: tx, Payload: []byte("1")})
+			}
+			_, err := br.Push(items)
+			require.NoError(b, err)
+		}
+		fillPartitionsConsume(b, br, "q", n)
+		loaded := heap()
+		for _, p := range br.partitionList(nil) {
+			p.log.Release()
+		}
+		evicted := heap()
+		b.ReportMetric((loaded-base)/n, "B/loaded-partition")
+		b.ReportMetric((evicted-base)/n, "B/evicted-partition")
+		require.NoError(b, br.Close())
+	}
+}
+
+func fillPartitionsConsume(b *testing.B, br *Broker, q string, n int) {
+	for got := 0; got < n; {
+		res, err := br.Pop(context.Background(), PopRequest{Queue: q, Batch: 1000, Partitions: 1000, AutoAck: true})
+		require.NoError(b, err)
+		require.NotEmpty(b, res.Messages)
+		got += len(res.Messages)
+		res.Release()
 	}
 }
