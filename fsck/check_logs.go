@@ -8,16 +8,13 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/combmq/comb/segment"
 )
 
 // largeDirBytes: below this many bytes of segment files no progress bar is drawn
 // (a bar that flashes for a second is noise).
 const largeDirBytes = 256 << 20
-
-// segmentAcceptsGaps says whether segment.Open serves a log with a gap between files
-// (left by quarantining a damaged sealed file). It does not yet (fsck request in
-// /work/contracts.md), so such a gap stays damage that needs a person.
-const segmentAcceptsGaps = false
 
 // checkLogs scans every partition and DLQ log read-only.
 func (c *checker) checkLogs() error {
@@ -95,19 +92,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		f.StartByte, f.EndByte = dm.StartByte, dm.EndByte
 		f.FirstOffset, f.LastOffset = dm.FirstOffset, dm.LastOffset
 		if dm.Gap {
-			f.Kind = KindOffsetGap
-			switch {
-			case quarantined.covers(dm.FirstOffset, dm.LastOffset) && segmentAcceptsGaps:
-				f.Severity = SeverityInfo
-				f.Detail = fmt.Sprintf("offsets %d-%d missing: moved to quarantine by an earlier repair", dm.FirstOffset, dm.LastOffset)
-			case quarantined.covers(dm.FirstOffset, dm.LastOffset):
-				f.Severity = SeverityDamaged
-				f.Detail = fmt.Sprintf("offsets %d-%d were moved to quarantine by an earlier repair; the server refuses to open a log with a gap, so this partition stays offline until a person restores the file or removes the partition", dm.FirstOffset, dm.LastOffset)
-			default:
-				f.Severity = SeverityDamaged
-				f.Detail = "offsets are not dense and increasing: " + dm.Reason
-			}
-			c.rep.add(f)
+			c.gapFinding(d, f, dm, quarantined)
 			continue
 		}
 		f.Kind, f.Severity = KindCorruptSegment, SeverityDamaged
@@ -152,6 +137,37 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	}
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
 		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, findings: fixedByOpen})
+	}
+}
+
+// gapFinding judges a gap in a log's offsets between two files. segment.Open
+// serves a log across a gap only when the partition's QUARANTINE marker lists it
+// (segment/quarantine.go), so a listed gap is info (exit 0); a gap the quarantine
+// manifest explains but the marker does not list (a repair from before the marker
+// existed, or a crash between the manifest line and the marker) is repairable by
+// adding it to the marker; any other gap is damage.
+func (c *checker) gapFinding(d logDir, f Finding, dm damage, manifest offsetRanges) {
+	f.Kind = KindOffsetGap
+	marker, merr := segment.ReadQuarantine(d.Path)
+	switch {
+	case merr == nil && segment.QuarantineCovers(marker, dm.FirstOffset, dm.LastOffset):
+		f.Severity = SeverityInfo
+		f.Detail = fmt.Sprintf("quarantined range %d..%d: moved aside by an earlier repair and listed in %s; the server serves the partition and skips these offsets",
+			dm.FirstOffset, dm.LastOffset, filepath.Join(d.Rel, segment.QuarantineFileName))
+		c.rep.add(f)
+	case merr == nil && manifest.covers(dm.FirstOffset, dm.LastOffset):
+		f.Severity = SeverityRepairable
+		f.Detail = fmt.Sprintf("offsets %d-%d were moved to quarantine by an earlier repair (%s) but %s does not list them, so the server refuses this partition",
+			dm.FirstOffset, dm.LastOffset, filepath.Join(dirQuarantine, manifestName), segment.QuarantineFileName)
+		f.Repair = fmt.Sprintf("add %d..%d to %s", dm.FirstOffset, dm.LastOffset, filepath.Join(d.Rel, segment.QuarantineFileName))
+		c.plan(f, repairPlan{kind: planMarkQuarantined, log: d, dmg: dm})
+	default:
+		f.Severity = SeverityDamaged
+		f.Detail = "offsets are not dense and increasing: " + dm.Reason
+		if merr != nil {
+			f.Detail += fmt.Sprintf(" (and the %s marker does not parse: %v)", segment.QuarantineFileName, merr)
+		}
+		c.rep.add(f)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/combmq/comb/segment"
 )
 
 // Quarantine layout: a damaged file is renamed, never copied or deleted, to
@@ -21,7 +23,9 @@ import (
 // (and fsynced) BEFORE the rename, so a crash between the two leaves a manifest line
 // for a file still in place (the next run re-plans the move) rather than a moved
 // file nobody can explain. The offsets a quarantined file held become a gap in its
-// log; later runs report that gap as info, not damage.
+// log, which is then added to the partition's QUARANTINE marker (segment
+// .AddQuarantined: write temp, fsync, rename) before the rename too, so segment.Open
+// serves the log across the gap; later runs report a gap the marker lists as info.
 const manifestName = "manifest.jsonl"
 
 // quarantineEntry is one manifest line.
@@ -139,6 +143,13 @@ func quarantineFile(dataDir string, d logDir, dm damage, file fileSummary, queue
 	}
 	if err := appendManifest(dataDir, e); err != nil {
 		return e, err
+	}
+	// The marker before the move: a crash in between leaves a marker over offsets
+	// still present (harmless), never a gap the server refuses.
+	if file.FirstOffset != 0 && file.LastOffset >= file.FirstOffset {
+		if err := segment.AddQuarantined(d.Path, segment.OffsetRange{First: file.FirstOffset, Last: file.LastOffset}, "moved to "+rel); err != nil {
+			return e, err
+		}
 	}
 	if err := os.Rename(filepath.Join(d.Path, dm.File), dst); err != nil {
 		return e, fmt.Errorf("quarantine %s: %w", e.Original, err)

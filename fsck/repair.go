@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
 )
 
 type planKind uint8
@@ -17,6 +18,7 @@ const (
 	planQuarantineTail
 	planReopenLog
 	planReopenCursor
+	planMarkQuarantined
 )
 
 // repairPlan is one repair step; findings are the indexes (in Report.Findings) of
@@ -25,8 +27,8 @@ type repairPlan struct {
 	kind     planKind
 	findings []int
 	size     int64  // planTruncateMeta
-	log      logDir // planQuarantine, planQuarantineTail, planReopenLog
-	dmg      damage // planQuarantine, planQuarantineTail
+	log      logDir // planQuarantine, planQuarantineTail, planReopenLog, planMarkQuarantined
+	dmg      damage // planQuarantine, planQuarantineTail, planMarkQuarantined
 }
 
 // plan records a finding together with the step that repairs it.
@@ -128,6 +130,9 @@ func (c *checker) apply(p repairPlan) error {
 		return err
 	case planReopenLog:
 		return reopenLog(p.log.Path)
+	case planMarkQuarantined:
+		return segment.AddQuarantined(p.log.Path, segment.OffsetRange{First: p.dmg.FirstOffset, Last: p.dmg.LastOffset},
+			"listed in "+filepath.Join(dirQuarantine, manifestName))
 	}
 	return fmt.Errorf("unknown repair step %d", p.kind)
 }

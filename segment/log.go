@@ -177,7 +177,7 @@ func (l *Log) listAndOpen(rep *RecoveryReport) (*RecoveryReport, error) {
 					return rep, fmt.Errorf("segment log %s: %w", dir, err)
 				}
 			}
-			if fi.next < nb && quarantineCovers(quarantined, fi.next, nb-1) {
+			if fi.next < nb && QuarantineCovers(quarantined, fi.next, nb-1) {
 				continue // moved aside by fsck --repair: Read and the lookups skip it
 			}
 			if fi.next != nb {

@@ -96,9 +96,10 @@ func parseQuarantine(b []byte) ([]OffsetRange, error) {
 	return out, nil
 }
 
-// quarantineCovers reports whether the union of rs holds every offset of
-// [first, last].
-func quarantineCovers(rs []OffsetRange, first, last uint64) bool {
+// QuarantineCovers reports whether the union of rs (adjacent or overlapping
+// ranges count together) holds every offset of [first, last]: the test Open
+// applies to a gap between files.
+func QuarantineCovers(rs []OffsetRange, first, last uint64) bool {
 	rs = append([]OffsetRange(nil), rs...)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].First < rs[j].First })
 	need := first

@@ -191,7 +191,7 @@ func TestQuarantineCovers(t *testing.T) {
 		{1, 20, true}, {3, 3, true}, {12, 25, false}, {21, 29, false}, {30, 40, true}, {35, 41, false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, quarantineCovers(rs, c.first, c.last), "%d-%d", c.first, c.last)
+		assert.Equal(t, c.want, QuarantineCovers(rs, c.first, c.last), "%d-%d", c.first, c.last)
 	}
 }
 

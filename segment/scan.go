@@ -157,7 +157,7 @@ func (s *scan) checkGap(base uint64) error {
 			}
 			s.quarantine, s.quarantineOK = rs, true
 		}
-		if quarantineCovers(s.quarantine, s.expect, base-1) {
+		if QuarantineCovers(s.quarantine, s.expect, base-1) {
 			return nil
 		}
 	}
