@@ -44,6 +44,13 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.gauge("comb_open_partitions", "Partitions with open segment files.", float64(st.OpenPartitions))
 	w.gauge("comb_queues", "Queues.", float64(st.Queues))
 	w.gauge("comb_partitions", "Partitions.", float64(st.Partitions))
+	w.gauge("comb_open_files", "Partition and DLQ segment/index file handles held open.", float64(st.OpenFiles))
+	w.gauge("comb_max_open_files", "Cap on those handles (--max-open-files).", float64(st.MaxOpenFiles))
+	w.counter("comb_handle_releases_total", "Logs whose files were closed to stay under the cap.", st.HandleReleases)
+	w.counter("comb_evicted_partitions_total", "Partitions released after --idle-evict unused.", st.EvictedPartitions)
+	w.counter("comb_retention_files_deleted_total", "Segment files deleted by retention.", st.RetentionFilesDeleted)
+	w.counter("comb_retention_bytes_reclaimed_total", "Bytes of segment files deleted by retention.", st.RetentionBytesReclaimed)
+	w.counter("comb_retention_cursors_moved_total", "Cursors moved up to a new low-water mark by retention.", st.RetentionCursorsMoved)
 	w.gauge("comb_http_requests", "HTTP requests served since start.", float64(s.requests.Load()))
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of recent group-commit sync passes.", st.SyncLatencyMicros)
 
