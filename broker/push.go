@@ -132,7 +132,11 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		return nil
 	}
 	g.recs = g.recs[:0]
-	for _, i := range g.idxs {
+	stored, err := b.findStored(p, g.idxs, items, results)
+	if err != nil {
+		return err
+	}
+	for k, i := range g.idxs {
 		it := &items[i]
 		if results[i].Status == PushFailed {
 			continue
@@ -144,12 +148,8 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, results[first].MessageID
 				continue
 			}
-			_, id, ok, err := p.log.FindTransaction(it.TransactionID)
-			if err != nil {
-				return fmt.Errorf("queue %s partition %s: dedup lookup: %w", it.Queue, p.name, err)
-			}
-			if ok {
-				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(id)
+			if stored != nil && stored[k].ok {
+				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(stored[k].id)
 				continue
 			}
 		}
@@ -190,6 +190,36 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 }
 
 var nullJSON = []byte("null")
+
+// storedTx is a transactionId already in the partition's log, with its message id.
+type storedTx struct {
+	id [16]byte
+	ok bool
+}
+
+// findStored looks up the transactionIds of one partition's items in its dedup index with one
+// call (one lock, overlapping cache misses, one read to verify a whole retried batch), instead
+// of one FindTransaction per item. stored[k] answers items[idxs[k]]; nil when none is stored.
+// The caller holds p.mu, so nothing is appended between the lookup and its use.
+func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results []PushResult) ([]storedTx, error) {
+	txids := make([]string, len(idxs))
+	for k, i := range idxs {
+		if results[i].Status != PushFailed {
+			txids[k] = items[i].TransactionID
+		}
+	}
+	var stored []storedTx
+	err := p.log.FindTransactions(txids, func(k int, _ uint64, id [16]byte) {
+		if stored == nil {
+			stored = make([]storedTx, len(idxs))
+		}
+		stored[k] = storedTx{id: id, ok: true}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
+	}
+	return stored, nil
+}
 
 // commitGroups runs the group commit of every touched log concurrently: one
 // request spanning many partitions waits for one sync window, not one per log.

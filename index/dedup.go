@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -125,3 +126,22 @@ func (t *Table) Lookup(hash uint64, fn func(offset uint64) bool) {
 
 // Bytes is the table's memory footprint.
 func (t *Table) Bytes() int { return 16 * len(t.keys) }
+
+// prefetchSink keeps Prefetch's loads from being optimised away (one atomic store a batch).
+var prefetchSink atomic.Uint64
+
+// Prefetch touches the home slot of each hash before a run of Lookups. In a table larger than
+// the CPU caches every Lookup is a cache (and TLB) miss; issued back to back with no
+// dependency between them, the misses of a whole batch overlap instead of being paid one after
+// the other (a push of 100 messages looks up 100 transaction ids).
+func (t *Table) Prefetch(hashes []uint64) {
+	if t.n == 0 {
+		return
+	}
+	mask := uint64(len(t.keys) - 1)
+	var s uint64
+	for _, h := range hashes {
+		s ^= t.keys[fix(h)&mask]
+	}
+	prefetchSink.Store(s)
+}

@@ -196,3 +196,16 @@ func TestDedupFile(t *testing.T) {
 	assert.Equal(t, 5*DedupEntrySize, n)
 	assert.Error(t, CheckDedupHeader(b[:10]))
 }
+
+func TestTablePrefetchChangesNothing(t *testing.T) {
+	var tb Table
+	tb.Prefetch([]uint64{1, 2, 3}) // empty table: no slots to touch
+	for i := uint64(1); i <= 100; i++ {
+		tb.Insert(i*0x9e3779b97f4a7c15, i)
+	}
+	tb.Prefetch([]uint64{0x9e3779b97f4a7c15, 42, 0})
+	var got []uint64
+	tb.Lookup(0x9e3779b97f4a7c15, func(off uint64) bool { got = append(got, off); return true })
+	require.Equal(t, []uint64{1}, got)
+	require.Equal(t, 100, tb.Len())
+}

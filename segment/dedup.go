@@ -1,7 +1,6 @@
 package segment
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/combmq/comb/index"
@@ -31,47 +30,15 @@ const dedupFlushBytes = 64 << 10
 // message id of the newest retained record carrying it. Hash matches are
 // verified by reading the record, so a collision never yields a wrong answer.
 // The first call loads the index (file plus a scan of the uncovered tail).
-// Safe concurrently with Append and Read.
+// Safe concurrently with Append and Read. FindTransactions does many at once.
 func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool, err error) {
-	if err := l.pin(); err != nil {
-		return 0, id, false, fmt.Errorf("segment log %s: %w", l.dir, err)
+	if txid == "" {
+		return 0, id, false, nil // records without a transaction id are never indexed
 	}
-	defer l.unpin()
-	d := &l.dedup
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if l.closed.Load() {
-		return 0, id, false, ErrClosed
-	}
-	if !d.loaded {
-		if err := l.dedupLoadLocked(); err != nil {
-			return 0, id, false, fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
-		}
-	}
-	var cands [8]uint64
-	found := cands[:0]
-	d.table.Lookup(index.HashTxn(txid), func(off uint64) bool {
-		found = append(found, off)
-		return true
+	err = l.FindTransactions([]string{txid}, func(_ int, off uint64, mid [16]byte) {
+		offset, id, ok = off, mid, true
 	})
-	if len(found) == 0 {
-		return 0, id, false, nil
-	}
-	first := l.FirstOffset()
-	var rb ReadBuffer
-	for _, off := range found {
-		if off < first || off <= offset {
-			continue
-		}
-		msgs, err := l.Read(off, 1, 0, &rb)
-		if err != nil {
-			return 0, id, false, err
-		}
-		if len(msgs) == 1 && msgs[0].Offset == off && msgs[0].TransactionID == txid {
-			offset, id, ok = off, msgs[0].ID, true
-		}
-	}
-	return offset, id, ok, nil
+	return offset, id, ok, err
 }
 
 // dedupLoadLocked reads dedup.idx and indexes the segments after it.

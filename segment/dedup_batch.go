@@ -1,0 +1,125 @@
+package segment
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/combmq/comb/index"
+)
+
+// verifyReadMsgs and verifyReadBytes bound one read made to verify dedup candidates: enough for
+// a whole segment of a typical push, so a retried request of 100 items decodes its segment
+// once, not 100 times.
+const (
+	verifyReadMsgs  = 1024
+	verifyReadBytes = 4 << 20
+)
+
+var verifyBufPool = sync.Pool{New: func() any { return new(ReadBuffer) }}
+
+// FindTransactions is FindTransaction for many transaction ids under one lock of the dedup
+// index: found(i, offset, id) is called once for each txids[i] that a retained record carries,
+// with the newest such record's offset and message id. Empty ids are skipped. Hash matches are
+// verified by reading the records (so a collision never yields a wrong answer); candidates are
+// visited in offset order and each read decodes a run of segments once for all of them.
+// Safe concurrently with Append and Read.
+func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, id [16]byte)) error {
+	if err := l.pin(); err != nil {
+		return fmt.Errorf("segment log %s: %w", l.dir, err)
+	}
+	defer l.unpin()
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if !d.loaded {
+		if err := l.dedupLoadLocked(); err != nil {
+			return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
+		}
+	}
+	if d.table.Len() == 0 {
+		return nil
+	}
+	var hashBuf [128]uint64
+	hashes := hashBuf[:0]
+	for _, tx := range txids {
+		var h uint64
+		if tx != "" {
+			h = index.HashTxn(tx)
+		}
+		hashes = append(hashes, h)
+	}
+	d.table.Prefetch(hashes)
+	type candidate struct {
+		off uint64
+		i   int
+	}
+	var cands []candidate
+	for i, h := range hashes {
+		if txids[i] == "" {
+			continue
+		}
+		d.table.Lookup(h, func(off uint64) bool {
+			cands = append(cands, candidate{off, i})
+			return true
+		})
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		switch {
+		case a.off < b.off:
+			return -1
+		case a.off > b.off:
+			return 1
+		}
+		return 0
+	})
+	rb := verifyBufPool.Get().(*ReadBuffer)
+	defer verifyBufPool.Put(rb)
+	first := l.FirstOffset()
+	var msgs []Message
+	best := make(map[int]Message, len(cands))
+	for _, c := range cands {
+		if c.off < first {
+			continue // retention removed it
+		}
+		m, ok := messageAt(msgs, c.off)
+		if !ok {
+			var err error
+			if msgs, err = l.Read(c.off, verifyReadMsgs, verifyReadBytes, rb); err != nil {
+				return err
+			}
+			if m, ok = messageAt(msgs, c.off); !ok {
+				continue
+			}
+		}
+		if m.TransactionID == txids[c.i] {
+			best[c.i] = Message{Offset: m.Offset, Record: Record{ID: m.ID}} // candidates ascend: the last match is the newest
+		}
+	}
+	for i, m := range best {
+		found(i, m.Offset, m.ID)
+	}
+	return nil
+}
+
+// messageAt finds offset off in msgs, a run read by one Read (ascending offsets).
+func messageAt(msgs []Message, off uint64) (*Message, bool) {
+	if len(msgs) == 0 || off < msgs[0].Offset || off > msgs[len(msgs)-1].Offset {
+		return nil, false
+	}
+	if k := off - msgs[0].Offset; k < uint64(len(msgs)) && msgs[k].Offset == off {
+		return &msgs[k], true
+	}
+	for k := range msgs { // a gap inside the run (a quarantined file): search
+		if msgs[k].Offset == off {
+			return &msgs[k], true
+		}
+	}
+	return nil, false
+}
