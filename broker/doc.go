@@ -32,8 +32,13 @@
 //	body: kind u8 (1 queue put, 2 partition create, 3 queue delete) | id [16] | fields
 //
 // (field layout in meta_format.go). Replay stops at the first frame that is
-// short or fails its checksum and truncates the file there: only the tail can
-// be torn, because nothing is appended after an unacknowledged write.
+// short, fails its checksum or does not decode. When no valid frame follows
+// anywhere after it, that is a torn tail (only the tail can be torn, because
+// nothing is appended after an unacknowledged write) and the file is truncated
+// there. Otherwise the damage is to acknowledged records: Open fails with an
+// error wrapping ErrCorrupt that names the file and byte range, and changes
+// nothing (issue 5: never drop the middle). ReadMetadata decodes the journal
+// read-only for comb fsck, dump and replay.
 //
 // # Locks
 //

@@ -35,10 +35,21 @@ type metaReplay struct {
 	TruncatedAt    int64
 }
 
-// openMetaJournal opens (creating if missing) the journal in dir, decodes every
-// record and truncates the file at the first record that is incomplete or fails
-// its checksum: a crash can only tear the tail, because a change is fsynced
-// before it is acknowledged and nothing is written after an unacknowledged one.
+// ErrCorrupt is wrapped by Open (and reported by ReadMetadata) when the
+// metadata journal is damaged somewhere other than a torn tail: a frame fails
+// its checksum with a valid frame after it, or a frame passes its checksum but
+// does not decode. Truncating there would silently forget every queue and
+// partition registered later, so the broker refuses to start; `comb fsck`
+// reports the byte range.
+var ErrCorrupt = errors.New("broker: metadata journal damaged")
+
+// openMetaJournal opens (creating if missing) the journal in dir and decodes
+// every record. A torn tail (an incomplete frame or one failing its checksum,
+// with no valid frame anywhere after it) is truncated: a crash can only tear
+// the tail, because a change is fsynced before it is acknowledged and nothing
+// is written after an unacknowledged one. Any other damage returns an error
+// wrapping ErrCorrupt that names the file and the damaged byte range, and the
+// file is left as it is.
 func openMetaJournal(dir string, noSync bool) (*metaJournal, metaReplay, error) {
 	var rep metaReplay
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -54,7 +65,12 @@ func openMetaJournal(dir string, noSync bool) (*metaJournal, metaReplay, error) 
 		f.Close()
 		return nil, rep, fmt.Errorf("metadata journal %s: %w", path, err)
 	}
-	recs, good := decodeMetaFrames(data)
+	sc := scanMetaFrames(data)
+	recs, good := sc.records, sc.valid
+	if err := sc.damage(path); err != nil {
+		f.Close()
+		return nil, rep, err
+	}
 	rep.Records = recs
 	if good < int64(len(data)) {
 		rep.TruncatedBytes = int64(len(data)) - good
@@ -79,29 +95,80 @@ func openMetaJournal(dir string, noSync bool) (*metaJournal, metaReplay, error) 
 	return &metaJournal{f: f, path: path, size: good, noSync: noSync}, rep, nil
 }
 
-// decodeMetaFrames decodes framed records from data and returns them with the
-// length of the valid prefix.
-func decodeMetaFrames(data []byte) ([]metaRecord, int64) {
-	var recs []metaRecord
+// metaScan is what scanMetaFrames found in a journal's bytes.
+type metaScan struct {
+	records []metaRecord // decoded from the valid prefix
+	valid   int64        // length of the valid prefix
+	// resync is where the first valid frame after the damage starts, or -1
+	// when none follows (a torn tail); badBody says the frame at valid passed
+	// its checksum but did not decode (never a torn write).
+	resync  int64
+	badBody bool
+}
+
+// damage returns nil for a clean journal or a torn tail, else an error
+// wrapping ErrCorrupt with the file and the damaged byte range.
+func (s metaScan) damage(path string) error {
+	switch {
+	case s.badBody:
+		return fmt.Errorf("metadata journal %s: the record at byte %d passes its checksum but does not decode (a newer format or a bug, not a torn write): %w", path, s.valid, ErrCorrupt)
+	case s.resync >= 0:
+		return fmt.Errorf("metadata journal %s: bytes [%d,%d) are damaged and valid records follow them (not a torn tail; truncating would forget later queues and partitions; run comb fsck): %w", path, s.valid, s.resync, ErrCorrupt)
+	}
+	return nil
+}
+
+// scanMetaFrames decodes framed records from data up to the first frame that
+// is short, fails its checksum or does not decode, then looks for a valid
+// frame anywhere after that point (the resync that tells a torn tail from
+// damage to acknowledged records; it runs only when the prefix ends early).
+func scanMetaFrames(data []byte) metaScan {
+	s := metaScan{resync: -1}
 	pos := 0
-	for len(data)-pos >= metaFrameHeader {
-		n := binary.LittleEndian.Uint32(data[pos:])
-		sum := binary.LittleEndian.Uint64(data[pos+4:])
-		if n == 0 || n > metaMaxBody || uint64(len(data)-pos-metaFrameHeader) < uint64(n) {
-			break
-		}
-		body := data[pos+metaFrameHeader : pos+metaFrameHeader+int(n)]
-		if xxhash.Sum64(body) != sum {
+	for pos < len(data) {
+		body, n, ok := metaFrameAt(data[pos:])
+		if !ok {
 			break
 		}
 		r, err := decodeMetaRecord(body)
 		if err != nil {
+			s.badBody = true
 			break
 		}
-		recs = append(recs, r)
-		pos += metaFrameHeader + int(n)
+		s.records = append(s.records, r)
+		pos += n
 	}
-	return recs, int64(pos)
+	s.valid = int64(pos)
+	if s.badBody {
+		return s
+	}
+	for p := pos + 1; p < len(data); p++ {
+		if body, _, ok := metaFrameAt(data[p:]); ok {
+			if _, err := decodeMetaRecord(body); err == nil {
+				s.resync = int64(p)
+				break
+			}
+		}
+	}
+	return s
+}
+
+// metaFrameAt returns the body of the frame at the start of b and the frame's
+// length, or ok=false when b does not start with a whole frame whose checksum
+// verifies.
+func metaFrameAt(b []byte) (body []byte, n int, ok bool) {
+	if len(b) < metaFrameHeader {
+		return nil, 0, false
+	}
+	size := binary.LittleEndian.Uint32(b)
+	if size == 0 || size > metaMaxBody || uint64(len(b)-metaFrameHeader) < uint64(size) {
+		return nil, 0, false
+	}
+	body = b[metaFrameHeader : metaFrameHeader+int(size)]
+	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(b[4:]) {
+		return nil, 0, false
+	}
+	return body, metaFrameHeader + int(size), true
 }
 
 // append writes recs as one write and fsyncs it (unless the broker runs with

@@ -1,10 +1,12 @@
 package broker
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,24 +97,76 @@ func TestMetaJournalTornTailAtEveryByte(t *testing.T) {
 	}
 }
 
-func TestMetaJournalCorruptByteStopsReplay(t *testing.T) {
-	dir := t.TempDir()
-	j, _, err := openMetaJournal(dir, true)
-	require.NoError(t, err)
-	recs := sampleMetaRecords()
-	require.NoError(t, j.append(recs[0]))
-	first := j.size
-	require.NoError(t, j.append(recs[1:]...))
-	require.NoError(t, j.close())
-	path := filepath.Join(dir, "journal")
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	data[first+metaFrameHeader+3] ^= 0xFF
-	require.NoError(t, os.WriteFile(path, data, 0o644))
-	_, rep, err := openMetaJournal(dir, true)
-	require.NoError(t, err)
-	assert.Len(t, rep.Records, 1)
-	assert.Equal(t, first, rep.TruncatedAt)
+// Issue 5: only a torn tail is truncated. Damage that a valid record follows,
+// or a record that passes its checksum but does not decode, makes replay refuse
+// with ErrCorrupt naming the file and byte range, and leaves the file alone.
+func TestMetaJournalDamage(t *testing.T) {
+	frame := func(body []byte) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
+		b = binary.LittleEndian.AppendUint64(b, xxhash.Sum64(body))
+		return append(b, body...)
+	}
+	cases := []struct {
+		name      string
+		damage    func(data []byte, ends []int64) []byte
+		corrupt   bool
+		wantRange string // "[start,end)" of the damage when corrupt
+		records   int    // replayed when not corrupt
+	}{
+		{"flipped byte in the first record, whole records after it", func(d []byte, _ []int64) []byte {
+			d[metaFrameHeader+3] ^= 0xFF
+			return d
+		}, true, "[0,", 0},
+		{"flipped length of a middle record", func(d []byte, e []int64) []byte {
+			d[e[0]] ^= 0x01
+			return d
+		}, true, "", 0},
+		{"flipped byte in the last record is a torn tail", func(d []byte, e []int64) []byte {
+			d[e[2]+metaFrameHeader+1] ^= 0xFF
+			return d
+		}, false, "", 3},
+		{"zeros after the last record are a torn tail", func(d []byte, _ []int64) []byte {
+			return append(d, make([]byte, 40)...)
+		}, false, "", 4},
+		{"a last record with a valid checksum that does not decode", func(d []byte, _ []int64) []byte {
+			return append(d, frame([]byte{99, 1, 2, 3})...)
+		}, true, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			j, _, err := openMetaJournal(dir, true)
+			require.NoError(t, err)
+			var ends []int64
+			for _, r := range sampleMetaRecords() {
+				require.NoError(t, j.append(r))
+				ends = append(ends, j.size)
+			}
+			require.NoError(t, j.close())
+			path := filepath.Join(dir, "journal")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			data = tc.damage(data, ends)
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+
+			j, rep, err := openMetaJournal(dir, true)
+			if tc.corrupt {
+				require.ErrorIs(t, err, ErrCorrupt)
+				assert.Contains(t, err.Error(), path)
+				if tc.wantRange != "" {
+					assert.Contains(t, err.Error(), "bytes "+tc.wantRange)
+				}
+				after, rerr := os.ReadFile(path)
+				require.NoError(t, rerr)
+				assert.Equal(t, data, after, "nothing truncated")
+				return
+			}
+			require.NoError(t, err)
+			defer j.close()
+			assert.Len(t, rep.Records, tc.records)
+			assert.Equal(t, int64(len(data))-ends[tc.records-1], rep.TruncatedBytes)
+		})
+	}
 }
 
 func FuzzDecodeMetaRecord(f *testing.F) {
