@@ -16,6 +16,7 @@
 //	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
 //	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
 //	<data>/partitions/<id>/dedup.idx  header, entry order, nothing past the high-water mark
+//	<data>/partitions/<id>/QUARANTINE offset ranges an earlier repair moved aside (segment.ReadQuarantine)
 //	<data>/dlq/<queueId>/          the same for dead-letter logs
 //	<data>/cursor/                 recovered on a temporary copy by cursor.Open; every cursor and
 //	                               leased span ≤ its partition's high-water mark
@@ -43,7 +44,10 @@
 // directory the next run (or the server) repairs the same way.
 //
 // Quarantine never deletes. A damaged sealed file is renamed to
-// <data>/quarantine/<partitions|dlq>/<id>/<file>; damage in the middle of the
+// <data>/quarantine/<partitions|dlq>/<id>/<file>, after its offsets are added to
+// the log's QUARANTINE marker (segment.AddQuarantined), so the server serves the
+// partition across the gap and later checks report the range as info
+// ("quarantined range N..M", exit 0); damage in the middle of the
 // newest file has the bytes from the damage to the end copied there (fsync) before
 // the file is cut. Each move first appends a line to
 // <data>/quarantine/manifest.jsonl (fsync):

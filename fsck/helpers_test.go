@@ -37,6 +37,13 @@ func newTestDir(t testing.TB) *testDir {
 	return d
 }
 
+// Record kinds of the broker's metadata journal (broker/meta_format.go), for
+// crafting journals; TestMetaReaderMatchesBroker checks the real broker's.
+const (
+	metaQueuePut   = 1
+	metaPartCreate = 2
+)
+
 // appendMeta appends one record to meta/journal in the broker's framing
 // (broker/doc.go: u32 length, u64 xxhash64 of the body, body).
 func (d *testDir) appendMeta(kind byte, id [16]byte, rest []byte) {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestMetaReaderMatchesBroker: the metadata journal the real broker writes is
-// read back with every queue and partition name (guards the stopgap reader in
-// wire_meta.go against a change of the broker's format).
+// read back (broker.ReadMetadata through wire_meta.go) with every queue and
+// partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
 	d := newBrokerDir(t, "billing.invoices", 3, 4, 2)
 	v, err := readMeta(d.root)
@@ -51,6 +51,9 @@ func TestMetaJournalDamage(t *testing.T) {
 		}, KindJournalTornTail, ExitRepairable, ExitClean},
 		{"a flipped bit before whole records needs a person", func(d *testDir) {
 			d.flipBit(filepath.Join(d.root, dirMeta, metaJournalFile), 14)
+		}, KindJournalCorrupt, ExitDamaged, ExitDamaged},
+		{"a record that passes its checksum but does not decode needs a person", func(d *testDir) {
+			d.appendMeta(99, d.queue, nil)
 		}, KindJournalCorrupt, ExitDamaged, ExitDamaged},
 		{"a partition directory the metadata does not name", func(d *testDir) {
 			require.NoError(t, os.Rename(d.partitionDir(d.firstID), d.partitionDir(uuid.Must(uuid.NewV7()))))
