@@ -26,10 +26,11 @@
 // Every finding has a Kind (finding.go; stable strings used by --json and
 // docs/operations.md) and a Severity: repairable (exit 1: torn tails of the newest
 // segment file or a journal, stale or missing indexes, a stale dedup index,
-// cursors past the high-water mark), damaged (exit 2: checksum failures in a
-// sealed file or mid-file, offset gaps, damaged journal frames followed by valid
-// ones, partitions the metadata does not name), info (exit 0). ExitError (3) means
-// the check could not run.
+// cursors past the high-water mark, a gap the quarantine manifest explains but the
+// QUARANTINE marker does not list), damaged (exit 2: checksum failures in a sealed
+// file or mid-file, offset gaps nothing explains, damaged journal frames followed
+// by valid ones, partitions the metadata does not name), info (exit 0: quarantined
+// ranges the marker lists). ExitError (3) means the check could not run.
 //
 // # Repair, and what survives a crash during it
 //

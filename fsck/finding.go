@@ -20,8 +20,10 @@ const (
 	// quarantines the whole file (moves it under <data>/quarantine/); the offsets it
 	// held become a gap a person must look at.
 	KindCorruptSegment Kind = "corrupt_segment"
-	// KindOffsetGap: offsets are not dense and increasing across segments or files
-	// (and the gap is not a recorded quarantine). Needs a person.
+	// KindOffsetGap: offsets are not dense and increasing across segments or files.
+	// Info when the partition's QUARANTINE marker lists the gap (the server skips
+	// it); repairable when only the quarantine manifest explains it (repair adds it
+	// to the marker); otherwise it needs a person.
 	KindOffsetGap Kind = "offset_gap"
 	// KindIndexMissing / KindIndexStale: an offset/time index file is missing, torn,
 	// or disagrees with the segments. Repair rebuilds that file from the segments.
