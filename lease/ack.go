@@ -67,7 +67,9 @@ type Outcome struct {
 //   - Validation, per item, no state change (4.6 step 1): Offset 0 gives
 //     "Message not found"; a leaseId that is not the live lease of s gives
 //     "Invalid or expired lease" (an ack without a leaseId skips the check, 11
-//     #56); an invalid status gives "Invalid status: <s>".
+//     #56), except for an item at or below the cursor, which is case 4 before
+//     any lease check (4.6 step 7: repeating a committed ack, whose lease is
+//     gone, is idempotent); an invalid status gives "Invalid status: <s>".
 //   - Valid items are walked in offset order. An item at or below the cursor is
 //     reported success with AlreadyCommitted and moves nothing (4.6 steps 4, 7).
 //   - A terminal item (completed, success, dlq, or failed with the budget spent,
@@ -95,7 +97,10 @@ func ApplyAcks(s *State, items []Ack, retryLimit int64, nowMicros int64, inTx bo
 		switch {
 		case it.Offset == 0:
 			out[i].Error = ErrTextNotFound
-		case it.HasLeaseID && (it.LeaseID != work.Lease.ID || !work.Lease.Live(nowMicros)):
+		case it.HasLeaseID && it.Offset > work.Committed && (it.LeaseID != work.Lease.ID || !work.Lease.Live(nowMicros)):
+			// An item at or below the cursor is case 4 whatever its leaseId says:
+			// repeating a committed ack (whose lease the commit released) must
+			// answer as it did the first time (4.6 step 7, 0.2: acks are idempotent).
 			out[i].Error = ErrTextInvalidLease
 		case it.Status >= StatusInvalid, inTx && it.Status == StatusRetry:
 			out[i].Error = ErrTextInvalidStatus + it.RawStatus

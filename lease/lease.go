@@ -9,6 +9,13 @@ const DefaultLeaseSeconds = 60
 // `seconds` (seed 000: "60 if you send no body"; spec 6).
 const DefaultExtendSeconds = 60
 
+// MaxLeaseSeconds caps every lease length and renewal: 7 days. The spec sets
+// no ceiling (3.2, 6), but a lease must stay representable: now + seconds in
+// µs overflows int64 for seconds near 2^63 / 10^6 (a lease born expired), and
+// an expiry past year 9999 cannot be written as RFC 3339. A week is far longer
+// than any consumer should hold a batch without extending it.
+const MaxLeaseSeconds = 7 * 24 * 3600
+
 // Lease is the claim of one (partition, consumer group) span by one pop.
 type Lease struct {
 	ID              [16]byte // zero = no lease held
@@ -38,13 +45,13 @@ func (s State) Idle() bool { return s.Lease == Lease{} && s.Retries == 0 }
 
 // EffectiveSeconds is the lease length of a pop in seconds (spec 3.2, seed 000
 // "leaseSeconds"): the pop's leaseSeconds if > 0, else the queue's leaseTime if
-// > 0, else 60.
+// > 0, else 60; capped at MaxLeaseSeconds.
 func EffectiveSeconds(popLeaseSeconds, queueLeaseTime int64) int64 {
 	switch {
 	case popLeaseSeconds > 0:
-		return popLeaseSeconds
+		return min(popLeaseSeconds, MaxLeaseSeconds)
 	case queueLeaseTime > 0:
-		return queueLeaseTime
+		return min(queueLeaseTime, MaxLeaseSeconds)
 	default:
 		return DefaultLeaseSeconds
 	}
@@ -88,8 +95,8 @@ func AutoAck(s *State, end uint64) {
 
 // Extend renews a live lease to max(current expiry, now+seconds) and reports
 // whether it did (spec 6; seed 000 "To hold a batch longer than the lease").
-// seconds <= 0 means 60. It never shortens a lease and never revives an expired
-// one.
+// seconds <= 0 means 60; seconds above MaxLeaseSeconds mean MaxLeaseSeconds. It
+// never shortens a lease and never revives an expired one.
 func Extend(s *State, nowMicros, seconds int64) bool {
 	if !s.Lease.Live(nowMicros) {
 		return false
@@ -97,6 +104,7 @@ func Extend(s *State, nowMicros, seconds int64) bool {
 	if seconds <= 0 {
 		seconds = DefaultExtendSeconds
 	}
+	seconds = min(seconds, MaxLeaseSeconds)
 	if exp := nowMicros + seconds*1_000_000; exp > s.Lease.ExpiresAtMicros {
 		s.Lease.ExpiresAtMicros = exp
 	}

@@ -21,6 +21,9 @@ func TestEffectiveSeconds(t *testing.T) {
 		{"spec 3.2: no leaseSeconds uses the queue's leaseTime", 0, 300, 300},
 		{"spec 3.2: a negative leaseSeconds is ignored", -5, 120, 120},
 		{"seed 000: the fallback when a queue has none is 60 seconds", 0, 0, 60},
+		{"MaxLeaseSeconds: a huge leaseSeconds is capped (int64 max once gave a lease born expired)", 9223372036854775807, 0, MaxLeaseSeconds},
+		{"MaxLeaseSeconds: a huge queue leaseTime is capped", 0, 99999999999999, MaxLeaseSeconds},
+		{"MaxLeaseSeconds: exactly the cap is kept", MaxLeaseSeconds, 0, MaxLeaseSeconds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +118,8 @@ func TestExtend(t *testing.T) {
 		{"spec 6 / seed 000: no seconds means 60", now + 10*sec, 0, true, now + 60*sec},
 		{"spec 6: a non-positive value means 60", now + 10*sec, -3, true, now + 60*sec},
 		{"spec 6: never revives an expired lease", now, 120, false, now},
+		{"MaxLeaseSeconds: a renewal past the cap is capped (no overflow, no year > 9999)", now + 10*sec, 99999999999999, true, now + MaxLeaseSeconds*sec},
+		{"MaxLeaseSeconds: int64 max seconds renews to the cap", now + 10*sec, 9223372036854775807, true, now + MaxLeaseSeconds*sec},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
