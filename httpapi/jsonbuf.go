@@ -159,27 +159,26 @@ func appendRaw(b []byte, raw []byte) []byte {
 
 // appendTimeMicros appends tsMicros (µs since the Unix epoch) as a quoted ISO-8601 UTC string
 // with `digits` fractional digits (6 for message createdAt, 3 elsewhere; spec 0.4) and `Z`.
+//
+// Times outside years 0000..9999 are clamped to the nearest end of that range: RFC 3339 has
+// exactly four year digits, and a client parsing "248130-07-08T…" fails outright.
 func appendTimeMicros(b []byte, tsMicros int64, digits int) []byte {
+	tsMicros = min(max(tsMicros, minRFC3339Micros), maxRFC3339Micros)
 	t := time.UnixMicro(tsMicros).UTC()
 	year, month, day := t.Date()
 	hour, minute, sec := t.Clock()
 	b = append(b, '"')
-	if year < 0 || year > 9999 {
-		// Outside what 4 digits hold: let the standard library decide, rare enough not to matter.
-		b = t.AppendFormat(b, "2006-01-02T15:04:05")
-	} else {
-		b = append4(b, year)
-		b = append(b, '-')
-		b = append2(b, int(month))
-		b = append(b, '-')
-		b = append2(b, day)
-		b = append(b, 'T')
-		b = append2(b, hour)
-		b = append(b, ':')
-		b = append2(b, minute)
-		b = append(b, ':')
-		b = append2(b, sec)
-	}
+	b = append4(b, year)
+	b = append(b, '-')
+	b = append2(b, int(month))
+	b = append(b, '-')
+	b = append2(b, day)
+	b = append(b, 'T')
+	b = append2(b, hour)
+	b = append(b, ':')
+	b = append2(b, minute)
+	b = append(b, ':')
+	b = append2(b, sec)
 	frac := t.Nanosecond() / 1000
 	b = append(b, '.')
 	if digits == 3 {
@@ -192,6 +191,12 @@ func appendTimeMicros(b []byte, tsMicros int64, digits int) []byte {
 	}
 	return append(b, 'Z', '"')
 }
+
+// The µs range RFC 3339 can write: 0000-01-01T00:00:00.000000Z .. 9999-12-31T23:59:59.999999Z.
+var (
+	minRFC3339Micros = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	maxRFC3339Micros = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() - 1
+)
 
 // appendTimeOrNull encodes tsMicros 0 as null.
 func appendTimeOrNull(b []byte, tsMicros int64, digits int) []byte {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -38,6 +39,10 @@ func TestAppendTimeMicros(t *testing.T) {
 		{"leading zeros in the fraction", 1785402764000007, 6, `"2026-07-30T09:12:44.000007Z"`},
 		{"epoch", 0, 6, `"1970-01-01T00:00:00.000000Z"`},
 		{"before the epoch", -1, 6, `"1969-12-31T23:59:59.999999Z"`},
+		{"RFC 3339: a year past 9999 is clamped to the last writable instant", 600_000_000_000_000_000, 6, `"9999-12-31T23:59:59.999999Z"`},
+		{"RFC 3339: int64 max µs is clamped", 1<<63 - 1, 3, `"9999-12-31T23:59:59.999Z"`},
+		{"RFC 3339: a year before 0000 is clamped to the first writable instant", -1 << 63, 6, `"0000-01-01T00:00:00.000000Z"`},
+		{"RFC 3339: the last writable instant is kept", 253402300799999999, 6, `"9999-12-31T23:59:59.999999Z"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,7 +50,7 @@ func TestAppendTimeMicros(t *testing.T) {
 			require.Equal(t, c.want, got)
 			parsed, err := time.Parse(time.RFC3339Nano, got[1:len(got)-1])
 			require.NoError(t, err)
-			if c.digits == 6 {
+			if c.digits == 6 && !strings.HasPrefix(c.name, "RFC 3339: a year") {
 				require.Equal(t, c.micros, parsed.UnixMicro())
 			}
 		})
