@@ -41,6 +41,7 @@ var serveEnv = [][2]string{
 	{"pprof", "COMB_PPROF"},
 	{"max-open-files", "COMB_MAX_OPEN_FILES"},
 	{"idle-evict", "COMB_IDLE_EVICT"},
+	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 }
 
 func runServe(args []string) int {
@@ -56,6 +57,8 @@ func runServe(args []string) int {
 	maxBatch := fs.Int("max-batch", httpapi.DefaultMaxBatch, "cap on a pop's batch (env COMB_MAX_BATCH)")
 	maxOpenFiles := fs.Int("max-open-files", segment.DefaultMaxHandles, "cap on partition segment and index files held open at once; colder logs are closed and reopened on demand; < 0 = no cap (env COMB_MAX_OPEN_FILES)")
 	idleEvict := fs.Duration("idle-evict", broker.DefaultIdleEvict, "a partition unused this long leaves memory (files closed, dedup table dropped); < 0 = never (env COMB_IDLE_EVICT)")
+	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
+	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -106,9 +109,14 @@ func runServe(args []string) int {
 		Logger:             log,
 		MaxOpenFiles:       *maxOpenFiles,
 		IdleEvict:          *idleEvict,
+		MaxSegmentFileSize: int64(maxSegFile),
 	})
 	if err != nil {
-		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot open the broker")
+		ev := log.Error().Err(err).Str("data_dir", *dataDir)
+		if errors.Is(err, broker.ErrCorrupt) || errors.Is(err, segment.ErrCorrupt) {
+			ev = ev.Str("hint", "damaged data that a restart must not cut away; run `comb fsck "+*dataDir+"` for the full report")
+		}
+		ev.Msg("cannot open the broker")
 		return 1
 	}
 	srv := httpapi.New(b, httpapi.Config{
