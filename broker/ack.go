@@ -129,19 +129,28 @@ func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(
 			}
 		}
 	}
+	var rest []int // acks the span did not answer: one dedup lookup for all of them
 	for j := range acks {
-		tx := txid(acks[j].Index)
-		if off, ok := inSpan[tx]; ok && off < vis {
+		if off, ok := inSpan[txid(acks[j].Index)]; ok && off < vis {
 			acks[j].Offset = off
 			continue
 		}
-		off, _, ok, err := p.log.FindTransaction(tx)
-		if err != nil {
-			return fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+		rest = append(rest, j)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	txids := make([]string, len(rest))
+	for k, j := range rest {
+		txids[k] = txid(acks[j].Index)
+	}
+	err := p.log.FindTransactions(txids, func(k int, off uint64, _ [16]byte) {
+		if off < vis {
+			acks[rest[k]].Offset = off
 		}
-		if ok && off < vis {
-			acks[j].Offset = off
-		}
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
 	}
 	return nil
 }

@@ -135,3 +135,29 @@ func TestAckDLQAfterRetryLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, total)
 }
+
+func TestAckBatchResolvesMessagesOutsideTheLeasedSpan(t *testing.T) {
+	// A batch naming messages the lease does not cover (here: a single-lease pop of 2, then acks
+	// of the other 3 plus unknown ids) is resolved through one dedup lookup: known ids find
+	// their messages, unknown ones are "Message not found".
+	e := newEnv(t)
+	e.push("span", "", "a", "b", "c", "d", "e")
+	res := e.pop(PopRequest{Queue: "span", Group: "g", Batch: 2})
+	require.Len(t, res.Messages, 2)
+	pid := res.Messages[0].PartitionID
+	items := []AckItem{
+		{TransactionID: "a", PartitionID: pid, LeaseID: res.LeaseID},
+		{TransactionID: "ghost-1", PartitionID: pid, LeaseID: res.LeaseID},
+		{TransactionID: "e", PartitionID: pid, LeaseID: res.LeaseID},
+		{TransactionID: "c", PartitionID: pid, LeaseID: res.LeaseID},
+		{TransactionID: "ghost-2", PartitionID: pid, LeaseID: res.LeaseID},
+	}
+	out, err := e.b.Ack("g", items)
+	require.NoError(t, err)
+	require.Len(t, out, 5)
+	for i, want := range []bool{false, true, false, false, true} {
+		assert.Equal(t, want, out[i].Error == "Message not found", "item %d (%s): %q", i, items[i].TransactionID, out[i].Error)
+	}
+	assert.True(t, out[0].Success, "a is in the leased span")
+	res.Release()
+}
