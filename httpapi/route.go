@@ -42,24 +42,30 @@ func (s *Server) routeV1(ctx *fasthttp.RequestCtx, method string, segs [][]byte)
 	get, post, del := method == fasthttp.MethodGet, method == fasthttp.MethodPost, method == fasthttp.MethodDelete
 	switch n, first := len(segs), string(segs[0]); {
 	case n == 1 && first == "push" && post:
+		s.pushRequests.Add(1)
 		s.push(ctx)
 	case n == 1 && first == "configure" && post:
 		s.configure(ctx)
 	case n == 1 && first == "pop" && get:
+		s.popRequests.Add(1)
 		s.popDiscovery(ctx)
 	case n == 3 && first == "pop" && string(segs[1]) == "queue" && get:
+		s.popRequests.Add(1)
 		if q, ok := p.decode(segs[2]); ok {
 			s.popQueue(ctx, q, "", false)
 		}
 	case n == 5 && first == "pop" && string(segs[1]) == "queue" && string(segs[3]) == "partition" && get:
+		s.popRequests.Add(1)
 		q, ok1 := p.decode(segs[2])
 		part, ok2 := p.decode(segs[4])
 		if ok1 && ok2 {
 			s.popQueue(ctx, q, part, true)
 		}
 	case n == 1 && first == "ack" && post:
+		s.ackRequests.Add(1)
 		s.ackOne(ctx)
 	case n == 2 && first == "ack" && string(segs[1]) == "batch" && post:
+		s.ackRequests.Add(1)
 		s.ackBatch(ctx)
 	case n == 1 && first == "transaction" && post:
 		s.transaction(ctx)

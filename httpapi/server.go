@@ -74,6 +74,10 @@ type Server struct {
 	cancelPop context.CancelFunc
 
 	requests atomic.Uint64 // every request served, for GET /metrics
+
+	// Requests per operation as routed, whatever their outcome (400, 500, 204 included), for
+	// the *_requests_total families of /metrics/prometheus.
+	pushRequests, popRequests, ackRequests atomic.Uint64
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.

@@ -125,10 +125,20 @@ func TestMetricsJSONHasQueensShape(t *testing.T) {
 
 func TestPrometheusExposition(t *testing.T) {
 	fake := newFake()
-	fake.stats = broker.Stats{PushRequests: 3, PushMessages: 300, PopRequests: 4, PopMessages: 200, AckRequests: 5,
+	fake.stats = broker.Stats{PushRequests: 30, PushMessages: 300, PopRequests: 40, PopMessages: 200, AckRequests: 50,
 		AckMessages: 150, AckSuccess: 140, AckFailed: 10, DLQMessages: 2, ParkedPops: 7, Queues: 2, Partitions: 9,
 		OpenPartitions: 5, TotalLag: 123, SyncLatencyMicros: []int64{40, 190, 300, 2000000}}
 	ts := startServer(t, fake, Config{})
+	// The request counters count every request of the route, whatever its outcome: one good and
+	// two refused pushes, three pops of different shapes (one refused), two acks (one refused).
+	ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q","payload":1}]}`)
+	ts.do("POST", "/api/v1/push", `{"items":[`)
+	ts.do("POST", "/api/v1/push", `{"items":[{"queue":"a/b"}]}`)
+	ts.do("GET", "/api/v1/pop/queue/q", "")
+	ts.do("GET", "/api/v1/pop/queue/q/partition/p", "")
+	ts.do("GET", "/api/v1/pop", "")
+	ts.do("POST", "/api/v1/ack", "")
+	ts.do("POST", "/api/v1/ack/batch", `{"acknowledgments":[]}`)
 	r := ts.do("GET", "/metrics/prometheus", "")
 	require.Equal(t, 200, r.status)
 	require.Equal(t, "text/plain; version=0.0.4; charset=utf-8", r.header.Get("Content-Type"))
@@ -136,9 +146,9 @@ func TestPrometheusExposition(t *testing.T) {
 	for _, line := range []string{
 		`queen_cluster_push_requests_total{scope="cluster"} 3`,
 		`queen_cluster_push_messages_total{scope="cluster"} 300`,
-		`queen_cluster_pop_requests_total{scope="cluster"} 4`,
+		`queen_cluster_pop_requests_total{scope="cluster"} 3`,
 		`queen_cluster_pop_messages_total{scope="cluster"} 200`,
-		`queen_cluster_ack_requests_total{scope="cluster"} 5`,
+		`queen_cluster_ack_requests_total{scope="cluster"} 2`,
 		`queen_cluster_ack_messages_total{scope="cluster"} 150`,
 		`queen_cluster_ack_total{scope="cluster",result="success"} 140`,
 		`queen_cluster_ack_total{scope="cluster",result="failed"} 10`,
