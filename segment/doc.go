@@ -1,8 +1,9 @@
 // Package segment owns one partition's append-only log: the segment file
 // format, appends (one segment per push), group commit across many logs
 // (Committer), reads by offset, time lookups, the dedup lookup, torn-tail
-// recovery, rotation, retention by whole file, and a full-scan Verify for
-// fsck.
+// recovery, rotation, retention by whole file, and the read-only entry points
+// for fsck: Verify (full scan), Scan (segment iterator) and the QUARANTINE
+// marker (ReadQuarantine, AddQuarantined).
 //
 // It must not know about HTTP, JSON, consumer groups or leases: a payload is
 // opaque bytes and a transaction id an opaque string. The mmap'd indexes are
@@ -15,6 +16,7 @@
 //	00000000000004194305.seg   the next file, named by its first offset (20 digits)
 //	...
 //	dedup.idx                  transactionId hashes → offsets (package index)
+//	QUARANTINE                 offset ranges fsck --repair moved aside (quarantine.go); usually absent
 //
 // A segment file is a sequence of segments, each one push to the partition:
 //
@@ -35,6 +37,17 @@
 //	| uvarint len + payload
 //	| [uvarint len + extra]       (flags bit 2)
 //	| anything else up to the body length: ignored (room to grow)
+//
+// Recovery (Open; docs/format.md section 5 has the full rules). Only a torn
+// tail is ever cut: damage in the newest file (partial header, short payload,
+// checksum mismatch) with no whole, checksum-valid segment after it is
+// truncated to the last whole segment and reported in the RecoveryReport
+// (file, bytes, offsets). Damage that a whole segment follows, damage found
+// in a sealed file, and a gap between files that the QUARANTINE marker does
+// not cover are never skipped or cut: Open fails with a *CorruptionError
+// (file, byte range, offsets; errors.Is ErrCorrupt) and changes nothing, so
+// acknowledged data is never dropped silently. Open reads only the tail after
+// the newest file's last indexed segment unless it finds damage.
 //
 // docs/format.md is the byte-by-byte reference, with the recovery rules and
 // what each sync policy promises.
