@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,6 +85,7 @@ type Committer struct {
 	dirty   map[*Log]struct{}
 	next    *pass // the pass that will pick up logs marked dirty now
 	closed  bool
+	closedA atomic.Bool // closed, readable without mu (the direct path takes no lock)
 	kick    chan struct{}
 	stopped chan struct{}
 
@@ -147,27 +149,39 @@ func (c *Committer) Commit(l *Log) error {
 	if c.policy == SyncNever {
 		return nil
 	}
+	if c.closedA.Load() {
+		return ErrClosed
+	}
+	if c.policy == SyncInterval {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			return ErrClosed
+		}
+		if l.dirty() {
+			c.dirty[l] = struct{}{}
+		}
+		return nil
+	}
+	if !l.dirty() {
+		return nil // everything appended is already durable
+	}
+	if l.syncers.Load() > 0 {
+		// A sync of l is in flight: queue behind it on the log. The next
+		// fdatasync of l covers us and every caller queued meanwhile, and it
+		// adds no parallel sync (one log is synced by one caller at a time),
+		// so it needs no token.
+		return c.syncFollow(l)
+	}
+	select {
+	case c.direct <- struct{}{}:
+		return c.syncDirect(l)
+	default:
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
-	}
-	if c.policy == SyncInterval {
-		if l.dirty() {
-			c.dirty[l] = struct{}{}
-		}
-		c.mu.Unlock()
-		return nil
-	}
-	if !l.dirty() {
-		c.mu.Unlock()
-		return nil // everything appended is already durable
-	}
-	select {
-	case c.direct <- struct{}{}:
-		c.mu.Unlock()
-		return c.syncDirect(l)
-	default:
 	}
 	c.dirty[l] = struct{}{}
 	p := c.next
@@ -184,6 +198,12 @@ func (c *Committer) Commit(l *Log) error {
 // Close waits for the tokens, so no direct sync outlives the Committer.
 func (c *Committer) syncDirect(l *Log) error {
 	defer func() { <-c.direct }()
+	return c.syncFollow(l)
+}
+
+// syncFollow syncs l in the caller's goroutine (sharing a sync of l that is
+// already queued or running when it can) and records how long it took.
+func (c *Committer) syncFollow(l *Log) error {
 	start := time.Now()
 	err := l.Sync()
 	c.recordLatency(time.Since(start).Microseconds())
@@ -362,6 +382,7 @@ func (c *Committer) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
+	c.closedA.Store(true)
 	p := c.next
 	c.mu.Unlock()
 	if c.policy == SyncNever {

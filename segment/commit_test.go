@@ -277,3 +277,36 @@ func TestSyncAlwaysMoreLogsThanDirectSyncsUseThePass(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+func TestSyncAlwaysCommitFollowsASyncOfItsLogInFlight(t *testing.T) {
+	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
+	c := NewCommitter(SyncAlways, 0)
+	ls := make([]*Log, directSyncs)
+	done := make(chan error, directSyncs+1)
+	for i := range ls {
+		l, _, err := openLog(g, fmt.Sprintf("/p%d", i), Options{})
+		require.NoError(t, err)
+		ls[i] = l
+		_, err = l.Append(1, recs(0, 1, 10))
+		require.NoError(t, err)
+		go func() { done <- c.Commit(l) }()
+		<-g.entered // every token is held by a sync in flight
+	}
+	_, err := ls[0].Append(2, recs(1, 1, 10))
+	require.NoError(t, err)
+	go func() { done <- c.Commit(ls[0]) }()
+	require.Eventually(t, func() bool { return ls[0].syncers.Load() == 2 }, 5*time.Second, time.Millisecond,
+		"the second Commit queues on its log")
+	c.mu.Lock()
+	assert.Empty(t, c.dirty, "it did not fall back to the shared pass")
+	c.mu.Unlock()
+	close(g.release)
+	for range directSyncs + 1 {
+		require.NoError(t, <-done)
+	}
+	assert.Len(t, g.Crash(true).bytes("/p0/"+segName(1)), len(g.bytes("/p0/"+segName(1))), "both appends durable")
+	require.NoError(t, c.Close())
+	for _, l := range ls {
+		require.NoError(t, l.Close())
+	}
+}

@@ -42,8 +42,9 @@ type Log struct {
 	next   uint64 // next offset to assign
 	lastTs int64
 
-	syncMu      sync.Mutex // held by Sync and by rotation's handle swap
-	needDirSync bool       // a file was created since the last directory sync (under syncMu)
+	syncMu      sync.Mutex   // held by Sync and by rotation's handle swap
+	needDirSync bool         // a file was created since the last directory sync (under syncMu)
+	syncers     atomic.Int32 // Sync calls in flight or queued on syncMu (Committer: follow, don't start)
 
 	appendSeq atomic.Uint64 // segments appended
 	syncedSeq atomic.Uint64 // appendSeq covered by the last successful Sync

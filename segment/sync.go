@@ -15,6 +15,8 @@ func (l *Log) Sync() error {
 
 func (l *Log) syncNow() error {
 	seq := l.appendSeq.Load()
+	l.syncers.Add(1)
+	defer l.syncers.Add(-1)
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.syncedSeq.Load() >= seq && !l.needDirSync {
