@@ -13,11 +13,21 @@
 //
 //	<data>/LOCK                      flock'd while a broker has the directory open
 //	<data>/meta/journal              the metadata journal (below)
+//	<data>/meta/clean                clean-shutdown marker: per-partition offsets (startup.go); removed by Open
 //	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name)
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages
 //
 // Queue and partition names never become paths.
+//
+// # Scale (issue 7)
+//
+// Partition logs share a segment.HandleCache (Config.MaxOpenFiles) so open
+// files stay bounded whatever the number of partitions; a maintenance task
+// (evict.go) releases logs unused for Config.IdleEvict (seed 004) and applies
+// retention (retention.go); after a clean Close, Open reads the marker
+// instead of the logs (startup.go); maxSize reads a per-queue pending
+// counter (pending.go).
 //
 // # Metadata journal
 //

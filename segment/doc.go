@@ -5,6 +5,11 @@
 // for fsck: Verify (full scan), Scan (segment iterator) and the QUARANTINE
 // marker (ReadQuarantine, AddQuarantined).
 //
+// Logs may share a HandleCache (handles.go) that bounds their open files
+// together: a Log whose handles were closed (Release, or cache pressure)
+// reopens its active file on its next use; OpenSummary opens a Log without
+// reading its directory at all.
+//
 // It must not know about HTTP, JSON, consumer groups or leases: a payload is
 // opaque bytes and a transaction id an opaque string. The mmap'd indexes are
 // package index; this package keeps them in step with the segment files.
