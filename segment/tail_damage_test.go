@@ -106,3 +106,29 @@ func TestOpenStillTruncatesTornTailWithoutWholeSegmentAfter(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// The same at every byte of the middle segment, with the index gone (the case
+// where Open used to cut the file at the damage and drop the last segment too).
+func TestOpenRefusesMidFileDamageAtEveryByte(t *testing.T) {
+	for _, codec := range []Codec{CodecNone, CodecS2} {
+		t.Run(codec.String(), func(t *testing.T) {
+			orig := newMemFS()
+			lastStart, _ := threeSegments(t, orig, Options{Codec: codec, MinCompressBytes: -1})
+			full := orig.bytes("/p/" + segName(1))
+			h1, err := parseHeader(full)
+			require.NoError(t, err)
+			for at := int(h1.size()); at < lastStart; at++ {
+				fs := orig.Crash(false)
+				b := append([]byte(nil), full...)
+				b[at] ^= 0x01
+				fs.setBytes("/p/"+segName(1), b)
+				_, _, err := openLog(fs, "/p", Options{})
+				var ce *CorruptionError
+				require.ErrorAs(t, err, &ce, "flip at %d", at)
+				assert.Equal(t, h1.size(), ce.StartByte, "flip at %d", at)
+				assert.Equal(t, int64(lastStart), ce.EndByte, "flip at %d", at)
+				assert.Equal(t, b, fs.bytes("/p/"+segName(1)), "flip at %d: nothing truncated", at)
+			}
+		})
+	}
+}
