@@ -69,6 +69,13 @@ type Table struct {
 // Len is the number of entries.
 func (t *Table) Len() int { return t.n }
 
+// Reserve grows the table so that n more entries fit without growing.
+func (t *Table) Reserve(n int) {
+	for (t.n+n)*4 > len(t.keys)*3 {
+		t.grow()
+	}
+}
+
 // Insert adds (hash, offset).
 func (t *Table) Insert(hash, offset uint64) {
 	if (t.n+1)*4 > len(t.keys)*3 {

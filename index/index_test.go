@@ -209,3 +209,22 @@ func TestTablePrefetchChangesNothing(t *testing.T) {
 	require.Equal(t, []uint64{1}, got)
 	require.Equal(t, 100, tb.Len())
 }
+
+func TestTableReserveMakesRoomWithoutLosingEntries(t *testing.T) {
+	var tb Table
+	for i := uint64(1); i <= 10; i++ {
+		tb.Insert(i, i*10)
+	}
+	tb.Reserve(1000)
+	slots := len(tb.keys)
+	require.GreaterOrEqual(t, slots*3, (10+1000)*4, "load factor stays ≤ 3/4 after the reserved inserts")
+	for i := uint64(11); i <= 1010; i++ {
+		tb.Insert(i, i*10)
+	}
+	require.Equal(t, slots, len(tb.keys), "no growth while filling what was reserved")
+	for i := uint64(1); i <= 1010; i++ {
+		var got []uint64
+		tb.Lookup(i, func(off uint64) bool { got = append(got, off); return true })
+		require.Equal(t, []uint64{i * 10}, got)
+	}
+}

@@ -118,7 +118,11 @@ func (d *dedupState) addLocked(txid string, off uint64) {
 	if txid == "" {
 		return
 	}
-	h := index.HashTxn(txid)
+	d.addHashLocked(index.HashTxn(txid), off)
+}
+
+// addHashLocked indexes a record whose (non-empty) transaction id hashes to h.
+func (d *dedupState) addHashLocked(h, off uint64) {
 	d.table.Insert(h, off)
 	d.pending = index.AppendDedupEntry(d.pending, h, off)
 }
@@ -140,8 +144,24 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	if !d.loaded {
 		return
 	}
+	// Grow once, then touch every home slot before inserting, so the cache
+	// misses of a whole segment's inserts overlap (see index.Table.Prefetch).
+	var hashBuf [128]uint64
+	hashes := hashBuf[:0]
 	for i := range recs {
-		d.addLocked(recs[i].TransactionID, base+uint64(i))
+		hashes = append(hashes, index.HashTxn(recs[i].TransactionID))
+	}
+	d.table.Reserve(len(recs))
+	d.table.Prefetch(hashes)
+	for i := range recs {
+		off := base + uint64(i)
+		if off <= d.covered {
+			continue
+		}
+		d.covered = off
+		if recs[i].TransactionID != "" {
+			d.addHashLocked(hashes[i], off)
+		}
 	}
 	if len(d.pending) >= dedupFlushBytes {
 		// A failed write only costs a rescan on the next load.
