@@ -80,13 +80,25 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 	var batches []*ackBatch
 	byPart := make(map[*partition]*ackBatch, 1)
+	// The items of a popped batch share one partition id and one lease id: parse and look each
+	// up once per run instead of once per item.
+	var lastPart, lastLease string
+	var lastP *partition
+	var lastLeaseID [16]byte
 	b.mu.RLock()
 	for i := range items {
 		it := &items[i]
 		results[i] = AckResult{Index: i, TransactionID: it.TransactionID}
-		id, ok := parseID(it.PartitionID)
-		p := b.parts[id]
-		if !ok || p == nil {
+		p := lastP
+		if i == 0 || it.PartitionID != lastPart {
+			id, ok := parseID(it.PartitionID)
+			p = b.parts[id]
+			if !ok {
+				p = nil
+			}
+			lastPart, lastP = it.PartitionID, p
+		}
+		if p == nil {
 			results[i].Error = "Message not found"
 			continue
 		}
@@ -99,8 +111,12 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 		a := lease.Ack{Index: i, Status: lease.ParseStatus(it.Status), RawStatus: it.Status}
 		if it.LeaseID != "" {
 			// An unparsable lease id is never live (contract of lease.Ack).
+			if it.LeaseID != lastLease {
+				lastLeaseID, _ = parseID(it.LeaseID)
+				lastLease = it.LeaseID
+			}
 			a.HasLeaseID = true
-			a.LeaseID, _ = parseID(it.LeaseID)
+			a.LeaseID = lastLeaseID
 		}
 		ab.acks = append(ab.acks, a)
 	}

@@ -161,3 +161,33 @@ func TestAckBatchResolvesMessagesOutsideTheLeasedSpan(t *testing.T) {
 	assert.True(t, out[0].Success, "a is in the leased span")
 	res.Release()
 }
+
+func TestAckBatchInterleavingPartitionsAndLeases(t *testing.T) {
+	// Items alternate between two partitions, each with its own lease, plus an unknown
+	// partition and an unparsable lease id in between: every item is judged on its own ids.
+	e := newEnv(t)
+	e.push("mix", "p1", "a1", "a2")
+	e.push("mix", "p2", "b1", "b2")
+	r1 := e.pop(PopRequest{Queue: "mix", Partition: "p1", Group: "g", Batch: 10})
+	r2 := e.pop(PopRequest{Queue: "mix", Partition: "p2", Group: "g", Batch: 10})
+	require.Len(t, r1.Messages, 2)
+	require.Len(t, r2.Messages, 2)
+	p1, p2 := r1.Messages[0].PartitionID, r2.Messages[0].PartitionID
+	items := []AckItem{
+		{TransactionID: "a1", PartitionID: p1, LeaseID: r1.LeaseID},
+		{TransactionID: "b1", PartitionID: p2, LeaseID: r2.LeaseID},
+		{TransactionID: "a2", PartitionID: "0198e4c1-0000-7000-8000-00000000aa01", LeaseID: r1.LeaseID},
+		{TransactionID: "a2", PartitionID: p1, LeaseID: "not-a-lease"},
+		{TransactionID: "a2", PartitionID: p1, LeaseID: r1.LeaseID},
+		{TransactionID: "b2", PartitionID: p2, LeaseID: r2.LeaseID},
+	}
+	out, err := e.b.Ack("g", items)
+	require.NoError(t, err)
+	assert.True(t, out[0].Success, "a1")
+	assert.True(t, out[1].Success, "b1")
+	assert.Equal(t, "Message not found", out[2].Error, "unknown partition")
+	assert.False(t, out[3].Success, "an unparsable lease id is never live")
+	assert.True(t, out[5].Success, "b2")
+	r1.Release()
+	r2.Release()
+}
