@@ -224,7 +224,10 @@ func (b *Broker) popTargeted(pc *popCtx) error {
 	if p == nil {
 		return nil
 	}
-	_, err := b.claim(pc, p)
+	cl, err := b.claim(pc, p)
+	if cl.verdict == verdictLater {
+		pc.noteDue(cl.until)
+	}
 	return err
 }
 

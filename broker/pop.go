@@ -23,6 +23,18 @@ type popCtx struct {
 	res       *PopResult
 	bufs      []*segment.ReadBuffer
 	dirty     bool // something changed in the cursor engine: Wait before answering
+	// nextDue is the earliest µs (broker clock) at which a partition this pass
+	// saw held back (delayedProcessing, windowBuffer, a live lease) becomes
+	// claimable; 0 = none. A parked pop re-checks then instead of waiting out
+	// its backoff.
+	nextDue int64
+}
+
+// noteDue records that something becomes claimable at until (µs).
+func (pc *popCtx) noteDue(until int64) {
+	if until > 0 && (pc.nextDue == 0 || until < pc.nextDue) {
+		pc.nextDue = until
+	}
 }
 
 var readBufPool = sync.Pool{New: func() any { return new(segment.ReadBuffer) }}
@@ -37,8 +49,12 @@ const maxReadBytes = 32 << 20
 //
 // With req.Wait a pop that finds nothing parks holding no lock and no file
 // until a push to a target queue wakes it (coalesced on a 5 ms tick), its
-// backoff re-check (100 ms ×3, doubling, capped at 1 s), req.Timeout, ctx
-// cancellation or Close; it then answers with no messages.
+// backoff re-check (100 ms ×3, doubling, capped at 1 s) or the moment a held
+// back partition becomes claimable (delayedProcessing, windowBuffer, lease
+// expiry), whichever is first; or until req.Timeout, ctx cancellation or
+// Close, when it answers with no messages. After every park it re-verifies
+// ctx, and the liveness check of WithAliveCheck if ctx carries one, before it
+// claims anything: a pop whose client went away claims nothing (spec 3.6).
 //
 // Durability: a claimed span (or an autoAck commit) is answered only after the
 // cursor checkpoint holding it is durable (seed 004).
@@ -88,7 +104,10 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	}
 	var bo backoff
 	minWaitDone := false
-	for {
+	for parked := false; ; parked = true {
+		if parked && !stillWanted(ctx) {
+			return PopResult{}, nil
+		}
 		var ch <-chan struct{}
 		if req.Wait {
 			ch = gate.arm()
@@ -126,6 +145,11 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			gate.disarm()
 			return PopResult{}, nil
 		}
+		if res.nextDue > 0 {
+			// spec 3.9: re-check when the first held-back message becomes
+			// visible, not a backoff step later (at least 1 ms: no spinning).
+			wait = min(wait, max(time.Duration(res.nextDue-pc.nowMicros)*time.Microsecond, time.Millisecond))
+		}
 		// The gate stays armed (its waiter count raised) from before the
 		// check until the park ends: a push skips gates with no waiters, so
 		// disarming before parking would let every push in between pass us
@@ -142,6 +166,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		}
 		if !time.Now().Before(deadline) {
 			// One last look: the wake may have come right at the deadline.
+			if !stillWanted(ctx) {
+				return PopResult{}, nil
+			}
 			if res, err := b.popOnce(&pc, discovery, false, deadline); err != nil || len(res.Messages) > 0 {
 				b.stats.popMessages.Add(uint64(len(res.Messages)))
 				return res.PopResult, err
@@ -184,6 +211,7 @@ func (b *Broker) park(ctx context.Context, gate *wakeGate, d time.Duration) bool
 type popOutcome struct {
 	PopResult
 	minWait time.Duration
+	nextDue int64 // µs; see popCtx.nextDue
 }
 
 // popOnce makes one pass: it claims what it can and returns it, or nothing.
@@ -192,7 +220,7 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 	pc.nowMicros = now.UnixMicro()
 	pc.leaseID = newV7()
 	pc.budget, pc.parts = pc.req.Batch, pc.req.Partitions
-	pc.bufs, pc.dirty = nil, false
+	pc.bufs, pc.dirty, pc.nextDue = nil, false, 0
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
 	if pc.req.AutoAck {
 		res.LeaseID = ""
@@ -231,6 +259,7 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 			err = ErrClosed
 		}
 		out.PopResult = PopResult{}
+		out.nextDue = pc.nextDue
 		return out, err
 	}
 	for i := range res.Messages {
@@ -266,7 +295,11 @@ func (b *Broker) popWildcard(pc *popCtx, mayMinWait bool) (time.Duration, error)
 			}
 		}
 	}
-	return 0, b.claimFrom(pc, q, g)
+	err = b.claimFrom(pc, q, g)
+	if pc.res.PartitionsClaimed == 0 {
+		pc.noteDue(g.nextDeferred())
+	}
+	return 0, err
 }
 
 // claimFrom walks g's candidates until the budget or partition cap is spent.
@@ -328,6 +361,11 @@ func (b *Broker) popDiscovery(pc *popCtx) error {
 			}
 		}
 		if best < 0 {
+			if pc.res.PartitionsClaimed == 0 {
+				for _, g := range gs {
+					pc.noteDue(g.nextDeferred())
+				}
+			}
 			return nil
 		}
 		saved := pc.parts

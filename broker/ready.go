@@ -176,6 +176,17 @@ func (g *groupReady) peekKey(nowMicros int64) (int64, bool) {
 	return 0, false
 }
 
+// nextDeferred returns the earliest `until` (µs) of the deferred entries: when
+// the next held-back partition becomes a candidate. 0 when none is deferred.
+func (g *groupReady) nextDeferred() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deferred.Len() == 0 {
+		return 0
+	}
+	return g.deferred.items[0].until
+}
+
 // Verdicts of a pop on an entry it took.
 const (
 	verdictDone  = iota // nothing pending for the group: drop the entry
