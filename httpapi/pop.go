@@ -108,9 +108,15 @@ func (s *Server) popDiscovery(ctx *fasthttp.RequestCtx) {
 // pop runs the pop and answers 200 with the envelope, or 204 with no body at all when nothing
 // was delivered (seed 000; spec 3.4), including a long-poll cut short by shutdown.
 func (s *Server) pop(ctx *fasthttp.RequestCtx, req broker.PopRequest) {
-	res, err := s.b.Pop(s.popCtx, req)
+	pctx := s.popCtx
+	if req.Wait && req.Timeout > 0 {
+		var stop func()
+		pctx, stop = s.watchDisconnect(ctx)
+		defer stop()
+	}
+	res, err := s.b.Pop(pctx, req)
 	if err != nil {
-		if s.popCtx.Err() != nil {
+		if pctx.Err() != nil {
 			noContent(ctx)
 			return
 		}

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/broker"
+)
+
+// startRealServerWithBroker is startRealServer that also hands back the broker, for tests that
+// look at its Stats.
+func startRealServerWithBroker(t *testing.T) (*testServer, *broker.Broker) {
+	t.Helper()
+	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Sync: "never", Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+		require.NoError(t, b.Close())
+	})
+	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: &lockedWriter{w: &bytes.Buffer{}}}, b
+}
+
+// spec 3.6: "A client disconnect cancels the parked pop; nothing may stay claimed." A long-poll
+// whose client hung up used to stay parked until its timeout and then lease the next pushed
+// message to nobody.
+func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		path string
+	}{
+		{"wildcard", "/api/v1/pop/queue/dq?consumerGroup=g&wait=true&timeout=60000"},
+		{"targeted", "/api/v1/pop/queue/dq/partition/p?consumerGroup=g&wait=true&timeout=60000"},
+		{"discovery", "/api/v1/pop?namespace=ns&consumerGroup=g&wait=true&timeout=60000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts, b := startRealServerWithBroker(t)
+			requireJSONStatus(t, ts.do("POST", "/api/v1/configure", `{"queue":"dq","namespace":"ns"}`), 200)
+
+			conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+			require.NoError(t, err)
+			_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", c.path)
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+			require.NoError(t, conn.Close())
+			require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
+				"the parked pop ends when its client disconnects")
+
+			r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"dq","partition":"p","transactionId":"m1","payload":1}]}`)
+			require.Equal(t, 201, r.status, "%s", r.body)
+			r = ts.do("GET", "/api/v1/pop/queue/dq?consumerGroup=g", "")
+			require.Equal(t, 200, r.status, "the message is not leased to the client that left")
+			msgs := r.json(t).(map[string]any)["messages"].([]any)
+			require.Len(t, msgs, 1)
+			assert.Equal(t, "m1", msgs[0].(map[string]any)["transactionId"])
+		})
+	}
+}
+
+// A long-poll whose client is still connected, or has pipelined its next request, is not
+// cancelled by the watch: peeking leaves the bytes for fasthttp.
+func TestLongPollWatchKeepsAConnectedAndAPipeliningClient(t *testing.T) {
+	ts, b := startRealServerWithBroker(t)
+	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	// A long-poll, then a pipelined push behind it on the same connection.
+	push := `{"items":[{"queue":"pq","transactionId":"x","payload":1}]}`
+	_, err = fmt.Fprintf(conn, "GET /api/v1/pop/queue/pq?wait=true&timeout=600 HTTP/1.1\r\nHost: t\r\n\r\n"+
+		"POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s", len(push), push)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	var got bytes.Buffer
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got.Bytes(), []byte("HTTP/1.1 201")) {
+		n, err := conn.Read(buf)
+		require.NoError(t, err, "read so far: %q", got.String())
+		got.Write(buf[:n])
+	}
+	assert.GreaterOrEqual(t, time.Since(start), 400*time.Millisecond, "the long-poll ran to its timeout")
+	assert.True(t, bytes.HasPrefix(got.Bytes(), []byte("HTTP/1.1 204")), "the long-poll answered 204 first: %q", got.String())
+}
+
+func requireJSONStatus(t *testing.T, r response, status int) {
+	t.Helper()
+	require.Equal(t, status, r.status, "body %s", r.body)
+}
