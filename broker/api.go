@@ -229,6 +229,7 @@ type TxOpResult struct {
 	QueueName     string
 	Error         string
 	DLQ           bool
+	Duplicate     bool // push: (partition, transactionId) already stored; nothing written, success (spec 5.2, 11 #42)
 }
 
 // TxResult is the 200 answer of POST /api/v1/transaction (spec 5.3).

@@ -76,14 +76,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 			return res, nil
 		}
 	}
-	pushParts, err := b.ensurePartitions(pushKeys)
-	if err != nil {
-		return res, err
-	}
 	opPart := make([]*partition, len(ops))
-	for j, i := range pushOps {
-		opPart[i] = pushParts[j]
-	}
 	for i := range ops {
 		if ops[i].Type != "ack" {
 			continue
@@ -94,6 +87,23 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 			return b.txAbort(res, ops, i, "Message not found"), nil
 		}
 		opPart[i] = p
+	}
+	// spec 5.2, all or nothing: the acks are validated before any queue or
+	// partition a push names is created, so an aborted transaction leaves no
+	// trace. They are evaluated again below with every partition locked; the
+	// state may have moved in between, so that pass can still abort (after
+	// creating the push targets, a race only).
+	if at, msg, err := b.txAckAbort(ops, opPart); err != nil {
+		return res, err
+	} else if at >= 0 {
+		return b.txAbort(res, ops, at, msg), nil
+	}
+	pushParts, err := b.ensurePartitions(pushKeys)
+	if err != nil {
+		return res, err
+	}
+	for j, i := range pushOps {
+		opPart[i] = pushParts[j]
 	}
 
 	defer b.maybeDropRecords()
@@ -131,7 +141,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		r := TxOpResult{Index: i, Type: "push", Success: true, PartitionID: p.idStr, QueueName: p.q.name, TransactionID: it.TransactionID}
 		if it.TransactionID != "" {
 			if id, dup := seen[p][it.TransactionID]; dup {
-				r.MessageID = id
+				r.MessageID, r.Duplicate = id, true
 				results[i] = r
 				continue
 			}
@@ -140,7 +150,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 				return res, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
 			}
 			if ok {
-				r.MessageID = uuidString(id)
+				r.MessageID, r.Duplicate = uuidString(id), true
 				results[i] = r
 				continue
 			}
@@ -173,23 +183,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	}
 
 	// Acks: outcomes on copies of the states (spec 5.2).
-	var keys []txAckKey
-	acksBy := make(map[txAckKey][]lease.Ack)
-	for i := range ops {
-		if ops[i].Type != "ack" {
-			continue
-		}
-		k := txAckKey{opPart[i], ops[i].Group}
-		if _, ok := acksBy[k]; !ok {
-			keys = append(keys, k)
-		}
-		a := lease.Ack{Index: i, Status: lease.ParseStatus(ops[i].Ack.Status), RawStatus: ops[i].Ack.Status}
-		if ops[i].Ack.LeaseID != "" {
-			a.HasLeaseID = true
-			a.LeaseID, _ = parseID(ops[i].Ack.LeaseID)
-		}
-		acksBy[k] = append(acksBy[k], a)
-	}
+	keys, acksBy := groupTxAcks(ops, opPart)
 	type newState struct {
 		k        cursor.Key
 		p        *partition
@@ -270,6 +264,62 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	res.Success = true
 	res.Results = results
 	return res, nil
+}
+
+// groupTxAcks groups the ack ops by (partition, consumer group), in first
+// appearance order.
+func groupTxAcks(ops []TxOp, opPart []*partition) ([]txAckKey, map[txAckKey][]lease.Ack) {
+	var keys []txAckKey
+	acksBy := make(map[txAckKey][]lease.Ack)
+	for i := range ops {
+		if ops[i].Type != "ack" {
+			continue
+		}
+		k := txAckKey{opPart[i], ops[i].Group}
+		if _, ok := acksBy[k]; !ok {
+			keys = append(keys, k)
+		}
+		a := lease.Ack{Index: i, Status: lease.ParseStatus(ops[i].Ack.Status), RawStatus: ops[i].Ack.Status}
+		if ops[i].Ack.LeaseID != "" {
+			a.HasLeaseID = true
+			a.LeaseID, _ = parseID(ops[i].Ack.LeaseID)
+		}
+		acksBy[k] = append(acksBy[k], a)
+	}
+	return keys, acksBy
+}
+
+// txAckAbort evaluates a transaction's ack ops (spec 5.2) on copies of their
+// states, under their partitions' locks, and changes nothing. It returns the
+// index and error of the op that aborts the transaction, or -1.
+func (b *Broker) txAckAbort(ops []TxOp, opPart []*partition) (int, string, error) {
+	keys, acksBy := groupTxAcks(ops, opPart)
+	if len(keys) == 0 {
+		return -1, "", nil
+	}
+	locked := lockPartitions(opPart)
+	defer unlockPartitions(locked)
+	now := b.now().UnixMicro()
+	for _, k := range keys {
+		if k.p.deleted {
+			return acksBy[k][0].Index, "Message not found", nil
+		}
+		acks := acksBy[k]
+		st, _ := b.cur.Get(cursor.Key{Partition: k.p.id, Group: k.group})
+		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, st.Lease); err != nil {
+			return -1, "", err
+		}
+		out, _, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
+		for _, o := range out {
+			if o.Error != "" || !o.Success {
+				return o.Index, o.Error, nil
+			}
+		}
+		if abort {
+			return out[0].Index, "Transaction aborted", nil
+		}
+	}
+	return -1, "", nil
 }
 
 func (b *Broker) closedErr(err error) error {

@@ -34,6 +34,43 @@ func TestTransactionCommitsPushAndAckTogether(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, again.Success, "spec 11 #42: a repeated push is a duplicate, not an abort")
 	assert.Equal(t, tx.Results[1].MessageID, again.Results[0].MessageID)
+	assert.True(t, again.Results[0].Duplicate, "spec 11 #42: the duplicate is reported")
+	assert.False(t, tx.Results[1].Duplicate)
+
+	inOne, err := e.b.Transaction([]TxOp{txPush("out", "o2"), txPush("out", "o2")})
+	require.NoError(t, err)
+	require.True(t, inOne.Success, inOne.Error)
+	assert.False(t, inOne.Results[0].Duplicate)
+	assert.True(t, inOne.Results[1].Duplicate, "a repeat inside one transaction is a duplicate too")
+	assert.Equal(t, inOne.Results[0].MessageID, inOne.Results[1].MessageID)
+}
+
+// spec 5.2 all or nothing: an aborted transaction creates neither the queue
+// nor the partition its push names (it used to create both before it
+// validated the acks).
+func TestTransactionAbortCreatesNoQueueOrPartition(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a")
+	e.push("known", "", "k")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	m := res.Messages[0]
+	m.TransactionID = "never-pushed"
+	before := e.b.Stats()
+	tx, err := e.b.Transaction([]TxOp{
+		{Type: "push", Push: PushItem{Queue: "ghostq", Partition: "gp", TransactionID: "x", Payload: []byte("1")}},
+		{Type: "push", Push: PushItem{Queue: "known", Partition: "newpart", TransactionID: "y", Payload: []byte("2")}},
+		txAck("g", m, res.LeaseID, "completed"),
+	})
+	require.NoError(t, err)
+	assert.False(t, tx.Success)
+	assert.Equal(t, "Message not found", tx.Error)
+	assert.Nil(t, e.b.lookupQueue("ghostq"), "no queue ghostq")
+	assert.Nil(t, e.b.lookupQueue("known").partition("newpart"), "no partition newpart")
+	after := e.b.Stats()
+	assert.Equal(t, before.Queues, after.Queues)
+	assert.Equal(t, before.Partitions, after.Partitions)
+	e.reopen()
+	assert.Nil(t, e.b.lookupQueue("ghostq"), "nothing in the metadata journal either")
 }
 
 func TestTransactionAbortsApplyNothing(t *testing.T) {
@@ -53,6 +90,11 @@ func TestTransactionAbortsApplyNothing(t *testing.T) {
 			m.TransactionID = "missing"
 			return []TxOp{txPush("out", "x"), txAck("g", m, "", "completed")}
 		}, "Message not found"},
+		{"an unknown partitionId aborts", func(r PopResult) []TxOp {
+			m := r.Messages[0]
+			m.PartitionID = uuidString(newV7())
+			return []TxOp{txPush("out", "x"), txAck("g", m, "", "completed")}
+		}, "Message not found"},
 		{"an unknown operation type aborts", func(r PopResult) []TxOp {
 			return []TxOp{txPush("out", "x"), {Type: "frobnicate"}}
 		}, "Unknown operation type: frobnicate"},
@@ -66,6 +108,7 @@ func TestTransactionAbortsApplyNothing(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, tx.Success)
 			assert.Equal(t, c.err, tx.Error)
+			assert.Nil(t, e.b.lookupQueue("out"), "spec 5.2 all or nothing: the queue a push names is not created")
 			assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "the push was not applied")
 			ok := e.ack("g", res, "completed")
 			assert.True(t, ok[0].Success, "the lease is still live: the ack was not applied")

@@ -171,6 +171,10 @@ func appendTxResult(b []byte, r *broker.TxResult) []byte {
 			b = appendString(b, o.PartitionID)
 			b = append(b, `,"queueName":`...)
 			b = appendString(b, o.QueueName)
+			if o.Duplicate {
+				// spec 11 #42: a push already stored is reported, as /push does, and succeeds.
+				b = append(b, `,"status":"duplicate","duplicate":true`...)
+			}
 			if o.Error != "" {
 				b = append(b, `,"error":`...)
 				b = appendString(b, o.Error)

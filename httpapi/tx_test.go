@@ -9,12 +9,13 @@ import (
 )
 
 func TestTransactionFlattensPushItemsAndEncodesResults(t *testing.T) {
-	// spec 5.1: each push item is one operation, in order; 5.3: push and ack results differ.
+	// spec 5.1: each push item is one operation, in order; 5.3: push and ack results differ;
+	// 11 #42: a duplicate push says so.
 	fake := newFake()
 	fake.onTx = func(ops []broker.TxOp) (broker.TxResult, error) {
 		return broker.TxResult{TransactionID: "tx-9", Success: true, Results: []broker.TxOpResult{
 			{Index: 0, Type: "push", Success: true, TransactionID: "a", MessageID: "m0", PartitionID: "p0", QueueName: "next"},
-			{Index: 1, Type: "push", Success: true, TransactionID: "b", MessageID: "m1", PartitionID: "p0", QueueName: "next"},
+			{Index: 1, Type: "push", Success: true, TransactionID: "b", MessageID: "m1", PartitionID: "p0", QueueName: "next", Duplicate: true},
 			{Index: 2, Type: "ack", Success: true, TransactionID: "order-1"},
 		}}, nil
 	}
@@ -24,7 +25,7 @@ func TestTransactionFlattensPushItemsAndEncodesResults(t *testing.T) {
 	 {"type":"ack","transactionId":"order-1","partitionId":"pid","status":"completed","consumerGroup":"g","leaseId":"L"}]}`)
 	requireJSON(t, r, 200, `{"transactionId":"tx-9","success":true,"results":[
 	 {"index":0,"type":"push","success":true,"transactionId":"a","messageId":"m0","partitionId":"p0","queueName":"next"},
-	 {"index":1,"type":"push","success":true,"transactionId":"b","messageId":"m1","partitionId":"p0","queueName":"next"},
+	 {"index":1,"type":"push","success":true,"transactionId":"b","messageId":"m1","partitionId":"p0","queueName":"next","status":"duplicate","duplicate":true},
 	 {"index":2,"type":"ack","success":true,"transactionId":"order-1","error":null,"dlq":false}]}`)
 	require.Equal(t, []broker.TxOp{
 		{Type: "push", Push: broker.PushItem{Queue: "next", Payload: []byte(`{"x":1}`), TransactionID: "a"}},
