@@ -60,27 +60,46 @@ func ScanDedup(body []byte, fn func(hash, offset uint64) bool) (n int) {
 // offsets: 16 bytes a slot, load factor ≤ 3/4. Equal hashes (duplicates or
 // collisions) each get their own slot; Lookup visits all of them so the
 // caller can verify which one really holds the transaction id.
+//
+// Growing is incremental: the doubled table takes new entries at once and
+// every Insert moves migrateStep slots of the old one, so no single Insert
+// re-inserts millions of entries (a partition with 3 M transaction ids held
+// its locks ~100 ms on the doubling Insert). Until the move is done, Lookup
+// reads both tables.
 type Table struct {
 	keys []uint64 // 0 = empty slot; a hash of 0 is stored as 1
 	vals []uint64
-	n    int
+	n    int // entries in keys/vals
+
+	// The table being emptied into keys/vals (nil when none): slots below
+	// mig were moved already, the oldLeft entries at mig or above were not.
+	oldK, oldV []uint64
+	mig        int
+	oldLeft    int
 }
 
+// migrateStep is how many old slots each Insert moves. The old table holds
+// at most 3/4 of its S slots as entries and the new one fills up after 3/4·S
+// more, so any step above 4/3 finishes in time; 8 keeps Lookups on two
+// tables short-lived.
+const migrateStep = 8
+
 // Len is the number of entries.
-func (t *Table) Len() int { return t.n }
+func (t *Table) Len() int { return t.n + t.oldLeft }
 
 // Reserve grows the table so that n more entries fit without growing.
 func (t *Table) Reserve(n int) {
-	for (t.n+n)*4 > len(t.keys)*3 {
+	for (t.Len()+n)*4 > len(t.keys)*3 {
 		t.grow()
 	}
 }
 
 // Insert adds (hash, offset).
 func (t *Table) Insert(hash, offset uint64) {
-	if (t.n+1)*4 > len(t.keys)*3 {
+	if (t.Len()+1)*4 > len(t.keys)*3 {
 		t.grow()
 	}
+	t.migrate(migrateStep)
 	t.insert(fix(hash), offset)
 }
 
@@ -102,24 +121,42 @@ func (t *Table) insert(h, off uint64) {
 	}
 }
 
+// grow starts moving into a table twice the size (finishing any move still
+// under way first: at most one old table at a time).
 func (t *Table) grow() {
+	t.migrate(len(t.oldK))
 	size := 2 * len(t.keys)
 	if size < 16 {
 		size = 16
 	}
-	oldK, oldV := t.keys, t.vals
+	t.oldK, t.oldV, t.mig, t.oldLeft = t.keys, t.vals, 0, t.n
 	t.keys, t.vals, t.n = make([]uint64, size), make([]uint64, size), 0
-	for i, k := range oldK {
-		if k != 0 {
-			t.insert(k, oldV[i])
+	if t.oldLeft == 0 {
+		t.oldK, t.oldV = nil, nil
+	}
+}
+
+// migrate moves up to slots old slots into the current table.
+func (t *Table) migrate(slots int) {
+	if t.oldK == nil {
+		return
+	}
+	end := min(t.mig+slots, len(t.oldK))
+	for ; t.mig < end; t.mig++ {
+		if k := t.oldK[t.mig]; k != 0 {
+			t.insert(k, t.oldV[t.mig])
+			t.oldLeft--
 		}
+	}
+	if t.mig == len(t.oldK) {
+		t.oldK, t.oldV, t.mig, t.oldLeft = nil, nil, 0, 0
 	}
 }
 
 // Lookup calls fn with each offset stored under hash, newest slot order not
 // guaranteed, until fn returns false.
 func (t *Table) Lookup(hash uint64, fn func(offset uint64) bool) {
-	if t.n == 0 {
+	if t.Len() == 0 {
 		return
 	}
 	h := fix(hash)
@@ -129,10 +166,21 @@ func (t *Table) Lookup(hash uint64, fn func(offset uint64) bool) {
 			return
 		}
 	}
+	if t.oldK == nil {
+		return
+	}
+	// Old slots below mig were moved (and seen above); the probe chain still
+	// runs through them, so they are skipped, not ended on.
+	mask = uint64(len(t.oldK) - 1)
+	for i := h & mask; t.oldK[i] != 0; i = (i + 1) & mask {
+		if int(i) >= t.mig && t.oldK[i] == h && !fn(t.oldV[i]) {
+			return
+		}
+	}
 }
 
 // Bytes is the table's memory footprint.
-func (t *Table) Bytes() int { return 16 * len(t.keys) }
+func (t *Table) Bytes() int { return 16 * (len(t.keys) + len(t.oldK)) }
 
 // prefetchSink keeps Prefetch's loads from being optimised away (one atomic store a batch).
 var prefetchSink atomic.Uint64
@@ -142,7 +190,7 @@ var prefetchSink atomic.Uint64
 // dependency between them, the misses of a whole batch overlap instead of being paid one after
 // the other (a push of 100 messages looks up 100 transaction ids).
 func (t *Table) Prefetch(hashes []uint64) {
-	if t.n == 0 {
+	if t.Len() == 0 {
 		return
 	}
 	mask := uint64(len(t.keys) - 1)

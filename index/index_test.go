@@ -228,3 +228,44 @@ func TestTableReserveMakesRoomWithoutLosingEntries(t *testing.T) {
 		require.Equal(t, []uint64{i * 10}, got)
 	}
 }
+
+func TestTableGrowsIncrementallyAndLooksUpThroughTheMove(t *testing.T) {
+	// Inserts (with repeated hashes, and hash 0) interleaved with lookups across many
+	// doublings: every Lookup sees exactly the offsets stored under its hash, whether they still
+	// sit in the old table or were moved.
+	var tb Table
+	want := map[uint64][]uint64{}
+	sawMove := false
+	for i := uint64(1); i <= 20000; i++ {
+		h := (i * 0x9e3779b97f4a7c15) % 7919 // many repeats
+		if i%1000 == 0 {
+			h = 0
+		}
+		migBefore, moving := tb.mig, tb.oldK != nil
+		tb.Insert(h, i)
+		if moving && tb.oldK != nil {
+			sawMove = true
+			require.LessOrEqual(t, tb.mig-migBefore, migrateStep, "one Insert moves at most migrateStep slots")
+		}
+		want[h] = append(want[h], i)
+		if i%97 == 0 || tb.oldK != nil && i%7 == 0 {
+			for _, probe := range []uint64{h, (i * 31) % 7919, 0, 123456789} {
+				var got []uint64
+				tb.Lookup(probe, func(off uint64) bool { got = append(got, off); return true })
+				require.ElementsMatch(t, want[probe], got, "hash %d after %d inserts", probe, i)
+			}
+		}
+		require.Equal(t, int(i), tb.Len())
+	}
+	require.True(t, sawMove, "the test exercised lookups during a move")
+}
+
+func TestTableLookupStopsWhenFnSaysSo(t *testing.T) {
+	var tb Table
+	for i := uint64(1); i <= 50; i++ {
+		tb.Insert(7, i)
+	}
+	calls := 0
+	tb.Lookup(7, func(uint64) bool { calls++; return calls < 3 })
+	require.Equal(t, 3, calls)
+}
