@@ -68,7 +68,17 @@ func (w *waker) signal(g *wakeGate) {
 	if g.waiters.Load() == 0 || !g.pending.CompareAndSwap(false, true) {
 		return
 	}
+	now := time.Now()
 	w.mu.Lock()
+	if !now.Before(g.lastFire.Add(w.tick)) {
+		// Due now: fire here rather than hand the gate to the waker
+		// goroutine, which on a busy machine may wait for a CPU first.
+		g.lastFire = now
+		w.mu.Unlock()
+		g.pending.Store(false)
+		g.fire()
+		return
+	}
 	w.pending = append(w.pending, g)
 	w.mu.Unlock()
 	select {

@@ -68,8 +68,8 @@ func TestWakeGateQuietGateFiresWithoutWaitingATick(t *testing.T) {
 	w.signal(g)
 	select {
 	case <-ch:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a gate that never fired waited for the tick")
+	default:
+		t.Fatal("a gate that never fired was not fired by the push's own signal")
 	}
 
 	// Within the tick of that fire, a new push is held until the tick has passed.
