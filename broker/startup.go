@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
@@ -21,21 +22,30 @@ import (
 // disk always describes the logs exactly. After a crash there is no marker
 // and every log is opened and its tail verified as before.
 //
+// Each record carries the partition's newest file name and a stamp (two
+// stats: segment.Stamp) taken after the log was closed. Open trusts a
+// record only when the stamp still matches the directory; files replaced
+// since (restored from an older copy, edited by hand) fall back to the
+// normal tail-verifying open, so their cursors are clamped to the real
+// high-water mark.
+//
 //	0      4        5         8          12
 //	+------+--------+---------+----------+------------------------------------+
-//	|"CMBC"| ver=1  | 0 0 0   | count u32| count × record (40 bytes)          |
+//	|"CMBC"| ver=2  | 0 0 0   | count u32| count × record (56 bytes)          |
 //	+------+--------+---------+----------+------------------------------------+
 //	record: partition id [16] | first offset u64 | next offset u64 | last segment timestamp µs i64
+//	        | newest file's first offset u64 (0 = no file) | stamp u64 (0 = none: not trusted)
 //	then:   xxhash64 of every byte before it, u64
 //
 // Little-endian. A marker that is short, has another magic or version, or
-// fails its checksum is ignored (and removed): Open then verifies every log.
+// fails its checksum is ignored (and removed): Open then verifies every log
+// (a version 1 marker, which had no stamps, included).
 const (
 	cleanFileName   = "clean"
 	cleanMagic      = "CMBC"
-	cleanVersion    = 1
+	cleanVersion    = 2
 	cleanHeaderSize = 12
-	cleanRecordSize = 40
+	cleanRecordSize = 56
 )
 
 // errBadCleanMarker is wrapped by decodeCleanMarker.
@@ -51,6 +61,8 @@ func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
 		b = binary.LittleEndian.AppendUint64(b, s.FirstOffset)
 		b = binary.LittleEndian.AppendUint64(b, s.NextOffset)
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.LastTimestampMicros))
+		b = binary.LittleEndian.AppendUint64(b, s.ActiveBase)
+		b = binary.LittleEndian.AppendUint64(b, s.Stamp)
 	}
 	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
 }
@@ -75,6 +87,8 @@ func decodeCleanMarker(b []byte) (map[[16]byte]segment.Summary, error) {
 			FirstOffset:         binary.LittleEndian.Uint64(r[16:]),
 			NextOffset:          binary.LittleEndian.Uint64(r[24:]),
 			LastTimestampMicros: int64(binary.LittleEndian.Uint64(r[32:])),
+			ActiveBase:          binary.LittleEndian.Uint64(r[40:]),
+			Stamp:               binary.LittleEndian.Uint64(r[48:]),
 		}
 		if s.NextOffset == 0 || s.FirstOffset > s.NextOffset {
 			return nil, fmt.Errorf("%w: partition %s offsets %d..%d", errBadCleanMarker, uuidString(id), s.FirstOffset, s.NextOffset)
@@ -116,6 +130,7 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
 	dir := filepath.Join(b.dir, "meta")
 	tmp := filepath.Join(dir, cleanFileName+".tmp")
+	b.stampSummaries(sums)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("broker: clean-shutdown marker: %w", err)
@@ -141,13 +156,66 @@ func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
 }
 
 // openPartitionLog opens a partition's log: from its clean-shutdown summary
-// when Open found one (no I/O until first use), else with full recovery.
+// when Open found one and the directory still carries its stamp (two stats,
+// no reads until first use), else with full recovery.
 func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segment.RecoveryReport, error) {
 	if s, ok := b.summaries[id]; ok {
-		return segment.OpenSummary(dir, b.segOpts, s), &segment.RecoveryReport{}, nil
+		if segment.SummaryMatches(dir, s) {
+			return segment.OpenSummary(dir, b.segOpts, s), &segment.RecoveryReport{}, nil
+		}
+		b.log.Warn().Str("partitionId", uuidString(id)).Str("dir", dir).
+			Msg("start-up: partition files changed since the clean shutdown; verifying its log")
 	}
 	return segment.Open(dir, b.segOpts)
 }
+
+// stampSummaries fills each Summary's Stamp from its closed directory, on a
+// few goroutines (two stats each). A partition whose stamp fails keeps 0:
+// the next start verifies its log.
+func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
+	type job struct {
+		id [16]byte
+		s  segment.Summary
+	}
+	jobs := make(chan job, 256)
+	type done struct {
+		id    [16]byte
+		stamp uint64
+	}
+	results := make(chan done, 256)
+	var wg sync.WaitGroup
+	for range startupWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				st, err := segment.Stamp(filepath.Join(b.dir, "partitions", uuidString(j.id)), j.s)
+				if err != nil {
+					st = 0
+				}
+				results <- done{j.id, st}
+			}
+		}()
+	}
+	go func() {
+		for id, s := range sums {
+			jobs <- job{id, s}
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	for r := range results {
+		s := sums[r.id]
+		s.Stamp = r.stamp
+		sums[r.id] = s
+	}
+}
+
+// startupWorkers is how many goroutines open or stat partition logs at start
+// and stamp them at Close: the work is syscalls that mostly wait on the file
+// system, so more than the cores.
+const startupWorkers = 16
 
 // fileBudget caps the partition file handles at half the process's soft
 // RLIMIT_NOFILE, leaving the rest for connections, journals and DLQ reads:

@@ -61,6 +61,7 @@ type Log struct {
 	used       atomic.Bool // idle bit, cleared by TakeUsed
 	unlisted   bool        // opened from a Summary: the directory is not read yet (under loadMu)
 	lazyFirst  uint64      // FirstOffset while unlisted
+	lazyActive uint64      // Summary.ActiveBase while unlisted
 	handles    int         // handles counted in cache (under cache.mu)
 	slot       int         // index in cache.ring, -1 when absent (under cache.mu)
 }
@@ -215,16 +216,28 @@ func (l *Log) listAndOpen(rep *RecoveryReport) (*RecoveryReport, error) {
 // NextOffset and LastTimestamp without reading its directory: the broker
 // records one per partition at a clean shutdown (issue 7: start-up reads
 // O(partitions) bytes, not the data).
+//
+// ActiveBase and Stamp let the next start check, with two stats, that the
+// files are still the ones the Summary describes (see Stamp in stamp.go).
 type Summary struct {
 	FirstOffset, NextOffset uint64
 	LastTimestampMicros     int64
+	ActiveBase              uint64 // first offset (name) of the newest segment file; 0 = no file
+	Stamp                   uint64 // Stamp(dir, s) when the Summary was taken; 0 = none (never trusted)
 }
 
 // Summary returns l's current Summary.
 func (l *Log) Summary() Summary {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return Summary{FirstOffset: l.firstLocked(), NextOffset: l.next, LastTimestampMicros: l.lastTs}
+	s := Summary{FirstOffset: l.firstLocked(), NextOffset: l.next, LastTimestampMicros: l.lastTs, ActiveBase: l.lazyActive}
+	if !l.unlisted {
+		s.ActiveBase = 0
+		if n := len(l.files); n > 0 {
+			s.ActiveBase = l.files[n-1].base
+		}
+	}
+	return s
 }
 
 // OpenSummary returns a Log for dir that reads nothing until its first use
@@ -237,6 +250,7 @@ func OpenSummary(dir string, opts Options, s Summary) *Log {
 	l := newLog(osFS{}, dir, opts)
 	l.unlisted = true
 	l.next, l.lastTs, l.lazyFirst = max(s.NextOffset, 1), s.LastTimestampMicros, s.FirstOffset
+	l.lazyActive = s.ActiveBase
 	l.hstate.Store(hReleased)
 	return l
 }
