@@ -184,10 +184,13 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		}
 		return false, false, nil
 	}
+	if err := p.damagedErr(); err != nil {
+		return false, false, err
+	}
 	k := cursor.Key{Partition: p.id, Group: group}
 	st, _ := b.cur.Get(k)
 	if err := b.resolveOffsetsLocked(p, ab.acks, func(i int) string { return items[i].TransactionID }, st.Lease); err != nil {
-		return false, false, err
+		return false, false, b.storageErr(p, err)
 	}
 	before := st
 	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
@@ -201,7 +204,7 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	if len(dlq) > 0 {
 		// The DLQ copy is durable before the cursor passes its message.
 		if err := b.writeDLQLocked(p, dlq, now, "Retries exhausted", ""); err != nil {
-			return false, false, err
+			return false, false, b.storageErr(p, err)
 		}
 	}
 	if ch {

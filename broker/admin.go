@@ -111,6 +111,9 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 	now := b.now().UnixMicro()
 	for _, p := range q.partitionsSnapshot() {
 		k := cursor.Key{Partition: p.id, Group: group}
+		if p.isDamaged() {
+			continue // its end is unknown; seeking it waits for the repair
+		}
 		p.mu.Lock()
 		_, ok := b.cur.Get(k)
 		if ok && !p.deleted {
@@ -153,6 +156,9 @@ func (b *Broker) SeekPartition(group, queueName, partitionName string) (Partitio
 	}
 	if p == nil {
 		return PartitionSeekResult{}, NotFound("Partition not found")
+	}
+	if err := p.damagedErr(); err != nil {
+		return PartitionSeekResult{}, err
 	}
 	p.mu.Lock()
 	to := p.visible.Load() - 1

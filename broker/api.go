@@ -317,4 +317,8 @@ type Stats struct {
 	RetentionFilesDeleted   uint64 // segment files removed by retention (spec 2.2)
 	RetentionBytesReclaimed uint64 // their bytes
 	RetentionCursorsMoved   uint64 // cursors moved up to a new low-water mark
+
+	// DamagedPartitions counts partitions out of service because their log
+	// reported on-disk damage (Broker.Damaged lists them).
+	DamagedPartitions int
 }

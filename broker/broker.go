@@ -132,6 +132,10 @@ type partition struct {
 
 	pendMu    sync.Mutex // guards qmPending (a leaf lock; pending.go)
 	qmPending int64      // this partition's share of q.pendingQM
+
+	// damaged is set (once) when the log reported on-disk damage: the
+	// partition is out of service (damage.go).
+	damaged atomic.Pointer[damage]
 }
 
 func (q *queue) options() QueueOptions { return q.conf.Load().opts }
@@ -346,7 +350,18 @@ func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf
 
 func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
 	idStr := uuidString(id)
-	l, rep, err := b.openPartitionLog(id, filepath.Join(b.dir, "partitions", idStr))
+	dir := filepath.Join(b.dir, "partitions", idStr)
+	l, rep, err := b.openPartitionLog(id, dir)
+	var ce *segment.CorruptionError
+	if errors.As(err, &ce) {
+		// One damaged partition must not keep the server down: it is opened
+		// out of service (damage.go) on a log that reads nothing until used,
+		// and every path that would use it checks the mark first.
+		p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: segment.OpenSummary(dir, b.segOpts, segment.Summary{})}
+		p.visible.Store(p.log.NextOffset())
+		b.markDamaged(p, err)
+		return p, &segment.RecoveryReport{}, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("broker: queue %s partition %s (%s): %w", q.name, name, idStr, err)
 	}
@@ -552,7 +567,11 @@ func (b *Broker) closeFiles() error {
 		if err := p.log.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		sums[p.id] = p.log.Summary()
+		if !p.isDamaged() {
+			// A damaged partition gets no summary: the next start opens it
+			// in full and finds out again whether it is sound.
+			sums[p.id] = p.log.Summary()
+		}
 	}
 	for _, q := range b.queues {
 		q.dlqMu.Lock()

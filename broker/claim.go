@@ -54,6 +54,9 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	if p.deleted {
 		return claimResult{verdict: verdictDone}, nil
 	}
+	if err := p.damagedErr(); err != nil {
+		return claimResult{verdict: verdictDone}, err
+	}
 	st, ok := b.cur.Get(k)
 	if !ok {
 		// The group's cursor row appears on its first contact (seed 000).
@@ -81,6 +84,9 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), maxReadBytes, buf)
 	if err != nil {
 		readBufPool.Put(buf)
+		if b.markDamaged(p, err) {
+			return claimResult{verdict: verdictDone}, p.damagedErr()
+		}
 		return claimResult{verdict: verdictAgain}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
 	}
 	for len(msgs) > 0 && msgs[len(msgs)-1].Offset >= vis {
@@ -163,6 +169,9 @@ func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
 			b.cur.SetSubscription(q.name, pc.group, pc.sub)
 			pc.dirty = true
 			for _, p := range parts {
+				if p.isDamaged() {
+					continue // seeded from the record once it is back in service
+				}
 				k := cursor.Key{Partition: p.id, Group: pc.group}
 				p.mu.Lock()
 				if _, ok := b.cur.Get(k); !ok {
@@ -183,6 +192,9 @@ func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
 // Open for the groups the cursors name; see buildReadyAtOpen).
 func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowMicros int64) {
 	for _, p := range parts {
+		if p.isDamaged() {
+			continue
+		}
 		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
 		vis := p.visible.Load()
 		switch {

@@ -71,6 +71,9 @@ func (b *Broker) maintain(now time.Time) {
 		p := m.list[m.pos]
 		m.list[m.pos] = nil
 		m.pos++
+		if p.isDamaged() {
+			continue // out of service (damage.go): no retention on an unreadable log
+		}
 		b.evictIfIdleLocked(p, nowMicros)
 		b.retainPartition(p, nowMicros)
 	}

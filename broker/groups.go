@@ -65,6 +65,9 @@ func (b *Broker) ConsumerGroups() []GroupSummary {
 			r.PartitionsWithLag++
 			r.TotalLag += int64(vis - from)
 			buf.Reset()
+			if p.isDamaged() {
+				return true
+			}
 			if msgs, err := p.log.Read(from, 1, 1<<20, buf); err == nil && len(msgs) > 0 {
 				if lag := (now - msgs[0].TimestampMicros) / 1_000_000; lag > r.MaxTimeLagSeconds {
 					r.MaxTimeLagSeconds = lag
@@ -124,6 +127,11 @@ func (b *Broker) Stats() Stats {
 	}
 	b.mu.RLock()
 	s.Queues, s.Partitions, s.OpenPartitions = len(b.queues), b.nParts, b.nParts
+	for _, p := range b.parts {
+		if p.isDamaged() {
+			s.DamagedPartitions++
+		}
+	}
 	b.mu.RUnlock()
 	if b.closed.Load() {
 		return s

@@ -312,6 +312,11 @@ func (b *Broker) claimFrom(pc *popCtx, q *queue, g *groupReady) error {
 		}
 		cl, err := b.claim(pc, p)
 		g.finish(p, seq, cl.verdict, cl.key, cl.until)
+		if errors.Is(err, ErrDamaged) {
+			// Out of service (damage.go): the queue's other partitions keep
+			// serving; the verdict dropped p from the candidates.
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,11 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, g := range groups {
+		if err := g.p.damagedErr(); err != nil {
+			return nil, err // before anything is appended anywhere
+		}
+	}
 	b.checkMaxSize(items, groups, results)
 
 	ts := b.now().UnixMicro()
@@ -132,9 +137,12 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		return nil
 	}
 	g.recs = g.recs[:0]
+	if err := p.damagedErr(); err != nil {
+		return err
+	}
 	stored, err := b.findStored(p, g.idxs, items, results)
 	if err != nil {
-		return err
+		return b.storageErr(p, err)
 	}
 	for k, i := range g.idxs {
 		it := &items[i]
@@ -183,7 +191,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	}
 	first, err := p.log.Append(g.ts, g.recs)
 	if err != nil {
-		return fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
+		return b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
 	}
 	g.first, g.next = first, first+uint64(len(g.recs))
 	return nil

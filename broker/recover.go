@@ -65,6 +65,9 @@ func (b *Broker) recover() error {
 			fixes = append(fixes, fix{k: k, delete: true})
 			return true
 		}
+		if p.isDamaged() {
+			return true // its high-water mark is unknown: leave its cursors be
+		}
 		hwm := p.log.NextOffset() - 1
 		orig := st
 		if st.Committed > hwm {

@@ -125,6 +125,9 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		if p.deleted {
 			return b.txAbort(res, ops, 0, "Queue was deleted"), nil
 		}
+		if err := p.damagedErr(); err != nil {
+			return res, err
+		}
 	}
 	b.txMu.RLock()
 	defer b.txMu.RUnlock()
@@ -147,7 +150,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 			}
 			_, id, ok, err := p.log.FindTransaction(it.TransactionID)
 			if err != nil {
-				return res, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+				return res, b.storageErr(p, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err))
 			}
 			if ok {
 				r.MessageID, r.Duplicate = uuidString(id), true
@@ -196,7 +199,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		ck := cursor.Key{Partition: k.p.id, Group: k.group}
 		pre, had := b.cur.Get(ck)
 		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, pre.Lease); err != nil {
-			return res, err
+			return res, b.storageErr(k.p, err)
 		}
 		st := pre
 		out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
@@ -304,10 +307,13 @@ func (b *Broker) txAckAbort(ops []TxOp, opPart []*partition) (int, string, error
 		if k.p.deleted {
 			return acksBy[k][0].Index, "Message not found", nil
 		}
+		if err := k.p.damagedErr(); err != nil {
+			return -1, "", err
+		}
 		acks := acksBy[k]
 		st, _ := b.cur.Get(cursor.Key{Partition: k.p.id, Group: k.group})
 		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, st.Lease); err != nil {
-			return -1, "", err
+			return -1, "", b.storageErr(k.p, err)
 		}
 		out, _, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
 		for _, o := range out {
