@@ -121,7 +121,10 @@ func BenchmarkRestart(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("COMB_BENCH_RESTART_KIB")); err == nil && v > 0 {
 		kib = v
 	}
-	const parts = 10_000
+	parts := 10_000
+	if v, err := strconv.Atoi(os.Getenv("COMB_BENCH_RESTART_PARTS")); err == nil && v > 0 {
+		parts = v
+	}
 	dir := os.Getenv("COMB_BENCH_RESTART_DIR")
 	if dir == "" {
 		dir = b.TempDir()
@@ -131,6 +134,7 @@ func BenchmarkRestart(b *testing.B) {
 	require.NoError(b, err)
 	if br.Stats().Partitions < parts {
 		payload := []byte(fmt.Sprintf(`{"pad":"%01000d"}`, 0)) // ~1 KiB
+		start := time.Now()
 		for r := 0; r < parts; r += 100 {
 			for range kib {
 				items := make([]PushItem, 0, 100)
@@ -141,6 +145,7 @@ func BenchmarkRestart(b *testing.B) {
 				require.NoError(b, err)
 			}
 		}
+		b.Logf("created and filled %d partitions in %v", parts, time.Since(start))
 	}
 	require.NoError(b, br.Close())
 	var bytes int64

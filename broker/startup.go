@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
@@ -173,43 +174,43 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 // few goroutines (two stats each). A partition whose stamp fails keeps 0:
 // the next start verifies its log.
 func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
-	type job struct {
-		id [16]byte
-		s  segment.Summary
+	ids := make([][16]byte, 0, len(sums))
+	for id := range sums {
+		ids = append(ids, id)
 	}
-	jobs := make(chan job, 256)
-	type done struct {
-		id    [16]byte
-		stamp uint64
+	stamps := make([]uint64, len(ids))
+	parallelFor(len(ids), func(i int) {
+		st, err := segment.Stamp(filepath.Join(b.dir, "partitions", uuidString(ids[i])), sums[ids[i]])
+		if err == nil {
+			stamps[i] = st
+		}
+	})
+	for i, id := range ids {
+		s := sums[id]
+		s.Stamp = stamps[i]
+		sums[id] = s
 	}
-	results := make(chan done, 256)
+}
+
+// parallelFor runs fn(0..n-1) on startupWorkers goroutines and returns when
+// every call has.
+func parallelFor(n int, fn func(i int)) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range startupWorkers {
+	for range min(startupWorkers, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				st, err := segment.Stamp(filepath.Join(b.dir, "partitions", uuidString(j.id)), j.s)
-				if err != nil {
-					st = 0
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
 				}
-				results <- done{j.id, st}
+				fn(i)
 			}
 		}()
 	}
-	go func() {
-		for id, s := range sums {
-			jobs <- job{id, s}
-		}
-		close(jobs)
-		wg.Wait()
-		close(results)
-	}()
-	for r := range results {
-		s := sums[r.id]
-		s.Stamp = r.stamp
-		sums[r.id] = s
-	}
+	wg.Wait()
 }
 
 // startupWorkers is how many goroutines open or stat partition logs at start
