@@ -26,6 +26,9 @@ type Backend interface {
 	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
 	ConsumerGroups() []broker.GroupSummary
 	Stats() broker.Stats
+	// Damaged lists the partitions out of service because their log reported on-disk damage;
+	// GET /health reports them ("degraded").
+	Damaged() []broker.DamagedPartition
 }
 
 var _ Backend = (*broker.Broker)(nil)

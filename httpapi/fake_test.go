@@ -42,6 +42,7 @@ type fakeBackend struct {
 	dlqTotal    int
 	groups      []broker.GroupSummary
 	stats       broker.Stats
+	damaged     []broker.DamagedPartition
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -159,3 +160,5 @@ func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
 }
 
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
+
+func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }

@@ -9,14 +9,22 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/combmq/comb/broker"
 )
 
 // health serves GET /health (spec 8.1): 200 healthy, 503 when storage is unavailable. Clients
-// read only `status`; the other fields keep Queen's shape.
+// read only `status`; the other fields keep Queen's shape. When partitions are out of service
+// because their logs are damaged, the server still serves the rest: 200 with status "degraded"
+// and the partitions under "damaged" (queue, partition, partitionId, the segment file's base
+// name, byte range and offsets; the server log has the full path; `comb fsck` repairs).
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	status, db, code := "healthy", "connected", fasthttp.StatusOK
+	var damaged []broker.DamagedPartition
 	if !s.b.Healthy() {
 		status, db, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
+	} else if damaged = s.b.Damaged(); len(damaged) > 0 {
+		status = "degraded"
 	}
 	p := getBuf()
 	b := append(*p, `{"status":`...)
@@ -25,9 +33,42 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	b = appendString(b, db)
 	b = append(b, `,"server":"comb","worker_id":0,"version":`...)
 	b = appendString(b, s.cfg.Version)
-	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}}`...)
-	*p = b
+	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}`...)
+	if len(damaged) > 0 {
+		b = appendDamaged(b, damaged)
+	}
+	*p = append(b, '}')
 	sendJSON(ctx, code, p)
+}
+
+func appendDamaged(b []byte, damaged []broker.DamagedPartition) []byte {
+	b = append(b, `,"damaged":[`...)
+	for i := range damaged {
+		d := &damaged[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"queue":`...)
+		b = appendString(b, d.Queue)
+		b = append(b, `,"partition":`...)
+		b = appendString(b, d.Partition)
+		b = append(b, `,"partitionId":`...)
+		b = appendString(b, d.PartitionID)
+		b = append(b, `,"file":`...)
+		b = appendString(b, d.File)
+		b = append(b, `,"startByte":`...)
+		b = appendInt(b, d.StartByte)
+		b = append(b, `,"endByte":`...)
+		b = appendInt(b, d.EndByte)
+		b = append(b, `,"firstOffset":`...)
+		b = strconv.AppendUint(b, d.FirstOffset, 10)
+		b = append(b, `,"lastOffset":`...)
+		b = strconv.AppendUint(b, d.LastOffset, 10)
+		b = append(b, `,"since":`...)
+		b = appendTimeMicros(b, d.SinceMicros, 3)
+		b = append(b, `,"action":"run comb fsck"}`...)
+	}
+	return append(b, ']')
 }
 
 // metricsJSON serves GET /metrics (spec 8.2): Queen's JSON shape. Requests count every HTTP

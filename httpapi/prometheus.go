@@ -40,6 +40,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.sampleUint("queen_maintenance_mode_enabled", "", 0)
 
 	w.gauge("comb_parked_pops", "Long-poll pops currently parked.", float64(st.ParkedPops))
+	w.gauge("comb_damaged_partitions", "Partitions out of service because their log is damaged on disk (run comb fsck; GET /health lists them).", float64(st.DamagedPartitions))
 	w.gauge("comb_total_lag_messages", "Messages after every consumer group's cursor, summed.", float64(st.TotalLag))
 	w.gauge("comb_open_partitions", "Partitions with open segment files.", float64(st.OpenPartitions))
 	w.gauge("comb_queues", "Queues.", float64(st.Queues))

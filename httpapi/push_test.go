@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,6 +143,12 @@ func TestBrokerErrorsMapToStatuses(t *testing.T) {
 		{"ErrNotFound is 404 with the broker's message", broker.NotFound("Partition not found"), 404, "Partition not found"},
 		{"ErrClosed is 503", broker.ErrClosed, 503, "Service unavailable: shutting down"},
 		{"anything else is 500", errors.New("disk on fire"), 500, "disk on fire"},
+		{"ErrDamaged is 500 with the broker's short message", fmt.Errorf("wrapped: %w", broker.ErrDamaged), 500, "wrapped: partition damaged"},
+		{"absolute paths in a 500 are cut to their base name",
+			errors.New("queue q partition a/b: read /var/lib/comb/partitions/0198/00000000000000000001.seg bytes [1,2): bad"), 500,
+			"queue q partition a/b: read 00000000000000000001.seg bytes [1,2): bad"},
+		{"a path at the start and in quotes is cut too", errors.New(`/data/x/y.seg: open "/data/meta/journal": denied`), 500,
+			`y.seg: open "journal": denied`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

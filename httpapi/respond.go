@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"regexp"
 
 	"github.com/valyala/fasthttp"
 
@@ -53,9 +55,13 @@ func noContent(ctx *fasthttp.RequestCtx) {
 }
 
 // fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
-// carry the broker's message verbatim; ErrClosed is 503; anything else is a logged 500.
+// carry the broker's message verbatim; ErrClosed is 503; ErrDamaged is a 500 with the broker's
+// short message (it names the partition and says to run `comb fsck`); anything else is a logged
+// 500 whose body has every absolute file path cut to its base name (the log keeps the paths).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	switch {
+	case errors.Is(err, broker.ErrDamaged):
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 	case errors.Is(err, broker.ErrBadRequest):
 		badRequest(ctx, err.Error())
 	case errors.Is(err, broker.ErrNotFound):
@@ -66,6 +72,25 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	default:
 		s.log.Error().Err(err).Str("method", string(ctx.Method())).Str("path", string(ctx.Path())).Msg("request failed")
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		writeError(ctx, fasthttp.StatusInternalServerError, redactPaths(err.Error()))
 	}
+}
+
+// absPath matches an absolute file path that starts a word of an error message. Names may hold
+// '/' (partitions, groups), but never right after a space, quote or bracket.
+var absPath = regexp.MustCompile(`(^|[\s"'(\[=])(/[^\s"',:)\]]+)`)
+
+// redactPaths cuts every absolute path in msg to its base name: clients need not learn the
+// server's directory layout.
+func redactPaths(msg string) string {
+	if !absPath.MatchString(msg) {
+		return msg
+	}
+	return absPath.ReplaceAllStringFunc(msg, func(m string) string {
+		i := 0
+		for i < len(m) && m[i] != '/' {
+			i++
+		}
+		return m[:i] + filepath.Base(m[i:])
+	})
 }

@@ -108,6 +108,20 @@ func TestHealthIs503WhenStorageIsUnavailable(t *testing.T) {
 	 "shared_state":{},"queen":{"worker_id":0,"status":"active"}}`)
 }
 
+// issue 4: a damaged partition leaves the server serving the rest; /health says so (still 200).
+func TestHealthIsDegradedWithDamagedPartitions(t *testing.T) {
+	fake := newFake()
+	fake.damaged = []broker.DamagedPartition{{Queue: "q", Partition: "p", PartitionID: "0198e4c2-0000-7000-8000-000000000001",
+		File: "00000000000000000001.seg", StartByte: 10, EndByte: 200, FirstOffset: 1, LastOffset: 5, SinceMicros: 1785402764881042}}
+	ts := startServer(t, fake, Config{Version: "1.2.3"})
+	r := ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"degraded","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
+	 "damaged":[{"queue":"q","partition":"p","partitionId":"0198e4c2-0000-7000-8000-000000000001",
+	  "file":"00000000000000000001.seg","startByte":10,"endByte":200,"firstOffset":1,"lastOffset":5,
+	  "since":"2026-07-30T09:12:44.881Z","action":"run comb fsck"}]}`)
+}
+
 func TestMetricsJSONHasQueensShape(t *testing.T) {
 	fake := newFake()
 	fake.stats = broker.Stats{PushMessages: 42}
