@@ -33,7 +33,8 @@ type Broker struct {
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (startup.go).
 	summaries map[[16]byte]segment.Summary
-	maint     maintenance // idle eviction and retention (evict.go, retention.go)
+	sums      summaryState // summary checkpoints (summaries.go)
+	maint     maintenance  // idle eviction and retention (evict.go, retention.go)
 
 	// mu is the registry lock: queue and partition maps and the metadata
 	// journal. The hot paths take it shared; only creation and deletion take
@@ -208,7 +209,7 @@ func (b *Broker) open() error {
 		return err
 	}
 	err = b.applyMeta(rep.Records)
-	b.summaries = nil
+	b.adoptSummaries()
 	if err != nil {
 		return err
 	}

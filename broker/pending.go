@@ -93,6 +93,7 @@ func (b *Broker) initCounters() {
 func (b *Broker) initScale() {
 	b.initCounters()
 	b.buildReadyAtOpen()
+	b.startSummaryCheckpoints()
 }
 
 // buildReadyAtOpen builds, at Open, the ready structure of every (queue,

@@ -99,8 +99,9 @@ func decodeCleanMarker(b []byte) (map[[16]byte]segment.Summary, error) {
 	return out, nil
 }
 
-// takeCleanMarker reads and removes the clean-shutdown marker. It returns nil
-// (verify every log) when there is none or it is damaged. The removal is made
+// takeCleanMarker reads and removes the clean-shutdown marker. When there is
+// none (a crash) it returns the last summary checkpoint (summaries.go), and
+// nil (verify every log) when that is missing or damaged too. The removal is made
 // durable before Open goes on: after a crash from here on, the next Open must
 // not trust summaries the appends of this run have outdated.
 func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
@@ -108,7 +109,7 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	path := filepath.Join(dir, cleanFileName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return b.readSummaryCheckpoint(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -127,33 +128,12 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 }
 
 // writeCleanMarker records every partition's Summary after a clean Close of
-// its log; written to a temporary file, synced, then renamed into place.
+// its log, with its stamp (reused from the last summary checkpoint when the
+// offsets did not move); written to a temporary file, synced, then renamed
+// into place.
 func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
-	dir := filepath.Join(b.dir, "meta")
-	tmp := filepath.Join(dir, cleanFileName+".tmp")
 	b.stampSummaries(sums)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("broker: clean-shutdown marker: %w", err)
-	}
-	_, err = f.Write(encodeCleanMarker(sums))
-	if err == nil && !b.noSync() {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, cleanFileName))
-	}
-	if err == nil && !b.noSync() {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("broker: clean-shutdown marker: %w", err)
-	}
-	return nil
+	return b.writeSummaryFile(cleanFileName, sums)
 }
 
 // openPartitionLog opens a partition's log: from its clean-shutdown summary
@@ -175,7 +155,14 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 // the next start verifies its log.
 func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
 	ids := make([][16]byte, 0, len(sums))
-	for id := range sums {
+	for id, s := range sums {
+		if prev, ok := b.sums.entries[id]; ok && prev.Stamp != 0 {
+			s.Stamp = prev.Stamp
+			if prev == s {
+				sums[id] = s // offsets unchanged since the checkpoint stamped them
+				continue
+			}
+		}
 		ids = append(ids, id)
 	}
 	stamps := make([]uint64, len(ids))
@@ -233,4 +220,33 @@ func (b *Broker) fileBudget(want int) int {
 		return half
 	}
 	return want
+}
+
+// readSummaryCheckpoint returns meta/summaries, or nil when it is missing or
+// damaged (every log is then verified). The file stays: its entries are
+// trusted only while their stamps match, whatever happened since.
+func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
+	data, err := os.ReadFile(filepath.Join(b.dir, "meta", summariesFileName))
+	if err != nil {
+		return nil
+	}
+	sums, err := decodeCleanMarker(data)
+	if err != nil {
+		b.log.Warn().Err(err).Msg("start-up: ignoring the summary checkpoint; verifying every partition log")
+		return nil
+	}
+	return sums
+}
+
+// adoptSummaries ends Open's use of the summaries: those a log was opened
+// from (stamp matched, nothing read) seed the checkpoint pass, which then
+// need not stat them again.
+func (b *Broker) adoptSummaries() {
+	b.sums.entries = make(map[[16]byte]segment.Summary, len(b.summaries))
+	for id, p := range b.parts {
+		if s, ok := b.summaries[id]; ok && !p.log.Loaded() && !p.isDamaged() {
+			b.sums.entries[id] = s
+		}
+	}
+	b.summaries = nil
 }

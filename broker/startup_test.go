@@ -86,3 +86,47 @@ func TestCleanMarkerTrustsUntouchedFiles(t *testing.T) {
 		assert.Equal(t, uint64(2), p.visible.Load(), "partition %d", i)
 	}
 }
+
+// TestCrashRestartTrustsCheckpointedSummaries: after a crash (no clean
+// marker) Open opens only the partitions whose files changed since the last
+// summary checkpoint; the others answer from their checkpointed summaries.
+func TestCrashRestartTrustsCheckpointedSummaries(t *testing.T) {
+	always := func(c *Config) { c.Sync = "always" } // a checkpoint records synced logs only
+	e := newScaleEnv(t, always)
+	for i := range 4 {
+		e.push("q", fmt.Sprint(i), fmt.Sprintf("m%d", i))
+	}
+	require.NoError(t, e.b.checkpointSummaries())
+	e.push("q", "1", "late") // after the checkpoint: must be verified
+	torn := e.part("q", "3").log.Dir()
+	require.NoError(t, e.b.Close())
+	e.b = nil
+	require.NoError(t, os.Remove(filepath.Join(e.dir, "meta", cleanFileName)))
+	f, err := os.OpenFile(filepath.Join(torn, "00000000000000000001.seg"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("CMBS torn"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	e.reopenWith(always)
+	cases := []struct {
+		name      string
+		partition string
+		verified  bool
+		visible   uint64
+	}{
+		{"untouched since the checkpoint: not opened", "0", false, 2},
+		{"appended after the checkpoint: verified", "1", true, 3},
+		{"untouched and intact: not opened", "2", false, 2},
+		{"torn tail after the checkpoint: verified and cut", "3", true, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := e.part("q", tc.partition)
+			assert.Equal(t, tc.verified, p.log.Loaded())
+			assert.Equal(t, tc.visible, p.visible.Load())
+		})
+	}
+	res := e.pop(PopRequest{Queue: "q", Batch: 10, Partitions: 4, AutoAck: true})
+	assert.ElementsMatch(t, []string{"m0", "m1", "late", "m2", "m3"}, txids(res))
+}

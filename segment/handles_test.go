@@ -132,7 +132,8 @@ func TestOpenSummaryReadsNothingUntilUsed(t *testing.T) {
 	require.NoError(t, err)
 	sum := l.Summary()
 	require.NoError(t, l.Close())
-	assert.Equal(t, Summary{FirstOffset: 3, NextOffset: 5, LastTimestampMicros: 103}, sum)
+	assert.Equal(t, Summary{FirstOffset: 3, NextOffset: 5, LastTimestampMicros: 103, ActiveBase: 4}, sum)
+	assert.Equal(t, sum, OpenSummary(dir, Options{}, sum).Summary(), "an unused lazy log reports the summary it was opened from")
 
 	lz := OpenSummary(dir, Options{MaxFileBytes: 200}, sum)
 	assert.False(t, lz.Loaded())

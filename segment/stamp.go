@@ -58,3 +58,8 @@ func appendStat(b []byte, st *unix.Stat_t, size bool) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(st.Mtim.Nano()))
 	return binary.LittleEndian.AppendUint64(b, uint64(st.Ctim.Nano()))
 }
+
+// Synced reports whether everything appended to l is durable (no append
+// since the last successful Sync). A Summary and Stamp taken while Synced
+// holds, with appends excluded, describe what a crash leaves on disk.
+func (l *Log) Synced() bool { return !l.dirty() }

@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/combmq/comb/segment"
+)
+
+// Summary checkpoints (issue 7: after a crash, only the tails written since
+// the last checkpoint are verified). Every summaryCheckpointEvery a
+// background pass records, for each partition whose log is fully synced,
+// its segment.Summary and the stamp of its files (segment.Stamp) in
+// <data>/meta/summaries, same format as the clean-shutdown marker
+// (startup.go). After a crash Open reads it and trusts an entry exactly like
+// a clean-shutdown record: only while the stamp still matches. A partition
+// appended to since its entry was taken has a new size and mtime, so it is
+// opened and its tail verified; the others are not opened at all.
+//
+// Why a matching stamp is safe after a crash: the entry is taken under the
+// partition lock (no append in between) while nothing appended is unsynced,
+// so the Summary describes bytes that were durable then. A later append
+// changes the newest file's size; if the crash lost that size change, the
+// file is back to the stamped, durable state the Summary describes.
+const (
+	summariesFileName      = "summaries"
+	summaryCheckpointEvery = 10 * time.Second
+)
+
+// summaryState is the checkpoint pass's memory: the entry last written per
+// partition, reused while its offsets have not moved (no append, no
+// retention) so a pass over idle partitions costs a lock each, no stat.
+type summaryState struct {
+	entries map[[16]byte]segment.Summary
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// startSummaryCheckpoints runs the checkpoint pass in the background unless
+// the maintenance task is off (tests drive checkpointSummaries by hand).
+func (b *Broker) startSummaryCheckpoints() {
+	if b.cfg.MaintenanceInterval < 0 {
+		return
+	}
+	b.sums.stop, b.sums.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.sums.done)
+		t := time.NewTicker(summaryCheckpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.closing:
+				return
+			case <-t.C:
+				if err := b.checkpointSummaries(); err != nil {
+					b.log.Warn().Err(err).Msg("summary checkpoint failed; a crash restart verifies more logs")
+				}
+			}
+		}
+	}()
+}
+
+// checkpointSummaries takes one pass and rewrites meta/summaries when an
+// entry changed. Not safe for concurrent calls (one background goroutine).
+func (b *Broker) checkpointSummaries() error {
+	if err := b.enter(); err != nil {
+		return nil
+	}
+	defer b.leave()
+	old := b.sums.entries
+	next := make(map[[16]byte]segment.Summary, len(old))
+	changed := false
+	for _, p := range b.partitionList(nil) {
+		s, ok := b.partitionSummary(p, old)
+		if !ok {
+			changed = changed || hasKey(old, p.id)
+			continue
+		}
+		if prev, had := old[p.id]; !had || prev != s {
+			changed = true
+		}
+		next[p.id] = s
+	}
+	if len(next) != len(old) {
+		changed = true
+	}
+	b.sums.entries = next
+	if !changed {
+		return nil
+	}
+	return b.writeSummaryFile(summariesFileName, next)
+}
+
+// partitionSummary returns p's checkpoint entry: the previous one while the
+// offsets are unchanged, else a new Summary and Stamp taken under the
+// partition lock, or ok=false when the log has unsynced appends, is damaged
+// or deleted, or the stat fails.
+func (b *Broker) partitionSummary(p *partition, old map[[16]byte]segment.Summary) (segment.Summary, bool) {
+	if p.isDamaged() {
+		return segment.Summary{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted || !p.log.Synced() {
+		return segment.Summary{}, false
+	}
+	prev, had := old[p.id]
+	if had && prev.NextOffset == p.log.NextOffset() && prev.FirstOffset == p.log.FirstOffset() {
+		return prev, true
+	}
+	s := p.log.Summary()
+	st, err := segment.Stamp(p.log.Dir(), s)
+	if err != nil {
+		return segment.Summary{}, false
+	}
+	s.Stamp = st
+	return s, true
+}
+
+func hasKey(m map[[16]byte]segment.Summary, id [16]byte) bool {
+	_, ok := m[id]
+	return ok
+}
+
+// writeSummaryFile replaces meta/<name> with sums: temporary file, fsync,
+// rename, directory fsync (a crash leaves the old file or the new one).
+func (b *Broker) writeSummaryFile(name string, sums map[[16]byte]segment.Summary) error {
+	dir := filepath.Join(b.dir, "meta")
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("broker: %s: %w", name, err)
+	}
+	_, err = f.Write(encodeCleanMarker(sums))
+	if err == nil && !b.noSync() {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil && !b.noSync() {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("broker: %s: %w", name, err)
+	}
+	return nil
+}
