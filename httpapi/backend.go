@@ -29,6 +29,10 @@ type Backend interface {
 	// Damaged lists the partitions out of service because their log reported on-disk damage;
 	// GET /health reports them ("degraded").
 	Damaged() []broker.DamagedPartition
+	// GroupDetail, LaggingPartitions and SetSubscriptionTimestamp serve spec 7.5 and 7.6.
+	GroupDetail(group string) []broker.GroupPartition
+	LaggingPartitions(minLagSeconds int64) []broker.LaggingPartition
+	SetSubscriptionTimestamp(group string, tsMicros int64) (int, error)
 }
 
 var _ Backend = (*broker.Broker)(nil)

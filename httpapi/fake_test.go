@@ -43,6 +43,12 @@ type fakeBackend struct {
 	groups      []broker.GroupSummary
 	stats       broker.Stats
 	damaged     []broker.DamagedPartition
+	detail      []broker.GroupPartition
+	lagging     []broker.LaggingPartition
+	lagArg      int64
+	subArgs     []any
+	subN        int
+	subErr      error
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -162,3 +168,20 @@ func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
 
 func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }
+
+func (f *fakeBackend) GroupDetail(group string) []broker.GroupPartition {
+	f.record("GroupDetail:" + group)
+	return f.detail
+}
+
+func (f *fakeBackend) LaggingPartitions(minLagSeconds int64) []broker.LaggingPartition {
+	f.record("LaggingPartitions")
+	f.lagArg = minLagSeconds
+	return f.lagging
+}
+
+func (f *fakeBackend) SetSubscriptionTimestamp(group string, tsMicros int64) (int, error) {
+	f.record("SetSubscriptionTimestamp")
+	f.subArgs = []any{group, tsMicros}
+	return f.subN, f.subErr
+}

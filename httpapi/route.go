@@ -75,6 +75,20 @@ func (s *Server) routeV1(ctx *fasthttp.RequestCtx, method string, segs [][]byte)
 		}
 	case n == 1 && first == "consumer-groups" && get:
 		s.listGroups(ctx)
+	case n == 2 && first == "consumer-groups" && get:
+		// The literal route wins over /:group (spec route table): a group named "lagging" has no
+		// detail route.
+		if string(segs[1]) == "lagging" {
+			s.laggingGroups(ctx)
+		} else if g, ok := p.decode(segs[1]); ok {
+			s.groupDetail(ctx, g)
+		}
+	case n == 3 && first == "consumer-groups" && string(segs[2]) == "subscription" && post:
+		if g, ok := p.decode(segs[1]); ok {
+			s.setSubscription(ctx, g)
+		}
+	case n == 2 && first == "stats" && string(segs[1]) == "refresh" && post:
+		s.statsRefresh(ctx)
 	case n == 2 && first == "consumer-groups" && del:
 		if g, ok := p.decode(segs[1]); ok {
 			s.deleteGroup(ctx, g, "")
