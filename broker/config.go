@@ -53,7 +53,7 @@ const (
 	DefaultIdleEvict           = 10 * time.Minute
 	DefaultMaintenanceInterval = time.Second
 	DefaultMaintenanceBatch    = 10000
-	maxNameBytes               = 255
+	maxNameChars               = 255 // spec 0.4: names and transactionIds are 1..255 characters
 )
 
 func (c Config) withDefaults() Config {

@@ -45,10 +45,10 @@ func TestLongPollWakesWhenADelayedMessageBecomesVisible(t *testing.T) {
 			opts.DelayedProcessing = 1
 			_, err := e.b.Configure(ConfigureRequest{Queue: "dq", Namespace: "ns", Options: opts})
 			require.NoError(t, err)
+			pushed := time.Now() // before the push reads the clock: the message is visible at >= pushed+1s
 			res, err := e.b.Push([]PushItem{{Queue: "dq", Partition: "p", TransactionID: "late", Payload: []byte("1")}})
 			require.NoError(t, err)
 			require.Equal(t, PushQueued, res[0].Status)
-			pushed := time.Now()
 
 			req := c.req
 			req.Batch, req.Wait, req.Timeout = 10, true, 10*time.Second

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -22,19 +23,25 @@ func labelsFromName(name string) (namespace, task string) {
 }
 
 // checkName validates a queue, partition or group name (spec 0.4, 11 #27):
-// 1..255 bytes, no NUL, no path traversal. Names never become paths (the data
+// valid UTF-8 (distinct byte strings must stay distinct names), 1..255
+// characters, no NUL, not "." or ".."; `/` only outside queue names (spec
+// 0.4 forbids it in queue names alone). Names never become paths (the data
 // directory uses UUIDs), so this is about refusing nonsense early, not about
 // safety of the file system. what is "Queue", "Partition" or "Consumer group".
 func checkName(what, name string) error {
 	switch {
 	case name == "":
 		return BadRequest(what + " name is required")
-	case len(name) > maxNameBytes:
-		return BadRequest(what + " name is longer than 255 bytes")
+	case !utf8.ValidString(name):
+		return BadRequest(what + " name must be valid UTF-8")
+	case len(name) > maxNameChars && utf8.RuneCountInString(name) > maxNameChars:
+		return BadRequest(what + " name is longer than 255 characters")
 	case strings.IndexByte(name, 0) >= 0:
 		return BadRequest(what + " name must not contain NUL")
-	case name == ".." || strings.Contains(name, "../") || strings.Contains(name, "/.."):
-		return BadRequest(what + " name must not contain '../'")
+	case what == "Queue" && strings.IndexByte(name, '/') >= 0:
+		return BadRequest(what + " name must not contain '/'")
+	case name == "." || name == "..":
+		return BadRequest(what + " name must not be '.' or '..'")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/combmq/comb/segment"
 )
@@ -83,8 +84,8 @@ func validatePushItems(items []PushItem) error {
 				return err
 			}
 		}
-		if len(it.TransactionID) > maxNameBytes {
-			return BadRequest("transactionId is longer than 255 bytes")
+		if len(it.TransactionID) > maxNameChars && utf8.RuneCountInString(it.TransactionID) > maxNameChars {
+			return BadRequest("transactionId is longer than 255 characters")
 		}
 	}
 	return nil

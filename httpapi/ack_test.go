@@ -73,14 +73,15 @@ func TestAckBadInputUsesTheSpecMessagesVerbatim(t *testing.T) {
 		{"single: status not a string", "/api/v1/ack", `{"transactionId":"t","partitionId":"p","status":1}`, "status must be a string"},
 		{"single: group not a string", "/api/v1/ack", `{"transactionId":"t","partitionId":"p","consumerGroup":1}`, "consumerGroup must be a string"},
 		{"single: NUL in group", "/api/v1/ack", `{"transactionId":"t","partitionId":"p","consumerGroup":"a\u0000"}`, "Consumer group name must not contain NUL"},
-		{"single: transactionId over 255 bytes", "/api/v1/ack", `{"transactionId":"` + long + `","partitionId":"p"}`, "TransactionId must be at most 255 bytes"},
+		{"single: transactionId over 255 characters", "/api/v1/ack", `{"transactionId":"` + long + `","partitionId":"p"}`, "TransactionId must be at most 255 characters"},
 		{"batch: empty body", "/api/v1/ack/batch", ``, "Empty request body"},
 		{"batch: acknowledgments missing (4.2)", "/api/v1/ack/batch", `{}`, "acknowledgments array is required"},
 		{"batch: acknowledgments not an array", "/api/v1/ack/batch", `{"acknowledgments":{}}`, "acknowledgments array is required"},
 		{"batch: item without transactionId", "/api/v1/ack/batch", `{"acknowledgments":[{"transactionId":"a","partitionId":"p"},{"partitionId":"p"}]}`, "Each acknowledgment must have a valid transactionId string"},
 		{"batch: item not an object", "/api/v1/ack/batch", `{"acknowledgments":[1]}`, "Each acknowledgment must have a valid transactionId string"},
 		{"batch: item without partitionId", "/api/v1/ack/batch", `{"acknowledgments":[{"transactionId":"a"}]}`, "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"},
-		{"batch: group with a slash", "/api/v1/ack/batch", `{"consumerGroup":"a/b","acknowledgments":[]}`, "Consumer group name must not contain '/'"},
+		{"batch: group '..'", "/api/v1/ack/batch", `{"consumerGroup":"..","acknowledgments":[]}`, "Consumer group name must not be '.' or '..'"},
+		{"batch: group not valid UTF-8", "/api/v1/ack/batch", "{\"consumerGroup\":\"a\xffb\",\"acknowledgments\":[]}", "Consumer group name must be valid UTF-8"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

@@ -17,10 +17,17 @@ type queueOption struct {
 	name      string
 	intField  func(*broker.QueueOptions) *int64
 	boolField func(*broker.QueueOptions) *bool
+	// signed: negative values are meaningful (priority) or clamped by the spec (minPopWaitTime,
+	// spec 2.2 "Clamp to 0..60000"); every other count, length or duration must be >= 0.
+	signed bool
 }
 
+// maxOptionValue bounds numeric options: seconds times 10^6 (the broker's µs arithmetic) must
+// not overflow int64. 10^12 s is over 31,000 years.
+const maxOptionValue = 1_000_000_000_000
+
 var queueOptions = []queueOption{
-	{name: "priority", intField: func(o *broker.QueueOptions) *int64 { return &o.Priority }},
+	{name: "priority", intField: func(o *broker.QueueOptions) *int64 { return &o.Priority }, signed: true},
 	{name: "leaseTime", intField: func(o *broker.QueueOptions) *int64 { return &o.LeaseTime }},
 	{name: "retryLimit", intField: func(o *broker.QueueOptions) *int64 { return &o.RetryLimit }},
 	{name: "retryDelay", intField: func(o *broker.QueueOptions) *int64 { return &o.RetryDelay }},
@@ -35,7 +42,7 @@ var queueOptions = []queueOption{
 	{name: "retentionEnabled", boolField: func(o *broker.QueueOptions) *bool { return &o.RetentionEnabled }},
 	{name: "encryptionEnabled", boolField: func(o *broker.QueueOptions) *bool { return &o.EncryptionEnabled }},
 	{name: "maxWaitTimeSeconds", intField: func(o *broker.QueueOptions) *int64 { return &o.MaxWaitTimeSeconds }},
-	{name: "minPopWaitTime", intField: func(o *broker.QueueOptions) *int64 { return &o.MinPopWaitTime }},
+	{name: "minPopWaitTime", intField: func(o *broker.QueueOptions) *int64 { return &o.MinPopWaitTime }, signed: true},
 }
 
 var parserPool fastjson.ParserPool
@@ -96,6 +103,12 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 			n, ok := jsonInt(x)
 			if !ok {
 				return req, "Option " + opt.name + " must be an integer"
+			}
+			if n < 0 && !opt.signed {
+				return req, "Option " + opt.name + " must not be negative"
+			}
+			if n > maxOptionValue || n < -maxOptionValue {
+				return req, "Option " + opt.name + " must be at most 1000000000000 in magnitude"
 			}
 			*opt.intField(&req.Options) = n
 			continue

@@ -49,6 +49,15 @@ func TestConfigureIsAWholeReplaceWithDefaults(t *testing.T) {
 	}
 }
 
+// spec 2.2: priority may be negative; a negative minPopWaitTime is clamped to 0, not refused.
+func TestConfigureSignedOptions(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/configure", `{"queue":"q","options":{"priority":-2,"minPopWaitTime":-1}}`)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Equal(t, int64(-2), fake.configReq.Options.Priority)
+}
+
 func TestConfigureBadInput(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"empty body", ``, "Empty request body"},
@@ -61,6 +70,14 @@ func TestConfigureBadInput(t *testing.T) {
 		{"int option non-numeric string", `{"queue":"q","options":{"ttl":"soon"}}`, "Option ttl must be an integer"},
 		{"int option fractional", `{"queue":"q","options":{"ttl":1.5}}`, "Option ttl must be an integer"},
 		{"bool option of wrong type", `{"queue":"q","options":{"retentionEnabled":1}}`, "Option retentionEnabled must be a boolean"},
+		{"negative leaseTime", `{"queue":"q","options":{"leaseTime":-1}}`, "Option leaseTime must not be negative"},
+		{"negative retryLimit", `{"queue":"q","options":{"retryLimit":-3}}`, "Option retryLimit must not be negative"},
+		{"negative delayedProcessing", `{"queue":"q","options":{"delayedProcessing":-5}}`, "Option delayedProcessing must not be negative"},
+		{"negative maxSize", `{"queue":"q","options":{"maxSize":-1}}`, "Option maxSize must not be negative"},
+		{"negative retentionSeconds", `{"queue":"q","options":{"retentionSeconds":-1}}`, "Option retentionSeconds must not be negative"},
+		{"a duration that overflows µs arithmetic", `{"queue":"q","options":{"windowBuffer":99999999999999}}`, "Option windowBuffer must be at most 1000000000000 in magnitude"},
+		{"queue with a slash (spec 0.4)", `{"queue":"a/b"}`, "Queue name must not contain '/'"},
+		{"queue not valid UTF-8", "{\"queue\":\"a\xffb\"}", "Queue name must be valid UTF-8"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

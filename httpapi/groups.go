@@ -104,6 +104,10 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, group, queue string) {
 	parserPool.Put(parser)
 	var tsMicros int64
 	switch {
+	case toEnd && hasTS:
+		// spec 7.1: exactly one of them.
+		badRequest(ctx, "Specify either 'toEnd': true or 'timestamp', not both")
+		return
 	case toEnd:
 	case !hasTS:
 		badRequest(ctx, "Must specify either 'toEnd': true or 'timestamp'")

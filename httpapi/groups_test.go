@@ -64,6 +64,10 @@ func TestSeekRoutes(t *testing.T) {
 	requireJSON(t, r, 400, `{"error":"Must specify either 'toEnd': true or 'timestamp'"}`)
 	r = ts.do("POST", "/api/v1/consumer-groups/billing/queues/orders/seek", `{"timestamp":"yesterday"}`)
 	requireJSON(t, r, 400, `{"error":"Invalid timestamp: must be ISO-8601"}`)
+	r = ts.do("POST", "/api/v1/consumer-groups/billing/queues/orders/seek", `{"toEnd":true,"timestamp":"2026-07-30T00:00:00Z"}`)
+	requireJSON(t, r, 400, `{"error":"Specify either 'toEnd': true or 'timestamp', not both"}`) // spec 7.1: exactly one
+	r = ts.do("POST", "/api/v1/consumer-groups/billing%2Feu/queues/orders/seek", `{"toEnd":true}`)
+	require.Equal(t, 200, r.status, "spec 0.4: a group name may hold '/': %s", r.body)
 
 	fake.pseekRes = broker.PartitionSeekResult{Updated: true, CursorMovedToMicros: 1785402764881042}
 	r = ts.do("POST", "/api/v1/consumer-groups/billing/queues/orders/partitions/cust%2042/seek", "")

@@ -1,28 +1,33 @@
 package httpapi
 
 import (
+	"bytes"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
 
-// maxNameBytes bounds queue, partition and consumer-group names and transactionIds
-// (spec 0.4: 1..255; spec 11 #27: longer is a 400).
-const maxNameBytes = 255
+// maxNameChars bounds queue, partition and consumer-group names and transactionIds, in
+// characters (spec 0.4: 1..255 chars; spec 11 #27: longer is a 400).
+const maxNameChars = 255
 
 // checkName returns the 400 message for a queue, partition or consumer-group name that the
 // broker must never see, or "" when the name is acceptable. kind is "Queue", "Partition" or
-// "Consumer group". Names never become file paths in comb (contracts.md: partition directories
-// are named by UUID), but `/`, `.`/`..` and NUL are refused anyway so no name can be mistaken
-// for a path by any tool that prints or exports them (issue 4, "Bad input"; spec 0.4: any
-// non-empty string without `/`).
+// "Consumer group". Spec 0.4 forbids `/` in queue names only; partition and group names may
+// hold it (they never become paths: partition directories are named by UUID, and a `/` in a
+// path parameter arrives percent-encoded inside its segment). Every kind must be valid UTF-8 (so
+// that two byte strings never name the same queue once a decoder replaces bad bytes with
+// U+FFFD), at most 255 characters, without NUL, and not `.` or `..`.
 func checkName(kind, name string) string {
 	switch {
 	case name == "":
 		return kind + " name must not be empty"
-	case len(name) > maxNameBytes:
-		return kind + " name must be at most 255 bytes"
-	case strings.IndexByte(name, '/') >= 0:
+	case !utf8.ValidString(name):
+		return kind + " name must be valid UTF-8"
+	case len(name) > maxNameChars && utf8.RuneCountInString(name) > maxNameChars:
+		return kind + " name must be at most 255 characters"
+	case kind == "Queue" && strings.IndexByte(name, '/') >= 0:
 		return kind + " name must not contain '/'"
 	case strings.IndexByte(name, 0) >= 0:
 		return kind + " name must not contain NUL"
@@ -40,15 +45,30 @@ func checkGroup(group string) string {
 	return checkName("Consumer group", group)
 }
 
-// checkTransactionID returns the 400 message for an over-long or NUL-carrying transactionId.
+// checkTransactionID returns the 400 message for an over-long (in characters, spec 0.4) or
+// NUL-carrying transactionId.
 func checkTransactionID(id string) string {
-	if len(id) > maxNameBytes {
-		return "TransactionId must be at most 255 bytes"
+	if len(id) > maxNameChars && utf8.RuneCountInString(id) > maxNameChars {
+		return "TransactionId must be at most 255 characters"
 	}
 	if strings.IndexByte(id, 0) >= 0 {
 		return "TransactionId must not contain NUL"
 	}
 	return ""
+}
+
+// checkNotReplaced returns the 400 message for a name a JSON decoder produced by replacing
+// invalid UTF-8 or a lone surrogate escape (`\ud800`) with U+FFFD: checkName can no longer see
+// the bad bytes, but the name holds a U+FFFD that the body never spelled out (neither as UTF-8
+// nor as `\ufffd`). Only names holding U+FFFD pay for the look at the body.
+func checkNotReplaced(kind, name string, body []byte) string {
+	if !strings.ContainsRune(name, utf8.RuneError) {
+		return ""
+	}
+	if bytes.Contains(body, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+		return ""
+	}
+	return kind + " name must be valid UTF-8"
 }
 
 // checkTraceID: a traceId that is not a UUID rejects the whole push (spec 1.2, 11 #26).

@@ -104,8 +104,11 @@ func TestPopBadInput(t *testing.T) {
 		{"empty targeted partition", "/api/v1/pop/queue/q/partition/", "Partition name must not be empty"},
 		{"dot-dot partition", "/api/v1/pop/queue/q/partition/..", "Partition name must not be '.' or '..'"},
 		{"NUL in group", "/api/v1/pop/queue/q?consumerGroup=a%00", "Consumer group name must not contain NUL"},
-		{"slash in group", "/api/v1/pop/queue/q?consumerGroup=a/b", "Consumer group name must not contain '/'"},
-		{"long group", "/api/v1/pop/queue/q?consumerGroup=" + strings.Repeat("g", 256), "Consumer group name must be at most 255 bytes"},
+		{"long group", "/api/v1/pop/queue/q?consumerGroup=" + strings.Repeat("g", 256), "Consumer group name must be at most 255 characters"},
+		{"256 two-byte characters in a group", "/api/v1/pop/queue/q?consumerGroup=" + strings.Repeat("%C3%A9", 256), "Consumer group name must be at most 255 characters"},
+		{"group not valid UTF-8", "/api/v1/pop/queue/q?consumerGroup=a%FFb", "Consumer group name must be valid UTF-8"},
+		{"queue not valid UTF-8", "/api/v1/pop/queue/a%FFb", "Queue name must be valid UTF-8"},
+		{"partition not valid UTF-8 (a lone surrogate)", "/api/v1/pop/queue/q/partition/a%ED%A0%80b", "Partition name must be valid UTF-8"},
 		{"malformed escape", "/api/v1/pop/queue/a%zz", "Invalid percent-encoding in path"},
 	}
 	fake := newFake()

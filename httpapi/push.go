@@ -132,7 +132,25 @@ func decodePush(body []byte) ([]broker.PushItem, string) {
 	if req.Items == nil {
 		return nil, "items array is required"
 	}
-	return toPushItems(req.Items)
+	items, msg := toPushItems(req.Items)
+	if msg == "" {
+		msg = checkItemsNotReplaced(items, body)
+	}
+	return items, msg
+}
+
+// checkItemsNotReplaced refuses names the JSON decoder made valid by replacing bad UTF-8
+// (checkNotReplaced).
+func checkItemsNotReplaced(items []broker.PushItem, body []byte) string {
+	for i := range items {
+		if m := checkNotReplaced("Queue", items[i].Queue, body); m != "" {
+			return m
+		}
+		if m := checkNotReplaced("Partition", items[i].Partition, body); m != "" {
+			return m
+		}
+	}
+	return ""
 }
 
 // push serves POST /api/v1/push: 201 with one result per item in input order (spec 1.6).

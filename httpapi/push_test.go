@@ -95,9 +95,13 @@ func TestPushBadInputIsRejectedWholeWithTheSpecMessage(t *testing.T) {
 		{"traceId not a UUID (spec 11 #26)", `{"items":[{"queue":"q","traceId":"not-a-uuid"}]}`, "TraceId must be a UUID"},
 		{"traceId UUID in braces is not accepted", `{"items":[{"queue":"q","traceId":"{0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01}"}]}`, "TraceId must be a UUID"},
 		{"empty queue name", `{"items":[{"queue":""}]}`, "Queue name must not be empty"},
-		{"queue over 255 bytes (spec 11 #27)", `{"items":[{"queue":"` + long + `"}]}`, "Queue name must be at most 255 bytes"},
-		{"partition over 255 bytes", `{"items":[{"queue":"q","partition":"` + long + `"}]}`, "Partition name must be at most 255 bytes"},
-		{"transactionId over 255 bytes", `{"items":[{"queue":"q","transactionId":"` + long + `"}]}`, "TransactionId must be at most 255 bytes"},
+		{"queue over 255 characters (spec 11 #27)", `{"items":[{"queue":"` + long + `"}]}`, "Queue name must be at most 255 characters"},
+		{"partition over 255 characters", `{"items":[{"queue":"q","partition":"` + long + `"}]}`, "Partition name must be at most 255 characters"},
+		{"transactionId over 255 characters", `{"items":[{"queue":"q","transactionId":"` + long + `"}]}`, "TransactionId must be at most 255 characters"},
+		{"spec 0.4: 256 two-byte characters are over 255 characters", `{"items":[{"queue":"` + strings.Repeat("é", 256) + `"}]}`, "Queue name must be at most 255 characters"},
+		{"queue not valid UTF-8", "{\"items\":[{\"queue\":\"a\xffb\"}]}", "Queue name must be valid UTF-8"},
+		{"partition not valid UTF-8", "{\"items\":[{\"queue\":\"q\",\"partition\":\"a\xffb\",\"payload\":1}]}", "Partition name must be valid UTF-8"},
+		{"queue with a lone surrogate escape", `{"items":[{"queue":"a\ud800b"}]}`, "Queue name must be valid UTF-8"},
 		{"slash in queue", `{"items":[{"queue":"../../escape"}]}`, "Queue name must not contain '/'"},
 		{"dot-dot queue", `{"items":[{"queue":".."}]}`, "Queue name must not be '.' or '..'"},
 		{"dot-dot partition", `{"items":[{"queue":"q","partition":".."}]}`, "Partition name must not be '.' or '..'"},
@@ -130,6 +134,35 @@ func TestPushMaps255ByteNamesAsValid(t *testing.T) {
 	name := strings.Repeat("n", 255)
 	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"`+name+`","partition":"`+name+`","transactionId":"`+name+`"}]}`)
 	require.Equal(t, 201, r.status, "%s", r.body)
+}
+
+// spec 0.4: names are 1..255 characters; `/` is refused in queue names only; a U+FFFD the
+// client really sent is a valid character.
+func TestPushAcceptsNamesTheSpecAllows(t *testing.T) {
+	cases := []struct {
+		name, body             string
+		queue, partition, txid string
+	}{
+		{"255 two-byte characters", `{"items":[{"queue":"` + strings.Repeat("é", 255) + `","transactionId":"` + strings.Repeat("ü", 255) + `"}]}`,
+			strings.Repeat("é", 255), "", strings.Repeat("ü", 255)},
+		{"a slash in a partition name", `{"items":[{"queue":"q","partition":"eu/west","payload":1}]}`, "q", "eu/west", ""},
+		{"an escaped slash in a partition name", `{"items":[{"queue":"q","partition":"eu\/west"}]}`, "q", "eu/west", ""},
+		{"a literal U+FFFD", `{"items":[{"queue":"a` + "\uFFFD" + `b"}]}`, "a\uFFFDb", "", ""},
+		{"an escaped U+FFFD", `{"items":[{"queue":"a\ufffdb"}]}`, "a\uFFFDb", "", ""},
+		{"an escaped surrogate pair", `{"items":[{"queue":"a\ud83d\ude00b"}]}`, "a\U0001F600b", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake := newFake()
+			ts := startServer(t, fake, Config{})
+			r := ts.do("POST", "/api/v1/push", c.body)
+			require.Equal(t, 201, r.status, "%s", r.body)
+			require.Len(t, fake.pushed, 1)
+			require.Equal(t, c.queue, fake.pushed[0].Queue)
+			require.Equal(t, c.partition, fake.pushed[0].Partition)
+			require.Equal(t, c.txid, fake.pushed[0].TransactionID)
+		})
+	}
 }
 
 func TestBrokerErrorsMapToStatuses(t *testing.T) {

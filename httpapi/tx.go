@@ -116,7 +116,15 @@ func decodeTransaction(body []byte) ([]broker.TxOp, string) {
 	if len(req.Operations) == 0 {
 		return nil, "operations array cannot be empty"
 	}
-	return toTxOps(req.Operations)
+	ops, msg := toTxOps(req.Operations)
+	for i := 0; msg == "" && i < len(ops); i++ {
+		if ops[i].Type == "push" {
+			msg = checkItemsNotReplaced([]broker.PushItem{ops[i].Push}, body)
+		} else {
+			msg = checkNotReplaced("Consumer group", ops[i].Group, body)
+		}
+	}
+	return ops, msg
 }
 
 // transaction serves POST /api/v1/transaction: 200 once validated, success or not (spec 5.3).

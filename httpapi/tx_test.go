@@ -61,6 +61,9 @@ func TestTransactionBadInput(t *testing.T) {
 		{"ack without partitionId", `{"operations":[{"type":"ack","transactionId":"t"}]}`, "partitionId is required to ensure message uniqueness"},
 		{"ack transactionId not a string", `{"operations":[{"type":"ack","transactionId":1,"partitionId":"p"}]}`, "transactionId is required"},
 		{"ack group with NUL", `{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","consumerGroup":"\u0000"}]}`, "Consumer group name must not contain NUL"},
+		{"push queue not valid UTF-8", "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"a\xffb\"}]}]}", "Queue name must be valid UTF-8"},
+		{"push partition with a lone surrogate", `{"operations":[{"type":"push","items":[{"queue":"q","partition":"\udc00"}]}]}`, "Partition name must be valid UTF-8"},
+		{"ack group with a lone surrogate", `{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","consumerGroup":"g\ud800"}]}`, "Consumer group name must be valid UTF-8"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

@@ -1,0 +1,49 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// spec 0.4 / 11 #27: the name rules the broker enforces itself (the HTTP layer
+// applies the same ones first).
+func TestCheckNameRulesOfSpec04(t *testing.T) {
+	cases := []struct {
+		name, what, in, err string
+	}{
+		{"spec 0.4: a plain queue name", "Queue", "orders.eu", ""},
+		{"spec 0.4: '/' is refused in queue names", "Queue", "a/b", "Queue name must not contain '/'"},
+		{"spec 0.4: '/' is allowed in partition names", "Partition", "eu/west/1", ""},
+		{"spec 0.4: '/' is allowed in consumer group names", "Consumer group", "team/billing", ""},
+		{"'../' in a partition name is just characters", "Partition", "../x", ""},
+		{"'..' alone is refused", "Partition", "..", "Partition name must not be '.' or '..'"},
+		{"spec 0.4: 255 characters of two bytes each", "Queue", strings.Repeat("é", 255), ""},
+		{"spec 0.4: 256 characters", "Queue", strings.Repeat("é", 256), "Queue name is longer than 255 characters"},
+		{"invalid UTF-8 is refused", "Queue", "a\xffb", "Queue name must be valid UTF-8"},
+		{"an encoded lone surrogate is refused", "Consumer group", "a\xed\xa0\x80", "Consumer group name must be valid UTF-8"},
+		{"NUL is refused", "Partition", "a\x00", "Partition name must not contain NUL"},
+		{"empty is refused", "Queue", "", "Queue name is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkName(c.what, c.in)
+			if c.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, ErrBadRequest)
+			assert.EqualError(t, err, c.err)
+		})
+	}
+}
+
+// spec 0.4: a transactionId is 1..255 characters, not bytes.
+func TestPushTransactionIDLimitCountsCharacters(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 255), Payload: []byte("1")}})
+	assert.NoError(t, err)
+	_, err = e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 256), Payload: []byte("1")}})
+	assert.EqualError(t, err, "transactionId is longer than 255 characters")
+}
