@@ -208,6 +208,9 @@ func (b *Broker) open() error {
 	if b.summaries, err = b.takeCleanMarker(); err != nil {
 		return err
 	}
+	if err := b.ensurePartitionsDir(); err != nil {
+		return err
+	}
 	err = b.applyMeta(rep.Records)
 	b.adoptSummaries()
 	if err != nil {
@@ -485,7 +488,7 @@ func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
 	opened := make([]*partition, 0, len(order))
 	for _, k := range order {
 		np := newParts[k]
-		p, _, err := b.openPartition(np.q, np.rec.ID, np.rec.Name, np.rec.CreatedAt)
+		p, err := b.createPartition(np.q, np.rec.ID, np.rec.Name, np.rec.CreatedAt)
 		if err != nil {
 			for _, o := range opened {
 				o.log.Close()
@@ -494,7 +497,11 @@ func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
 		}
 		opened = append(opened, p)
 	}
-	if err := b.meta.append(recs...); err != nil {
+	err := b.syncPartitionsDir()
+	if err == nil {
+		err = b.meta.append(recs...)
+	}
+	if err != nil {
 		for _, o := range opened {
 			o.log.Close()
 		}

@@ -222,3 +222,30 @@ func fillPartitionsConsume(b *testing.B, br *Broker, q string, n int) {
 		res.Release()
 	}
 }
+
+// BenchmarkPushNewPartitions pushes requests of 100 messages to 100 partitions
+// that do not exist yet (the 100,000-partition scale run's push phase) with
+// the default handle cap and sync policy interval.
+func BenchmarkPushNewPartitions(b *testing.B) {
+	maxOpen := 0 // the default cap
+	if v, err := strconv.Atoi(os.Getenv("COMB_BENCH_MAX_OPEN_FILES")); err == nil {
+		maxOpen = v
+	}
+	br, err := Open(Config{DataDir: b.TempDir(), Sync: "interval", Logger: zerolog.Nop(), MaintenanceInterval: -1, MaxOpenFiles: maxOpen})
+	require.NoError(b, err)
+	defer br.Close()
+	payload := []byte(`{"n":1}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for range b.N {
+		items := make([]PushItem, 100)
+		for i := range items {
+			items[i] = PushItem{Queue: "q", Partition: "p" + strconv.Itoa(n), Payload: payload}
+			n++
+		}
+		_, err := br.Push(items)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "partitions/s")
+}

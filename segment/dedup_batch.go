@@ -24,7 +24,13 @@ var verifyBufPool = sync.Pool{New: func() any { return new(ReadBuffer) }}
 // verified by reading the records (so a collision never yields a wrong answer); candidates are
 // visited in offset order and each read decodes a run of segments once for all of them.
 // Safe concurrently with Append and Read.
+//
+// A log holding no record answers at once, without opening (or creating) the
+// dedup file: a new partition's first push costs no dedup handle (issue 7).
 func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, id [16]byte)) error {
+	if l.empty() && !l.closed.Load() {
+		return nil
+	}
 	if err := l.pin(); err != nil {
 		return fmt.Errorf("segment log %s: %w", l.dir, err)
 	}

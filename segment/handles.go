@@ -119,7 +119,10 @@ func (c *HandleCache) makeRoom(self *Log) {
 			c.mu.Unlock()
 			return
 		}
-		victim := c.sweepLocked(self)
+		victim := c.sweepLocked(self, false)
+		if victim == nil {
+			victim = c.sweepLocked(self, true)
+		}
 		c.mu.Unlock()
 		if victim == nil {
 			return
@@ -133,8 +136,11 @@ func (c *HandleCache) makeRoom(self *Log) {
 }
 
 // sweepLocked advances the CLOCK hand to the first Log other than self whose
-// referenced bit is clear, clearing the bits it passes.
-func (c *HandleCache) sweepLocked(self *Log) *Log {
+// referenced bit is clear, clearing the bits it passes. Unless dirtyOK, Logs
+// with unsynced appends are passed over: releasing one costs an fdatasync
+// on the caller's path (creating many partitions under --sync interval made
+// every new log pay one for a victim), while the committer syncs them soon.
+func (c *HandleCache) sweepLocked(self *Log, dirtyOK bool) *Log {
 	for range 2*len(c.ring) + 1 {
 		if len(c.ring) == 0 {
 			return nil
@@ -148,6 +154,9 @@ func (c *HandleCache) sweepLocked(self *Log) *Log {
 			continue
 		}
 		if l.referenced.Swap(false) {
+			continue
+		}
+		if !dirtyOK && l.dirty() {
 			continue
 		}
 		return l

@@ -63,3 +63,11 @@ func appendStat(b []byte, st *unix.Stat_t, size bool) []byte {
 // since the last successful Sync). A Summary and Stamp taken while Synced
 // holds, with appends excluded, describe what a crash leaves on disk.
 func (l *Log) Synced() bool { return !l.dirty() }
+
+// empty reports whether l holds no record (never written, or everything
+// deleted by retention), from memory only.
+func (l *Log) empty() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.firstLocked() >= l.next
+}
