@@ -58,7 +58,7 @@ func TestLongPollWakesWhenADelayedMessageBecomesVisible(t *testing.T) {
 			took := time.Since(pushed)
 			require.Equal(t, []string{"late"}, txids(r))
 			assert.GreaterOrEqual(t, took, time.Second, "delayedProcessing is respected")
-			assert.Less(t, took, 1400*time.Millisecond, "the backoff's 1.7 s step was not waited out")
+			assert.Less(t, took, 1600*time.Millisecond, "the backoff's 1.7 s step was not waited out (0.6 s of slack for a loaded CI machine)")
 		})
 	}
 }
