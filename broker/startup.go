@@ -118,7 +118,15 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	if derr != nil {
 		b.log.Warn().Err(derr).Msg("start-up: ignoring the clean-shutdown marker; verifying every partition log")
 	}
-	if err := os.Remove(path); err != nil {
+	// A sound marker becomes the summary checkpoint (its entries stay valid
+	// exactly as long as their stamps match), so a crash soon after this
+	// start still opens only the logs written since.
+	if derr == nil {
+		err = os.Rename(path, filepath.Join(dir, summariesFileName))
+	} else {
+		err = os.Remove(path)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if err := syncDir(dir); err != nil {
