@@ -13,7 +13,8 @@
 //
 //	<data>/LOCK                      flock'd while a broker has the directory open
 //	<data>/meta/journal              the metadata journal (below)
-//	<data>/meta/clean                clean-shutdown marker: per-partition offsets (startup.go); removed by Open
+//	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (startup.go); renamed to summaries by Open
+//	<data>/meta/summaries            summary checkpoint, same format, rewritten every 10 s (summaries.go)
 //	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name)
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages
@@ -26,8 +27,12 @@
 // files stay bounded whatever the number of partitions; a maintenance task
 // (evict.go) releases logs unused for Config.IdleEvict (seed 004) and applies
 // retention (retention.go); after a clean Close, Open reads the marker
-// instead of the logs (startup.go); maxSize reads a per-queue pending
-// counter (pending.go).
+// instead of the logs (startup.go), and after a crash the last summary
+// checkpoint (summaries.go): either way a partition's summary is used only
+// while its directory and newest file still carry the stamp (two stats)
+// taken with it, else its log is opened and its tail verified. A new
+// partition is a mkdir (create.go), its files come with its first append.
+// maxSize reads a per-queue pending counter (pending.go).
 //
 // # Metadata journal
 //
