@@ -6,14 +6,15 @@
 #
 # Bounded: each run is BENCH_WARMUP + BENCH_DURATION (default 1s + 4s) plus the consume
 # prefill; about 25 runs in all. Knobs (environment): BENCH_DURATION, BENCH_WARMUP,
-# BENCH_PREFILL (consume backlog, default 1000000), BENCH_WORKLOADS (default all five),
+# BENCH_PREFILL (consume backlog, default 3000000), BENCH_WORKLOADS (default all five),
 # BENCH_PEERS (default "redis nats"), COMB_PORT (default 16632), BENCH_OUT (result directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 dur=${BENCH_DURATION:-4s}
 warm=${BENCH_WARMUP:-1s}
-prefill=${BENCH_PREFILL:-1000000}
+# The consume backlog must outlast warmup + window: at 300k msg/s, 5 s drain 1.5 M.
+prefill=${BENCH_PREFILL:-3000000}
 workloads=${BENCH_WORKLOADS:-"push consume e2e fanout longpoll"}
 peers=${BENCH_PEERS:-"redis nats"}
 port=${COMB_PORT:-16632}
