@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -312,28 +313,29 @@ func slicesDeleteFunc(s []metaRecord, del func(metaRecord) bool) []metaRecord {
 // know: what a crash in the middle of a queue delete left behind (the delete
 // record is journaled before any file is removed).
 func (b *Broker) removeStrayDirs() error {
-	known := make(map[string]bool)
-	for id := range b.parts {
-		known[uuidString(id)] = true
-	}
+	queues := make(map[[16]byte]bool, len(b.queues))
 	for _, q := range b.queues {
-		known[q.idStr] = true
+		queues[q.id] = true
 	}
 	for _, sub := range []string{"partitions", "dlq"} {
 		dir := filepath.Join(b.dir, sub)
-		ents, err := os.ReadDir(dir)
+		names, err := readDirNames(dir)
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue
 			}
 			return fmt.Errorf("broker: %w", err)
 		}
-		for _, e := range ents {
-			if known[e.Name()] {
-				continue
+		for _, name := range names {
+			// Names are matched by parsed id against the registry's maps: no
+			// per-partition string at 100,000 partitions (issue 7).
+			if id, ok := parseID(name); ok && strings.ToLower(name) == name {
+				if _, live := b.parts[id]; live && sub == "partitions" || queues[id] && sub == "dlq" {
+					continue
+				}
 			}
-			b.log.Warn().Str("dir", filepath.Join(dir, e.Name())).Msg("removing data of a deleted queue")
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			b.log.Warn().Str("dir", filepath.Join(dir, name)).Msg("removing data of a deleted queue")
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 				return fmt.Errorf("broker: %w", err)
 			}
 		}

@@ -258,3 +258,15 @@ func (b *Broker) adoptSummaries() {
 	}
 	b.summaries = nil
 }
+
+// readDirNames lists dir unsorted (os.ReadDir sorts and allocates an entry
+// per name: 100,000 partition directories made that a quarter of a clean
+// start).
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
