@@ -361,9 +361,11 @@ func (c *Committer) recordLatency(us int64) {
 	c.latMu.Unlock()
 }
 
-// SyncLatencies returns the durations (µs) of the sync passes that ran since
-// the previous call (at most 4096; passes with nothing to sync are not
-// counted) and forgets them.
+// SyncLatencies returns the durations (µs) of the syncs that ran since the
+// previous call: shared passes and the SyncAlways Commits that synced their
+// own log (including time queued behind a sync of that log in flight). At
+// most the first 4096; passes with nothing to sync are not counted. It
+// forgets them.
 func (c *Committer) SyncLatencies() []int64 {
 	c.latMu.Lock()
 	defer c.latMu.Unlock()
