@@ -40,6 +40,9 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
+	if err := l.failed(); err != nil {
+		return 0, err
+	}
 	if err := l.pin(); err != nil {
 		return 0, fmt.Errorf("segment log %s: %w", l.dir, err)
 	}

@@ -333,7 +333,10 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 		err := k.fs.SyncFS(g[0].dir)
 		for i, l := range g {
 			if err != nil {
-				record(l, fmt.Errorf("segment log %s: syncfs: %w", l.dir, err))
+				l.syncMu.Lock()
+				ferr := l.failSyncLocked(fmt.Errorf("segment log %s: syncfs: %w", l.dir, err))
+				l.syncMu.Unlock()
+				record(l, ferr)
 				continue
 			}
 			l.markSynced(points[i])

@@ -19,6 +19,9 @@ func (l *Log) syncNow() error {
 	defer l.syncers.Add(-1)
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if l.syncFailed != nil {
+		return l.syncFailed
+	}
 	if l.syncedSeq.Load() >= seq && !l.needDirSync {
 		// A sync that ran while we queued for syncMu covered our appends:
 		// concurrent callers on one log share one fdatasync.
@@ -32,12 +35,12 @@ func (l *Log) syncNow() error {
 	l.mu.RUnlock()
 	if act != nil {
 		if err := act.seg.Sync(); err != nil {
-			return fmt.Errorf("segment log %s: sync: %w", l.dir, err)
+			return l.failSyncLocked(fmt.Errorf("segment log %s: sync: %w", l.dir, err))
 		}
 	}
 	if l.needDirSync {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("segment log %s: sync directory: %w", l.dir, err)
+			return l.failSyncLocked(fmt.Errorf("segment log %s: sync directory: %w", l.dir, err))
 		}
 		l.needDirSync = false
 	}
@@ -47,6 +50,27 @@ func (l *Log) syncNow() error {
 			return nil
 		}
 	}
+}
+
+// failSyncLocked makes a sync failure sticky (syncMu held): Linux may drop
+// the dirty pages of a failed fdatasync and report success on the next one,
+// so no later sync of this Log may claim durability (the fsyncgate lesson).
+func (l *Log) failSyncLocked(err error) error {
+	if l.syncFailed == nil {
+		l.syncFailed = fmt.Errorf("%w: %w", ErrSyncFailed, err)
+		l.failedFlag.Store(true)
+	}
+	return l.syncFailed
+}
+
+// failed returns the sticky sync failure, or nil.
+func (l *Log) failed() error {
+	if !l.failedFlag.Load() {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.syncFailed
 }
 
 // dirty reports whether something was appended that no Sync covers yet.

@@ -100,6 +100,12 @@ var (
 	ErrEmptySegment = errors.New("segment: append of zero records")
 	// ErrTooLarge is returned by Append when one segment would exceed MaxSegmentBytes.
 	ErrTooLarge = errors.New("segment: segment too large")
+	// ErrSyncFailed is wrapped by every Append and Sync of a Log after one of
+	// its fdatasyncs failed. The kernel may have dropped the dirty pages and
+	// cleared the error, so a later fdatasync that succeeds proves nothing:
+	// the Log refuses further writes until it is reopened (which verifies the
+	// tail again).
+	ErrSyncFailed = errors.New("segment: an earlier sync failed; the log refuses writes until reopened")
 	// ErrBadPolicy is returned by ParseSyncPolicy.
 	ErrBadPolicy = errors.New("segment: unknown sync policy")
 )
