@@ -132,6 +132,8 @@ type partition struct {
 
 	idleSince int64 // µs the maintenance task first saw the log unused; under b.maint.mu (evict.go)
 
+	sum segment.Summary // last summary checkpoint entry (summaries.go); zero = none
+
 	pendMu    sync.Mutex // guards qmPending (a leaf lock; pending.go)
 	qmPending int64      // this partition's share of q.pendingQM
 

@@ -53,19 +53,29 @@ const (
 var errBadCleanMarker = errors.New("broker: damaged clean-shutdown marker")
 
 func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
-	b := make([]byte, cleanHeaderSize, cleanHeaderSize+len(sums)*cleanRecordSize+8)
-	copy(b, cleanMagic)
-	b[4] = cleanVersion
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(sums)))
-	for id, s := range sums {
+	return appendSummaries(make([]byte, 0, cleanHeaderSize+len(sums)*cleanRecordSize+8), len(sums),
+		func(yield func([16]byte, segment.Summary)) {
+			for id, s := range sums {
+				yield(id, s)
+			}
+		})
+}
+
+// appendSummaries appends the encoding of the n entries each yields to b.
+func appendSummaries(b []byte, n int, each func(yield func([16]byte, segment.Summary))) []byte {
+	start := len(b)
+	b = append(b, cleanMagic...)
+	b = append(b, cleanVersion, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	each(func(id [16]byte, s segment.Summary) {
 		b = append(b, id[:]...)
 		b = binary.LittleEndian.AppendUint64(b, s.FirstOffset)
 		b = binary.LittleEndian.AppendUint64(b, s.NextOffset)
 		b = binary.LittleEndian.AppendUint64(b, uint64(s.LastTimestampMicros))
 		b = binary.LittleEndian.AppendUint64(b, s.ActiveBase)
 		b = binary.LittleEndian.AppendUint64(b, s.Stamp)
-	}
-	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+	})
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b[start:]))
 }
 
 func decodeCleanMarker(b []byte) (map[[16]byte]segment.Summary, error) {
@@ -164,7 +174,8 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
 	ids := make([][16]byte, 0, len(sums))
 	for id, s := range sums {
-		if prev, ok := b.sums.entries[id]; ok && prev.Stamp != 0 {
+		if p := b.parts[id]; p != nil && p.sum.Stamp != 0 {
+			prev := p.sum
 			s.Stamp = prev.Stamp
 			if prev == s {
 				sums[id] = s // offsets unchanged since the checkpoint stamped them
@@ -250,10 +261,9 @@ func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
 // from (stamp matched, nothing read) seed the checkpoint pass, which then
 // need not stat them again.
 func (b *Broker) adoptSummaries() {
-	b.sums.entries = make(map[[16]byte]segment.Summary, len(b.summaries))
 	for id, p := range b.parts {
 		if s, ok := b.summaries[id]; ok && !p.log.Loaded() && !p.isDamaged() {
-			b.sums.entries[id] = s
+			p.sum = s
 		}
 	}
 	b.summaries = nil

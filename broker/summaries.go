@@ -29,11 +29,13 @@ const (
 	summaryCheckpointEvery = 10 * time.Second
 )
 
-// summaryState is the checkpoint pass's memory: the entry last written per
-// partition, reused while its offsets have not moved (no append, no
-// retention) so a pass over idle partitions costs a lock each, no stat.
+// summaryState is the checkpoint pass's state. Each partition keeps its
+// last entry in partition.sum (no map: 100,000 partitions), reused while its
+// offsets have not moved (no append, no retention), so a pass over idle
+// partitions costs a lock each and no stat.
 type summaryState struct {
-	entries map[[16]byte]segment.Summary
+	written int    // entries in the file last written
+	buf     []byte // encoding buffer, reused
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -69,35 +71,37 @@ func (b *Broker) checkpointSummaries() error {
 		return nil
 	}
 	defer b.leave()
-	old := b.sums.entries
-	next := make(map[[16]byte]segment.Summary, len(old))
-	changed := false
-	for _, p := range b.partitionList(nil) {
-		s, ok := b.partitionSummary(p, old)
-		if !ok {
-			changed = changed || hasKey(old, p.id)
-			continue
-		}
-		if prev, had := old[p.id]; !had || prev != s {
+	parts := b.partitionList(nil)
+	changed, n := false, 0
+	for _, p := range parts {
+		s, ok := b.partitionSummary(p)
+		if s != p.sum {
 			changed = true
+			p.sum = s
 		}
-		next[p.id] = s
+		if ok {
+			n++
+		}
 	}
-	if len(next) != len(old) {
-		changed = true
-	}
-	b.sums.entries = next
-	if !changed {
+	if !changed && n == b.sums.written {
 		return nil
 	}
-	return b.writeSummaryFile(summariesFileName, next)
+	b.sums.buf = appendSummaries(b.sums.buf[:0], n, func(yield func([16]byte, segment.Summary)) {
+		for _, p := range parts {
+			if p.sum.Stamp != 0 {
+				yield(p.id, p.sum)
+			}
+		}
+	})
+	b.sums.written = n
+	return b.writeSummaryBytes(summariesFileName, b.sums.buf)
 }
 
-// partitionSummary returns p's checkpoint entry: the previous one while the
-// offsets are unchanged, else a new Summary and Stamp taken under the
-// partition lock, or ok=false when the log has unsynced appends, is damaged
-// or deleted, or the stat fails.
-func (b *Broker) partitionSummary(p *partition, old map[[16]byte]segment.Summary) (segment.Summary, bool) {
+// partitionSummary returns p's checkpoint entry: p.sum while the offsets are
+// unchanged, else a new Summary and Stamp taken under the partition lock, or
+// the zero Summary and ok=false when the log has unsynced appends, is
+// damaged or deleted, or the stat fails.
+func (b *Broker) partitionSummary(p *partition) (segment.Summary, bool) {
 	if p.isDamaged() {
 		return segment.Summary{}, false
 	}
@@ -106,8 +110,8 @@ func (b *Broker) partitionSummary(p *partition, old map[[16]byte]segment.Summary
 	if p.deleted || !p.log.Synced() {
 		return segment.Summary{}, false
 	}
-	prev, had := old[p.id]
-	if had && prev.NextOffset == p.log.NextOffset() && prev.FirstOffset == p.log.FirstOffset() {
+	prev := p.sum
+	if prev.Stamp != 0 && prev.NextOffset == p.log.NextOffset() && prev.FirstOffset == p.log.FirstOffset() {
 		return prev, true
 	}
 	s := p.log.Summary()
@@ -119,21 +123,21 @@ func (b *Broker) partitionSummary(p *partition, old map[[16]byte]segment.Summary
 	return s, true
 }
 
-func hasKey(m map[[16]byte]segment.Summary, id [16]byte) bool {
-	_, ok := m[id]
-	return ok
-}
-
 // writeSummaryFile replaces meta/<name> with sums: temporary file, fsync,
 // rename, directory fsync (a crash leaves the old file or the new one).
 func (b *Broker) writeSummaryFile(name string, sums map[[16]byte]segment.Summary) error {
+	return b.writeSummaryBytes(name, encodeCleanMarker(sums))
+}
+
+// writeSummaryBytes replaces meta/<name> with data (see writeSummaryFile).
+func (b *Broker) writeSummaryBytes(name string, data []byte) error {
 	dir := filepath.Join(b.dir, "meta")
 	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("broker: %s: %w", name, err)
 	}
-	_, err = f.Write(encodeCleanMarker(sums))
+	_, err = f.Write(data)
 	if err == nil && !b.noSync() {
 		err = f.Sync()
 	}
