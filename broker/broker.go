@@ -36,6 +36,7 @@ type Broker struct {
 	summaries map[[16]byte]segment.Summary
 	sums      summaryState // summary checkpoints (summaries.go)
 	maint     maintenance  // idle eviction and retention (evict.go, retention.go)
+	mm        maintMode    // push and pop maintenance modes (maintmode.go)
 
 	// mu is the registry lock: queue and partition maps and the metadata
 	// journal. The hot paths take it shared; only creation and deletion take
@@ -187,6 +188,10 @@ func Open(cfg Config) (*Broker, error) {
 		b.segOpts.Handles = b.handles
 	}
 	if err := b.open(); err != nil {
+		b.closeFiles()
+		return nil, err
+	}
+	if err := b.loadMaintMode(); err != nil {
 		b.closeFiles()
 		return nil, err
 	}

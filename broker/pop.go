@@ -71,6 +71,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	if discovery && req.Namespace == "" && req.Task == "" {
 		return PopResult{}, BadRequest("namespace or task is required")
 	}
+	if b.mm.pop.Load() {
+		return PopResult{}, nil // pop maintenance (spec 8.8): 204 at once, nothing claimed
+	}
 	if req.Group == "" {
 		req.Group = QueueModeGroup
 	}

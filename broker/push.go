@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -27,6 +28,10 @@ type pushGroup struct {
 // Durability: Push returns only after every touched log passed a group commit
 // (with Sync "always" the messages survive a crash), and only then are the
 // messages visible to pops and parked long-polls woken.
+//
+// While push maintenance is on (maintmode.go, spec 1.8) the messages are
+// stored and synced the same way but stay hidden from pops, and their items
+// answer `buffered` with the client's transactionId ("" when none was sent).
 //
 // Errors: ErrBadRequest (names, transactionId over 255 bytes; nothing stored),
 // ErrClosed, or a storage error (HTTP 500; a retry is safe thanks to dedup).
@@ -65,11 +70,19 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 		return nil, err
 	}
 	var n uint64
+	var holdErr error
 	for _, g := range groups {
 		n += uint64(len(g.recs))
-		b.publish(g.p, g.next, g.ts)
+		held, err := b.publishOrHold(g.p, g.next, g.ts)
+		if held {
+			markBuffered(g, items, results)
+		}
+		holdErr = errors.Join(holdErr, err)
 	}
 	b.stats.pushMessages.Add(n)
+	if holdErr != nil {
+		return nil, holdErr // stored and durable; a retry answers duplicate
+	}
 	return results, nil
 }
 
@@ -299,6 +312,17 @@ func (b *Broker) checkMaxSize(items []PushItem, groups []*pushGroup, results []P
 				results[i] = PushResult{Status: PushFailed, TransactionID: items[i].TransactionID, Queue: q.name,
 					Partition: g.p.name, Error: msg}
 			}
+		}
+	}
+}
+
+// markBuffered turns the queued items of a held group into `buffered` ones
+// (spec 1.8): queue, partition and the client's own transactionId only.
+func markBuffered(g *pushGroup, items []PushItem, results []PushResult) {
+	for _, i := range g.idxs {
+		if results[i].Status == PushQueued {
+			results[i] = PushResult{Status: PushBuffered, TransactionID: items[i].TransactionID,
+				Queue: items[i].Queue, Partition: g.p.name}
 		}
 	}
 }

@@ -115,7 +115,12 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		// ordered before partition locks.
 		unlockPartitions(locked)
 		for _, x := range pubs {
-			b.publish(x.p, x.next, x.ts)
+			// Push maintenance holds transaction pushes too (maintmode.go);
+			// the messages are durable either way, so a failed write of the
+			// maintenance file is only logged.
+			if _, err := b.publishOrHold(x.p, x.next, x.ts); err != nil {
+				b.log.Error().Err(err).Str("partitionId", x.p.idStr).Msg("transaction push held, maintenance file not written")
+			}
 		}
 		for _, r := range releases {
 			b.leaseReleased(r.p, r.group, b.now().UnixMicro())

@@ -1,0 +1,300 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Maintenance modes (spec 1.8, 8.8).
+//
+// Push maintenance: pushes are appended and group-committed exactly as
+// usual, but they do not raise their partition's visible mark (publish);
+// the partition goes into a held set with the offset after its newest held
+// message. Switching the mode off publishes every held partition, so the
+// messages become visible in push order (they are already in offset order in
+// the log). Transaction pushes are held the same way.
+//
+// Pop maintenance: every pop answers at once with no messages (HTTP 204).
+//
+// Durability: both flags and, for every held partition, its published mark
+// (the visible offset when it was first held) live in <data>/meta/maintenance,
+// rewritten with temp file + fsync + rename + directory fsync before the
+// change is answered: before a switch is acknowledged, and before the first
+// push held on a partition is answered. After a crash or restart with push
+// maintenance on, Open lowers each listed partition's visible mark back to
+// its published mark, so held messages stay hidden until the mode is
+// switched off. File layout (little endian):
+//
+//	0      4     5       6          10
+//	+------+-----+-------+----------+---------------------------------+----------+
+//	| CMBM | ver | flags | n u32    | n × (partitionId [16], mark u64) | xxh64 u64 |
+//	+------+-----+-------+----------+---------------------------------+----------+
+//	flags: bit 0 push maintenance, bit 1 pop maintenance
+type maintMode struct {
+	// mu is held shared by every publish while the push mode is off and
+	// exclusively to switch it or hold a partition, so no push can publish
+	// after a switch-on without being seen, nor be held after a switch-off
+	// drained the set. Order: maintMode.mu → queue.mu; never taken with a
+	// partition lock held.
+	mu   sync.RWMutex
+	push atomic.Bool
+	pop  atomic.Bool
+	held map[*partition]uint64 // partition → offset after its newest held message; under mu
+}
+
+// MaintenanceStatus is the state GET /api/v1/system/maintenance reports
+// (spec 8.8). BufferedMessages counts pushed messages not yet visible.
+type MaintenanceStatus struct {
+	PushMaintenance  bool
+	PopMaintenance   bool
+	BufferedMessages int64
+	HeldPartitions   int
+}
+
+const (
+	maintFile    = "maintenance"
+	maintMagic   = "CMBM"
+	maintVersion = 1
+	maintHeader  = 10
+)
+
+// ErrMaintenanceFile is wrapped when <data>/meta/maintenance cannot be decoded.
+var ErrMaintenanceFile = errors.New("broker: maintenance file damaged")
+
+// Maintenance reports both modes and the number of held messages.
+func (b *Broker) Maintenance() MaintenanceStatus {
+	b.mm.mu.RLock()
+	defer b.mm.mu.RUnlock()
+	return b.maintStatusLocked()
+}
+
+func (b *Broker) maintStatusLocked() MaintenanceStatus {
+	st := MaintenanceStatus{PushMaintenance: b.mm.push.Load(), PopMaintenance: b.mm.pop.Load(), HeldPartitions: len(b.mm.held)}
+	for p, next := range b.mm.held {
+		if vis := p.visible.Load(); next > vis {
+			st.BufferedMessages += int64(next - vis)
+		}
+	}
+	return st
+}
+
+// SetPushMaintenance switches push maintenance (spec 1.8). Switching it off
+// makes every held message visible (and wakes parked long-polls) before it
+// returns. The new mode is durable before the call returns; a failed write
+// leaves the mode unchanged and returns the error.
+func (b *Broker) SetPushMaintenance(on bool) (MaintenanceStatus, error) {
+	if err := b.enter(); err != nil {
+		return MaintenanceStatus{}, err
+	}
+	defer b.leave()
+	b.mm.mu.Lock()
+	defer b.mm.mu.Unlock()
+	if b.mm.push.Load() == on {
+		return b.maintStatusLocked(), nil
+	}
+	// Off: the file says "off" before anything is published, so a crash in
+	// between publishes at the next start instead of hiding what pops may
+	// already have seen.
+	if err := b.writeMaintLocked(on, b.mm.pop.Load()); err != nil {
+		return b.maintStatusLocked(), err
+	}
+	b.mm.push.Store(on)
+	if !on {
+		held := b.mm.held
+		b.mm.held = nil
+		for _, p := range sortedHeld(held) {
+			b.publish(p, held[p], p.log.LastTimestamp())
+		}
+	}
+	return b.maintStatusLocked(), nil
+}
+
+// SetPopMaintenance switches pop maintenance (spec 8.8); durable on return.
+func (b *Broker) SetPopMaintenance(on bool) (MaintenanceStatus, error) {
+	if err := b.enter(); err != nil {
+		return MaintenanceStatus{}, err
+	}
+	defer b.leave()
+	b.mm.mu.Lock()
+	defer b.mm.mu.Unlock()
+	if b.mm.pop.Load() != on {
+		if err := b.writeMaintLocked(b.mm.push.Load(), on); err != nil {
+			return b.maintStatusLocked(), err
+		}
+		b.mm.pop.Store(on)
+	}
+	return b.maintStatusLocked(), nil
+}
+
+// publishOrHold publishes p up to next, or holds it while push maintenance
+// is on. held reports the latter. The first hold of a partition rewrites the
+// maintenance file (its published mark) before returning; err is that
+// write's failure (the messages stay held in memory and durable in the log).
+func (b *Broker) publishOrHold(p *partition, next uint64, ts int64) (held bool, err error) {
+	b.mm.mu.RLock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		b.mm.mu.RUnlock()
+		return false, nil
+	}
+	b.mm.mu.RUnlock()
+	b.mm.mu.Lock()
+	defer b.mm.mu.Unlock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		return false, nil
+	}
+	prev, was := b.mm.held[p]
+	if b.mm.held == nil {
+		b.mm.held = make(map[*partition]uint64)
+	}
+	b.mm.held[p] = max(prev, next)
+	if !was {
+		return true, b.writeMaintLocked(true, b.mm.pop.Load())
+	}
+	return true, nil
+}
+
+func sortedHeld(held map[*partition]uint64) []*partition {
+	out := make([]*partition, 0, len(held))
+	for p := range held {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i].id[:]) < string(out[j].id[:]) })
+	return out
+}
+
+// writeMaintLocked writes the maintenance file for the given flags and the
+// current held set (temp + fsync + rename + directory fsync). The caller
+// holds b.mm.mu exclusively.
+func (b *Broker) writeMaintLocked(push, pop bool) error {
+	var parts []*partition
+	if push {
+		parts = sortedHeld(b.mm.held)
+	}
+	buf := make([]byte, maintHeader, maintHeader+len(parts)*24+8)
+	copy(buf, maintMagic)
+	buf[4] = maintVersion
+	if push {
+		buf[5] |= 1
+	}
+	if pop {
+		buf[5] |= 2
+	}
+	binary.LittleEndian.PutUint32(buf[6:], uint32(len(parts)))
+	for _, p := range parts {
+		buf = append(buf, p.id[:]...)
+		buf = binary.LittleEndian.AppendUint64(buf, p.visible.Load())
+	}
+	buf = binary.LittleEndian.AppendUint64(buf, xxhash.Sum64(buf))
+	dir := filepath.Join(b.dir, "meta")
+	tmp := filepath.Join(dir, maintFile+".tmp")
+	if err := writeFileSync(tmp, buf, !b.noSync()); err != nil {
+		return fmt.Errorf("broker: maintenance mode: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, maintFile)); err != nil {
+		return fmt.Errorf("broker: maintenance mode: %w", err)
+	}
+	if !b.noSync() {
+		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("broker: maintenance mode: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeFileSync(path string, data []byte, doSync bool) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if doSync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// maintRecord is the decoded maintenance file.
+type maintRecord struct {
+	push, pop bool
+	marks     map[[16]byte]uint64
+}
+
+func decodeMaint(data []byte) (maintRecord, error) {
+	var r maintRecord
+	if len(data) < maintHeader+8 || string(data[:4]) != maintMagic || data[4] != maintVersion {
+		return r, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
+	}
+	body, sum := data[:len(data)-8], binary.LittleEndian.Uint64(data[len(data)-8:])
+	if xxhash.Sum64(body) != sum {
+		return r, fmt.Errorf("%w: checksum mismatch", ErrMaintenanceFile)
+	}
+	n := binary.LittleEndian.Uint32(body[6:])
+	if uint64(len(body)-maintHeader) != uint64(n)*24 {
+		return r, fmt.Errorf("%w: %d entries in %d bytes", ErrMaintenanceFile, n, len(body)-maintHeader)
+	}
+	r.push, r.pop = body[5]&1 != 0, body[5]&2 != 0
+	r.marks = make(map[[16]byte]uint64, n)
+	for off := maintHeader; off < len(body); off += 24 {
+		var id [16]byte
+		copy(id[:], body[off:])
+		r.marks[id] = binary.LittleEndian.Uint64(body[off+16:])
+	}
+	return r, nil
+}
+
+// loadMaintMode restores the modes at Open, after every partition's visible
+// mark was set to its durable end: with push maintenance on, each held
+// partition's mark goes back to where it was published. Runs before the
+// pending counters and ready structures are built from the visible marks.
+// A missing file means both modes off.
+func (b *Broker) loadMaintMode() error {
+	path := filepath.Join(b.dir, "meta", maintFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	r, err := decodeMaint(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	b.mm.push.Store(r.push)
+	b.mm.pop.Store(r.pop)
+	if !r.push {
+		return nil
+	}
+	b.mm.held = make(map[*partition]uint64, len(r.marks))
+	for id, mark := range r.marks {
+		p := b.parts[id]
+		if p == nil {
+			continue // its queue was deleted
+		}
+		next := p.log.NextOffset()
+		if mark < next {
+			p.visible.Store(max(mark, p.log.FirstOffset()))
+			b.mm.held[p] = next
+		}
+	}
+	if len(b.mm.held) > 0 {
+		b.log.Info().Int("partitions", len(b.mm.held)).Msg("push maintenance is on: held messages stay hidden until it is switched off")
+	}
+	return nil
+}
