@@ -21,12 +21,17 @@ type Options struct {
 	CheckpointInterval time.Duration // default DefaultCheckpointInterval (5 ms)
 	SnapshotAfterBytes int64         // journal bytes that trigger a snapshot + new journal; default 64 MiB
 	NoSync             bool          // skip fdatasync (tests and benchmarks only: nothing survives a power loss)
+	// PreallocBytes is the most zeros one journal extension writes ahead of
+	// the checkpoints (each extension adds as much as the file already holds,
+	// 64 KiB at first); default DefaultPreallocBytes (4 MiB); < 0 = never
+	// preallocate (every checkpoint then grows the file).
+	PreallocBytes int64
 }
 
 // RecoveryReport says what Open found and repaired.
 type RecoveryReport struct {
 	Checkpoints    int    // journal checkpoints replayed after the snapshot
-	TornBytes      int64  // bytes of a torn or corrupt last checkpoint dropped (truncated)
+	TornBytes      int64  // bytes truncated away: a torn or corrupt last checkpoint, plus any preallocated zeros around it
 	TornFile       string // journal file that was truncated ("" = none)
 	SnapshotLoaded string // snapshot file loaded ("" = none)
 	LastSeq        uint64 // sequence number of the last checkpoint recovered
@@ -91,6 +96,14 @@ func Open(dir string, opts Options) (*Engine, *RecoveryReport, error) {
 	}
 	if opts.SnapshotAfterBytes <= 0 {
 		opts.SnapshotAfterBytes = DefaultSnapshotAfterBytes
+	}
+	switch {
+	case opts.PreallocBytes == 0:
+		opts.PreallocBytes = DefaultPreallocBytes
+	case opts.PreallocBytes < 0:
+		opts.PreallocBytes = 0
+	case opts.PreallocBytes < minPrealloc:
+		opts.PreallocBytes = minPrealloc
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("cursor engine %s: %w", dir, err)

@@ -76,3 +76,19 @@ func journalFiles(t testing.TB, dir string) []string {
 	}
 	return out
 }
+
+// journalEnd is the logical end of the journal at path: the byte after its
+// last whole checkpoint (the preallocated zeros after it are not counted).
+func journalEnd(t testing.TB, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	pos := 0
+	for {
+		_, _, n, err := decodeFrame(b[pos:], kindCheckpoint)
+		if err != nil {
+			return int64(pos)
+		}
+		pos += n
+	}
+}

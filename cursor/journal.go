@@ -16,14 +16,16 @@ import (
 // journal is the append side of the cursor journal; only the writer goroutine
 // touches it after Open.
 type journal struct {
-	dir     string
-	noSync  bool
-	f       *os.File
-	fd      int
-	name    string
-	size    int64
-	nextSeq uint64 // sequence number of the next checkpoint
-	enc     *encoder
+	dir      string
+	noSync   bool
+	f        *os.File
+	fd       int
+	name     string
+	size     int64  // logical end: the byte where the next checkpoint is written
+	alloc    int64  // file size: [size, alloc) is preallocated zeros
+	prealloc int64  // most bytes one extension adds; 0 = no preallocation
+	nextSeq  uint64 // sequence number of the next checkpoint
+	enc      *encoder
 
 	// logRecs are the redo records as of the last written checkpoint: what a
 	// snapshot taken now must carry.
@@ -38,11 +40,12 @@ type journal struct {
 func journalName(seq uint64) string  { return fmt.Sprintf("journal-%016x.log", seq) }
 func snapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.snap", seq) }
 
-// openJournal opens name in dir for appending at size bytes, creating it (and
-// syncing the directory so the new name survives a crash) when missing.
-func (j *journal) openFile(name string, create bool) error {
+// openFile opens name in dir for writing checkpoints at byte end (the logical
+// end of the journal; everything after it is zeros or nothing), creating it
+// (and syncing the directory so the new name survives a crash) when missing.
+func (j *journal) openFile(name string, create bool, end int64) error {
 	path := filepath.Join(j.dir, name)
-	flags := os.O_WRONLY | os.O_APPEND
+	flags := os.O_WRONLY
 	if create {
 		flags |= os.O_CREATE | os.O_EXCL
 	}
@@ -61,14 +64,21 @@ func (j *journal) openFile(name string, create bool) error {
 		f.Close()
 		return fmt.Errorf("cursor journal %s: %w", path, err)
 	}
-	j.f, j.fd, j.name, j.size = f, int(f.Fd()), name, st.Size()
+	j.f, j.fd, j.name, j.size, j.alloc = f, int(f.Fd()), name, end, st.Size()
 	return nil
 }
 
-// append writes one frame with one write and makes it durable with one
-// fdatasync. After it returns nil the checkpoint survives a crash.
+// append writes one frame at the logical end with one pwrite and makes it
+// durable with one fdatasync. After it returns nil the checkpoint survives a
+// crash. The frame lands in preallocated space (see extend), so the sync
+// flushes data only and ext4 commits no metadata (no size change).
 func (j *journal) append(frame []byte) error {
-	if err := writeKeepP(j.fd, frame); err != nil {
+	if end := j.size + int64(len(frame)); end > j.alloc && j.prealloc > 0 {
+		if err := j.extend(end); err != nil {
+			return err
+		}
+	}
+	if err := pwriteKeepP(j.fd, frame, j.size); err != nil {
 		return fmt.Errorf("cursor journal %s write at byte %d: %w", j.name, j.size, err)
 	}
 	if !j.noSync {
@@ -77,7 +87,55 @@ func (j *journal) append(frame []byte) error {
 		}
 	}
 	j.size += int64(len(frame))
+	if j.size > j.alloc {
+		j.alloc = j.size
+	}
 	j.nextSeq++
+	return nil
+}
+
+// Preallocation steps: an extension adds as many bytes as the file already
+// holds, at least minPrealloc and at most Options.PreallocBytes, so a short
+// lived journal (tests, a fresh server) stays small.
+const (
+	minPrealloc          = 64 << 10
+	DefaultPreallocBytes = 4 << 20
+	zeroChunk            = 256 << 10
+)
+
+var zeros = make([]byte, zeroChunk)
+
+// extend grows the file with written zeros until it holds at least need
+// bytes, and syncs that once. Zeros must really be written: fallocate alone
+// leaves unwritten extents whose conversion on the first overwrite is again a
+// metadata commit at every fdatasync.
+//
+// Durability: a crash during or after an extension leaves zeros (or nothing)
+// after the last checkpoint, which recovery reads as the end of the journal
+// (see the package comment). The extension is synced before any checkpoint is
+// written into it, so no later fdatasync has to commit a size change.
+func (j *journal) extend(need int64) error {
+	step := min(max(j.alloc, minPrealloc), j.prealloc)
+	newAlloc := max(j.alloc, j.size) + step
+	for newAlloc < need {
+		newAlloc += step
+	}
+	// Reserve the blocks in one piece first (best effort: not every file
+	// system supports it, and the zero writes below allocate anyway).
+	_ = unix.Fallocate(j.fd, 0, j.alloc, newAlloc-j.alloc)
+	for off := j.alloc; off < newAlloc; {
+		n := min(int64(len(zeros)), newAlloc-off)
+		if _, err := unix.Pwrite(j.fd, zeros[:n], off); err != nil {
+			return fmt.Errorf("cursor journal %s: preallocate at byte %d: %w", j.name, off, err)
+		}
+		off += n
+	}
+	if !j.noSync {
+		if err := unix.Fdatasync(j.fd); err != nil {
+			return fmt.Errorf("cursor journal %s: preallocate fdatasync: %w", j.name, err)
+		}
+	}
+	j.alloc = newAlloc
 	return nil
 }
 
@@ -93,12 +151,12 @@ func fdatasyncKeepP(fd int) error {
 	return nil
 }
 
-// writeKeepP appends b to fd (opened O_APPEND) with raw write calls, for the
-// same reason as fdatasyncKeepP: a page-cache write of a checkpoint takes tens
-// of µs, long enough for the scheduler to take the P away.
-func writeKeepP(fd int, b []byte) error {
+// pwriteKeepP writes b to fd at byte off with raw pwrite calls, for the same
+// reason as fdatasyncKeepP: a page-cache write of a checkpoint takes tens of
+// µs, long enough for the scheduler to take the P away.
+func pwriteKeepP(fd int, b []byte, off int64) error {
 	for len(b) > 0 {
-		n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, _, errno := unix.RawSyscall6(unix.SYS_PWRITE64, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
 		switch {
 		case errno == unix.EINTR || errno == unix.EAGAIN:
 			continue
@@ -108,6 +166,7 @@ func writeKeepP(fd int, b []byte) error {
 			return io.ErrShortWrite
 		}
 		b = b[n:]
+		off += int64(n)
 	}
 	return nil
 }
@@ -268,7 +327,7 @@ func (e *Engine) rotate() error {
 	}
 	upTo := j.nextSeq - 1
 	old := j.f
-	if err := j.openFile(journalName(j.nextSeq), true); err != nil {
+	if err := j.openFile(journalName(j.nextSeq), true, 0); err != nil {
 		j.snapMu.Lock()
 		j.snapBusy = false
 		j.snapMu.Unlock()

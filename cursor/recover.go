@@ -2,6 +2,7 @@ package cursor
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -93,6 +94,7 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 		return nil, err
 	}
 	rv := replayer{e}
+	var end int64   // logical end of the last journal scanned
 	var last uint64 // last checkpoint applied (or covered by the snapshot)
 	haveBase := false
 	if n := len(files.snapshots); n > 0 {
@@ -120,6 +122,22 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 		}
 		pos := 0
 		for pos < len(b) {
+			if zeroHeader(b[pos:]) {
+				// No checkpoint header is all zeros (it starts with the magic),
+				// so this is the end of the journal: preallocated space, or a
+				// checkpoint whose first bytes never reached the disk.
+				tail := nonZeroLen(b[pos:])
+				if tail == 0 {
+					break
+				}
+				if !isLast || validFrameAfter(b[pos:]) {
+					return nil, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(pos + tail), AfterSeq: last, Reason: "non-zero bytes after the end of the journal"}
+				}
+				if err := truncateTorn(path, pos, len(b), rep, jf.name); err != nil {
+					return nil, err
+				}
+				break
+			}
 			h, body, n, ferr := decodeFrame(b[pos:], kindCheckpoint)
 			if ferr == nil && haveBase && h.seq > last && h.seq != last+1 {
 				ferr = fmt.Errorf("checkpoint %d follows %d", h.seq, last)
@@ -137,10 +155,9 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 				}
 				// A torn or corrupt final checkpoint: never acknowledged (Wait
 				// returns only after the sync), so it is dropped.
-				if err := os.Truncate(path, int64(pos)); err != nil {
-					return nil, fmt.Errorf("cursor journal %s: truncate torn tail: %w", path, err)
+				if err := truncateTorn(path, pos, len(b), rep, jf.name); err != nil {
+					return nil, err
 				}
-				rep.TornBytes, rep.TornFile = int64(len(b)-pos), jf.name
 				break
 			}
 			if h.seq > last || !haveBase {
@@ -149,6 +166,7 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 			}
 			pos += n
 		}
+		end = int64(pos)
 	}
 	rep.LastSeq = last
 	// Recovery applied entries through setLocked, which marks keys dirty; they
@@ -156,11 +174,11 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 	for i := range e.shards {
 		e.shards[i].dirty = make(map[Key]struct{})
 	}
-	j := &journal{dir: e.dir, noSync: e.opts.NoSync, enc: newEncoder(), nextSeq: last + 1, logRecs: slices.Clone(e.recs)}
+	j := &journal{dir: e.dir, noSync: e.opts.NoSync, prealloc: e.opts.PreallocBytes, enc: newEncoder(), nextSeq: last + 1, logRecs: slices.Clone(e.recs)}
 	if n := len(files.journals); n > 0 && files.journals[n-1].seq <= last+1 {
-		err = j.openFile(files.journals[n-1].name, false)
+		err = j.openFile(files.journals[n-1].name, false, end)
 	} else {
-		err = j.openFile(journalName(last+1), true)
+		err = j.openFile(journalName(last+1), true, 0)
 	}
 	if err != nil {
 		return nil, err
@@ -185,6 +203,40 @@ func loadSnapshot(b []byte, path string, v visitor) error {
 		return &CorruptionError{File: path, StartByte: 0, EndByte: int64(len(b)), Reason: err.Error()}
 	}
 	return nil
+}
+
+// truncateTorn cuts the last journal (size bytes) at pos, dropping a torn or
+// corrupt final checkpoint and the preallocated zeros around it (the writer
+// preallocates again); TornBytes counts every byte dropped. The truncation is not synced on its own: the next
+// extension's fdatasync commits the new size, and a crash before that finds
+// the same torn bytes again.
+func truncateTorn(path string, pos, size int, rep *RecoveryReport, name string) error {
+	if err := os.Truncate(path, int64(pos)); err != nil {
+		return fmt.Errorf("cursor journal %s: truncate torn tail: %w", path, err)
+	}
+	rep.TornBytes, rep.TornFile = int64(size-pos), name
+	return nil
+}
+
+// zeroHeader reports whether the next frame header (or what is left of the
+// file, if shorter) is all zero bytes: the end of the journal.
+func zeroHeader(b []byte) bool {
+	return nonZeroLen(b[:min(len(b), frameHeaderLen)]) == 0
+}
+
+// nonZeroLen is the length of b up to and including its last non-zero byte
+// (0 when b is all zeros).
+func nonZeroLen(b []byte) int {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b[len(b)-8:]) != 0 {
+			break
+		}
+		b = b[:len(b)-8]
+	}
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return len(b)
 }
 
 // validFrameAfter reports whether a valid checkpoint frame starts anywhere in
