@@ -37,6 +37,7 @@ type Broker struct {
 	sums      summaryState // summary checkpoints (summaries.go)
 	maint     maintenance  // idle eviction and retention (evict.go, retention.go)
 	mm        maintMode    // push and pop maintenance modes (maintmode.go)
+	rates     rateSample   // throughput of the resources overview (resources.go)
 
 	// mu is the registry lock: queue and partition maps and the metadata
 	// journal. The hot paths take it shared; only creation and deletion take

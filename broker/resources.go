@@ -1,0 +1,340 @@
+package broker
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/segment"
+)
+
+// Resources (spec 8.4): counts computed when asked from what the broker
+// already keeps in memory per partition (the oldest retained offset, the
+// visible mark, the __QUEUE_MODE__ cursor and its lease) and per queue (the
+// DLQ log's offsets). Nothing reads message data except the one oldest
+// message of each partition of a queue-detail answer. The spec allows the
+// counts to be approximate; what comb reports:
+//
+//	total      retained visible messages (visible mark - oldest retained offset)
+//	completed  retained messages at or before the queue-mode cursor; for a
+//	           partition read only by named groups, before every group's cursor
+//	processing messages under a live queue-mode lease after the cursor
+//	pending    total - completed - processing
+//	failed     0: a failed ack is retried or dead-lettered, never parked
+//	deadLetter entries in the queue's DLQ log (queue level only; 0 per partition)
+//
+// Messages held by push maintenance are not counted until released.
+
+// MessageCounts are the message counts of a partition, queue or label.
+type MessageCounts struct {
+	Total, Pending, Processing, Completed, Failed, DeadLetter int64
+}
+
+func (c *MessageCounts) add(o MessageCounts) {
+	c.Total += o.Total
+	c.Pending += o.Pending
+	c.Processing += o.Processing
+	c.Completed += o.Completed
+	c.Failed += o.Failed
+	c.DeadLetter += o.DeadLetter
+}
+
+// ResourceQueue is one row of GET /api/v1/resources/queues.
+type ResourceQueue struct {
+	ID, Name, Namespace, Task string
+	CreatedAtMicros           int64
+	Partitions                int
+	Messages                  MessageCounts
+}
+
+// ResourcePartition is one partition of a queue detail.
+type ResourcePartition struct {
+	ID, Name        string
+	CreatedAtMicros int64
+	Stats           MessageCounts
+	OldestMicros    int64 // segment timestamp of the oldest retained message; 0 = none
+	NewestMicros    int64 // of the newest visible message; 0 = none
+}
+
+// ResourceQueueDetail is GET /api/v1/resources/queues/:queue.
+type ResourceQueueDetail struct {
+	ResourceQueue
+	PartitionList []ResourcePartition
+}
+
+// ResourceLabel is one namespace or task with what carries it.
+type ResourceLabel struct {
+	Name               string
+	Queues, Partitions int
+	Messages           MessageCounts
+}
+
+// ResourceFilter selects and pages the queue list; Limit 0 = all.
+type ResourceFilter struct {
+	Namespace, Task string
+	Limit, Offset   int
+}
+
+// LagStats summarises lags over the partitions that have pending messages.
+type LagStats struct{ Avg, Median, Min, Max float64 }
+
+// ResourceOverview is GET /api/v1/resources/overview.
+type ResourceOverview struct {
+	Queues, Partitions, Namespaces, Tasks int
+	Messages                              MessageCounts
+	TimeLagSeconds, OffsetLag             LagStats
+	IngestedPerSecond, ProcessedPerSecond float64
+	NowMicros                             int64
+}
+
+// rateSample remembers the push and ack counters at the previous overview,
+// so throughput is the rate since then.
+type rateSample struct {
+	mu            sync.Mutex
+	atMicros      int64
+	pushed, acked uint64
+}
+
+// partCounts computes p's counts (see the comment at the top of the file).
+func (b *Broker) partCounts(p *partition, nowMicros int64) MessageCounts {
+	var c MessageCounts
+	first, vis := p.log.FirstOffset(), p.visible.Load()
+	if vis <= first {
+		return c
+	}
+	c.Total = int64(vis - first)
+	committed := first - 1
+	if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: QueueModeGroup}); ok {
+		committed = min(max(committed, st.Committed), vis-1)
+		if st.Lease.Live(nowMicros) {
+			lo, hi := max(st.Lease.Start, committed+1), min(st.Lease.End, vis-1)
+			if hi >= lo {
+				c.Processing = int64(hi - lo + 1)
+			}
+		}
+	} else if groups := p.q.groupList(); len(groups) > 0 {
+		low, seen := vis-1, false
+		for g := range groups {
+			if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: g}); ok {
+				low, seen = min(low, st.Committed), true
+			}
+		}
+		if seen {
+			committed = min(max(committed, low), vis-1)
+		}
+	}
+	c.Completed = int64(committed - (first - 1))
+	c.Pending = c.Total - c.Completed - c.Processing
+	return c
+}
+
+// dlqCount is the number of retained entries of q's DLQ log (0 when it was
+// never written).
+func (b *Broker) dlqCount(q *queue) int64 {
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	l, err := b.dlqLogLocked(q, false)
+	if err != nil || l == nil {
+		return 0
+	}
+	return int64(l.NextOffset() - l.FirstOffset())
+}
+
+func (b *Broker) queueRow(q *queue, nowMicros int64) ResourceQueue {
+	c := q.conf.Load()
+	parts := q.partitionsSnapshot()
+	r := ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task, CreatedAtMicros: q.createdAt, Partitions: len(parts)}
+	for _, p := range parts {
+		r.Messages.add(b.partCounts(p, nowMicros))
+	}
+	r.Messages.DeadLetter = b.dlqCount(q)
+	return r
+}
+
+// ResourceQueues lists queues newest first (then by name), filtered by
+// namespace and task and paged by f.Limit/f.Offset (spec 8.4).
+func (b *Broker) ResourceQueues(f ResourceFilter) []ResourceQueue {
+	if err := b.enter(); err != nil {
+		return nil
+	}
+	defer b.leave()
+	now := b.now().UnixMicro()
+	qs := b.sortedQueues()
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].createdAt > qs[j].createdAt })
+	out := []ResourceQueue{}
+	skip := max(f.Offset, 0)
+	for _, q := range qs {
+		c := q.conf.Load()
+		if f.Namespace != "" && c.namespace != f.Namespace || f.Task != "" && c.task != f.Task {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+		out = append(out, b.queueRow(q, now))
+	}
+	return out
+}
+
+// ResourceQueue answers one queue with its partitions (oldest first); ok is
+// false for an unknown queue (HTTP 404).
+func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
+	if err := b.enter(); err != nil {
+		return ResourceQueueDetail{}, false
+	}
+	defer b.leave()
+	q := b.lookupQueue(name)
+	if q == nil {
+		return ResourceQueueDetail{}, false
+	}
+	now := b.now().UnixMicro()
+	c := q.conf.Load()
+	parts := q.partitionsSnapshot()
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].createdAt != parts[j].createdAt {
+			return parts[i].createdAt < parts[j].createdAt
+		}
+		return parts[i].name < parts[j].name
+	})
+	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task,
+		CreatedAtMicros: q.createdAt, Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, len(parts))}
+	buf := new(segment.ReadBuffer)
+	for _, p := range parts {
+		rp := ResourcePartition{ID: p.idStr, Name: p.name, CreatedAtMicros: p.createdAt, Stats: b.partCounts(p, now)}
+		if rp.Stats.Total > 0 && !p.isDamaged() {
+			rp.NewestMicros = p.log.LastTimestamp()
+			buf.Reset()
+			if msgs, err := p.log.Read(p.log.FirstOffset(), 1, 1, buf); err == nil && len(msgs) > 0 {
+				rp.OldestMicros = msgs[0].TimestampMicros
+			}
+		}
+		d.Messages.add(rp.Stats)
+		d.PartitionList = append(d.PartitionList, rp)
+	}
+	d.Messages.DeadLetter = b.dlqCount(q)
+	return d, true
+}
+
+// ResourceNamespaces and ResourceTasks group the queues by label (queues
+// without the label are left out), sorted by name.
+func (b *Broker) ResourceNamespaces() []ResourceLabel {
+	return b.resourceLabels(func(c *queueConf) string { return c.namespace })
+}
+
+// ResourceTasks: see ResourceNamespaces.
+func (b *Broker) ResourceTasks() []ResourceLabel {
+	return b.resourceLabels(func(c *queueConf) string { return c.task })
+}
+
+func (b *Broker) resourceLabels(label func(*queueConf) string) []ResourceLabel {
+	if err := b.enter(); err != nil {
+		return nil
+	}
+	defer b.leave()
+	now := b.now().UnixMicro()
+	by := make(map[string]*ResourceLabel)
+	for _, q := range b.sortedQueues() {
+		name := label(q.conf.Load())
+		if name == "" {
+			continue
+		}
+		l := by[name]
+		if l == nil {
+			l = &ResourceLabel{Name: name}
+			by[name] = l
+		}
+		r := b.queueRow(q, now)
+		l.Queues++
+		l.Partitions += r.Partitions
+		l.Messages.add(r.Messages)
+	}
+	out := make([]ResourceLabel, 0, len(by))
+	for _, l := range by {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ResourcesOverview answers spec 8.4's overview. Lags are over the
+// partitions with pending messages for the queue-mode group: offset lag in
+// messages, time lag in seconds (age of the oldest pending message, one
+// one-message read per such partition). Throughput is pushed and acked (or
+// auto-acked) messages per second since the previous overview.
+func (b *Broker) ResourcesOverview() ResourceOverview {
+	if err := b.enter(); err != nil {
+		return ResourceOverview{}
+	}
+	defer b.leave()
+	now := b.now().UnixMicro()
+	o := ResourceOverview{NowMicros: now}
+	namespaces, tasks := make(map[string]bool), make(map[string]bool)
+	var offLags, timeLags []float64
+	buf := new(segment.ReadBuffer)
+	for _, q := range b.sortedQueues() {
+		c := q.conf.Load()
+		o.Queues++
+		if c.namespace != "" {
+			namespaces[c.namespace] = true
+		}
+		if c.task != "" {
+			tasks[c.task] = true
+		}
+		for _, p := range q.partitionsSnapshot() {
+			o.Partitions++
+			pc := b.partCounts(p, now)
+			o.Messages.add(pc)
+			if pc.Pending+pc.Processing == 0 {
+				continue
+			}
+			offLags = append(offLags, float64(pc.Pending+pc.Processing))
+			from := p.visible.Load() - uint64(pc.Pending+pc.Processing)
+			buf.Reset()
+			if p.isDamaged() {
+				continue
+			}
+			if msgs, err := p.log.Read(from, 1, 1, buf); err == nil && len(msgs) > 0 {
+				timeLags = append(timeLags, float64(max(now-msgs[0].TimestampMicros, 0))/1e6)
+			}
+		}
+		o.Messages.DeadLetter += b.dlqCount(q)
+	}
+	o.Namespaces, o.Tasks = len(namespaces), len(tasks)
+	o.OffsetLag, o.TimeLagSeconds = lagStats(offLags), lagStats(timeLags)
+	o.IngestedPerSecond, o.ProcessedPerSecond = b.throughput(now)
+	return o
+}
+
+func lagStats(v []float64) LagStats {
+	if len(v) == 0 {
+		return LagStats{}
+	}
+	sort.Float64s(v)
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return LagStats{Avg: sum / float64(len(v)), Median: med, Min: v[0], Max: v[len(v)-1]}
+}
+
+func (b *Broker) throughput(now int64) (ingested, processed float64) {
+	s := &b.rates
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pushed, acked := b.stats.pushMessages.Load(), b.stats.ackMessages.Load()
+	if s.atMicros != 0 && now > s.atMicros {
+		secs := float64(now-s.atMicros) / 1e6
+		ingested = float64(pushed-s.pushed) / secs
+		processed = float64(acked-s.acked) / secs
+	}
+	s.atMicros, s.pushed, s.acked = now, pushed, acked
+	return ingested, processed
+}
