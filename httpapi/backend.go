@@ -33,6 +33,16 @@ type Backend interface {
 	GroupDetail(group string) []broker.GroupPartition
 	LaggingPartitions(minLagSeconds int64) []broker.LaggingPartition
 	SetSubscriptionTimestamp(group string, tsMicros int64) (int, error)
+	// Maintenance, SetPushMaintenance and SetPopMaintenance serve spec 1.8 and 8.8.
+	Maintenance() broker.MaintenanceStatus
+	SetPushMaintenance(on bool) (broker.MaintenanceStatus, error)
+	SetPopMaintenance(on bool) (broker.MaintenanceStatus, error)
+	// The Resource* methods serve spec 8.4.
+	ResourcesOverview() broker.ResourceOverview
+	ResourceQueues(f broker.ResourceFilter) []broker.ResourceQueue
+	ResourceQueue(name string) (broker.ResourceQueueDetail, bool)
+	ResourceNamespaces() []broker.ResourceLabel
+	ResourceTasks() []broker.ResourceLabel
 }
 
 var _ Backend = (*broker.Broker)(nil)

@@ -49,6 +49,14 @@ type fakeBackend struct {
 	subArgs     []any
 	subN        int
 	subErr      error
+	maint       broker.MaintenanceStatus
+	maintErr    error
+	overview    broker.ResourceOverview
+	resQueues   []broker.ResourceQueue
+	resFilter   broker.ResourceFilter
+	resDetail   map[string]broker.ResourceQueueDetail
+	namespaces  []broker.ResourceLabel
+	tasks       []broker.ResourceLabel
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -184,4 +192,51 @@ func (f *fakeBackend) SetSubscriptionTimestamp(group string, tsMicros int64) (in
 	f.record("SetSubscriptionTimestamp")
 	f.subArgs = []any{group, tsMicros}
 	return f.subN, f.subErr
+}
+
+func (f *fakeBackend) Maintenance() broker.MaintenanceStatus { f.record("Maintenance"); return f.maint }
+
+func (f *fakeBackend) SetPushMaintenance(on bool) (broker.MaintenanceStatus, error) {
+	f.record("SetPushMaintenance")
+	if f.maintErr == nil {
+		f.maint.PushMaintenance = on
+	}
+	return f.maint, f.maintErr
+}
+
+func (f *fakeBackend) SetPopMaintenance(on bool) (broker.MaintenanceStatus, error) {
+	f.record("SetPopMaintenance")
+	if f.maintErr == nil {
+		f.maint.PopMaintenance = on
+	}
+	return f.maint, f.maintErr
+}
+
+func (f *fakeBackend) ResourcesOverview() broker.ResourceOverview {
+	f.record("ResourcesOverview")
+	return f.overview
+}
+
+func (f *fakeBackend) ResourceQueues(filter broker.ResourceFilter) []broker.ResourceQueue {
+	f.record("ResourceQueues")
+	f.mu.Lock()
+	f.resFilter = filter
+	f.mu.Unlock()
+	return f.resQueues
+}
+
+func (f *fakeBackend) ResourceQueue(name string) (broker.ResourceQueueDetail, bool) {
+	f.record("ResourceQueue")
+	d, ok := f.resDetail[name]
+	return d, ok
+}
+
+func (f *fakeBackend) ResourceNamespaces() []broker.ResourceLabel {
+	f.record("ResourceNamespaces")
+	return f.namespaces
+}
+
+func (f *fakeBackend) ResourceTasks() []broker.ResourceLabel {
+	f.record("ResourceTasks")
+	return f.tasks
 }

@@ -193,10 +193,13 @@ func appendPushResults(b []byte, results []broker.PushResult) []byte {
 		b = appendInt(b, int64(i))
 		b = append(b, `,"status":`...)
 		b = appendString(b, r.Status.String())
-		b = append(b, `,"transaction_id":`...)
-		b = appendString(b, r.TransactionID)
-		b = append(b, `,"transactionId":`...)
-		b = appendString(b, r.TransactionID)
+		// A buffered item carries a transactionId only when the client sent one (spec 1.8).
+		if r.Status != broker.PushBuffered || r.TransactionID != "" {
+			b = append(b, `,"transaction_id":`...)
+			b = appendString(b, r.TransactionID)
+			b = append(b, `,"transactionId":`...)
+			b = appendString(b, r.TransactionID)
+		}
 		switch r.Status {
 		case broker.PushQueued, broker.PushDuplicate:
 			b = append(b, `,"message_id":`...)

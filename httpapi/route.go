@@ -99,6 +99,10 @@ func (s *Server) routeV1(ctx *fasthttp.RequestCtx, method string, segs [][]byte)
 		if q, ok := p.decode(segs[2]); ok {
 			s.deleteQueue(ctx, q)
 		}
+	case first == "system" && n >= 2 && string(segs[1]) == "maintenance" && (get || post):
+		s.routeMaintenance(ctx, post, segs)
+	case first == "resources" && get:
+		s.routeResources(ctx, p, segs)
 	case n == 1 && first == "dlq" && get:
 		s.dlq(ctx)
 	default:

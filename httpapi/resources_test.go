@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/broker"
+)
+
+var resTime = time.Date(2026, 7, 30, 9, 12, 44, 881042000, time.UTC).UnixMicro()
+
+func TestResourceRouteShapes(t *testing.T) {
+	counts := broker.MessageCounts{Total: 6, Pending: 3, Processing: 1, Completed: 2, DeadLetter: 1}
+	q := broker.ResourceQueue{ID: "q-id", Name: "orders", Namespace: "shop", CreatedAtMicros: resTime, Partitions: 1, Messages: counts}
+	fake := newFake()
+	fake.overview = broker.ResourceOverview{Queues: 1, Partitions: 1, Namespaces: 1, Messages: counts,
+		TimeLagSeconds: broker.LagStats{Avg: 1.5, Median: 1.5, Min: 1, Max: 2}, OffsetLag: broker.LagStats{Avg: 4, Median: 4, Min: 4, Max: 4},
+		IngestedPerSecond: 10.12345, NowMicros: resTime}
+	fake.resQueues = []broker.ResourceQueue{q}
+	fake.resDetail = map[string]broker.ResourceQueueDetail{"orders": {ResourceQueue: q, PartitionList: []broker.ResourcePartition{
+		{ID: "p-id", Name: "Default", CreatedAtMicros: resTime, Stats: counts, OldestMicros: resTime},
+	}}}
+	fake.namespaces = []broker.ResourceLabel{{Name: "shop", Queues: 1, Partitions: 1, Messages: counts}}
+	ts := startServer(t, fake, Config{})
+	const allCounts = `{"total":6,"pending":3,"processing":1,"completed":2,"failed":0,"deadLetter":1}`
+	cases := []struct {
+		name, path string
+		status     int
+		want       string
+	}{
+		{"overview", "/api/v1/resources/overview", 200, `{"queues":1,"partitions":1,"namespaces":1,"tasks":0,"messages":` + allCounts + `,
+			"lag":{"time":{"avg":1.5,"median":1.5,"min":1,"max":2},"offset":{"avg":4,"median":4,"min":4,"max":4}},
+			"throughput":{"ingestedPerSecond":10.123,"processedPerSecond":0},"timestamp":"2026-07-30T09:12:44.881Z","statsAge":0}`},
+		{"queue list", "/api/v1/resources/queues", 200, `{"queues":[{"id":"q-id","name":"orders","namespace":"shop","task":null,
+			"createdAt":"2026-07-30T09:12:44.881Z","partitions":1,"messages":{"total":6,"pending":3,"processing":1}}]}`},
+		{"queue detail", "/api/v1/resources/queues/orders", 200, `{"id":"q-id","name":"orders","namespace":"shop","task":null,
+			"createdAt":"2026-07-30T09:12:44.881Z","partitions":[{"id":"p-id","name":"Default","createdAt":"2026-07-30T09:12:44.881Z",
+			"stats":` + allCounts + `,"oldestMessage":"2026-07-30T09:12:44.881Z","newestMessage":null}],"totals":` + allCounts + `}`},
+		{"unknown queue is 404", "/api/v1/resources/queues/nope", 404, `{"error":"Queue not found"}`},
+		{"namespaces", "/api/v1/resources/namespaces", 200, `{"namespaces":[{"namespace":"shop","queues":1,"partitions":1,"messages":{"total":6,"pending":3}}]}`},
+		{"no tasks is an empty array", "/api/v1/resources/tasks", 200, `{"tasks":[]}`},
+		{"partitions route was never implemented by Queen", "/api/v1/resources/partitions", 404, `{"error":"Not Found"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { requireJSON(t, ts.do("GET", c.path, ""), c.status, c.want) })
+	}
+}
+
+func TestResourceQueuesPassesFilterAndPaging(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	requireJSON(t, ts.do("GET", "/api/v1/resources/queues?namespace=ns&task=t&limit=5&offset=10", ""), 200, `{"queues":[]}`)
+	assert.Equal(t, broker.ResourceFilter{Namespace: "ns", Task: "t", Limit: 5, Offset: 10}, fake.resFilter)
+}
+
+func TestResourcesAgainstTheRealBroker(t *testing.T) {
+	ts := startRealServer(t)
+	require.Equal(t, 201, ts.do("POST", "/api/v1/push", `{"items":[{"queue":"shop.orders","payload":1},{"queue":"shop.orders","payload":2}]}`).status)
+	d := ts.do("GET", "/api/v1/resources/queues/shop.orders", "").json(t).(map[string]any)
+	assert.Equal(t, map[string]any{"total": 2.0, "pending": 2.0, "processing": 0.0, "completed": 0.0, "failed": 0.0, "deadLetter": 0.0}, d["totals"])
+	assert.Equal(t, "orders", d["task"])
+	o := ts.do("GET", "/api/v1/resources/overview", "").json(t).(map[string]any)
+	assert.Equal(t, 1.0, o["queues"])
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, o["timestamp"])
+}
