@@ -15,6 +15,7 @@
 //	<data>/meta/journal              the metadata journal (below)
 //	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (startup.go); renamed to summaries by Open
 //	<data>/meta/summaries            summary checkpoint, same format, rewritten every 10 s (summaries.go)
+//	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (maintmode.go)
 //	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name)
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages
