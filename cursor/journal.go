@@ -105,6 +105,22 @@ const (
 
 var zeros = make([]byte, zeroChunk)
 
+// extendAhead extends the file once less than half an extension of
+// preallocated space is left. The writer calls it after releasing the waiters
+// of a checkpoint, so the extension's write and sync (about 2.5 ms for 4 MiB on
+// the benchmark machine) delay no caller that already wrote; append extends
+// only when a frame does not fit at all.
+func (j *journal) extendAhead() error {
+	if j.prealloc == 0 {
+		return nil
+	}
+	step := min(max(j.alloc, minPrealloc), j.prealloc)
+	if j.alloc-j.size >= step/2 {
+		return nil
+	}
+	return j.extend(j.size + 1)
+}
+
 // extend grows the file with written zeros until it holds at least need
 // bytes, and syncs that once. Zeros must really be written: fallocate alone
 // leaves unwritten extents whose conversion on the first overwrite is again a
@@ -301,13 +317,17 @@ func (e *Engine) checkpoint() {
 		j.logRecs = nil
 	}
 	j.logRecs = append(j.logRecs, recs...)
+	var ferr error
 	if j.size >= e.opts.SnapshotAfterBytes {
-		if err := e.rotate(); err != nil {
-			e.mu.Lock()
-			e.err = err
-			e.cond.Broadcast()
-			e.mu.Unlock()
-		}
+		ferr = e.rotate()
+	} else {
+		ferr = j.extendAhead()
+	}
+	if ferr != nil {
+		e.mu.Lock()
+		e.err = ferr
+		e.cond.Broadcast()
+		e.mu.Unlock()
 	}
 }
 
@@ -335,6 +355,9 @@ func (e *Engine) rotate() error {
 	}
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("cursor journal: close after rotation: %w", err)
+	}
+	if err := j.extendAhead(); err != nil {
+		return err
 	}
 	recs := slices.Clone(j.logRecs)
 	j.snapWG.Add(1)
