@@ -16,6 +16,11 @@ const DefaultCheckpointInterval = 5 * time.Millisecond
 // and a new journal started.
 const DefaultSnapshotAfterBytes = 64 << 20
 
+// DefaultPreallocBytes is the largest extension of the preallocated journal
+// (bytes of zeros written and synced ahead of the checkpoints; see the
+// package comment).
+const DefaultPreallocBytes = 4 << 20
+
 // Options configure an Engine; zero values take the defaults.
 type Options struct {
 	CheckpointInterval time.Duration // default DefaultCheckpointInterval (5 ms)

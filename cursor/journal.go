@@ -98,9 +98,8 @@ func (j *journal) append(frame []byte) error {
 // holds, at least minPrealloc and at most Options.PreallocBytes, so a short
 // lived journal (tests, a fresh server) stays small.
 const (
-	minPrealloc          = 64 << 10
-	DefaultPreallocBytes = 4 << 20
-	zeroChunk            = 256 << 10
+	minPrealloc = 64 << 10
+	zeroChunk   = 256 << 10
 )
 
 var zeros = make([]byte, zeroChunk)
