@@ -306,9 +306,18 @@ func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) 
 }
 
 // indexEnd is one past the last offset the index of segment file f covers (the
-// file's first offset when the index is missing or empty).
+// file's first offset when the index is missing or empty). An active file
+// with no index file (segment.LazyIndexSegments) is scanned instead.
 func indexEnd(dir string, f fileSummary) uint64 {
 	b, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(f.Name, segExt)+idxExt))
+	if errors.Is(err, os.ErrNotExist) {
+		end := f.FirstOffset
+		_ = segment.Scan(dir, f.FirstOffset, func(s segment.SegmentInfo, _ []segment.Message) bool {
+			end = max(end, s.FirstOffset+uint64(s.Count))
+			return true
+		})
+		return end
+	}
 	if err != nil || index.CheckHeader(b, f.FirstOffset) != nil {
 		return f.FirstOffset
 	}

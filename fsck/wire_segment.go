@@ -119,6 +119,14 @@ func checkIndexes(dir string, s *logScan) {
 		name := strings.TrimSuffix(f.Name, segExt) + idxExt
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, os.ErrNotExist) {
+			if !f.Sealed {
+				// The active file's index lives in memory until it is due
+				// (segment.LazyIndexSegments): no file is legal below that.
+				if n, ok, oerr := segment.IndexOptional(filepath.Join(dir, f.Name)); oerr == nil && ok {
+					entries += int64(n)
+					continue
+				}
+			}
 			if f.Bytes > 0 {
 				s.MissingIndexes = append(s.MissingIndexes, name)
 			}

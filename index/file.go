@@ -110,6 +110,23 @@ func (f *File) Truncate(n int) {
 	}
 }
 
+// MoveTo copies the header and entries into back (resized to the current
+// capacity) and continues on it, closing the old backing. package segment
+// uses it to write an index that lived in memory to its file (lazy index
+// files). On error f is unchanged and still on its old backing; back is
+// left open for the caller to close.
+func (f *File) MoveTo(back Backing) error {
+	m, err := back.Map(int64(len(f.m)))
+	if err != nil {
+		return fmt.Errorf("index %d: move: %w", f.base, err)
+	}
+	copy(m, f.m)
+	old := f.back
+	f.back, f.m = back, m
+	_ = old.Close()
+	return nil
+}
+
 // Close shrinks the file to its entries when shrink is true, then unmaps and closes it.
 func (f *File) Close(shrink bool) error {
 	var err error

@@ -114,6 +114,11 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 
 	l.mu.Lock()
 	err = act.idx.Append(index.Entry{Base: base, Pos: fi.size, TimestampMicros: tsMicros, Count: h.count})
+	if err == nil && fi.heap != nil && lazyIndexDue(act.idx.Len(), fi.size+int64(len(out))) {
+		// The in-memory index is due for its file. A failure keeps it in
+		// memory (it is a cache); the next append tries again.
+		_ = l.writeIndexLocked(act)
+	}
 	if fi.next == fi.base {
 		fi.firstTs = tsMicros
 	}
@@ -153,6 +158,16 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 		if err := old.seg.Sync(); err != nil {
 			return err
 		}
+		if fi.heap != nil {
+			// A sealed file always has its index file (Open checks sealed
+			// files against it with one header read).
+			l.mu.Lock()
+			err := l.writeIndexLocked(old)
+			l.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
 	}
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -171,19 +186,13 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 		_ = seg.Close()
 		return err
 	}
-	back, err := l.fs.OpenIndex(join(l.dir, idxName(fi.base)))
+	// The index starts in memory (lazyindex.go): no second file per new
+	// segment file until it has LazyIndexSegments segments or is sealed.
+	// A stale index file of that name (a crashed rotation of an older
+	// version) is checked against the segments by Open like any other.
+	fi.heap = &heapBacking{}
+	idx, _, err := index.Load(fi.heap, fi.base)
 	if err != nil {
-		_ = seg.Close()
-		return err
-	}
-	if _, err := back.Map(0); err != nil { // start the index afresh too
-		_ = back.Close()
-		_ = seg.Close()
-		return err
-	}
-	idx, _, err := index.Load(back, fi.base)
-	if err != nil {
-		_ = back.Close()
 		_ = seg.Close()
 		return err
 	}

@@ -211,7 +211,7 @@ func (l *Log) load() error {
 			return err
 		}
 	} else if n := len(l.files); n > 0 {
-		of, err := l.openFileInfo(l.files[n-1], false, false, nil)
+		of, err := l.openFileInfo(l.files[n-1], false, false, true, nil)
 		if err != nil {
 			return err
 		}

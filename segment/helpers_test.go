@@ -77,3 +77,12 @@ func openMem(t testing.TB, fs *memFS, opts Options) (*Log, *RecoveryReport) {
 	require.NoError(t, err)
 	return l, rep
 }
+
+// withIndexFiles makes every active file get its index file from its first
+// segment (the lazy threshold lowered to 1) for the rest of t: tests of
+// recovery against an existing index file.
+func withIndexFiles(t testing.TB) {
+	old := indexFileSegments
+	indexFileSegments = 1
+	t.Cleanup(func() { indexFileSegments = old })
+}

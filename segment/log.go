@@ -74,6 +74,11 @@ type fileInfo struct {
 	next            uint64 // offset after its last record (== base when empty)
 	size            int64  // bytes of whole, published segments
 	firstTs, lastTs int64  // segment timestamps of its first and last segment (µs)
+
+	// The index: in its file (idxOnDisk), or, for a small active file, in
+	// heap (lazyindex.go). Guarded like the file's openFile (mu, loadMu).
+	idxOnDisk bool
+	heap      *heapBacking
 }
 
 // openFile is an open segment file with its mapped index. refs counts users:
@@ -155,17 +160,25 @@ func (l *Log) listAndOpen(rep *RecoveryReport) (*RecoveryReport, error) {
 		return rep, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	var files []*fileInfo
+	indexed := map[uint64]bool{}
 	for _, n := range names {
 		if base, ok := parseSegName(n); ok {
 			files = append(files, &fileInfo{base: base, next: base})
+		} else if s, ok := strings.CutSuffix(n, ".idx"); ok {
+			if base, ok := parseSegName(s + ".seg"); ok {
+				indexed[base] = true
+			}
 		}
+	}
+	for _, fi := range files {
+		fi.idxOnDisk = indexed[fi.base]
 	}
 	var active *openFile
 	var quarantined []OffsetRange
 	quarantineRead := false
 	for i, fi := range files {
 		last := i == len(files)-1
-		of, err := l.openFileInfo(fi, last, true, rep)
+		of, err := l.openFileInfo(fi, last, true, last, rep)
 		if err != nil {
 			return rep, fmt.Errorf("segment log %s: %w", dir, err)
 		}
@@ -270,7 +283,10 @@ func (l *Log) closeAll() {
 }
 
 func (of *openFile) close(shrink bool) {
-	_ = of.idx.Close(shrink)
+	// An in-memory index is always cut to its entries: it outlives the
+	// openFile (fileInfo.heap) and should cost 32 bytes a segment, not its
+	// growth capacity.
+	_ = of.idx.Close(shrink || of.info.heap != nil)
 	_ = of.seg.Close()
 }
 
@@ -295,7 +311,7 @@ func (l *Log) acquireLocked(fi *fileInfo) (*openFile, error) {
 		s.refs.Add(1)
 		return s, nil
 	}
-	of, err := l.openFileInfo(fi, false, false, nil)
+	of, err := l.openFileInfo(fi, false, false, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -362,6 +378,9 @@ func (l *Log) Close() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if a := l.active; a != nil && a.info.heap != nil && lazyIndexDue(a.idx.Len(), a.info.size) {
+		_ = l.writeIndexLocked(a) // only after an earlier attempt failed; Open retries too
+	}
 	l.closeAll()
 	l.cache.forget(l)
 	return err

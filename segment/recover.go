@@ -17,20 +17,26 @@ import (
 // indexed. A bad segment found by the scan is a torn tail when tail is set
 // (the file is truncated there and rep says what was cut) and a
 // *CorruptionError otherwise.
-func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (*openFile, error) {
+//
+// active says fi is the newest file: without an index file it gets an
+// in-memory index (lazyindex.go), written to its file only once it is due.
+// Reopening a released log's active file (active, !fill) with its in-memory
+// index current costs one open: no stat, no mapping, no read.
+func (l *Log) openFileInfo(fi *fileInfo, tail, fill, active bool, rep *RecoveryReport) (*openFile, error) {
 	segPath := join(l.dir, segName(fi.base))
 	idxPath := join(l.dir, idxName(fi.base))
 	seg, err := l.fs.OpenFile(segPath, false)
 	if err != nil {
 		return nil, err
 	}
-	size, err := seg.Size()
-	if err != nil {
-		_ = seg.Close()
-		return nil, err
-	}
-	back, err := l.fs.OpenIndex(idxPath)
-	if err != nil {
+	inMemory := active && !fi.idxOnDisk
+	var back index.Backing
+	if inMemory {
+		if fi.heap == nil {
+			fi.heap = &heapBacking{}
+		}
+		back = fi.heap
+	} else if back, err = l.fs.OpenIndex(idxPath); err != nil {
 		_ = seg.Close()
 		return nil, err
 	}
@@ -41,6 +47,20 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (
 		return nil, fmt.Errorf("index %s: %w", idxPath, err)
 	}
 	of := &openFile{info: fi, seg: seg, idx: idx}
+	if inMemory {
+		changed = false // nothing on disk was rebuilt
+		if !fill && indexCovers(idx, fi) {
+			// Everything Append published is in the entries, and every
+			// segment read is checksum-verified anyway.
+			return of, nil
+		}
+	}
+	size, err := seg.Size()
+	if err != nil {
+		_ = idx.Close(false)
+		_ = seg.Close()
+		return nil, err
+	}
 	sc := scanner{f: seg, size: size}
 
 	// Walk back to the last entry that matches the file.
@@ -114,8 +134,13 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (
 			_ = seg.Close()
 			return nil, err
 		}
-		changed = true
+		changed = changed || !inMemory
 		pos, next, lastTs = pos+h.size(), h.last()+1, h.tsMicros
+	}
+	if inMemory && lazyIndexDue(idx.Len(), pos) {
+		if err := l.writeIndexLocked(of); err == nil {
+			changed = true
+		}
 	}
 
 	if fill {
@@ -130,6 +155,14 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill bool, rep *RecoveryReport) (
 		rep.IndexesRebuilt = append(rep.IndexesRebuilt, idxPath)
 	}
 	return of, nil
+}
+
+// indexCovers reports whether idx ends where fi's published segments end.
+func indexCovers(idx *index.File, fi *fileInfo) bool {
+	if e, ok := idx.Last(); ok {
+		return e.Last()+1 == fi.next && e.Pos < fi.size
+	}
+	return fi.next == fi.base
 }
 
 // wholeSegmentFollows reports whether a segment whose checksum verifies

@@ -13,6 +13,7 @@ import (
 // threeSegments writes segments of offsets 1-4, 5-8, 9-12 and returns the
 // byte position where the last one starts and the file size.
 func threeSegments(t *testing.T, fs *memFS, opts Options) (lastStart, size int) {
+	withIndexFiles(t) // these tests damage a file whose index lists its segments
 	l, _ := openMem(t, fs, opts)
 	for i := 0; i < 3; i++ {
 		_, err := l.Append(int64(100*(i+1)), recs(i*4, 4, 60))
