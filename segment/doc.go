@@ -17,7 +17,8 @@
 // A partition directory holds:
 //
 //	00000000000000000001.seg   segment file: segments, the first holding offset 1
-//	00000000000000000001.idx   its segment index (package index)
+//	00000000000000000001.idx   its segment index (package index); for the active file
+//	                           only from its 16th segment, 1 MiB or sealing (lazyindex.go)
 //	00000000000004194305.seg   the next file, named by its first offset (20 digits)
 //	...
 //	dedup.idx                  transactionId hashes → offsets (package index)
