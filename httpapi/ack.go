@@ -100,18 +100,9 @@ func decodeAck(body []byte) (item broker.AckItem, group, msg string) {
 	return item, group, msg
 }
 
-// decodeAckBatch parses and validates an ack batch body (spec 4.2). msg is the 400 message.
-// Plain bodies take the hand-written decoder (ack_fast.go); the rest, including every body that
-// earns a 400, fastjson.
+// decodeAckBatch parses and validates an ack batch body (spec 4.2) with fastjson. msg is the 400
+// message.
 func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
-	if items, group, ok := decodeAckBatchFast(body); ok {
-		return items, group, ""
-	}
-	return decodeAckBatchSlow(body)
-}
-
-// decodeAckBatchSlow is decodeAckBatch through fastjson.
-func decodeAckBatchSlow(body []byte) (items []broker.AckItem, group, msg string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
 	v, err := parser.Parse(b2s(body))

@@ -119,12 +119,8 @@ func checkPushItem(queue *string, partition, transactionID, traceID string) stri
 }
 
 // decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
-// valid; a valid body may hold zero items. Plain bodies take the hand-written decoder
-// (push_fast.go); everything else, including every body that earns a 400, the reflection one.
+// valid; a valid body may hold zero items.
 func decodePush(body []byte) ([]broker.PushItem, string) {
-	if fast, ok := decodePushFast(body); ok {
-		return toPushItemsFast(body, fast)
-	}
 	var req pushBody
 	if err := json.UnmarshalOf(body, &req); err != nil {
 		return nil, decodeError(err, pushTypeMessage)
