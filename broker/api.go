@@ -307,8 +307,8 @@ type Stats struct {
 	Queues, Partitions         int
 	OpenPartitions             int
 	TotalLag                   int64
-	// SyncLatencyMicros are the durations of recent group-commit syncs (µs), for a histogram.
-	SyncLatencyMicros []int64
+	// SyncLatency is the cumulative histogram of group-commit sync durations since Open.
+	SyncLatency LatencyHistogram
 
 	// Issue 7: bounded files, idle eviction, retention.
 	OpenFiles, MaxOpenFiles int    // partition and DLQ file handles held / allowed (segment.HandleCache)

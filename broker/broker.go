@@ -19,6 +19,7 @@ import (
 // Broker ties the segment logs, the cursor engine and the lease rules
 // together (see doc.go). All methods are safe for concurrent use.
 type Broker struct {
+	syncHist  syncHist // cumulative sync latencies for Stats
 	cfg       Config
 	log       zerolog.Logger
 	now       func() time.Time

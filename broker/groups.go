@@ -144,7 +144,7 @@ func (b *Broker) Stats() Stats {
 		}
 		return true
 	})
-	s.SyncLatencyMicros = b.committer.SyncLatencies()
+	s.SyncLatency = b.syncHist.add(b.committer.SyncLatencies())
 	b.scaleStats(&s)
 	return s
 }

@@ -5,20 +5,16 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-)
 
-// syncBucketsMicros are the upper bounds of the group-commit sync latency histogram (µs):
-// fdatasync is ~0.2 ms typical on the project machine (performance.md), so the buckets are
-// dense around it.
-var syncBucketsMicros = []int64{50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000}
+	"github.com/combmq/comb/broker"
+)
 
 // metricsPrometheus serves GET /metrics/prometheus (spec 8.3) in text exposition format 0.0.4,
 // written by hand (a dozen families do not justify a client library). Cluster-wide series carry
 // scope="cluster" as Queen's do; comb-specific families are prefixed comb_.
 //
-// comb_sync_latency_seconds is built from the broker's window of recent sync passes
-// (Stats.SyncLatencyMicros), so its count and sum describe that window, not the process's
-// lifetime, and can go down between scrapes: read it as the recent latency distribution.
+// comb_sync_latency_seconds is the broker's cumulative histogram (Stats.SyncLatency): its
+// buckets, sum and count only grow, whoever else scrapes.
 func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	st := s.b.Stats()
 	p := getBuf()
@@ -36,8 +32,12 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.sampleUint("queen_cluster_ack_total", `scope="cluster",result="success"`, st.AckSuccess)
 	w.sampleUint("queen_cluster_ack_total", `scope="cluster",result="failed"`, st.AckFailed)
 	w.counter("queen_cluster_dlq_total", "Messages moved to a dead-letter queue.", st.DLQMessages)
-	w.family("queen_maintenance_mode_enabled", "gauge", "1 while push maintenance mode is on (comb has none).")
-	w.sampleUint("queen_maintenance_mode_enabled", "", 0)
+	var maint uint64
+	if s.b.Maintenance().PushMaintenance {
+		maint = 1
+	}
+	w.family("queen_maintenance_mode_enabled", "gauge", "1 while push maintenance mode is on (spec 1.8).")
+	w.sampleUint("queen_maintenance_mode_enabled", "", maint)
 
 	w.gauge("comb_parked_pops", "Long-poll pops currently parked.", float64(st.ParkedPops))
 	w.gauge("comb_damaged_partitions", "Partitions out of service because their log is damaged on disk (run comb fsck; GET /health lists them).", float64(st.DamagedPartitions))
@@ -53,7 +53,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.counter("comb_retention_bytes_reclaimed_total", "Bytes of segment files deleted by retention.", st.RetentionBytesReclaimed)
 	w.counter("comb_retention_cursors_moved_total", "Cursors moved up to a new low-water mark by retention.", st.RetentionCursorsMoved)
 	w.gauge("comb_http_requests", "HTTP requests served since start.", float64(s.requests.Load()))
-	w.histogramMicros("comb_sync_latency_seconds", "Durations of recent group-commit sync passes.", st.SyncLatencyMicros)
+	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 
 	*p = w.b
 	send(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", p)
@@ -105,27 +105,17 @@ func (w *promWriter) gauge(name, help string, v float64) {
 	w.sampleFloat(name, "", v)
 }
 
-// histogramMicros writes a histogram in seconds from samples in µs: cumulative buckets, +Inf,
-// _sum and _count.
-func (w *promWriter) histogramMicros(name, help string, samples []int64) {
+// histogramMicros writes a cumulative histogram kept in µs as seconds: buckets, +Inf, _sum and
+// _count.
+func (w *promWriter) histogramMicros(name, help string, h broker.LatencyHistogram) {
 	w.family(name, "histogram", help)
-	counts := make([]uint64, len(syncBucketsMicros))
-	var sum int64
-	for _, v := range samples {
-		sum += v
-		for i, le := range syncBucketsMicros {
-			if v <= le {
-				counts[i]++
-			}
-		}
-	}
 	bucket := name + "_bucket"
-	for i, le := range syncBucketsMicros {
+	for i, le := range h.BoundsMicros {
 		w.name(bucket, `le="`+strconv.FormatFloat(float64(le)/1e6, 'g', -1, 64)+`"`)
-		w.b = strconv.AppendUint(w.b, counts[i], 10)
+		w.b = strconv.AppendUint(w.b, h.Counts[i], 10)
 		w.b = append(w.b, '\n')
 	}
-	w.sampleUint(bucket, `le="+Inf"`, uint64(len(samples)))
-	w.sampleFloat(name+"_sum", "", float64(sum)/1e6)
-	w.sampleUint(name+"_count", "", uint64(len(samples)))
+	w.sampleUint(bucket, `le="+Inf"`, h.Count)
+	w.sampleFloat(name+"_sum", "", float64(h.SumMicros)/1e6)
+	w.sampleUint(name+"_count", "", h.Count)
 }

@@ -141,7 +141,8 @@ func TestPrometheusExposition(t *testing.T) {
 	fake := newFake()
 	fake.stats = broker.Stats{PushRequests: 30, PushMessages: 300, PopRequests: 40, PopMessages: 200, AckRequests: 50,
 		AckMessages: 150, AckSuccess: 140, AckFailed: 10, DLQMessages: 2, ParkedPops: 7, Queues: 2, Partitions: 9,
-		OpenPartitions: 5, TotalLag: 123, SyncLatencyMicros: []int64{40, 190, 300, 2000000}}
+		OpenPartitions: 5, TotalLag: 123, SyncLatency: broker.LatencyHistogram{
+			BoundsMicros: []int64{50, 250, 500, 1000000}, Counts: []uint64{1, 2, 3, 3}, Count: 4, SumMicros: 2000530}}
 	ts := startServer(t, fake, Config{})
 	// The request counters count every request of the route, whatever its outcome: one good and
 	// two refused pushes, three pops of different shapes (one refused), two acks (one refused).
