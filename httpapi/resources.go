@@ -149,17 +149,17 @@ func (s *Server) resourceLabels(ctx *fasthttp.RequestCtx, list, key string, labe
 	sendJSON(ctx, fasthttp.StatusOK, p)
 }
 
-// appendQueueHead opens a queue object with id, name, namespace, task (null when unset) and
-// createdAt.
+// appendQueueHead opens a queue object with id, name, namespace, task and createdAt. The labels
+// are strings, "" when unset, as configure echoes them (spec 1.3, 2.4).
 func appendQueueHead(b []byte, r broker.ResourceQueue) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, r.ID)
 	b = append(b, `,"name":`...)
 	b = appendString(b, r.Name)
 	b = append(b, `,"namespace":`...)
-	b = appendStringOrNull(b, r.Namespace)
+	b = appendString(b, r.Namespace)
 	b = append(b, `,"task":`...)
-	b = appendStringOrNull(b, r.Task)
+	b = appendString(b, r.Task)
 	b = append(b, `,"createdAt":`...)
 	return appendTimeMicros(b, r.CreatedAtMicros, 3)
 }
