@@ -77,8 +77,12 @@ func (b *Broker) Maintenance() MaintenanceStatus {
 }
 
 func (b *Broker) maintStatusLocked() MaintenanceStatus {
-	st := MaintenanceStatus{PushMaintenance: b.mm.push.Load(), PopMaintenance: b.mm.pop.Load(), HeldPartitions: len(b.mm.held)}
+	st := MaintenanceStatus{PushMaintenance: b.mm.push.Load(), PopMaintenance: b.mm.pop.Load()}
 	for p, next := range b.mm.held {
+		if p.q.deleted.Load() {
+			continue // its messages went with the queue; publishing it later is a no-op
+		}
+		st.HeldPartitions++
 		if vis := p.visible.Load(); next > vis {
 			st.BufferedMessages += int64(next - vis)
 		}

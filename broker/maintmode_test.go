@@ -171,3 +171,20 @@ func FuzzDecodeMaint(f *testing.F) {
 		_, _ = decodeMaint(data) // must not panic
 	})
 }
+
+// spec 1.8, 7.7: a queue deleted while its pushes are held takes them along, so
+// bufferedMessages no longer counts them.
+func TestPushMaintenanceForgetsAHeldQueueThatWasDeleted(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.b.SetPushMaintenance(true)
+	require.NoError(t, err)
+	e.push("keep", "p", "k1", "k2", "k3")
+	e.push("gone", "p", "g1")
+	require.Equal(t, int64(4), e.b.Maintenance().BufferedMessages)
+	existed, err := e.b.DeleteQueue("gone")
+	require.NoError(t, err)
+	require.True(t, existed)
+	st := e.b.Maintenance()
+	assert.Equal(t, int64(3), st.BufferedMessages)
+	assert.Equal(t, 1, st.HeldPartitions)
+}
