@@ -1,9 +1,6 @@
 package cursor
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,29 +105,6 @@ func TestSampleFrameDecodes(t *testing.T) {
 	require.NoError(t, decodeBody(body, &r))
 	require.Len(t, r.got, 7)
 	require.Equal(t, "w-1", r.got[1].State.Lease.WorkerID)
-}
-
-// TestWriteFuzzCorpus regenerates testdata/fuzz when CURSOR_WRITE_CORPUS=1.
-func TestWriteFuzzCorpus(t *testing.T) {
-	if os.Getenv("CURSOR_WRITE_CORPUS") == "" {
-		t.Skip("set CURSOR_WRITE_CORPUS=1 to regenerate testdata/fuzz")
-	}
-	write := func(target, name string, b []byte) {
-		dir := filepath.Join("testdata", "fuzz", target)
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", b), 0o644))
-	}
-	ck := sampleFrame(kindCheckpoint)
-	write("FuzzDecodeCheckpoint", "every-entry-kind", ck)
-	write("FuzzDecodeCheckpoint", "torn-body", ck[:len(ck)-5])
-	write("FuzzDecodeCheckpoint", "header-only", ck[:frameHeaderLen])
-	empty := newEncoder()
-	empty.begin(kindCheckpoint, 1)
-	write("FuzzDecodeCheckpoint", "empty-body", empty.finish())
-	write("FuzzDecodeSnapshot", "every-entry-kind", sampleFrame(kindSnapshot))
-	write("FuzzDecodeSnapshot", "checkpoint-not-snapshot", ck)
-	write("FuzzDecodeBody", "every-entry-kind", ck[frameHeaderLen:])
-	write("FuzzDecodeBody", "unknown-tag", []byte{9})
 }
 
 // FuzzDecodeBody skips the checksum so the fuzzer reaches the entry decoder.
