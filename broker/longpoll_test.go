@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,16 +68,11 @@ func TestLongPollWakesWhenADelayedMessageBecomesVisible(t *testing.T) {
 // claims nothing when a push wakes it; the message goes to the next consumer.
 func TestLongPollWhoseClientLeftClaimsNothing(t *testing.T) {
 	e := newEnv(t)
-	alive := make(chan bool, 1)
-	alive <- true
-	gone := false
+	var gone atomic.Bool
+	var checks atomic.Int64
 	check := func() bool {
-		select {
-		case v := <-alive:
-			gone = !v
-		default:
-		}
-		return !gone
+		checks.Add(1)
+		return !gone.Load()
 	}
 	ctx := WithAliveCheck(context.Background(), check)
 	done := make(chan PopResult, 1)
@@ -86,7 +82,14 @@ func TestLongPollWhoseClientLeftClaimsNothing(t *testing.T) {
 		done <- r
 	}()
 	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
-	alive <- false // the client disconnects while parked
+	// The client disconnects while parked. Wait until the pop has looked at its
+	// client since then: a check that ran before the disconnect may be followed
+	// by a claim (that window is inherent: the client can leave at any moment),
+	// so pushing before the pop has seen the disconnect would test the timing,
+	// not the rule.
+	gone.Store(true)
+	before := checks.Load() // a check counted after this read saw gone (it loads gone after counting)
+	require.Eventually(t, func() bool { return checks.Load() > before }, 5*time.Second, time.Millisecond)
 	e.push("lp", "", "m")
 	select {
 	case r := <-done:
