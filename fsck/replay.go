@@ -244,10 +244,17 @@ type pushAnswer struct {
 }
 
 // push sends one body, retrying 5xx and network errors with exponential backoff.
+// Cancelling ctx stops further attempts but never cuts a request in flight: the
+// target may already have stored it, and only a read answer lets flush record the
+// progress, so an interrupted replay would otherwise re-send (harmlessly, thanks
+// to dedup, but not "without duplicates") what the target accepted.
 func (r *replayer) push(ctx context.Context, body []byte) ([]pushAnswer, error) {
 	delay := 100 * time.Millisecond
 	var last error
 	for attempt := 0; attempt < r.opts.Retries; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if attempt > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -258,7 +265,7 @@ func (r *replayer) push(ctx context.Context, body []byte) ([]pushAnswer, error) 
 			}
 			delay = min(delay*2, 5*time.Second)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.opts.Target+"/api/v1/push", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, r.opts.Target+"/api/v1/push", bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
