@@ -67,12 +67,14 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		return PopResult{}, err
 	}
 	defer b.leave()
+	if b.mm.pop.Load() {
+		// Pop maintenance (spec 8.8: "every pop answers a bodiless 204"): at
+		// once, before any validation, nothing claimed.
+		return PopResult{}, nil
+	}
 	discovery := req.Queue == ""
 	if discovery && req.Namespace == "" && req.Task == "" {
 		return PopResult{}, BadRequest("namespace or task is required")
-	}
-	if b.mm.pop.Load() {
-		return PopResult{}, nil // pop maintenance (spec 8.8): 204 at once, nothing claimed
 	}
 	if req.Group == "" {
 		req.Group = QueueModeGroup

@@ -86,3 +86,16 @@ func TestMaintenanceFlowAgainstTheRealBroker(t *testing.T) {
 		assert.Empty(t, r.body, path)
 	}
 }
+
+// spec 8.8: while pop maintenance is on, every pop answers a bodiless 204, even a
+// discovery pop without filters (otherwise 400, spec 3.1).
+func TestPopMaintenanceWinsOverTheDiscoveryFilterRule(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	require.Equal(t, 400, ts.do("GET", "/api/v1/pop?batch=1", "").status)
+	_, err := fake.SetPopMaintenance(true)
+	require.NoError(t, err)
+	r := ts.do("GET", "/api/v1/pop?batch=1", "")
+	assert.Equal(t, 204, r.status)
+	assert.Empty(t, r.body)
+}

@@ -96,6 +96,10 @@ func (s *Server) popQueue(ctx *fasthttp.RequestCtx, queue, partition string, tar
 func (s *Server) popDiscovery(ctx *fasthttp.RequestCtx) {
 	req, msg := s.popRequest(ctx, "", "")
 	if msg == "" && req.Namespace == "" && req.Task == "" {
+		if s.b.Maintenance().PopMaintenance {
+			noContent(ctx) // spec 8.8: every pop answers a bodiless 204, even one that would be refused
+			return
+		}
 		msg = "namespace or task is required"
 	}
 	if msg != "" {
