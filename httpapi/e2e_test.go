@@ -1,39 +1,18 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"testing"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
-
-	"github.com/combmq/comb/broker"
 )
 
 // startRealServer serves a real broker on t.TempDir() (sync never: this is about the wire, not
 // durability; the broker's own tests own the rules).
 func startRealServer(t *testing.T) *testServer {
 	t.Helper()
-	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Sync: "never", Logger: zerolog.Nop()})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	logs := &lockedWriter{w: &bytes.Buffer{}}
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-		require.NoError(t, b.Close())
-	})
-	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: logs}
+	ts, _ := startRealServerWithBroker(t)
+	return ts
 }
 
 func TestEndToEndSmokeAgainstTheRealBroker(t *testing.T) {
