@@ -1,0 +1,26 @@
+// Package vfs is the file-system seam under every on-disk structure of comb
+// (segment logs, index files, the cursor journal, the metadata journal and the
+// small whole-file caches): just the operations an append-only store needs,
+// behind one interface with three implementations.
+//
+//   - OS is the real file system. File.Sync is fdatasync(2) (retried on
+//     EINTR): it flushes a file's data and size, which is all a reader needs.
+//   - Mem is the in-memory twin for tests. Crash returns what a machine would
+//     come back with after a power loss: every file holds the bytes of its
+//     last Sync, and with Strict a name (a created file, a rename, a removal,
+//     a new directory) survives only if its directory was synced after it.
+//     SetCapacity makes it a small disk that fails writes with ENOSPC.
+//   - Faulty wraps another FS and fails chosen calls with chosen errors
+//     (ENOSPC, EIO, ...): named failpoints at every write and sync boundary,
+//     so a test can walk every boundary of a scenario and fail each in turn.
+//
+// It must not know about any format: bytes in, bytes out.
+//
+// # Durability vocabulary
+//
+// A write is durable once a Sync of its file returned nil after it; a new
+// name (file, directory, rename target) is durable once SyncDir of its parent
+// returned nil after it was made. WriteFileAtomic does both in the only order
+// that leaves either the old contents or the new ones after a crash: write a
+// temporary file, Sync it, rename it over the target, SyncDir the parent.
+package vfs

@@ -1,0 +1,187 @@
+package vfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func writeFile(t *testing.T, fsys FS, name string, data []byte, sync bool) {
+	t.Helper()
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	if sync {
+		require.NoError(t, f.Sync())
+	}
+	require.NoError(t, f.Close())
+}
+
+// A power loss keeps the bytes of the last Sync, nothing written after it.
+func TestMemCrashKeepsSyncedBytesOnly(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	writeFile(t, m, "/d/a", []byte("synced"), true)
+	writeFile(t, m, "/d/a", []byte("+lost"), false)
+	require.Equal(t, "synced+lost", string(m.Bytes("/d/a")))
+	require.Equal(t, "synced", string(m.Crash(false).Bytes("/d/a")))
+}
+
+// In a strict twin a new name needs its directory synced to survive; a
+// rename without SyncDir comes back as the old name.
+func TestStrictMemNamesNeedSyncDir(t *testing.T) {
+	m := NewStrictMem("/data")
+	require.NoError(t, m.MkdirAll("/data/p"))
+	writeFile(t, m, "/data/p/x", []byte("x"), true)
+	c := m.Crash(false)
+	_, err := c.List("/data/p")
+	require.ErrorIs(t, err, fs.ErrNotExist, "a directory whose parent was never synced is gone")
+
+	require.NoError(t, m.SyncDir("/data"))
+	require.Nil(t, m.Crash(false).Bytes("/data/p/x"), "file name not durable yet")
+	require.NoError(t, m.SyncDir("/data/p"))
+	require.Equal(t, "x", string(m.Crash(false).Bytes("/data/p/x")))
+
+	require.NoError(t, m.Rename("/data/p/x", "/data/p/y"))
+	c = m.Crash(false)
+	require.Equal(t, "x", string(c.Bytes("/data/p/x")))
+	require.Nil(t, c.Bytes("/data/p/y"))
+	require.NoError(t, m.SyncDir("/data/p"))
+	c = m.Crash(false)
+	require.Nil(t, c.Bytes("/data/p/x"))
+	require.Equal(t, "x", string(c.Bytes("/data/p/y")))
+}
+
+// A full disk writes what fits and answers ENOSPC; freeing space helps.
+func TestMemCapacity(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	m.SetCapacity(10)
+	f, err := m.OpenFile("/d/a", os.O_RDWR|os.O_CREATE)
+	require.NoError(t, err)
+	n, err := f.WriteAt([]byte("0123456789abc"), 0)
+	require.Equal(t, 10, n)
+	require.ErrorIs(t, err, unix.ENOSPC)
+	n, err = f.WriteAt([]byte("XY"), 2)
+	require.NoError(t, err, "overwriting allocated bytes needs no space")
+	require.Equal(t, 2, n)
+	require.ErrorIs(t, f.Truncate(20), unix.ENOSPC)
+	require.NoError(t, f.Truncate(4))
+	require.Equal(t, int64(4), m.Used())
+	n, err = f.WriteAt([]byte("456789"), 4)
+	require.NoError(t, err)
+	require.Equal(t, 6, n)
+	got, err := m.ReadFile("/d/a")
+	require.NoError(t, err)
+	require.Equal(t, "01XY456789", string(got))
+	require.NoError(t, f.Close())
+	require.NoError(t, m.Remove("/d/a"))
+	require.Equal(t, int64(0), m.Used())
+}
+
+func TestWriteFileAtomicCrashLeavesOldOrNew(t *testing.T) {
+	m := NewStrictMem("/data")
+	require.NoError(t, WriteFileAtomic(m, "/data/f", []byte("old"), false))
+	fy := NewFaulty(m)
+	fy.Inject(Fault{Op: OpRename, Path: "/data/f", Err: unix.EIO})
+	require.ErrorIs(t, WriteFileAtomic(fy, "/data/f", []byte("new"), false), unix.EIO)
+	got, err := m.ReadFile("/data/f")
+	require.NoError(t, err)
+	require.Equal(t, "old", string(got))
+	ok, err := Exists(m, "/data/f.tmp")
+	require.NoError(t, err)
+	require.False(t, ok, "the temporary file is removed on failure")
+	fy.Clear()
+	require.NoError(t, WriteFileAtomic(fy, "/data/f", []byte("new"), false))
+	require.Equal(t, "new", string(m.Crash(false).Bytes("/data/f")))
+}
+
+// Skip and Count pick exactly which matching calls fail; Short writes half.
+func TestFaultySkipCountShort(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	fy := NewFaulty(m)
+	fy.Inject(Fault{Op: OpWrite, Under: "/d/", Skip: 1, Count: 1, Err: unix.ENOSPC, Short: true})
+	f, err := fy.OpenFile("/d/a", os.O_WRONLY|os.O_CREATE|os.O_APPEND)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("ok"))
+	require.NoError(t, err)
+	n, err := f.Write([]byte("torn"))
+	require.ErrorIs(t, err, unix.ENOSPC)
+	require.Equal(t, 2, n, "a short write reports the bytes that landed")
+	_, err = f.Write([]byte("!"))
+	require.NoError(t, err)
+	require.Equal(t, "okto!", string(m.Bytes("/d/a")))
+}
+
+// FaultAt fails exactly the chosen call of a recorded run.
+func TestFaultAtReplaysOneBoundary(t *testing.T) {
+	scenario := func(fsys FS) error {
+		for i := 0; i < 3; i++ {
+			f, err := fsys.OpenFile("/d/a", os.O_WRONLY|os.O_CREATE|os.O_APPEND)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write([]byte{'a' + byte(i)}); err != nil {
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				return err
+			}
+			f.Close()
+		}
+		return nil
+	}
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	fy := NewFaulty(m)
+	fy.Record()
+	require.NoError(t, scenario(fy))
+	trace := fy.Trace()
+	require.Len(t, trace, 9)
+	require.Equal(t, Call{OpSync, "/d/a"}, trace[5])
+
+	m = NewMem()
+	require.NoError(t, m.MkdirAll("/d"))
+	fy = NewFaulty(m)
+	fy.Inject(FaultAt(trace, 5, unix.EIO))
+	require.ErrorIs(t, scenario(fy), unix.EIO)
+	require.Equal(t, "ab", string(m.Bytes("/d/a")))
+	require.Equal(t, "a", string(m.Crash(false).Bytes("/d/a")))
+}
+
+func TestOSMappingAndFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "x.idx")
+	mp, err := OS.OpenMapped(name)
+	require.NoError(t, err)
+	b, err := mp.Map(64)
+	require.NoError(t, err)
+	copy(b, "hello")
+	require.NoError(t, mp.Close())
+	got, err := OS.ReadFile(name)
+	require.NoError(t, err)
+	require.Equal(t, 64, len(got))
+	require.Equal(t, "hello", string(got[:5]))
+
+	f, err := OS.OpenFile(filepath.Join(dir, "y"), os.O_RDWR|os.O_CREATE)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("abc"), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	size, err := f.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), size)
+	require.NoError(t, f.Close())
+	names, err := OS.List(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"x.idx", "y"}, names)
+	_, err = OS.OpenFile(filepath.Join(dir, "missing"), os.O_RDONLY)
+	require.True(t, errors.Is(err, fs.ErrNotExist))
+}
