@@ -2,22 +2,13 @@ package index
 
 import (
 	"fmt"
-	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/combmq/comb/vfs"
 )
 
-// Backing is the storage under a mapped index file. OSBacking is the real
-// one; package segment's in-memory file system provides a twin for tests.
-type Backing interface {
-	// Size is the current file size in bytes.
-	Size() (int64, error)
-	// Map resizes the file to size bytes and returns a writable view of all of
-	// it. Views returned earlier become invalid.
-	Map(size int64) ([]byte, error)
-	// Close drops the view and the file handle.
-	Close() error
-}
+// Backing is the storage under a mapped index file: a vfs.Mapping (vfs.OS's
+// for real files, vfs.Mem's in tests).
+type Backing = vfs.Mapping
 
 // File is a mapped segment index: a header and n valid entries. It is not safe
 // for concurrent use; package segment guards it with the partition's lock.
@@ -135,65 +126,6 @@ func (f *File) Close(shrink bool) error {
 	}
 	f.m = nil
 	if cerr := f.back.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// OSBacking is a Backing on a real file, mapped MAP_SHARED.
-type OSBacking struct {
-	f *os.File
-	m []byte
-}
-
-// OpenOSBacking opens (creating if missing) the index file at path.
-func OpenOSBacking(path string) (*OSBacking, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &OSBacking{f: f}, nil
-}
-
-// Size implements Backing.
-func (o *OSBacking) Size() (int64, error) {
-	st, err := o.f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
-// Map implements Backing.
-func (o *OSBacking) Map(size int64) ([]byte, error) {
-	if o.m != nil {
-		if err := unix.Munmap(o.m); err != nil {
-			return nil, err
-		}
-		o.m = nil
-	}
-	if err := o.f.Truncate(size); err != nil {
-		return nil, err
-	}
-	if size == 0 {
-		return nil, nil
-	}
-	m, err := unix.Mmap(int(o.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mmap %s: %w", o.f.Name(), err)
-	}
-	o.m = m
-	return m, nil
-}
-
-// Close implements Backing.
-func (o *OSBacking) Close() error {
-	var err error
-	if o.m != nil {
-		err = unix.Munmap(o.m)
-		o.m = nil
-	}
-	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	return err

@@ -3,6 +3,7 @@ package index
 import (
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -142,7 +143,7 @@ func TestAppendGrowsAndCloseShrinks(t *testing.T) {
 
 func TestOSBackingRoundTrip(t *testing.T) {
 	path := t.TempDir() + "/1.idx"
-	back, err := OpenOSBacking(path)
+	back, err := vfs.OS.OpenMapped(path)
 	require.NoError(t, err)
 	f, _, err := Load(back, 11)
 	require.NoError(t, err)
@@ -150,7 +151,7 @@ func TestOSBackingRoundTrip(t *testing.T) {
 		require.NoError(t, f.Append(e))
 	}
 	require.NoError(t, f.Close(true))
-	back, err = OpenOSBacking(path)
+	back, err = vfs.OS.OpenMapped(path)
 	require.NoError(t, err)
 	f, repaired, err := Load(back, 11)
 	require.NoError(t, err)

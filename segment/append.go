@@ -178,7 +178,7 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 		l.needDirSync = false
 	}
 	fi := &fileInfo{base: l.next, next: l.next}
-	seg, err := l.fs.OpenFile(join(l.dir, segName(fi.base)), true)
+	seg, err := openAppend(l.fs, join(l.dir, segName(fi.base)), true)
 	if err != nil {
 		return err
 	}

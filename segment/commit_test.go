@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,20 +14,20 @@ import (
 // gateFS makes every segment-file Sync announce itself on entered and wait
 // for release, so a test can hold a sync pass open.
 type gateFS struct {
-	*memFS
+	*vfs.Mem
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (g *gateFS) OpenFile(name string, create bool) (file, error) {
-	f, err := g.memFS.OpenFile(name, create)
+func (g *gateFS) OpenFile(name string, flag int) (file, error) {
+	f, err := g.Mem.OpenFile(name, flag)
 	return gateFile{f, g}, err
 }
 
 func (g *gateFS) SyncFS(dir string) error {
 	g.entered <- struct{}{}
 	<-g.release
-	return g.memFS.SyncFS(dir)
+	return g.Mem.SyncFS(dir)
 }
 
 type gateFile struct {
@@ -52,7 +53,7 @@ func TestParseSyncPolicy(t *testing.T) {
 }
 
 func TestSyncAlwaysReleasesWaitersOnlyAfterThePass(t *testing.T) {
-	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	g := &gateFS{Mem: vfs.NewMem(), entered: make(chan struct{}, 16), release: make(chan struct{})}
 	l, _, err := openLog(g, "/p", Options{})
 	require.NoError(t, err)
 	c := NewCommitter(SyncAlways, 0)
@@ -66,17 +67,17 @@ func TestSyncAlwaysReleasesWaitersOnlyAfterThePass(t *testing.T) {
 		t.Fatal("Commit returned before its sync pass finished")
 	default:
 	}
-	assert.Len(t, g.Crash(true).bytes("/p/"+segName(1)), 0, "nothing durable yet")
+	assert.Len(t, g.Crash(true).Bytes("/p/"+segName(1)), 0, "nothing durable yet")
 	close(g.release)
 	require.NoError(t, <-done)
-	assert.Len(t, g.Crash(true).bytes("/p/"+segName(1)), len(g.bytes("/p/"+segName(1))), "durable once Commit returned")
+	assert.Len(t, g.Crash(true).Bytes("/p/"+segName(1)), len(g.Bytes("/p/"+segName(1))), "durable once Commit returned")
 	require.NoError(t, c.Close())
 	assert.Len(t, c.SyncLatencies(), 1, "one pass")
 	require.NoError(t, l.Close())
 }
 
 func TestSyncAlwaysConcurrentAppendersAcrossLogs(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	c := NewCommitter(SyncAlways, 0)
 	const logs, writers, appends = 20, 8, 25
 	ls := make([]*Log, logs)
@@ -131,20 +132,20 @@ func TestSyncAlwaysConcurrentAppendersAcrossLogs(t *testing.T) {
 }
 
 func TestSyncIntervalReturnsAtOnceAndSyncsSoon(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	c := NewCommitter(SyncInterval, time.Millisecond)
 	_, err := l.Append(1, recs(0, 3, 10))
 	require.NoError(t, err)
 	require.NoError(t, c.Commit(l))
 	require.Eventually(t, func() bool { return !l.dirty() }, 5*time.Second, time.Millisecond)
-	assert.NotEmpty(t, fs.Crash(false).bytes("/p/"+segName(1)))
+	assert.NotEmpty(t, fs.Crash(false).Bytes("/p/"+segName(1)))
 	require.NoError(t, c.Close())
 	require.NoError(t, l.Close())
 }
 
 func TestSyncNeverLosesUnsyncedOnCrash(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	c := NewCommitter(SyncNever, 0)
 	_, err := l.Append(1, recs(0, 3, 10))
@@ -161,7 +162,7 @@ func TestSyncNeverLosesUnsyncedOnCrash(t *testing.T) {
 // Storage crash test: random appends, syncs and rotations; a crash at any
 // point recovers a prefix that holds everything synced before it.
 func TestCrashRecoversASyncedPrefix(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 2000, Codec: CodecS2, MinCompressBytes: -1})
 	synced := uint64(0)
 	for step := 0; step < 120; step++ {
@@ -188,10 +189,10 @@ func TestCrashRecoversASyncedPrefix(t *testing.T) {
 }
 
 func TestSyncAlwaysIndependentLogsDoNotWaitForEachOther(t *testing.T) {
-	held := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	held := &gateFS{Mem: vfs.NewMem(), entered: make(chan struct{}, 16), release: make(chan struct{})}
 	slow, _, err := openLog(held, "/slow", Options{})
 	require.NoError(t, err)
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	fast, _, err := openLog(fs, "/fast", Options{})
 	require.NoError(t, err)
 	c := NewCommitter(SyncAlways, 0)
@@ -212,7 +213,7 @@ func TestSyncAlwaysIndependentLogsDoNotWaitForEachOther(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a Commit on one log waited for another log's sync")
 	}
-	assert.Len(t, fs.Crash(true).bytes("/fast/"+segName(1)), len(fs.bytes("/fast/"+segName(1))), "fast is durable")
+	assert.Len(t, fs.Crash(true).Bytes("/fast/"+segName(1)), len(fs.Bytes("/fast/"+segName(1))), "fast is durable")
 	select {
 	case <-slowDone:
 		t.Fatal("the held Commit returned before its fdatasync finished")
@@ -226,7 +227,7 @@ func TestSyncAlwaysIndependentLogsDoNotWaitForEachOther(t *testing.T) {
 }
 
 func TestSyncSkipsTheFdatasyncWhenAnEarlierSyncCoveredEverything(t *testing.T) {
-	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 16), release: make(chan struct{})}
+	g := &gateFS{Mem: vfs.NewMem(), entered: make(chan struct{}, 16), release: make(chan struct{})}
 	close(g.release)
 	l, _, err := openLog(g, "/p", Options{})
 	require.NoError(t, err)
@@ -244,7 +245,7 @@ func TestSyncSkipsTheFdatasyncWhenAnEarlierSyncCoveredEverything(t *testing.T) {
 }
 
 func TestSyncAlwaysMoreLogsThanDirectSyncsUseThePass(t *testing.T) {
-	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
+	g := &gateFS{Mem: vfs.NewMem(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
 	c := NewCommitter(SyncAlways, 0)
 	n := directSyncs + 4
 	ls := make([]*Log, n)
@@ -270,7 +271,7 @@ func TestSyncAlwaysMoreLogsThanDirectSyncsUseThePass(t *testing.T) {
 	}
 	crashed := g.Crash(true)
 	for i := range ls {
-		assert.Len(t, crashed.bytes(fmt.Sprintf("/p%d/%s", i, segName(1))), len(g.bytes(fmt.Sprintf("/p%d/%s", i, segName(1)))), "log %d durable", i)
+		assert.Len(t, crashed.Bytes(fmt.Sprintf("/p%d/%s", i, segName(1))), len(g.Bytes(fmt.Sprintf("/p%d/%s", i, segName(1)))), "log %d durable", i)
 	}
 	require.NoError(t, c.Close())
 	for _, l := range ls {
@@ -279,7 +280,7 @@ func TestSyncAlwaysMoreLogsThanDirectSyncsUseThePass(t *testing.T) {
 }
 
 func TestSyncAlwaysCommitFollowsASyncOfItsLogInFlight(t *testing.T) {
-	g := &gateFS{memFS: newMemFS(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
+	g := &gateFS{Mem: vfs.NewMem(), entered: make(chan struct{}, 4*directSyncs), release: make(chan struct{})}
 	c := NewCommitter(SyncAlways, 0)
 	ls := make([]*Log, directSyncs)
 	done := make(chan error, directSyncs+1)
@@ -304,7 +305,7 @@ func TestSyncAlwaysCommitFollowsASyncOfItsLogInFlight(t *testing.T) {
 	for range directSyncs + 1 {
 		require.NoError(t, <-done)
 	}
-	assert.Len(t, g.Crash(true).bytes("/p0/"+segName(1)), len(g.bytes("/p0/"+segName(1))), "both appends durable")
+	assert.Len(t, g.Crash(true).Bytes("/p0/"+segName(1)), len(g.Bytes("/p0/"+segName(1))), "both appends durable")
 	require.NoError(t, c.Close())
 	for _, l := range ls {
 		require.NoError(t, l.Close())

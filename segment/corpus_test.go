@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +27,7 @@ func TestWriteSeedCorpus(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	for _, codec := range []Codec{CodecNone, CodecS2, CodecZstd} {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		l, _, err := openLog(fs, "/p", Options{Codec: codec, MinCompressBytes: -1})
 		require.NoError(t, err)
 		_, err = l.Append(1_700_000_000_000_000, recs(0, 3, 60))
@@ -35,7 +36,7 @@ func TestWriteSeedCorpus(t *testing.T) {
 			Payload: []byte(`{"name":"Zoë","city":"東京"}`), Extra: []byte{1}}})
 		require.NoError(t, err)
 		require.NoError(t, l.Close())
-		b := fs.bytes("/p/" + segName(1))
+		b := fs.Bytes("/p/" + segName(1))
 		write(fmt.Sprintf("%s-two-segments", codec), b)
 		write(fmt.Sprintf("%s-torn-tail", codec), b[:len(b)-5])
 		flipped := append([]byte(nil), b...)

@@ -24,7 +24,7 @@ func Create(dir string, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
-	l := newLog(osFS{}, dir, opts)
+	l := newLog(opts.fsOf(), dir, opts)
 	dev, err := l.fs.Device(dir)
 	if err != nil {
 		return nil, fmt.Errorf("segment log %s: %w", dir, err)

@@ -45,7 +45,7 @@ func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool,
 func (l *Log) dedupLoadLocked() error {
 	d := &l.dedup
 	path := join(l.dir, dedupFileName)
-	f, err := l.fs.OpenFile(path, true)
+	f, err := openAppend(l.fs, path, true)
 	if err != nil {
 		return err
 	}

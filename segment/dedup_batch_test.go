@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/vfs"
 )
 
 type txMatch struct {
@@ -26,7 +27,7 @@ func findAll(t *testing.T, l *Log, txids []string) map[int]txMatch {
 }
 
 func TestFindTransactionsAnswersEachIdLikeFindTransaction(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{Codec: CodecS2})
 	_, err := l.Append(1, recs(0, 40, 50)) // tx-0 .. tx-39 at offsets 1..40
 	require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestFindTransactionsAnswersEachIdLikeFindTransaction(t *testing.T) {
 }
 
 func TestFindTransactionsVerifiesHashMatches(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	_, err := l.Append(1, recs(0, 3, 10))
 	require.NoError(t, err)
@@ -65,7 +66,7 @@ func TestFindTransactionsVerifiesHashMatches(t *testing.T) {
 	// A dedup file that claims "ghost" lives at offset 2 (a forged collision).
 	var hdr [index.DedupHeaderSize]byte
 	index.PutDedupHeader(hdr[:])
-	fs.setBytes("/p/"+dedupFileName, index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2))
+	fs.SetBytes("/p/"+dedupFileName, index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2))
 	l, _ = openMem(t, fs, Options{})
 	got := findAll(t, l, []string{"ghost", "tx-2"})
 	assert.Equal(t, map[int]txMatch{1: {3, rec(2, 0).ID}}, got, "offset 2 holds tx-1, not ghost")
@@ -73,7 +74,7 @@ func TestFindTransactionsVerifiesHashMatches(t *testing.T) {
 }
 
 func TestFindTransactionsOnAnEmptyLog(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	assert.Empty(t, findAll(t, l, []string{"a", "b"}))
 	require.NoError(t, l.Close())
 	assert.ErrorIs(t, l.FindTransactions([]string{"a"}, func(int, uint64, [16]byte) {}), ErrClosed)

@@ -7,10 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/vfs"
 )
 
 func TestFindTransaction(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{Codec: CodecS2})
 	_, err := l.Append(1, recs(0, 50, 100)) // tx-0 .. tx-49 at offsets 1..50
 	require.NoError(t, err)
@@ -47,12 +48,12 @@ func TestFindTransaction(t *testing.T) {
 		assert.Equal(t, c.off, off, c.txid)
 	}
 	require.NoError(t, l.Close())
-	b := fs.bytes("/p/" + dedupFileName)
+	b := fs.Bytes("/p/" + dedupFileName)
 	assert.Len(t, b, index.DedupHeaderSize+101*index.DedupEntrySize, "one entry per transaction id")
 }
 
 func TestFindTransactionVerifiesHashMatches(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	_, err := l.Append(1, recs(0, 3, 10))
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestFindTransactionVerifiesHashMatches(t *testing.T) {
 	var hdr [index.DedupHeaderSize]byte
 	index.PutDedupHeader(hdr[:])
 	b := index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2)
-	fs.setBytes("/p/"+dedupFileName, b)
+	fs.SetBytes("/p/"+dedupFileName, b)
 	l, _ = openMem(t, fs, Options{})
 	_, _, ok, err := l.FindTransaction("ghost")
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func TestFindTransactionVerifiesHashMatches(t *testing.T) {
 }
 
 func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	_, err := l.Append(1, recs(0, 2, 10)) // tx-0, tx-1 at 1, 2
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.dedupFlush()) // the dedup entry reached the disk, the segment did not
 	crashed := fs.Crash(true)
-	crashed.setBytes("/p/"+dedupFileName, fs.bytes("/p/"+dedupFileName))
+	crashed.SetBytes("/p/"+dedupFileName, fs.Bytes("/p/"+dedupFileName))
 	l, _ = openMem(t, crashed, Options{})
 	assert.Equal(t, uint64(3), l.NextOffset())
 	_, err = l.Append(3, []Record{{TransactionID: "new", Payload: []byte("1")}}) // reuses offset 3

@@ -3,6 +3,8 @@ package segment
 import (
 	"errors"
 	"testing"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // FuzzSegmentDecoder: any bytes as a segment file must open, verify and read
@@ -10,18 +12,18 @@ import (
 // what Open keeps must read back without error.
 func FuzzSegmentDecoder(f *testing.F) {
 	for _, codec := range []Codec{CodecNone, CodecS2, CodecZstd} {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		l, _, _ := openLog(fs, "/p", Options{Codec: codec, MinCompressBytes: -1})
 		_, _ = l.Append(100, recs(0, 3, 40))
 		_, _ = l.Append(200, recs(3, 2, 10))
 		_ = l.Close()
-		f.Add(fs.bytes("/p/" + segName(1)))
+		f.Add(fs.Bytes("/p/" + segName(1)))
 	}
 	f.Add([]byte("CMBS\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		_ = fs.MkdirAll("/p")
-		fs.setBytes("/p/"+segName(1), data)
+		fs.SetBytes("/p/"+segName(1), data)
 		_, err := verifyFS(fs, "/p", func(ce *CorruptionError) {
 			if !errors.Is(ce, ErrCorrupt) || ce.StartByte > ce.EndByte || ce.EndByte > int64(len(data)) {
 				t.Fatalf("bad report %+v", ce)

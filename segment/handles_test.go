@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,7 +68,7 @@ func TestHandleCacheBoundsOpenFiles(t *testing.T) {
 }
 
 func TestReleaseThenUseReloads(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 200})
 	for j := range 5 {
 		_, err := l.Append(int64(j+1), recs(j, 1, 150))
@@ -100,7 +101,7 @@ func TestReleaseThenUseReloads(t *testing.T) {
 }
 
 func TestReleaseSyncsUnsyncedAppends(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	_, err := l.Append(1, recs(0, 3, 50))
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestReleaseSyncsUnsyncedAppends(t *testing.T) {
 }
 
 func TestReleaseWaitsForPins(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	_, err := l.Append(1, recs(0, 1, 50))
 	require.NoError(t, err)
 	require.NoError(t, l.pin())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,7 +72,7 @@ func readAll(t testing.TB, l *Log, from uint64) []Message {
 	}
 }
 
-func openMem(t testing.TB, fs *memFS, opts Options) (*Log, *RecoveryReport) {
+func openMem(t testing.TB, fs *vfs.Mem, opts Options) (*Log, *RecoveryReport) {
 	t.Helper()
 	l, rep, err := openLog(fs, "/p", opts)
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ func (l *Log) writeIndexLocked(of *openFile) error {
 	if fi.heap == nil {
 		return nil
 	}
-	back, err := l.fs.OpenIndex(join(l.dir, idxName(fi.base)))
+	back, err := l.fs.OpenMapped(join(l.dir, idxName(fi.base)))
 	if err != nil {
 		return fmt.Errorf("index %s: %w", idxName(fi.base), err)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ func TestLazyIndexFile(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := newMemFS()
+			fs := vfs.NewMem()
 			l, _ := openMem(t, fs, Options{})
 			want := make([]Record, tc.appends)
 			for i := range want {
@@ -37,7 +38,7 @@ func TestLazyIndexFile(t *testing.T) {
 				_, err := l.Append(int64(100+i), want[i:i+1])
 				require.NoError(t, err)
 			}
-			b := fs.bytes(idx)
+			b := fs.Bytes(idx)
 			if !tc.wantFile {
 				assert.Nil(t, b)
 			} else {
@@ -45,7 +46,7 @@ func TestLazyIndexFile(t *testing.T) {
 			}
 			require.NoError(t, l.Close())
 			if tc.wantFile {
-				assert.Len(t, fs.bytes(idx), 32+32*tc.wantEntry, "Close cuts the file to its entries")
+				assert.Len(t, fs.Bytes(idx), 32+32*tc.wantEntry, "Close cuts the file to its entries")
 			}
 			// Reopen: the entries come back from the file or from a scan.
 			l2, rep := openMem(t, fs, Options{})
@@ -62,15 +63,15 @@ func TestLazyIndexFile(t *testing.T) {
 
 // Issue 7: rotation seals a file with its index file; the new active file has none.
 func TestLazyIndexRotationWritesSealedIndex(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 200})
 	for i := 0; i < 3; i++ {
 		_, err := l.Append(int64(100+i), recs(i, 1, 300))
 		require.NoError(t, err)
 	}
-	assert.Len(t, fs.bytes("/p/"+idxName(1)), 32+32, "sealed: index file cut to its one entry")
-	assert.Len(t, fs.bytes("/p/"+idxName(2)), 32+32)
-	assert.Nil(t, fs.bytes("/p/"+idxName(3)), "active: index in memory")
+	assert.Len(t, fs.Bytes("/p/"+idxName(1)), 32+32, "sealed: index file cut to its one entry")
+	assert.Len(t, fs.Bytes("/p/"+idxName(2)), 32+32)
+	assert.Nil(t, fs.Bytes("/p/"+idxName(3)), "active: index in memory")
 	got := readAll(t, l, 1)
 	require.Len(t, got, 3)
 	requireRecord(t, rec(0, 300), got[0])
@@ -79,19 +80,19 @@ func TestLazyIndexRotationWritesSealedIndex(t *testing.T) {
 
 // Issue 7: a torn tail of an active file with no index file is cut like any other.
 func TestLazyIndexTornTail(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{})
 	for i := 0; i < 3; i++ {
 		_, err := l.Append(int64(100+i), recs(i*2, 2, 40))
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Sync())
-	lastStart := len(fs.bytes("/p/" + segName(1)))
+	lastStart := len(fs.Bytes("/p/" + segName(1)))
 	_, err := l.Append(400, recs(6, 2, 40))
 	require.NoError(t, err)
-	full := fs.bytes("/p/" + segName(1))
+	full := fs.Bytes("/p/" + segName(1))
 	crashed := fs.Crash(true)
-	crashed.setBytes("/p/"+segName(1), full[:lastStart+HeaderSize+5])
+	crashed.SetBytes("/p/"+segName(1), full[:lastStart+HeaderSize+5])
 	l2, rep := openMem(t, crashed, Options{})
 	assert.Equal(t, int64(HeaderSize+5), rep.TruncatedBytes)
 	assert.Equal(t, uint64(7), rep.LostFirstOffset)
@@ -105,7 +106,7 @@ func TestLazyIndexTornTail(t *testing.T) {
 // Issue 7: a released log reopens its small active file from the in-memory
 // index it kept, and appends continue into it.
 func TestLazyIndexReleaseReload(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _, err := openLog(fs, "/p", Options{Handles: NewHandleCache(64)})
 	require.NoError(t, err)
 	for i := 0; i < 3; i++ {
@@ -122,10 +123,10 @@ func TestLazyIndexReleaseReload(t *testing.T) {
 		_, err := l.Append(int64(100+i), recs(i, 1, 20))
 		require.NoError(t, err)
 	}
-	require.NotNil(t, fs.bytes("/p/"+idxName(1)), "written at the Nth segment")
+	require.NotNil(t, fs.Bytes("/p/"+idxName(1)), "written at the Nth segment")
 	require.Len(t, readAll(t, l, 1), LazyIndexSegments)
 	require.NoError(t, l.Close())
-	assert.Len(t, fs.bytes("/p/"+idxName(1)), 32+32*LazyIndexSegments)
+	assert.Len(t, fs.Bytes("/p/"+idxName(1)), 32+32*LazyIndexSegments)
 }
 
 // Issue 7: fsck's test of whether an active file may lack its index file.

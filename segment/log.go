@@ -121,7 +121,7 @@ func parseSegName(name string) (uint64, bool) {
 // A gap in the offsets between two files is refused unless the partition's
 // QUARANTINE marker (quarantine.go) lists it. Verify scans everything.
 func Open(dir string, opts Options) (*Log, *RecoveryReport, error) {
-	return openLog(osFS{}, dir, opts)
+	return openLog(opts.fsOf(), dir, opts)
 }
 
 func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, error) {
@@ -262,7 +262,7 @@ func (l *Log) Summary() Summary {
 // s. s must describe the directory as a clean Close left it; if the files say
 // otherwise at the first use, the files win.
 func OpenSummary(dir string, opts Options, s Summary) *Log {
-	l := newLog(osFS{}, dir, opts)
+	l := newLog(opts.fsOf(), dir, opts)
 	l.unlisted = true
 	l.next, l.lastTs, l.lazyFirst = max(s.NextOffset, 1), s.LastTimestampMicros, s.FirstOffset
 	l.lazyActive = s.ActiveBase

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,8 +65,8 @@ func TestRoundTripEveryCodecAndPayloadSize(t *testing.T) {
 }
 
 // storedCodec returns the codec in the header of the segment at pos of file.
-func storedCodec(t *testing.T, fs *memFS, name string, pos int) Codec {
-	b := fs.bytes(name)
+func storedCodec(t *testing.T, fs *vfs.Mem, name string, pos int) Codec {
+	b := fs.Bytes(name)
 	h, err := parseHeader(b[pos:])
 	require.NoError(t, err)
 	return h.codec
@@ -94,7 +95,7 @@ func TestCodecChoice(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fs := newMemFS()
+			fs := vfs.NewMem()
 			l, _ := openMem(t, fs, c.opts)
 			_, err := l.Append(5, c.recs)
 			require.NoError(t, err)
@@ -105,7 +106,7 @@ func TestCodecChoice(t *testing.T) {
 }
 
 func TestReadBudgets(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	for i := 0; i < 5; i++ {
 		_, err := l.Append(int64(i), recs(i*10, 10, 100)) // offsets 10i+1 .. 10i+10
 		require.NoError(t, err)
@@ -143,7 +144,7 @@ func TestReadBudgets(t *testing.T) {
 }
 
 func TestStringsOutliveTheReadBuffer(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	_, err := l.Append(1, recs(0, 3, 50))
 	require.NoError(t, err)
 	var rb ReadBuffer
@@ -158,7 +159,7 @@ func TestStringsOutliveTheReadBuffer(t *testing.T) {
 }
 
 func TestTimestampsNeverGoBackwards(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	_, err := l.Append(500, recs(0, 1, 10))
 	require.NoError(t, err)
 	_, err = l.Append(400, recs(1, 1, 10)) // clock stepped back
@@ -169,7 +170,7 @@ func TestTimestampsNeverGoBackwards(t *testing.T) {
 }
 
 func TestAppendErrors(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	_, err := l.Append(1, nil)
 	assert.ErrorIs(t, err, ErrEmptySegment)
 	require.NoError(t, l.Close())
@@ -183,7 +184,7 @@ func TestAppendErrors(t *testing.T) {
 
 func TestRotationBySizeAndAge(t *testing.T) {
 	t.Run("size", func(t *testing.T) {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		l, _ := openMem(t, fs, Options{MaxFileBytes: 1000})
 		for i := 0; i < 10; i++ {
 			_, err := l.Append(int64(i), recs(i*5, 5, 100)) // ~600 B a segment
@@ -206,7 +207,7 @@ func TestRotationBySizeAndAge(t *testing.T) {
 		assert.Len(t, readAll(t, l, 1), 50)
 	})
 	t.Run("age", func(t *testing.T) {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		l, _ := openMem(t, fs, Options{MaxFileAge: 10 * time.Millisecond}) // 10,000 µs of segment timestamps
 		for _, ts := range []int64{0, 5_000, 9_999, 10_000, 19_000, 20_000} {
 			_, err := l.Append(ts, recs(int(ts), 1, 10))
@@ -224,7 +225,7 @@ func TestRotationBySizeAndAge(t *testing.T) {
 }
 
 func TestDeleteFilesBefore(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 1000})
 	for i := 0; i < 10; i++ {
 		_, err := l.Append(int64(i*10), recs(i*5, 5, 100))
@@ -264,7 +265,7 @@ func TestDeleteFilesBefore(t *testing.T) {
 }
 
 func TestReadConcurrentWithAppend(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{MaxFileBytes: 4096, Codec: CodecS2, MinCompressBytes: -1})
+	l, _ := openMem(t, vfs.NewMem(), Options{MaxFileBytes: 4096, Codec: CodecS2, MinCompressBytes: -1})
 	const segs = 200
 	done := make(chan struct{})
 	var wg sync.WaitGroup

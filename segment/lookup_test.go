@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,7 @@ func TestTimeIndexSemantics(t *testing.T) {
 		name string
 		max  int64
 	}{{"one file", 1 << 20}, {"a file per segment", 500}} {
-		fs := newMemFS()
+		fs := vfs.NewMem()
 		l, _ := openMem(t, fs, Options{MaxFileBytes: layout.max})
 		for i, ts := range stamps {
 			_, err := l.Append(ts, recs(i*4, 4, 100))
@@ -65,7 +66,7 @@ func TestTimeIndexSemantics(t *testing.T) {
 }
 
 func TestTimeIndexAfterRetention(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 500})
 	for i, ts := range []int64{100, 200, 300} {
 		_, err := l.Append(ts, recs(i*4, 4, 100))
@@ -80,7 +81,7 @@ func TestTimeIndexAfterRetention(t *testing.T) {
 }
 
 func TestTimeIndexEmptyLog(t *testing.T) {
-	l, _ := openMem(t, newMemFS(), Options{})
+	l, _ := openMem(t, vfs.NewMem(), Options{})
 	assert.Equal(t, uint64(1), l.OffsetAtOrAfterTime(0))
 	assert.Equal(t, uint64(0), l.LastOffsetAtOrBefore(0))
 	assert.Equal(t, int64(0), l.LastTimestamp())

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // QuarantineFileName is the marker in a partition directory that lists the
@@ -157,7 +159,7 @@ func AddQuarantined(dir string, r OffsetRange, note string) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
 	}
-	if err := (osFS{}).SyncDir(dir); err != nil {
+	if err := vfs.OS.SyncDir(dir); err != nil {
 		return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
 	}
 	return nil
@@ -182,7 +184,7 @@ func writeSynced(path string, data []byte) error {
 // readQuarantineFS reads the marker through the Log's file system seam (so
 // the crash-simulating tests see it too); nil when there is none.
 func readQuarantineFS(fsys fileSystem, dir string) ([]OffsetRange, error) {
-	f, err := fsys.OpenFile(join(dir, QuarantineFileName), false)
+	f, err := openAppend(fsys, join(dir, QuarantineFileName), false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

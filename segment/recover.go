@@ -25,7 +25,7 @@ import (
 func (l *Log) openFileInfo(fi *fileInfo, tail, fill, active bool, rep *RecoveryReport) (*openFile, error) {
 	segPath := join(l.dir, segName(fi.base))
 	idxPath := join(l.dir, idxName(fi.base))
-	seg, err := l.fs.OpenFile(segPath, false)
+	seg, err := openAppend(l.fs, segPath, false)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill, active bool, rep *RecoveryR
 			fi.heap = &heapBacking{}
 		}
 		back = fi.heap
-	} else if back, err = l.fs.OpenIndex(idxPath); err != nil {
+	} else if back, err = l.fs.OpenMapped(idxPath); err != nil {
 		_ = seg.Close()
 		return nil, err
 	}

@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // threeSegments writes segments of offsets 1-4, 5-8, 9-12 and returns the
 // byte position where the last one starts and the file size.
-func threeSegments(t *testing.T, fs *memFS, opts Options) (lastStart, size int) {
+func threeSegments(t *testing.T, fs *vfs.Mem, opts Options) (lastStart, size int) {
 	withIndexFiles(t) // these tests damage a file whose index lists its segments
 	l, _ := openMem(t, fs, opts)
 	for i := 0; i < 3; i++ {
@@ -20,7 +21,7 @@ func threeSegments(t *testing.T, fs *memFS, opts Options) (lastStart, size int) 
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Close())
-	b := fs.bytes("/p/" + segName(1))
+	b := fs.Bytes("/p/" + segName(1))
 	h1, err := parseHeader(b)
 	require.NoError(t, err)
 	h2, err := parseHeader(b[h1.size():])
@@ -33,9 +34,9 @@ func TestTornTailAtEveryByte(t *testing.T) {
 	for _, codec := range []Codec{CodecNone, CodecS2} {
 		for _, tail := range []string{"cut", "cut + zeros", "cut + garbage"} {
 			t.Run(codec.String()+"/"+tail, func(t *testing.T) {
-				orig := newMemFS()
+				orig := vfs.NewMem()
 				lastStart, size := threeSegments(t, orig, Options{Codec: codec, MinCompressBytes: -1})
-				full := orig.bytes("/p/" + segName(1))
+				full := orig.Bytes("/p/" + segName(1))
 				for cut := lastStart; cut < size; cut++ {
 					fs := orig.Crash(true) // the index still lists all three segments
 					b := append([]byte(nil), full[:cut]...)
@@ -47,7 +48,7 @@ func TestTornTailAtEveryByte(t *testing.T) {
 							b = append(b, byte(i*37+cut))
 						}
 					}
-					fs.setBytes("/p/"+segName(1), b)
+					fs.SetBytes("/p/"+segName(1), b)
 					l, rep := openMem(t, fs, Options{})
 					require.Equal(t, uint64(9), l.NextOffset(), "cut at %d", cut)
 					switch {
@@ -73,7 +74,7 @@ func TestTornTailAtEveryByte(t *testing.T) {
 						assert.GreaterOrEqual(t, rep.LostLastOffset, uint64(9), "cut at %d", cut)
 					}
 					assert.Equal(t, []string{"/p/" + idxName(1)}, rep.IndexesRebuilt, "cut at %d", cut)
-					assert.Len(t, fs.bytes("/p/"+segName(1)), lastStart)
+					assert.Len(t, fs.Bytes("/p/"+segName(1)), lastStart)
 					// The log goes on from the cut.
 					first, err := l.Append(400, recs(100, 2, 10))
 					require.NoError(t, err)
@@ -91,9 +92,9 @@ func TestTornTailAtEveryByte(t *testing.T) {
 
 // Issue 2: a flipped byte in the header or the payload is detected by the checksum.
 func TestFlippedByteDetected(t *testing.T) {
-	orig := newMemFS()
+	orig := vfs.NewMem()
 	lastStart, _ := threeSegments(t, orig, Options{})
-	full := orig.bytes("/p/" + segName(1))
+	full := orig.Bytes("/p/" + segName(1))
 	h1, _ := parseHeader(full)
 	// Flip each byte of the middle segment: Open (which verifies only the
 	// tail) succeeds, Read and Verify report exactly that segment.
@@ -101,7 +102,7 @@ func TestFlippedByteDetected(t *testing.T) {
 		fs := orig.Crash(true)
 		b := append([]byte(nil), full...)
 		b[at] ^= 0x40
-		fs.setBytes("/p/"+segName(1), b)
+		fs.SetBytes("/p/"+segName(1), b)
 		l, rep := openMem(t, fs, Options{})
 		require.False(t, rep.Repaired(), "flip at %d", at)
 		var rb ReadBuffer
@@ -124,14 +125,14 @@ func TestFlippedByteDetected(t *testing.T) {
 }
 
 func TestFlippedByteInLastSegmentIsTruncatedOnOpen(t *testing.T) {
-	orig := newMemFS()
+	orig := vfs.NewMem()
 	lastStart, size := threeSegments(t, orig, Options{})
-	full := orig.bytes("/p/" + segName(1))
+	full := orig.Bytes("/p/" + segName(1))
 	for _, at := range []int{lastStart, lastStart + 8, lastStart + 40, lastStart + HeaderSize, size - 1} {
 		fs := orig.Crash(true)
 		b := append([]byte(nil), full...)
 		b[at] ^= 1
-		fs.setBytes("/p/"+segName(1), b)
+		fs.SetBytes("/p/"+segName(1), b)
 		l, rep := openMem(t, fs, Options{})
 		assert.Equal(t, uint64(9), l.NextOffset(), "flip at %d", at)
 		assert.Equal(t, int64(size-lastStart), rep.TruncatedBytes, "flip at %d", at)
@@ -140,16 +141,16 @@ func TestFlippedByteInLastSegmentIsTruncatedOnOpen(t *testing.T) {
 }
 
 func TestCorruptSealedFileFailsOpenWhenIndexMustBeRebuilt(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 300})
 	for i := 0; i < 4; i++ {
 		_, err := l.Append(int64(i), recs(i*4, 4, 60)) // one segment > 300 B: one file each
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Close())
-	b := fs.bytes("/p/" + segName(5))
+	b := fs.Bytes("/p/" + segName(5))
 	b[HeaderSize+3] ^= 0xff
-	fs.setBytes("/p/"+segName(5), b)
+	fs.SetBytes("/p/"+segName(5), b)
 	require.NoError(t, fs.Remove("/p/"+idxName(5)))
 	_, _, err := openLog(fs, "/p", Options{})
 	var ce *CorruptionError
@@ -221,14 +222,14 @@ func TestIndexRebuilt(t *testing.T) {
 }
 
 func TestOpenRejectsGapBetweenFiles(t *testing.T) {
-	fs := newMemFS()
+	fs := vfs.NewMem()
 	l, _ := openMem(t, fs, Options{MaxFileBytes: 300})
 	for i := 0; i < 3; i++ {
 		_, err := l.Append(int64(i), recs(i*4, 4, 60))
 		require.NoError(t, err)
 	}
 	require.NoError(t, l.Close())
-	fs.setBytes("/p/"+segName(5), nil) // a sealed file emptied
+	fs.SetBytes("/p/"+segName(5), nil) // a sealed file emptied
 	_, _, err := openLog(fs, "/p", Options{})
 	assert.True(t, errors.Is(err, ErrCorrupt), "%v", err)
 }

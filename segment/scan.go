@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/vfs"
 )
 
 // SegmentInfo is one segment as Scan found it.
@@ -43,7 +44,7 @@ type SegmentInfo struct {
 // it is opened is skipped. The segment index, when it matches the file, is
 // used only to find where offset from starts.
 func Scan(dir string, from uint64, fn func(SegmentInfo, []Message) bool) error {
-	names, err := osFS{}.List(dir)
+	names, err := vfs.OS.List(dir)
 	if err != nil {
 		return fmt.Errorf("segment scan %s: %w", dir, err)
 	}

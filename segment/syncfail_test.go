@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,33 +13,16 @@ var errInjectedEIO = errors.New("injected EIO")
 
 // failOnceFS fails the first fdatasync of any file, then succeeds: what Linux
 // does after it dropped the dirty pages of a failed writeback.
-type failOnceFS struct {
-	*memFS
-	failed bool
-}
-
-func (f *failOnceFS) OpenFile(name string, create bool) (file, error) {
-	h, err := f.memFS.OpenFile(name, create)
-	return failOnceFile{h, f}, err
-}
-
-type failOnceFile struct {
-	file
-	fs *failOnceFS
-}
-
-func (f failOnceFile) Sync() error {
-	if !f.fs.failed {
-		f.fs.failed = true
-		return errInjectedEIO
-	}
-	return f.file.Sync()
+func failOnceFS() *vfs.Faulty {
+	f := vfs.NewFaulty(vfs.NewMem())
+	f.Inject(vfs.Fault{Op: vfs.OpSync, Count: 1, Err: errInjectedEIO})
+	return f
 }
 
 // A failed fdatasync is sticky: no later Sync may report the log durable, and
 // Append refuses, until the log is reopened (which verifies its tail again).
 func TestSyncFailureIsSticky(t *testing.T) {
-	fs := &failOnceFS{memFS: newMemFS()}
+	fs := failOnceFS()
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 3, 10))

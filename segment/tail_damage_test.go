@@ -3,6 +3,7 @@ package segment
 import (
 	"testing"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,9 +14,9 @@ import (
 // *CorruptionError naming the file, the damaged byte range and its offsets, and
 // leaves the file as it was.
 func TestOpenRefusesDamageFollowedByWholeSegment(t *testing.T) {
-	orig := newMemFS()
+	orig := vfs.NewMem()
 	lastStart, size := threeSegments(t, orig, Options{}) // offsets 1-4, 5-8, 9-12
-	full := orig.bytes("/p/" + segName(1))
+	full := orig.Bytes("/p/" + segName(1))
 	h1, err := parseHeader(full)
 	require.NoError(t, err)
 	secondStart := int(h1.size())
@@ -36,13 +37,13 @@ func TestOpenRefusesDamageFollowedByWholeSegment(t *testing.T) {
 			fs := orig.Crash(true)
 			b := append([]byte(nil), full...)
 			b[secondStart+tc.at] ^= 0x40
-			fs.setBytes("/p/"+segName(1), b)
+			fs.SetBytes("/p/"+segName(1), b)
 			switch tc.index {
 			case "dropped":
 				require.NoError(t, fs.Remove("/p/"+idxName(1)))
 			case "first only":
-				idx := fs.bytes("/p/" + idxName(1))
-				fs.setBytes("/p/"+idxName(1), idx[:len(idx)-2*32]) // header + first entry
+				idx := fs.Bytes("/p/" + idxName(1))
+				fs.SetBytes("/p/"+idxName(1), idx[:len(idx)-2*32]) // header + first entry
 			}
 			_, _, err := openLog(fs, "/p", Options{})
 			var ce *CorruptionError
@@ -53,7 +54,7 @@ func TestOpenRefusesDamageFollowedByWholeSegment(t *testing.T) {
 			assert.Equal(t, int64(lastStart), ce.EndByte, "the range ends where the next whole segment starts")
 			assert.Equal(t, uint64(5), ce.FirstOffset)
 			assert.Equal(t, uint64(8), ce.LastOffset)
-			assert.Equal(t, b, fs.bytes("/p/"+segName(1)), "nothing truncated")
+			assert.Equal(t, b, fs.Bytes("/p/"+segName(1)), "nothing truncated")
 			assert.Len(t, b, size)
 		})
 	}
@@ -62,9 +63,9 @@ func TestOpenRefusesDamageFollowedByWholeSegment(t *testing.T) {
 // A whole segment whose checksum verifies but whose base offset is wrong is not
 // a torn write either: Open refuses instead of cutting it off.
 func TestOpenRefusesWholeSegmentOutOfOrder(t *testing.T) {
-	orig := newMemFS()
+	orig := vfs.NewMem()
 	lastStart, size := threeSegments(t, orig, Options{})
-	full := orig.bytes("/p/" + segName(1))
+	full := orig.Bytes("/p/" + segName(1))
 	b := append([]byte(nil), full...)
 	h, err := parseHeader(b[lastStart:])
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestOpenRefusesWholeSegmentOutOfOrder(t *testing.T) {
 		b[lastStart+40+i] = byte(sum >> (8 * i))
 	}
 	fs := orig.Crash(false)
-	fs.setBytes("/p/"+segName(1), b)
+	fs.SetBytes("/p/"+segName(1), b)
 	_, _, err = openLog(fs, "/p", Options{})
 	var ce *CorruptionError
 	require.ErrorAs(t, err, &ce)
@@ -83,21 +84,21 @@ func TestOpenRefusesWholeSegmentOutOfOrder(t *testing.T) {
 	assert.Equal(t, int64(size), ce.EndByte)
 	assert.Equal(t, uint64(20), ce.FirstOffset)
 	assert.Equal(t, uint64(23), ce.LastOffset)
-	assert.Equal(t, b, fs.bytes("/p/"+segName(1)))
+	assert.Equal(t, b, fs.Bytes("/p/"+segName(1)))
 }
 
 // The rule's other half: damage with nothing whole after it is still a torn
 // tail, cut and reported, whatever the state of the index.
 func TestOpenStillTruncatesTornTailWithoutWholeSegmentAfter(t *testing.T) {
-	orig := newMemFS()
+	orig := vfs.NewMem()
 	lastStart, size := threeSegments(t, orig, Options{})
-	full := orig.bytes("/p/" + segName(1))
+	full := orig.Bytes("/p/" + segName(1))
 	for _, keepIndex := range []bool{true, false} {
 		fs := orig.Crash(keepIndex)
 		b := append([]byte(nil), full...)
 		b[lastStart+HeaderSize+1] ^= 0x01
 		b = append(b, make([]byte, 64)...) // zeros after a damaged last segment
-		fs.setBytes("/p/"+segName(1), b)
+		fs.SetBytes("/p/"+segName(1), b)
 		l, rep := openMem(t, fs, Options{})
 		assert.Equal(t, uint64(9), l.NextOffset())
 		assert.Equal(t, int64(size+64-lastStart), rep.TruncatedBytes)
@@ -112,22 +113,22 @@ func TestOpenStillTruncatesTornTailWithoutWholeSegmentAfter(t *testing.T) {
 func TestOpenRefusesMidFileDamageAtEveryByte(t *testing.T) {
 	for _, codec := range []Codec{CodecNone, CodecS2} {
 		t.Run(codec.String(), func(t *testing.T) {
-			orig := newMemFS()
+			orig := vfs.NewMem()
 			lastStart, _ := threeSegments(t, orig, Options{Codec: codec, MinCompressBytes: -1})
-			full := orig.bytes("/p/" + segName(1))
+			full := orig.Bytes("/p/" + segName(1))
 			h1, err := parseHeader(full)
 			require.NoError(t, err)
 			for at := int(h1.size()); at < lastStart; at++ {
 				fs := orig.Crash(false)
 				b := append([]byte(nil), full...)
 				b[at] ^= 0x01
-				fs.setBytes("/p/"+segName(1), b)
+				fs.SetBytes("/p/"+segName(1), b)
 				_, _, err := openLog(fs, "/p", Options{})
 				var ce *CorruptionError
 				require.ErrorAs(t, err, &ce, "flip at %d", at)
 				assert.Equal(t, h1.size(), ce.StartByte, "flip at %d", at)
 				assert.Equal(t, int64(lastStart), ce.EndByte, "flip at %d", at)
-				assert.Equal(t, b, fs.bytes("/p/"+segName(1)), "flip at %d: nothing truncated", at)
+				assert.Equal(t, b, fs.Bytes("/p/"+segName(1)), "flip at %d: nothing truncated", at)
 			}
 		})
 	}

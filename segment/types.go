@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // Codec names how a segment's record block is stored (header flags bits 0-1).
@@ -54,6 +56,7 @@ type Options struct {
 	Codec            Codec         // preferred codec; the zero value is CodecNone (see DefaultCodec for the measured recommendation)
 	MinCompressBytes int           // record blocks below this many bytes stay uncompressed; default 1024 (0 = default, <0 = always try)
 	Handles          *HandleCache  // shared bound on open file handles (handles.go); nil = no bound, every Log keeps its active file open
+	FS               vfs.FS        // the file system (package vfs); nil = vfs.OS
 }
 
 // DefaultCodec is the codec the broker should ask for: measured on 100 × 200 B

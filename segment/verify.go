@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // VerifyStats summarises a Verify scan.
@@ -26,7 +28,7 @@ type VerifyStats struct {
 // The returned error is for I/O failures only. Read-only: safe on a live
 // directory, though segments being appended may show up as a torn tail.
 func Verify(dir string, damage func(*CorruptionError)) (VerifyStats, error) {
-	return verifyFS(osFS{}, dir, damage)
+	return verifyFS(vfs.OS, dir, damage)
 }
 
 func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (VerifyStats, error) {
@@ -43,7 +45,7 @@ func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (Verif
 			continue
 		}
 		path := join(dir, name)
-		f, err := fsys.OpenFile(path, false)
+		f, err := openAppend(fsys, path, false)
 		if err != nil {
 			return st, fmt.Errorf("verify %s: %w", path, err)
 		}
