@@ -1,0 +1,237 @@
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/combmq/comb/record"
+)
+
+// Kind says what a journal record changes.
+type Kind byte
+
+// The record kinds (doc.go has their bodies).
+const (
+	KindQueuePut        Kind = 1 // queue created or reconfigured (whole replace)
+	KindPartitionCreate Kind = 2
+	KindQueueDelete     Kind = 3
+	KindDescribed       Kind = 4 // every directory made before it carries a DESCRIPTOR
+)
+
+// Limits. A queue, partition or label name is at most 255 characters (spec
+// 0.4), so at most 1020 bytes of UTF-8; MaxBody leaves room for options added
+// later while staying far below what a damaged length field would claim.
+const (
+	MaxStringBytes = 1020
+	MaxBody        = 64 << 10
+)
+
+// Errors.
+var (
+	// ErrRecordTooLarge is returned by Append for a record the reader would
+	// refuse (a string over MaxStringBytes); nothing is written.
+	ErrRecordTooLarge = errors.New("meta: record over its limits")
+	// ErrBody marks a body that passed its checksum but does not decode: a bug
+	// or a newer format, never a torn write.
+	ErrBody = errors.New("meta: malformed record body")
+)
+
+// JournalFormat frames the journal's records (tools and tests that craft
+// journals frame their bodies with it).
+var JournalFormat = record.NewFormat("CMTJ", MaxBody)
+
+// Record is one metadata change. Fields its Kind does not use stay zero.
+type Record struct {
+	Kind      Kind
+	ID        [16]byte // queue id (put, delete) or partition id (create)
+	QueueID   [16]byte // partition create only
+	CreatedAt int64    // µs
+	Name      string
+	Namespace string
+	Task      string
+	Opts      QueueOptions
+}
+
+// Check returns ErrRecordTooLarge (wrapped, naming the field) when r holds a
+// string over MaxStringBytes, or ErrBody for an unknown kind.
+func (r *Record) Check() error {
+	for _, f := range []struct{ name, v string }{{"name", r.Name}, {"namespace", r.Namespace}, {"task", r.Task}} {
+		if len(f.v) > MaxStringBytes {
+			return fmt.Errorf("%w: %s is %d bytes, at most %d", ErrRecordTooLarge, f.name, len(f.v), MaxStringBytes)
+		}
+	}
+	if r.Kind < KindQueuePut || r.Kind > KindDescribed {
+		return fmt.Errorf("%w: unknown kind %d", ErrBody, r.Kind)
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendBody appends r's body (no framing) to b.
+func (r *Record) appendBody(b []byte) []byte {
+	b = append(b, byte(r.Kind))
+	b = append(b, r.ID[:]...)
+	switch r.Kind {
+	case KindQueuePut:
+		b = binary.AppendVarint(b, r.CreatedAt)
+		b = appendString(b, r.Name)
+		b = appendString(b, r.Namespace)
+		b = appendString(b, r.Task)
+		o := r.Opts
+		ints := optionInts(&o)
+		b = binary.AppendUvarint(b, uint64(len(ints)))
+		for _, p := range ints {
+			b = binary.AppendVarint(b, *p)
+		}
+		var flags uint64
+		for i, p := range optionFlags(&o) {
+			if *p {
+				flags |= 1 << i
+			}
+		}
+		b = binary.AppendUvarint(b, flags)
+	case KindPartitionCreate:
+		b = append(b, r.QueueID[:]...)
+		b = binary.AppendVarint(b, r.CreatedAt)
+		b = appendString(b, r.Name)
+	}
+	return b
+}
+
+// appendFrame appends r as one journal frame to b.
+//
+// Errors: ErrRecordTooLarge, ErrBody (b is returned unchanged).
+func (r *Record) appendFrame(b []byte) ([]byte, error) {
+	if err := r.Check(); err != nil {
+		return b, err
+	}
+	b, start := JournalFormat.Begin(b)
+	b = r.appendBody(b)
+	b, err := JournalFormat.Finish(b, start)
+	if err != nil {
+		return b, fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+	}
+	return b, nil
+}
+
+// reader decodes the fields of a body; the first failure sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (d *reader) fail() {
+	if d.err == nil {
+		d.err = ErrBody
+	}
+}
+
+func (d *reader) byte1() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *reader) bytes16() (v [16]byte) {
+	if len(d.b) < 16 {
+		d.fail()
+		return v
+	}
+	copy(v[:], d.b)
+	d.b = d.b[16:]
+	return v
+}
+
+func (d *reader) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *reader) str() string {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.b)) || n > MaxStringBytes {
+		d.fail()
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// end fails unless every byte was consumed.
+func (d *reader) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail()
+	}
+	return d.err
+}
+
+// decodeRecord decodes one record body. It never panics on any input.
+//
+// Errors: ErrBody (wrapped).
+func decodeRecord(body []byte) (Record, error) {
+	var r Record
+	d := &reader{b: body}
+	r.Kind = Kind(d.byte1())
+	r.ID = d.bytes16()
+	switch r.Kind {
+	case KindQueuePut:
+		r.CreatedAt = d.varint()
+		r.Name = d.str()
+		r.Namespace = d.str()
+		r.Task = d.str()
+		r.Opts = DefaultQueueOptions()
+		ints := optionInts(&r.Opts)
+		n := d.uvarint()
+		if n > 64 {
+			d.fail()
+		}
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			v := d.varint()
+			if i < uint64(len(ints)) {
+				*ints[i] = v
+			}
+		}
+		flags := d.uvarint()
+		for i, p := range optionFlags(&r.Opts) {
+			*p = flags&(1<<i) != 0
+		}
+	case KindPartitionCreate:
+		r.QueueID = d.bytes16()
+		r.CreatedAt = d.varint()
+		r.Name = d.str()
+	case KindQueueDelete, KindDescribed:
+	default:
+		if d.err == nil {
+			return r, fmt.Errorf("%w: unknown kind %d", ErrBody, r.Kind)
+		}
+	}
+	if err := d.end(); err != nil {
+		return r, fmt.Errorf("%w (kind %d)", err, r.Kind)
+	}
+	return r, nil
+}
