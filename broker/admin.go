@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/meta"
 )
 
 // Configure creates or reconfigures a queue (spec 2): a whole replace of
@@ -25,18 +27,29 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 	}
 	opts := req.Options
 	opts.MinPopWaitTime = min(max(opts.MinPopWaitTime, 0), 60000)
-	parts, err := b.ensurePartitions([]partKey{{req.Queue, DefaultPartition}})
-	if err != nil {
-		return ConfigureResult{}, err
+	var parts []*partition
+	var q *queue
+	for {
+		var err error
+		if parts, err = b.ensurePartitions([]partKey{{req.Queue, DefaultPartition}}); err != nil {
+			return ConfigureResult{}, err
+		}
+		q = parts[0].q
+		b.metaMu.Lock()
+		if !q.deleted.Load() {
+			break // deleted in between: make it again
+		}
+		b.metaMu.Unlock()
 	}
-	q := parts[0].q
-	b.mu.Lock()
-	err = b.meta.append(metaRecord{Kind: metaQueuePut, ID: q.id, CreatedAt: q.createdAt, Name: q.name,
+	err := b.meta.Append(meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: q.createdAt, Name: q.name,
 		Namespace: req.Namespace, Task: req.Task, Opts: opts})
 	if err == nil {
 		q.conf.Store(&queueConf{namespace: req.Namespace, task: req.Task, opts: opts})
 	}
-	b.mu.Unlock()
+	b.metaMu.Unlock()
+	if errors.Is(err, meta.ErrRecordTooLarge) {
+		return ConfigureResult{}, BadRequest("namespace and task must be at most 255 characters")
+	}
 	if err != nil {
 		return ConfigureResult{}, fmt.Errorf("broker: configure %s: %w", req.Queue, err)
 	}
@@ -239,22 +252,23 @@ func (b *Broker) DeleteGroup(group, queueName string, deleteMetadata bool) (int,
 // whether the queue existed; deleting a missing queue is not an error.
 //
 // Durability: the delete is journaled (fsynced) first; files are removed
-// after, and a crash in between is finished by Open (removeStrayDirs).
+// after, and a crash in between is finished by Open (checkStrayDirs).
 func (b *Broker) DeleteQueue(name string) (bool, error) {
 	if err := b.enter(); err != nil {
 		return false, err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	q := b.queues[name]
+	b.metaMu.Lock()
+	q := b.lookupQueue(name)
 	if q == nil {
-		b.mu.Unlock()
+		b.metaMu.Unlock()
 		return false, b.deleteSubscriptionsOf(name)
 	}
-	if err := b.meta.append(metaRecord{Kind: metaQueueDelete, ID: q.id}); err != nil {
-		b.mu.Unlock()
+	if err := b.meta.Append(meta.Record{Kind: meta.KindQueueDelete, ID: q.id}); err != nil {
+		b.metaMu.Unlock()
 		return true, fmt.Errorf("broker: delete queue %s: %w", name, err)
 	}
+	b.mu.Lock()
 	delete(b.queues, name)
 	parts := q.partitionsSnapshot()
 	for _, p := range parts {
@@ -263,6 +277,7 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	}
 	q.deleted.Store(true)
 	b.mu.Unlock()
+	b.metaMu.Unlock()
 
 	ids := make(map[[16]byte]bool, len(parts))
 	for _, p := range parts {

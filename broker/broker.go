@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 	"github.com/rs/zerolog"
 )
 
@@ -27,7 +28,8 @@ type Broker struct {
 	syncMode  segment.SyncPolicy
 	segOpts   segment.Options
 	lockFile  *os.File
-	meta      *metaJournal
+	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
+	meta      *meta.Journal // the metadata journal; appends under metaMu
 	cur       *cursor.Engine
 	committer *segment.Committer
 	handles   *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
@@ -40,9 +42,15 @@ type Broker struct {
 	mm        maintMode    // push and pop maintenance modes (maintmode.go)
 	rates     rateSample   // throughput of the resources overview (resources.go)
 
-	// mu is the registry lock: queue and partition maps and the metadata
-	// journal. The hot paths take it shared; only creation and deletion take
-	// it exclusively.
+	// metaMu serialises metadata changes (creating, configuring and deleting
+	// queues and partitions): it is held across their directory and journal
+	// fsyncs so that changes reach the journal in the order they take effect.
+	// It is not the registry lock: pushes, pops and acks on existing
+	// partitions never wait for it. Lock order: metaMu → mu.
+	metaMu sync.Mutex
+	// mu is the registry lock: the queue and partition maps. The hot paths
+	// take it shared; creation and deletion take it exclusively, only to
+	// change the maps (never across a sync).
 	mu        sync.RWMutex
 	queues    map[string]*queue
 	parts     map[[16]byte]*partition
@@ -180,11 +188,16 @@ func Open(cfg Config) (*Broker, error) {
 		syncMode: policy,
 		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec},
 		lockFile: lock,
+		fs:       cfg.FS,
 		queues:   make(map[string]*queue),
 		parts:    make(map[[16]byte]*partition),
 		closing:  make(chan struct{}),
 		anyGate:  newWakeGate(),
 	}
+	if b.fs == nil {
+		b.fs = vfs.OS
+	}
+	b.segOpts.FS = b.fs
 	if cfg.MaxOpenFiles > 0 {
 		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
 		b.segOpts.Handles = b.handles
@@ -206,14 +219,9 @@ func Open(cfg Config) (*Broker, error) {
 func (b *Broker) noSync() bool { return b.syncMode == segment.SyncNever }
 
 func (b *Broker) open() error {
-	j, rep, err := openMetaJournal(filepath.Join(b.dir, "meta"), b.noSync())
+	st, err := b.openMeta()
 	if err != nil {
 		return err
-	}
-	b.meta = j
-	if rep.TruncatedBytes > 0 {
-		b.log.Warn().Int64("bytes", rep.TruncatedBytes).Int64("at", rep.TruncatedAt).
-			Msg("metadata journal: truncated a torn tail")
 	}
 	if b.summaries, err = b.takeCleanMarker(); err != nil {
 		return err
@@ -221,9 +229,12 @@ func (b *Broker) open() error {
 	if err := b.ensurePartitionsDir(); err != nil {
 		return err
 	}
-	err = b.applyMeta(rep.Records)
+	err = b.applyMeta(st)
 	b.adoptSummaries()
 	if err != nil {
+		return err
+	}
+	if err := b.describeAll(st); err != nil {
 		return err
 	}
 	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
@@ -242,30 +253,13 @@ func (b *Broker) open() error {
 	return b.recover()
 }
 
-// applyMeta rebuilds the registry from journal records and opens the logs.
-func (b *Broker) applyMeta(recs []metaRecord) error {
-	byID := make(map[[16]byte]*queue)
-	type pmeta struct {
-		rec metaRecord
-	}
-	var pending []metaRecord
-	for _, r := range recs {
-		switch r.Kind {
-		case metaQueuePut:
-			if q := byID[r.ID]; q != nil {
-				q.conf.Store(&queueConf{namespace: r.Namespace, task: r.Task, opts: r.Opts})
-				continue
-			}
-			q := b.newQueue(r.ID, r.Name, r.CreatedAt, queueConf{namespace: r.Namespace, task: r.Task, opts: r.Opts})
-			byID[r.ID] = q
-		case metaPartitionCreate:
-			pending = append(pending, r)
-		case metaQueueDelete:
-			delete(byID, r.ID)
-			pending = slicesDeleteFunc(pending, func(p metaRecord) bool { return p.QueueID == r.ID })
-		}
-	}
-	for _, q := range byID {
+// applyMeta rebuilds the registry from the journal's state, opens the logs
+// and applies the start-up rule to directories the journal does not name.
+func (b *Broker) applyMeta(st *meta.State) error {
+	byID := make(map[[16]byte]*queue, len(st.Queues))
+	for _, mq := range st.Queues {
+		q := b.newQueue(mq.ID, mq.Name, mq.CreatedAt, queueConf{namespace: mq.Namespace, task: mq.Task, opts: mq.Opts})
+		byID[q.id] = q
 		b.queues[q.name] = q
 	}
 	// Open the logs concurrently: many partitions, each a directory scan.
@@ -274,25 +268,12 @@ func (b *Broker) applyMeta(recs []metaRecord) error {
 		rep *segment.RecoveryReport
 		err error
 	}
-	results := make([]opened, len(pending))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, r := range pending {
-		q := byID[r.QueueID]
-		if q == nil {
-			results[i].err = fmt.Errorf("broker: metadata journal: partition %s of unknown queue %s", uuidString(r.ID), uuidString(r.QueueID))
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, r metaRecord, q *queue) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p, rep, err := b.openPartition(q, r.ID, r.Name, r.CreatedAt)
-			results[i] = opened{p, rep, err}
-		}(i, r, q)
-	}
-	wg.Wait()
+	results := make([]opened, len(st.Partitions))
+	parallelFor(len(st.Partitions), func(i int) {
+		mp := st.Partitions[i]
+		p, rep, err := b.openPartition(byID[mp.QueueID], mp.ID, mp.Name, mp.CreatedAt)
+		results[i] = opened{p, rep, err}
+	})
 	for _, o := range results {
 		if o.err != nil {
 			return o.err
@@ -305,51 +286,7 @@ func (b *Broker) applyMeta(recs []metaRecord) error {
 		}
 		b.addPartitionLocked(o.p)
 	}
-	return b.removeStrayDirs()
-}
-
-func slicesDeleteFunc(s []metaRecord, del func(metaRecord) bool) []metaRecord {
-	out := s[:0]
-	for _, x := range s {
-		if !del(x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// removeStrayDirs deletes partition and DLQ directories the journal does not
-// know: what a crash in the middle of a queue delete left behind (the delete
-// record is journaled before any file is removed).
-func (b *Broker) removeStrayDirs() error {
-	queues := make(map[[16]byte]bool, len(b.queues))
-	for _, q := range b.queues {
-		queues[q.id] = true
-	}
-	for _, sub := range []string{"partitions", "dlq"} {
-		dir := filepath.Join(b.dir, sub)
-		names, err := readDirNames(dir)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			return fmt.Errorf("broker: %w", err)
-		}
-		for _, name := range names {
-			// Names are matched by parsed id against the registry's maps: no
-			// per-partition string at 100,000 partitions (issue 7).
-			if id, ok := parseID(name); ok && strings.ToLower(name) == name {
-				if _, live := b.parts[id]; live && sub == "partitions" || queues[id] && sub == "dlq" {
-					continue
-				}
-			}
-			b.log.Warn().Str("dir", filepath.Join(dir, name)).Msg("removing data of a deleted queue")
-			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-				return fmt.Errorf("broker: %w", err)
-			}
-		}
-	}
-	return nil
+	return b.checkStrayDirs(st)
 }
 
 func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf) *queue {
@@ -429,14 +366,28 @@ func (q *queue) partitionsSnapshot() []*partition {
 type partKey struct{ queue, partition string }
 
 // ensurePartitions returns the partitions for keys, creating missing queues
-// (labels from the name, default options; spec 1.3) and partitions. All
-// creations of one call share one metadata journal write and fsync, made
-// before any of them becomes visible: a queue or partition a push reported
-// exists after a crash. Creation is race-free: it happens under b.mu.
+// (labels from the name, default options; spec 1.3) and partitions
+// (create.go). Existing partitions cost one shared registry lookup.
 func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
-	out := make([]*partition, len(keys))
-	missing := false
+	if out, missing := b.lookupPartitions(keys); !missing {
+		return out, nil
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	// Another request may have made them while this one waited.
+	out, missing := b.lookupPartitions(keys)
+	if !missing {
+		return out, nil
+	}
+	return b.createPartitionsLocked(keys, out)
+}
+
+// lookupPartitions resolves keys to live partitions; missing says whether
+// some are not there.
+func (b *Broker) lookupPartitions(keys []partKey) (out []*partition, missing bool) {
+	out = make([]*partition, len(keys))
 	b.mu.RLock()
+	defer b.mu.RUnlock()
 	for i, k := range keys {
 		if q := b.queues[k.queue]; q != nil {
 			out[i] = q.partition(k.partition)
@@ -445,90 +396,7 @@ func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
 			missing = true
 		}
 	}
-	b.mu.RUnlock()
-	if !missing {
-		return out, nil
-	}
-
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	nowMicros := b.now().UnixMicro()
-	var recs []metaRecord
-	newQueues := make(map[string]*queue)
-	type newPart struct {
-		q    *queue
-		rec  metaRecord
-		idxs []int
-	}
-	newParts := make(map[partKey]*newPart)
-	var order []partKey
-	for i, k := range keys {
-		if out[i] != nil {
-			continue
-		}
-		q := b.queues[k.queue]
-		if q == nil {
-			q = newQueues[k.queue]
-		}
-		if q == nil {
-			ns, task := labelsFromName(k.queue)
-			id := newV7()
-			q = b.newQueue(id, k.queue, nowMicros, queueConf{namespace: ns, task: task, opts: DefaultQueueOptions()})
-			newQueues[k.queue] = q
-			recs = append(recs, metaRecord{Kind: metaQueuePut, ID: id, CreatedAt: nowMicros, Name: k.queue, Namespace: ns, Task: task, Opts: DefaultQueueOptions()})
-		}
-		if p := q.partition(k.partition); p != nil {
-			out[i] = p
-			continue
-		}
-		np := newParts[k]
-		if np == nil {
-			np = &newPart{q: q, rec: metaRecord{Kind: metaPartitionCreate, ID: newV7(), QueueID: q.id, CreatedAt: nowMicros, Name: k.partition}}
-			newParts[k] = np
-			order = append(order, k)
-			recs = append(recs, np.rec)
-		}
-		np.idxs = append(np.idxs, i)
-	}
-	if len(recs) == 0 {
-		return out, nil
-	}
-	// Open the logs first (creating their directories), then journal: a crash
-	// between leaves a stray directory that Open removes, never a journaled
-	// partition without a directory.
-	opened := make([]*partition, 0, len(order))
-	for _, k := range order {
-		np := newParts[k]
-		p, err := b.createPartition(np.q, np.rec.ID, np.rec.Name, np.rec.CreatedAt)
-		if err != nil {
-			for _, o := range opened {
-				o.log.Close()
-			}
-			return nil, err
-		}
-		opened = append(opened, p)
-	}
-	err := b.syncPartitionsDir()
-	if err == nil {
-		err = b.meta.append(recs...)
-	}
-	if err != nil {
-		for _, o := range opened {
-			o.log.Close()
-		}
-		return nil, fmt.Errorf("broker: %w", err)
-	}
-	for name, q := range newQueues {
-		b.queues[name] = q
-	}
-	for i, k := range order {
-		p := opened[i]
-		b.addPartitionLocked(p)
-		for _, idx := range newParts[k].idxs {
-			out[idx] = p
-		}
-	}
-	return out, nil
+	return out, missing
 }
 
 // enter marks an operation in flight; Close waits for them.
@@ -609,7 +477,7 @@ func (b *Broker) closeFiles() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := b.meta.close(); err != nil {
+	if err := b.meta.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := unlockDir(b.lockFile); err != nil {

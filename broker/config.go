@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 
 	"github.com/rs/zerolog"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	// long, so retention (by whole sealed file) can reach recent data;
 	// default 0 = rotate by size only.
 	MaxSegmentFileAge time.Duration
+	// FS is the file system under the metadata journal and the segment
+	// logs; nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
+	FS vfs.FS
 }
 
 // Defaults applied by Open.

@@ -1,44 +1,152 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
 
-// createPartition makes a new partition's log: a mkdir and a stat
-// (segment.Create), no listing and no file until its first append. The
-// directory's entry in <data>/partitions is not synced here: createPartitions
-// syncs that directory once for all the partitions of a request.
-func (b *Broker) createPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, error) {
-	idStr := uuidString(id)
-	l, err := segment.Create(filepath.Join(b.dir, "partitions", idStr), b.segOpts)
-	if err != nil {
-		return nil, fmt.Errorf("broker: queue %s partition %s (%s): %w", q.name, name, idStr, err)
+// createPartitionsLocked makes the queues and partitions keys name that out
+// does not hold yet, and fills out. The caller holds metaMu, not mu: the
+// syncs below never hold the registry lock, so pushes, pops and acks on
+// existing partitions do not wait for them.
+//
+// Durability, in order: each new partition's directory is made with its
+// DESCRIPTOR written and synced (meta.WriteDescriptor), <data>/partitions is
+// synced once for all of them, and one batch of journal records is appended
+// and fsynced; only then do they enter the registry. A crash before the
+// journal record leaves directories without records, which the next start
+// removes; a failure here removes them at once. A partition a 201 answer
+// names survives a crash with its directory (whatever the sync policy but
+// never), and its directory always says what it is.
+func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*partition, error) {
+	nowMicros := b.now().UnixMicro()
+	var recs []meta.Record
+	newQueues := make(map[string]*queue)
+	type newPart struct {
+		p    *partition
+		idxs []int
 	}
-	p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: l}
-	p.visible.Store(l.NextOffset())
-	return p, nil
+	newParts := make(map[partKey]*newPart)
+	var order []*newPart
+	b.mu.RLock()
+	for i, k := range keys {
+		if out[i] != nil {
+			continue
+		}
+		q := b.queues[k.queue]
+		if q == nil {
+			q = newQueues[k.queue]
+		}
+		if q == nil {
+			ns, task := labelsFromName(k.queue)
+			q = b.newQueue(newV7(), k.queue, nowMicros, queueConf{namespace: ns, task: task, opts: DefaultQueueOptions()})
+			newQueues[k.queue] = q
+			recs = append(recs, meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: nowMicros, Name: k.queue, Namespace: ns, Task: task, Opts: DefaultQueueOptions()})
+		}
+		if p := q.partition(k.partition); p != nil {
+			out[i] = p
+			continue
+		}
+		np := newParts[k]
+		if np == nil {
+			id := newV7()
+			np = &newPart{p: &partition{id: id, idStr: uuidString(id), name: k.partition, q: q, createdAt: nowMicros}}
+			newParts[k] = np
+			order = append(order, np)
+			recs = append(recs, meta.Record{Kind: meta.KindPartitionCreate, ID: id, QueueID: q.id, CreatedAt: nowMicros, Name: k.partition})
+		}
+		np.idxs = append(np.idxs, i)
+	}
+	b.mu.RUnlock()
+	if len(recs) == 0 {
+		return out, nil
+	}
+	parts := make([]*partition, len(order))
+	for i, np := range order {
+		parts[i] = np.p
+	}
+	if err := b.makePartitionDirs(parts); err != nil {
+		return nil, err
+	}
+	if err := b.meta.Append(recs...); err != nil {
+		b.discardPartitionDirs(parts)
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.mu.Lock()
+	for name, q := range newQueues {
+		b.queues[name] = q
+	}
+	for _, np := range order {
+		b.addPartitionLocked(np.p)
+		for _, i := range np.idxs {
+			out[i] = np.p
+		}
+	}
+	b.mu.Unlock()
+	return out, nil
 }
 
-// syncPartitionsDir makes the new partition directories' entries durable
-// (one fsync for every partition a request created) before their metadata
-// record is journaled: a partition a 201 answer names survives a crash with
-// its directory, whatever the sync policy but never.
-func (b *Broker) syncPartitionsDir() error {
-	if b.noSync() {
-		return nil
+// makePartitionDirs gives each new partition its directory, DESCRIPTOR and
+// log (segment.Create: a mkdir and a stat; the segment file comes with the
+// first append), then syncs <data>/partitions once for all of them. On error
+// nothing is left behind.
+func (b *Broker) makePartitionDirs(parts []*partition) error {
+	errs := make([]error, len(parts))
+	parallelFor(len(parts), func(i int) {
+		p := parts[i]
+		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+		l, err := segment.Create(dir, b.segOpts)
+		if err == nil {
+			p.log = l
+			p.visible.Store(l.NextOffset())
+			err = meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), b.noSync())
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("broker: queue %s partition %s (%s): %w", p.q.name, p.name, p.idStr, err)
+		}
+	})
+	err := errors.Join(errs...)
+	if err == nil && !b.noSync() {
+		err = b.fs.SyncDir(filepath.Join(b.dir, meta.PartitionsDir))
 	}
-	return syncDir(filepath.Join(b.dir, "partitions"))
+	if err != nil {
+		b.discardPartitionDirs(parts)
+		return err
+	}
+	return nil
+}
+
+// discardPartitionDirs closes and removes directories made for partitions
+// whose creation failed (they hold no records).
+func (b *Broker) discardPartitionDirs(parts []*partition) {
+	for _, p := range parts {
+		if p.log != nil {
+			p.log.Close()
+		}
+		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+		if err := b.fs.RemoveAll(dir); err != nil {
+			b.log.Warn().Err(err).Str("dir", dir).Msg("create partition: removing the directory of a failed creation (the next start removes it)")
+		}
+	}
 }
 
 // ensurePartitionsDir creates <data>/partitions at Open, so creating a
 // partition is a single mkdir.
 func (b *Broker) ensurePartitionsDir() error {
-	if err := os.MkdirAll(filepath.Join(b.dir, "partitions"), 0o755); err != nil {
+	if err := b.fs.MkdirAll(filepath.Join(b.dir, meta.PartitionsDir)); err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that entries created in it survive a crash.
+func (b *Broker) syncDir(dir string) error {
+	if err := b.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
 }

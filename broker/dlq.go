@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
 
@@ -117,18 +117,41 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 	if q.dlq != nil {
 		return q.dlq, nil
 	}
-	dir := filepath.Join(b.dir, "dlq", q.idStr)
-	if !create {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, nil
+	dir := filepath.Join(b.dir, meta.DLQDir, q.idStr)
+	ok, err := existsDir(b.fs, dir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
+	case !ok && !create:
+		return nil, nil
+	case !ok:
+		if err := b.makeDLQDir(q, dir); err != nil {
+			return nil, err
 		}
 	}
-	l, _, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize})
+	l, _, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
 	}
 	q.dlq = l
 	return l, nil
+}
+
+// makeDLQDir makes q's DLQ directory with its DESCRIPTOR (synced, then the
+// parent synced) before anything is appended, so the dead letters always
+// say which queue they belong to (package meta).
+func (b *Broker) makeDLQDir(q *queue, dir string) error {
+	err := b.fs.MkdirAll(dir)
+	if err == nil {
+		err = meta.WriteDescriptor(b.fs, dir, dlqDescriptor(q), b.noSync())
+	}
+	if err == nil && !b.noSync() {
+		err = b.fs.SyncDir(filepath.Dir(dir))
+	}
+	if err != nil {
+		return fmt.Errorf("queue %s: dlq: %w", q.name, err)
+	}
+	return nil
 }
 
 // appendDLQ appends recs to q's DLQ log as one segment and syncs it (unless

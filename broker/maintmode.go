@@ -208,7 +208,7 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 		return fmt.Errorf("broker: maintenance mode: %w", err)
 	}
 	if !b.noSync() {
-		if err := syncDir(dir); err != nil {
+		if err := b.syncDir(dir); err != nil {
 			return fmt.Errorf("broker: maintenance mode: %w", err)
 		}
 	}

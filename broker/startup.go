@@ -139,7 +139,7 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := b.syncDir(dir); err != nil {
 		return nil, err
 	}
 	return sums, nil

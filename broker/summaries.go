@@ -148,7 +148,7 @@ func (b *Broker) writeSummaryBytes(name string, data []byte) error {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err == nil && !b.noSync() {
-		err = syncDir(dir)
+		err = b.syncDir(dir)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)

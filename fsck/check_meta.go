@@ -1,48 +1,62 @@
 package fsck
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
 
-// checkMeta turns the metadata journal's state into findings.
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/record"
+)
+
+// checkMeta turns the metadata journal's state into findings. The repair
+// step is chosen later by planMeta, once the log directories are known.
 func (c *checker) checkMeta() {
 	m := c.meta
 	if m == nil || !m.Present {
 		return
 	}
 	c.rep.Totals.Queues = len(m.Queues)
-	if m.Bytes <= m.ValidBytes {
+	if m.Legacy {
+		c.rep.add(Finding{Kind: KindJournalLegacy, Severity: SeverityInfo, File: m.File,
+			Detail: "version 1 metadata journal: the server rewrites it in the current format at its next start (keeping the old file as meta/journal.v1)"})
+	}
+	f := Finding{File: m.File, StartByte: m.ValidBytes, EndByte: m.Bytes, Severity: SeverityRepairable}
+	switch m.Tail {
+	case record.TailTorn:
+		f.Kind = KindJournalTornTail
+		f.Detail = fmt.Sprintf("metadata journal ends in %d bytes of an incomplete record (a crash mid-write; never acknowledged)", m.Bytes-m.ValidBytes)
+		f.Repair = fmt.Sprintf("copy the bytes to %s/meta/ and cut %s at byte %d", dirQuarantine, m.File, m.ValidBytes)
+	case record.TailDamaged:
+		f.Kind = KindJournalDamagedTail
+		f.Detail = "the metadata journal's last record is whole but fails its checksum: a torn write, or damage to an acknowledged queue or partition change"
+		f.Repair = fmt.Sprintf("copy the bytes to %s/meta/ and cut %s at byte %d; partitions it named are rebuilt from their directories", dirQuarantine, m.File, m.ValidBytes)
+	case record.TailCorrupt:
+		f.Kind = KindJournalCorrupt
+		f.Detail = fmt.Sprintf("metadata journal damaged from byte %d with valid records after it (%d of them still read): %v", m.ValidBytes, len(m.Salvaged), m.Err)
+		f.Repair = "rebuild meta/journal from its valid records, the records after the damage and the directories' descriptors (the old file is kept in quarantine/meta/); a configure or delete in the damaged bytes is lost"
+	default:
 		return
 	}
-	f := Finding{File: m.File, StartByte: m.ValidBytes, EndByte: m.Bytes}
-	if m.MidFile {
-		f.Kind, f.Severity = KindJournalCorrupt, SeverityDamaged
-		f.Detail = fmt.Sprintf("metadata journal damaged at byte %d with valid records after it: queues or partitions registered after this point would be forgotten", m.ValidBytes)
-		c.rep.add(f)
-		return
-	}
-	f.Kind, f.Severity = KindJournalTornTail, SeverityRepairable
-	f.Detail = fmt.Sprintf("metadata journal ends in %d bytes of a partial record (a crash mid-write; never acknowledged)", m.Bytes-m.ValidBytes)
-	f.Repair = fmt.Sprintf("truncate %s to %d bytes", m.File, m.ValidBytes)
-	c.plan(f, repairPlan{kind: planTruncateMeta, size: m.ValidBytes})
+	c.metaFindings = append(c.metaFindings, len(c.rep.Findings))
+	c.rep.add(f)
 }
 
-// checkOrphans compares the partition and DLQ directories with the metadata.
+// checkOrphans compares the partition and DLQ directories with the metadata:
+// a directory the journal does not name is rebuilt into it from its
+// descriptor (repairable), is harmless without records (info), and needs a
+// person when it holds records and no descriptor says what it is.
 func (c *checker) checkOrphans() {
 	m := c.meta
 	if m == nil {
 		return
 	}
-	if !m.Present {
-		var withRecords int
-		for _, d := range c.logs {
-			if s := c.scans[d.Rel]; s != nil && s.Records > 0 {
-				withRecords++
-			}
-		}
-		if withRecords > 0 {
-			c.rep.add(Finding{Kind: KindOrphanPartition, Severity: SeverityDamaged, File: dirMeta,
-				Detail: fmt.Sprintf("the metadata journal is missing but %d log directories hold records: the broker cannot name them; restore meta/journal from a copy", withRecords)})
-		}
-		return
+	if !m.Present && len(c.logs) > 0 {
+		f := Finding{Kind: KindJournalMissing, Severity: SeverityRepairable, File: filepath.Join(dirMeta, metaJournalFile),
+			Detail: fmt.Sprintf("the metadata journal is missing and %d log directories exist", len(c.logs)),
+			Repair: "rebuild meta/journal from the directories' descriptors (queue options fall back to the defaults)"}
+		c.metaFindings = append(c.metaFindings, len(c.rep.Findings))
+		c.rep.add(f)
+		c.rebuild = true
 	}
 	for _, d := range c.logs {
 		known := false
@@ -54,19 +68,48 @@ func (c *checker) checkOrphans() {
 		if known {
 			continue
 		}
-		s := c.scans[d.Rel]
 		var records int64
-		if s != nil {
+		if s := c.scans[d.Rel]; s != nil {
 			records = s.Records
 		}
 		f := Finding{Kind: KindOrphanPartition, PartitionID: idString(d.ID), File: d.Rel}
-		if records == 0 {
+		desc, derr := meta.ReadDescriptor(nil, d.Path)
+		if derr == nil {
+			derr = desc.CheckDir(d.DLQ, d.ID)
+		}
+		switch {
+		case m.Deleted[d.ID]:
 			f.Severity = SeverityInfo
-			f.Detail = "log directory without records that the metadata does not name (left by a crash while a partition was being created, or by a queue delete); harmless"
-		} else {
+			f.Detail = "data of a deleted queue (a crash during the delete); the server removes it at its next start"
+		case derr == nil:
+			f.Severity, f.Queue, f.Partition = SeverityRepairable, desc.Queue, desc.Partition
+			f.Detail = fmt.Sprintf("log directory with %d records that the metadata journal does not name; its DESCRIPTOR says queue %q", records, desc.Queue)
+			f.Repair = "add it (and its queue, if missing) to meta/journal"
+			c.metaFindings = append(c.metaFindings, len(c.rep.Findings))
+			c.rebuild = true
+		case records == 0:
+			f.Severity = SeverityInfo
+			f.Detail = "log directory without records that the metadata does not name (left by a crash while a partition was being created); the server removes it at its next start"
+		default:
 			f.Severity = SeverityDamaged
-			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name: the broker cannot reach them (lost metadata?); `comb dump --log %s` reads them", records, d.Rel)
+			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name and no readable DESCRIPTOR (%v): nothing says which queue it belongs to. "+
+				"`comb dump --partition-id %s --payload %s` reads its records; restore meta/journal from a copy, or move the directory aside", records, derr, idString(d.ID), c.dir)
 		}
 		c.rep.add(f)
 	}
+}
+
+// planMeta chooses the metadata repair: a rebuild when a directory with
+// records needs naming or the journal is damaged mid-file, else cutting a
+// torn or damaged tail (meta.OpenJournal's own recovery).
+func (c *checker) planMeta() {
+	m := c.meta
+	if m == nil || len(c.metaFindings) == 0 {
+		return
+	}
+	kind := planOpenMeta
+	if c.rebuild || m.Tail == record.TailCorrupt {
+		kind = planRebuildMeta
+	}
+	c.plans = append(c.plans, repairPlan{kind: kind, findings: c.metaFindings})
 }

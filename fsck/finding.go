@@ -35,14 +35,29 @@ const (
 	// KindJournalTornTail: the cursor or metadata journal ends in a partial or bad
 	// frame (a crash mid-checkpoint). Repair truncates it; it was never acknowledged.
 	KindJournalTornTail Kind = "journal_torn_tail"
+	// KindJournalDamagedTail: a journal's last frame is whole but fails its checksum:
+	// a torn write, or damage to an acknowledged record. Repair copies its bytes to
+	// <data>/quarantine/ and cuts it (the metadata journal: partitions it named are
+	// then rebuilt from their directories' descriptors).
+	KindJournalDamagedTail Kind = "journal_damaged_tail"
 	// KindJournalCorrupt: a journal frame is damaged with valid frames after it, or a
-	// snapshot is damaged. Needs a person (cursors or queue metadata would be lost).
+	// snapshot is damaged. For the cursor journal it needs a person (cursors would be
+	// lost); the metadata journal is rebuilt from its valid records and the
+	// directories' descriptors (the old file kept in <data>/quarantine/meta/).
 	KindJournalCorrupt Kind = "journal_corrupt"
+	// KindJournalMissing: meta/journal is missing while log directories exist. Repair
+	// rebuilds it from the directories' descriptors (queue options fall back to the
+	// defaults and are reported).
+	KindJournalMissing Kind = "journal_missing"
+	// KindJournalLegacy: a version 1 metadata journal; the server upgrades it (info).
+	KindJournalLegacy Kind = "journal_legacy"
 	// KindCursorPastEnd: a consumer group's cursor is past its partition's high-water
 	// mark (data it refers to was lost). Repair clamps it to the high-water mark.
 	KindCursorPastEnd Kind = "cursor_past_end"
-	// KindOrphanPartition: a partition directory the metadata journal does not name,
-	// or a partition the metadata names whose directory is missing. Needs a person.
+	// KindOrphanPartition: a partition or DLQ directory the metadata journal does not
+	// name. Repairable when its DESCRIPTOR says what it is (repair adds it to the
+	// journal); info when it holds no records or belongs to a deleted queue (the
+	// server removes it); needs a person when it holds records and no descriptor.
 	KindOrphanPartition Kind = "orphan_partition"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"

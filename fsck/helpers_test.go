@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 )
 
 // testDir is a crafted data directory: partition logs written through segment.Log,
@@ -37,24 +38,24 @@ func newTestDir(t testing.TB) *testDir {
 	return d
 }
 
-// Record kinds of the broker's metadata journal (broker/meta_format.go), for
+// Record kinds of the metadata journal (package meta), for
 // crafting journals; TestMetaReaderMatchesBroker checks the real broker's.
 const (
 	metaQueuePut   = 1
 	metaPartCreate = 2
 )
 
-// appendMeta appends one record to meta/journal in the broker's framing
-// (broker/doc.go: u32 length, u64 xxhash64 of the body, body).
+// appendMeta appends one record to meta/journal in the journal's framing
+// (package meta: a record frame around kind, id and the rest).
 func (d *testDir) appendMeta(kind byte, id [16]byte, rest []byte) {
 	d.t.Helper()
 	body := append([]byte{kind}, id[:]...)
 	body = append(body, rest...)
-	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(body)))
-	frame = binary.LittleEndian.AppendUint64(frame, xxhash.Sum64(body))
+	frame, err := meta.JournalFormat.Append(nil, body)
+	require.NoError(d.t, err)
 	f, err := os.OpenFile(filepath.Join(d.root, dirMeta, metaJournalFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(d.t, err)
-	_, err = f.Write(append(frame, body...))
+	_, err = f.Write(frame)
 	require.NoError(d.t, err)
 	require.NoError(d.t, f.Close())
 }
@@ -93,6 +94,9 @@ func (d *testDir) writeLog(segments, perSeg int, fileBytes int64, tsMicros int64
 	d.parts++
 	l, _, err := segment.Open(d.partitionDir(id), segment.Options{MaxFileBytes: fileBytes})
 	require.NoError(d.t, err)
+	// As the server does, the directory says what it is (package meta).
+	require.NoError(d.t, meta.WriteDescriptor(vfs.OS, d.partitionDir(id), meta.Descriptor{Kind: meta.DescribesPartition,
+		QueueID: d.queue, QueueCreatedAt: ts0, Queue: "q", PartitionID: id, PartitionCreated: tsMicros, Partition: fmt.Sprintf("p%d", d.parts-1)}, true))
 	off := 1
 	for s := 0; s < segments; s++ {
 		recs := make([]segment.Record, perSeg)

@@ -5,13 +5,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/combmq/comb/record"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestMetaReaderMatchesBroker: the metadata journal the real broker writes is
-// read back (broker.ReadMetadata through wire_meta.go) with every queue and
+// read back (meta.Read through wire_meta.go) with every queue and
 // partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
 	d := newBrokerDir(t, "billing.invoices", 3, 4, 2)
@@ -19,7 +20,7 @@ func TestMetaReaderMatchesBroker(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, v.Present)
 	assert.Equal(t, v.Bytes, v.ValidBytes)
-	assert.False(t, v.MidFile)
+	assert.Equal(t, record.TailClean, v.Tail)
 	require.Len(t, v.Partitions, 3)
 	for id, want := range d.names {
 		got, ok := v.Partitions[id]
@@ -35,9 +36,10 @@ func TestMetaReaderMatchesBroker(t *testing.T) {
 	assert.Equal(t, 1, rep.Totals.Queues)
 }
 
-// TestMetaJournalDamage: a torn last record is repairable (truncated); damage with
-// whole records after it needs a person; partitions the metadata does not name are
-// reported (issue 5: metadata journals are verified).
+// TestMetaJournalDamage: a torn last record is repairable (cut, its bytes kept);
+// damage with whole records after it, or a record that does not decode, is
+// repaired by a rebuild from the valid records and the descriptors; a directory
+// whose descriptor describes another one needs a person (issue 10).
 func TestMetaJournalDamage(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -49,13 +51,16 @@ func TestMetaJournalDamage(t *testing.T) {
 		{"a torn last record is a torn tail", func(d *testDir) {
 			d.appendBytes(filepath.Join(d.root, dirMeta, metaJournalFile), []byte{40, 0, 0, 0, 1, 2, 3})
 		}, KindJournalTornTail, ExitRepairable, ExitClean},
-		{"a flipped bit before whole records needs a person", func(d *testDir) {
+		{"a flipped bit before whole records is rebuilt", func(d *testDir) {
 			d.flipBit(filepath.Join(d.root, dirMeta, metaJournalFile), 14)
-		}, KindJournalCorrupt, ExitDamaged, ExitDamaged},
-		{"a record that passes its checksum but does not decode needs a person", func(d *testDir) {
+		}, KindJournalCorrupt, ExitRepairable, ExitClean},
+		{"a record that passes its checksum but does not decode is rebuilt", func(d *testDir) {
 			d.appendMeta(99, d.queue, nil)
-		}, KindJournalCorrupt, ExitDamaged, ExitDamaged},
-		{"a partition directory the metadata does not name", func(d *testDir) {
+		}, KindJournalCorrupt, ExitRepairable, ExitClean},
+		{"a removed journal is rebuilt from the descriptors", func(d *testDir) {
+			require.NoError(t, os.Remove(filepath.Join(d.root, dirMeta, metaJournalFile)))
+		}, KindJournalMissing, ExitRepairable, ExitClean},
+		{"a directory whose descriptor describes another one needs a person", func(d *testDir) {
 			require.NoError(t, os.Rename(d.partitionDir(d.firstID), d.partitionDir(uuid.Must(uuid.NewV7()))))
 		}, KindOrphanPartition, ExitDamaged, ExitDamaged},
 	}

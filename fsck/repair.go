@@ -13,7 +13,8 @@ import (
 type planKind uint8
 
 const (
-	planTruncateMeta planKind = iota + 1
+	planOpenMeta planKind = iota + 1
+	planRebuildMeta
 	planQuarantine
 	planQuarantineTail
 	planReopenLog
@@ -26,7 +27,6 @@ const (
 type repairPlan struct {
 	kind     planKind
 	findings []int
-	size     int64  // planTruncateMeta
 	log      logDir // planQuarantine, planQuarantineTail, planReopenLog, planMarkQuarantined
 	dmg      damage // planQuarantine, planQuarantineTail, planMarkQuarantined
 }
@@ -107,8 +107,10 @@ func (c *checker) repairCursors() {
 
 func (c *checker) apply(p repairPlan) error {
 	switch p.kind {
-	case planTruncateMeta:
-		return truncateFile(filepath.Join(c.dir, c.meta.File), p.size)
+	case planOpenMeta:
+		return c.cutMetaTail()
+	case planRebuildMeta:
+		return c.rebuildMeta()
 	case planQuarantine, planQuarantineTail:
 		var file fileSummary
 		for _, f := range c.scans[p.log.Rel].Files {

@@ -71,6 +71,10 @@ type checker struct {
 	quar    []quarantineEntry
 	// plans are the repair steps the findings call for, in order.
 	plans []repairPlan
+	// metaFindings are the findings the metadata repair fixes; rebuild says
+	// it must rebuild the journal from the descriptors (check_meta.go).
+	metaFindings []int
+	rebuild      bool
 	// clamps are the cursors past their high-water mark; clampFindings their findings.
 	clamps        []cursorEntry
 	clampFindings map[cursorKey]int
@@ -102,6 +106,7 @@ func (c *checker) check() error {
 		return err
 	}
 	c.checkOrphans()
+	c.planMeta()
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor))
 	if err != nil && !errors.Is(err, ErrNotWired) {

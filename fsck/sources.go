@@ -1,6 +1,10 @@
 package fsck
 
-import "github.com/combmq/comb/lease"
+import (
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/record"
+)
 
 // This file holds the narrow views fsck takes of the storage packages. Each is filled
 // by a small adapter (wire_*.go) over that package's read-only entry point, so the
@@ -13,15 +17,20 @@ type partInfo struct {
 	Queue, Name string
 }
 
-// metaView is what fsck needs from the broker's metadata journal.
+// metaView is what fsck needs from the metadata journal (package meta).
 type metaView struct {
-	Present    bool // meta/ exists
+	Present    bool // meta/journal exists
 	Queues     map[[16]byte]string
 	Partitions map[[16]byte]partInfo
 	File       string // relative to the data directory
 	Bytes      int64
-	ValidBytes int64 // bytes past this are a torn tail (or damage, see MidFile)
-	MidFile    bool  // a valid frame follows the first bad one: not a torn write
+	ValidBytes int64       // length of the valid records; Tail says what follows
+	Tail       record.Tail // TailCorrupt: damage before valid records (Err says where)
+	Err        error
+	Legacy     bool              // a version 1 journal (the server upgrades it on start)
+	Records    []meta.Record     // the valid records, what a rebuild keeps
+	Salvaged   []meta.Record     // records after damage that still verify (TailCorrupt)
+	Deleted    map[[16]byte]bool // ids of deleted queues and their partitions
 }
 
 // fileSummary is one segment file as scanned. LastOffset is derived from the next

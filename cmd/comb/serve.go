@@ -17,6 +17,7 @@ import (
 
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
 
@@ -113,7 +114,10 @@ func runServe(args []string) int {
 	})
 	if err != nil {
 		ev := log.Error().Err(err).Str("data_dir", *dataDir)
-		if errors.Is(err, broker.ErrCorrupt) || errors.Is(err, segment.ErrCorrupt) {
+		switch {
+		case errors.Is(err, broker.ErrStrayData):
+			ev = ev.Str("hint", "nothing was deleted; run `comb fsck --repair "+*dataDir+"` to rebuild the metadata journal from the data, then start again")
+		case errors.Is(err, meta.ErrCorrupt) || errors.Is(err, segment.ErrCorrupt):
 			ev = ev.Str("hint", "damaged data that a restart must not cut away; run `comb fsck "+*dataDir+"` for the full report")
 		}
 		ev.Msg("cannot open the broker")

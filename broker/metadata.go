@@ -1,0 +1,199 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/vfs"
+)
+
+// QueueOptions are a queue's options (package meta owns their encoding).
+type QueueOptions = meta.QueueOptions
+
+// DefaultQueueOptions are the options of an auto-created queue and of every
+// option a configure request leaves out (spec 1.3, 2.2).
+func DefaultQueueOptions() QueueOptions { return meta.DefaultQueueOptions() }
+
+// ErrStrayData is wrapped by Open when a partition or DLQ directory holds
+// records that the metadata journal does not name. Start-up never deletes
+// such a directory (the journal may have been lost, cut or replaced by an
+// older copy: its data is acknowledged messages); `comb fsck --repair`
+// rebuilds the journal from the directories' descriptors.
+var ErrStrayData = errors.New("broker: data the metadata journal does not name")
+
+// openMeta opens the metadata journal (upgrading a version 1 journal and
+// quarantining a torn or damaged tail, package meta) and returns the state it
+// describes.
+func (b *Broker) openMeta() (*meta.State, error) {
+	j, rep, err := meta.OpenJournal(filepath.Join(b.dir, "meta"), meta.Options{
+		FS: b.fs, NoSync: b.noSync(), QuarantineDir: filepath.Join(b.dir, "quarantine", "meta")})
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.meta = j
+	switch rep.Tail {
+	case record.TailTorn:
+		b.log.Warn().Int64("at", rep.CutAt).Int64("bytes", rep.CutBytes).Str("keptAt", rep.KeptAt).
+			Msg("metadata journal: cut an incomplete last record (a torn write: never acknowledged); its bytes are kept")
+	case record.TailDamaged:
+		b.log.Error().Int64("at", rep.CutAt).Int64("bytes", rep.CutBytes).Str("keptAt", rep.KeptAt).
+			Msg("metadata journal: the last record is whole but fails its checksum: a torn write, or damage to an acknowledged queue or partition change; cut, its bytes kept. If a partition is missing, stop and run comb fsck --repair")
+	}
+	if rep.UpgradedFrom != 0 {
+		b.log.Info().Int("from", rep.UpgradedFrom).Msg("metadata journal: upgraded to the current format (the old file is kept as meta/journal.v1)")
+	}
+	return meta.Apply(rep.Records), nil
+}
+
+// checkStrayDirs applies the start-up rule to every partition and DLQ
+// directory the journal does not name (doc.go, docs/operations.md): a
+// directory of a queue the journal deleted is removed (finishing the delete),
+// one that holds no record is removed (a creation a crash interrupted before
+// its journal record), and one that holds records makes Open refuse with
+// ErrStrayData. Names that are not ids are left alone.
+func (b *Broker) checkStrayDirs(st *meta.State) error {
+	var stray []string
+	for _, sub := range []string{meta.PartitionsDir, meta.DLQDir} {
+		dir := filepath.Join(b.dir, sub)
+		names, err := readDirNames(dir)
+		if err != nil {
+			if isNotExist(err) {
+				continue
+			}
+			return fmt.Errorf("broker: %w", err)
+		}
+		for _, name := range names {
+			path := filepath.Join(dir, name)
+			id, ok := meta.ParseID(name)
+			if !ok {
+				if !strings.HasSuffix(name, ".tmp") {
+					b.log.Warn().Str("dir", path).Msg("start-up: not a partition id; left alone")
+				}
+				continue
+			}
+			// Names are matched by parsed id against the registry's maps:
+			// no per-partition string at 100,000 partitions (issue 7).
+			if sub == meta.PartitionsDir && b.parts[id] != nil || sub == meta.DLQDir && st.QueueByID[id] != nil {
+				continue
+			}
+			has, err := b.holdsRecords(path)
+			if err != nil {
+				return fmt.Errorf("broker: %w", err)
+			}
+			switch {
+			case st.Deleted[id]:
+				b.log.Warn().Str("dir", path).Msg("start-up: removing the data of a deleted queue (finishing its delete)")
+			case !has:
+				b.log.Info().Str("dir", path).Msg("start-up: removing a directory without records that the metadata does not name (a creation interrupted by a crash)")
+			default:
+				stray = append(stray, path)
+				continue
+			}
+			if err := b.fs.RemoveAll(path); err != nil {
+				return fmt.Errorf("broker: %w", err)
+			}
+		}
+	}
+	if len(stray) > 0 {
+		return fmt.Errorf("%w: %d directories hold messages that meta/journal does not name (first: %s). "+
+			"Was meta/journal lost, cut, or replaced by an older copy? Nothing was deleted. "+
+			"Stop here and run `comb fsck --repair %s` to rebuild the journal from the data, then start again",
+			ErrStrayData, len(stray), stray[0], b.dir)
+	}
+	return nil
+}
+
+// holdsRecords reports whether a log directory has a non-empty segment file.
+func (b *Broker) holdsRecords(dir string) (bool, error) {
+	names, err := b.fs.List(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".seg") {
+			continue
+		}
+		f, err := b.fs.OpenFile(filepath.Join(dir, n), os.O_RDONLY)
+		if err != nil {
+			return true, err
+		}
+		size, err := f.Size()
+		f.Close()
+		if err != nil || size > 0 {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// describeAll upgrades a data directory made before descriptors: every live
+// partition and DLQ directory without a DESCRIPTOR gets one, then the
+// journal records that all have one (meta.KindDescribed), so later starts do
+// not look again. A fresh directory costs one journal record.
+func (b *Broker) describeAll(st *meta.State) error {
+	if st.Described {
+		return nil
+	}
+	type job struct {
+		dir string
+		d   meta.Descriptor
+	}
+	var jobs []job
+	for _, p := range b.parts {
+		jobs = append(jobs, job{filepath.Join(b.dir, meta.PartitionsDir, p.idStr), partitionDescriptor(p)})
+	}
+	for _, q := range b.queues {
+		jobs = append(jobs, job{filepath.Join(b.dir, meta.DLQDir, q.idStr), dlqDescriptor(q)})
+	}
+	errs := make([]error, len(jobs))
+	parallelFor(len(jobs), func(i int) {
+		j := jobs[i]
+		if ok, err := existsDir(b.fs, j.dir); err != nil || !ok {
+			errs[i] = err // a DLQ never used has no directory; a partition's is made lazily
+			return
+		}
+		if _, err := meta.ReadDescriptor(b.fs, j.dir); err == nil {
+			return
+		}
+		errs[i] = meta.WriteDescriptor(b.fs, j.dir, j.d, b.noSync())
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("broker: describe partition directories: %w", err)
+	}
+	if len(jobs) > 0 {
+		b.log.Info().Int("directories", len(jobs)).Msg("start-up: every partition and DLQ directory now carries a DESCRIPTOR")
+	}
+	return b.meta.Append(meta.Record{Kind: meta.KindDescribed})
+}
+
+func partitionDescriptor(p *partition) meta.Descriptor {
+	c := p.q.conf.Load()
+	return meta.Descriptor{Kind: meta.DescribesPartition, QueueID: p.q.id, QueueCreatedAt: p.q.createdAt, Queue: p.q.name,
+		Namespace: c.namespace, Task: c.task, PartitionID: p.id, PartitionCreated: p.createdAt, Partition: p.name}
+}
+
+func dlqDescriptor(q *queue) meta.Descriptor {
+	c := q.conf.Load()
+	return meta.Descriptor{Kind: meta.DescribesDLQ, QueueID: q.id, QueueCreatedAt: q.createdAt, Queue: q.name,
+		Namespace: c.namespace, Task: c.task}
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// existsDir reports whether dir exists (as a directory listing succeeds).
+func existsDir(fsys vfs.FS, dir string) (bool, error) {
+	_, err := fsys.List(dir)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotExist(err):
+		return false, nil
+	}
+	return false, err
+}
