@@ -4,13 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/combmq/comb/record"
 )
 
 // Maintenance modes (spec 1.8, 8.8).
@@ -31,13 +31,17 @@ import (
 // push held on a partition is answered. After a crash or restart with push
 // maintenance on, Open lowers each listed partition's visible mark back to
 // its published mark, so held messages stay hidden until the mode is
-// switched off. File layout (little endian):
+// switched off. The file is one frame of package record (magic "CMMT")
+// whose body is (little endian):
 //
-//	0      4     5       6          10
-//	+------+-----+-------+----------+---------------------------------+----------+
-//	| CMBM | ver | flags | n u32    | n × (partitionId [16], mark u64) | xxh64 u64 |
-//	+------+-----+-------+----------+---------------------------------+----------+
-//	flags: bit 0 push maintenance, bit 1 pop maintenance
+//	0     1       2          6
+//	+-----+-------+----------+----------------------------------+
+//	| ver | flags | n u32    | n × (partitionId [16], mark u64) |
+//	+-----+-------+----------+----------------------------------+
+//	ver 2; flags: bit 0 push maintenance, bit 1 pop maintenance
+//
+// A version 1 file (the same fields after "CMBM", a version byte 1, and an
+// xxhash64 of everything before it at the end) is still read.
 type maintMode struct {
 	// mu is held shared by every publish while the push mode is off and
 	// exclusively to switch it or hold a partition, so no push can publish
@@ -60,11 +64,15 @@ type MaintenanceStatus struct {
 }
 
 const (
-	maintFile    = "maintenance"
-	maintMagic   = "CMBM"
-	maintVersion = 1
-	maintHeader  = 10
+	maintFile      = "maintenance"
+	maintVersion   = 2
+	maintHeader    = 6
+	maintV1Magic   = "CMBM"
+	maintV1Version = 1
+	maintV1Header  = 10
 )
+
+var maintFormat = record.NewFormat("CMMT", 1<<30)
 
 // ErrMaintenanceFile is wrapped when <data>/meta/maintenance cannot be decoded.
 var ErrMaintenanceFile = errors.New("broker: maintenance file damaged")
@@ -184,53 +192,23 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 	if push {
 		parts = sortedHeld(b.mm.held)
 	}
-	buf := make([]byte, maintHeader, maintHeader+len(parts)*24+8)
-	copy(buf, maintMagic)
-	buf[4] = maintVersion
+	buf := make([]byte, maintHeader, maintHeader+len(parts)*24)
+	buf[0] = maintVersion
 	if push {
-		buf[5] |= 1
+		buf[1] |= 1
 	}
 	if pop {
-		buf[5] |= 2
+		buf[1] |= 2
 	}
-	binary.LittleEndian.PutUint32(buf[6:], uint32(len(parts)))
+	binary.LittleEndian.PutUint32(buf[2:], uint32(len(parts)))
 	for _, p := range parts {
 		buf = append(buf, p.id[:]...)
 		buf = binary.LittleEndian.AppendUint64(buf, p.visible.Load())
 	}
-	buf = binary.LittleEndian.AppendUint64(buf, xxhash.Sum64(buf))
-	dir := filepath.Join(b.dir, "meta")
-	tmp := filepath.Join(dir, maintFile+".tmp")
-	if err := writeFileSync(tmp, buf, !b.noSync()); err != nil {
+	if err := maintFormat.WriteFile(b.fs, filepath.Join(b.dir, "meta", maintFile), buf, b.noSync()); err != nil {
 		return fmt.Errorf("broker: maintenance mode: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, maintFile)); err != nil {
-		return fmt.Errorf("broker: maintenance mode: %w", err)
-	}
-	if !b.noSync() {
-		if err := b.syncDir(dir); err != nil {
-			return fmt.Errorf("broker: maintenance mode: %w", err)
-		}
 	}
 	return nil
-}
-
-func writeFileSync(path string, data []byte, doSync bool) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if doSync {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
 }
 
 // maintRecord is the decoded maintenance file.
@@ -240,24 +218,46 @@ type maintRecord struct {
 }
 
 func decodeMaint(data []byte) (maintRecord, error) {
-	var r maintRecord
-	if len(data) < maintHeader+8 || string(data[:4]) != maintMagic || data[4] != maintVersion {
-		return r, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
+	if len(data) >= 4 && string(data[:4]) == maintV1Magic {
+		return decodeMaintV1(data)
+	}
+	body, n, err := maintFormat.Next(data)
+	if err == nil && n != len(data) {
+		err = fmt.Errorf("%d bytes after the frame", len(data)-n)
+	}
+	if err != nil {
+		return maintRecord{}, fmt.Errorf("%w: %v", ErrMaintenanceFile, err)
+	}
+	if len(body) < maintHeader || body[0] != maintVersion {
+		return maintRecord{}, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
+	}
+	return decodeMaintEntries(body[1], body[2:6], body[maintHeader:])
+}
+
+// decodeMaintV1 reads a version 1 file (comb before issue 10).
+func decodeMaintV1(data []byte) (maintRecord, error) {
+	if len(data) < maintV1Header+8 || data[4] != maintV1Version {
+		return maintRecord{}, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
 	}
 	body, sum := data[:len(data)-8], binary.LittleEndian.Uint64(data[len(data)-8:])
 	if xxhash.Sum64(body) != sum {
-		return r, fmt.Errorf("%w: checksum mismatch", ErrMaintenanceFile)
+		return maintRecord{}, fmt.Errorf("%w: checksum mismatch", ErrMaintenanceFile)
 	}
-	n := binary.LittleEndian.Uint32(body[6:])
-	if uint64(len(body)-maintHeader) != uint64(n)*24 {
-		return r, fmt.Errorf("%w: %d entries in %d bytes", ErrMaintenanceFile, n, len(body)-maintHeader)
+	return decodeMaintEntries(body[5], body[6:10], body[maintV1Header:])
+}
+
+// decodeMaintEntries decodes the flags byte, the u32 count and the entries.
+func decodeMaintEntries(flags byte, count, entries []byte) (maintRecord, error) {
+	r := maintRecord{push: flags&1 != 0, pop: flags&2 != 0}
+	n := binary.LittleEndian.Uint32(count)
+	if uint64(len(entries)) != uint64(n)*24 {
+		return r, fmt.Errorf("%w: %d entries in %d bytes", ErrMaintenanceFile, n, len(entries))
 	}
-	r.push, r.pop = body[5]&1 != 0, body[5]&2 != 0
 	r.marks = make(map[[16]byte]uint64, n)
-	for off := maintHeader; off < len(body); off += 24 {
+	for off := 0; off < len(entries); off += 24 {
 		var id [16]byte
-		copy(id[:], body[off:])
-		r.marks[id] = binary.LittleEndian.Uint64(body[off+16:])
+		copy(id[:], entries[off:])
+		r.marks[id] = binary.LittleEndian.Uint64(entries[off+16:])
 	}
 	return r, nil
 }
@@ -269,8 +269,8 @@ func decodeMaint(data []byte) (maintRecord, error) {
 // A missing file means both modes off.
 func (b *Broker) loadMaintMode() error {
 	path := filepath.Join(b.dir, "meta", maintFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	data, err := b.fs.ReadFile(path)
+	if isNotExist(err) {
 		return nil
 	}
 	if err != nil {

@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -149,6 +151,8 @@ func TestMaintenanceFileDecoding(t *testing.T) {
 		{"short file is refused", good[:6], false},
 		{"flipped byte fails the checksum", append(append([]byte{}, good[:12]...), append([]byte{good[12] ^ 1}, good[13:]...)...), false},
 		{"wrong magic is refused", append([]byte("XXXX"), good[4:]...), false},
+		{"a version 1 file is still read", maintV1File(e.part("q", "p").id), true},
+		{"a version 1 file with a flipped byte is refused", func() []byte { b := maintV1File(e.part("q", "p").id); b[20] ^= 1; return b }(), false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,8 +168,17 @@ func TestMaintenanceFileDecoding(t *testing.T) {
 	}
 }
 
+// maintV1File is a version 1 maintenance file: push on, id held at mark 1.
+func maintV1File(id [16]byte) []byte {
+	b := []byte(maintV1Magic + "\x01\x01\x01\x00\x00\x00")
+	b = append(b, id[:]...)
+	b = binary.LittleEndian.AppendUint64(b, 1)
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
+}
+
 func FuzzDecodeMaint(f *testing.F) {
-	f.Add([]byte(maintMagic + "\x01\x03\x00\x00\x00\x00"))
+	f.Add([]byte(maintV1Magic + "\x01\x03\x00\x00\x00\x00"))
+	f.Add(maintV1File([16]byte{1}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = decodeMaint(data) // must not panic

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -30,30 +30,33 @@ import (
 // normal tail-verifying open, so their cursors are clamped to the real
 // high-water mark.
 //
-//	0      4        5         8          12
-//	+------+--------+---------+----------+------------------------------------+
-//	|"CMBC"| ver=2  | 0 0 0   | count u32| count × record (56 bytes)          |
-//	+------+--------+---------+----------+------------------------------------+
+// The file is one frame of package record (magic "CMSM") whose body is
+//
+//	0        1          5
+//	+--------+----------+------------------------------------+
+//	| ver=3  | count u32| count × record (56 bytes)          |
+//	+--------+----------+------------------------------------+
 //	record: partition id [16] | first offset u64 | next offset u64 | last segment timestamp µs i64
 //	        | newest file's first offset u64 (0 = no file) | stamp u64 (0 = none: not trusted)
-//	then:   xxhash64 of every byte before it, u64
 //
-// Little-endian. A marker that is short, has another magic or version, or
-// fails its checksum is ignored (and removed): Open then verifies every log
-// (a version 1 marker, which had no stamps, included).
+// Little-endian. A marker that does not verify, or has another version, is
+// ignored (and removed): Open then verifies every log (markers of versions 1
+// and 2, which had their own framing, included: the file is a cache).
 const (
 	cleanFileName   = "clean"
-	cleanMagic      = "CMBC"
-	cleanVersion    = 2
-	cleanHeaderSize = 12
+	cleanVersion    = 3
+	cleanHeaderSize = 5
 	cleanRecordSize = 56
 )
+
+// summaryFormat frames the clean-shutdown marker and the summary checkpoint.
+var summaryFormat = record.NewFormat("CMSM", 1<<30)
 
 // errBadCleanMarker is wrapped by decodeCleanMarker.
 var errBadCleanMarker = errors.New("broker: damaged clean-shutdown marker")
 
 func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
-	return appendSummaries(make([]byte, 0, cleanHeaderSize+len(sums)*cleanRecordSize+8), len(sums),
+	return appendSummaries(make([]byte, 0, record.HeaderSize+cleanHeaderSize+len(sums)*cleanRecordSize), len(sums),
 		func(yield func([16]byte, segment.Summary)) {
 			for id, s := range sums {
 				yield(id, s)
@@ -61,11 +64,10 @@ func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
 		})
 }
 
-// appendSummaries appends the encoding of the n entries each yields to b.
+// appendSummaries appends the frame of the n entries each yields to b.
 func appendSummaries(b []byte, n int, each func(yield func([16]byte, segment.Summary))) []byte {
-	start := len(b)
-	b = append(b, cleanMagic...)
-	b = append(b, cleanVersion, 0, 0, 0)
+	b, start := summaryFormat.Begin(b)
+	b = append(b, cleanVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
 	each(func(id [16]byte, s segment.Summary) {
 		b = append(b, id[:]...)
@@ -75,21 +77,25 @@ func appendSummaries(b []byte, n int, each func(yield func([16]byte, segment.Sum
 		b = binary.LittleEndian.AppendUint64(b, s.ActiveBase)
 		b = binary.LittleEndian.AppendUint64(b, s.Stamp)
 	})
-	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b[start:]))
+	// Past 19 M partitions the entries do not fit one frame: Finish cuts
+	// them off, the file is empty, and the next start verifies every log.
+	b, _ = summaryFormat.Finish(b, start)
+	return b
 }
 
-func decodeCleanMarker(b []byte) (map[[16]byte]segment.Summary, error) {
-	if len(b) < cleanHeaderSize+8 || string(b[:4]) != cleanMagic || b[4] != cleanVersion {
+func decodeCleanMarker(data []byte) (map[[16]byte]segment.Summary, error) {
+	b, size, err := summaryFormat.Next(data)
+	if err != nil || size != len(data) {
+		return nil, fmt.Errorf("%w: %v (%d of %d bytes framed)", errBadCleanMarker, err, size, len(data))
+	}
+	if len(b) < cleanHeaderSize || b[0] != cleanVersion {
 		return nil, fmt.Errorf("%w: bad header", errBadCleanMarker)
 	}
-	n := int(binary.LittleEndian.Uint32(b[8:]))
-	if len(b) != cleanHeaderSize+n*cleanRecordSize+8 {
+	n := int(binary.LittleEndian.Uint32(b[1:]))
+	if len(b) != cleanHeaderSize+n*cleanRecordSize {
 		return nil, fmt.Errorf("%w: %d bytes for %d records", errBadCleanMarker, len(b), n)
 	}
-	body := b[:len(b)-8]
-	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(b[len(b)-8:]) {
-		return nil, fmt.Errorf("%w: checksum", errBadCleanMarker)
-	}
+	body := b
 	out := make(map[[16]byte]segment.Summary, n)
 	for r := body[cleanHeaderSize:]; len(r) >= cleanRecordSize; r = r[cleanRecordSize:] {
 		var id [16]byte

@@ -2,11 +2,11 @@ package broker
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 )
 
 // Summary checkpoints (issue 7: after a crash, only the tails written since
@@ -131,28 +131,8 @@ func (b *Broker) writeSummaryFile(name string, sums map[[16]byte]segment.Summary
 
 // writeSummaryBytes replaces meta/<name> with data (see writeSummaryFile).
 func (b *Broker) writeSummaryBytes(name string, data []byte) error {
-	dir := filepath.Join(b.dir, "meta")
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("broker: %s: %w", name, err)
-	}
-	_, err = f.Write(data)
-	if err == nil && !b.noSync() {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil && !b.noSync() {
-		err = b.syncDir(dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("broker: %s: %w", name, err)
+	if err := vfs.WriteFileAtomic(b.fs, filepath.Join(b.dir, "meta", name), data, b.noSync()); err != nil {
+		return fmt.Errorf("broker: %w", err)
 	}
 	return nil
 }
