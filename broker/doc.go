@@ -12,13 +12,13 @@
 // # Data directory
 //
 //	<data>/LOCK                      flock'd while a broker has the directory open
-//	<data>/meta/journal              the metadata journal (below)
+//	<data>/meta/journal              the metadata journal (package meta)
 //	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (startup.go); renamed to summaries by Open
 //	<data>/meta/summaries            summary checkpoint, same format, rewritten every 10 s (summaries.go)
 //	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (maintmode.go)
 //	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
-//	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name)
-//	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages
+//	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
+//	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
 //
 // Queue and partition names never become paths.
 //
@@ -35,30 +35,21 @@
 // partition is a mkdir (create.go), its files come with its first append.
 // maxSize reads a per-queue pending counter (pending.go).
 //
-// # Metadata journal
+// # Metadata
 //
-// Queues (id, name, labels, options, createdAt), partitions (id, queue id,
-// name, createdAt) and queue deletions, as an append-only file of framed
-// records, fsynced before the change is acknowledged:
-//
-//	0        4                 12
-//	+--------+-----------------+----------------------------+
-//	| len u32| xxhash64(body)  | body (len bytes)           |
-//	+--------+-----------------+----------------------------+
-//	body: kind u8 (1 queue put, 2 partition create, 3 queue delete) | id [16] | fields
-//
-// (field layout in meta_format.go). Replay stops at the first frame that is
-// short, fails its checksum or does not decode. When no valid frame follows
-// anywhere after it, that is a torn tail (only the tail can be torn, because
-// nothing is appended after an unacknowledged write) and the file is truncated
-// there. Otherwise the damage is to acknowledged records: Open fails with an
-// error wrapping ErrCorrupt that names the file and byte range, and changes
-// nothing (issue 5: never drop the middle). ReadMetadata decodes the journal
-// read-only for comb fsck, dump and replay.
+// Queues, partitions and queue deletions live in the metadata journal of
+// package meta, fsynced before a change is acknowledged; every partition and
+// DLQ directory carries a meta.Descriptor written before its first append.
+// Open applies the journal (metadata.go) and the start-up rule: directories
+// of deleted queues and directories without records that the journal does
+// not name are removed; any other such directory makes Open fail with
+// ErrStrayData (comb fsck --repair rebuilds the journal from descriptors).
 //
 // # Locks
 //
-// Lock order: registry (Broker.mu) → queue (queue.mu) → partition
+// Lock order: metadata (Broker.metaMu, held across the syncs of creating,
+// configuring and deleting) → registry (Broker.mu, never across a sync) →
+// queue (queue.mu) → partition
 // (partition.mu, several in id order for a transaction) → ready structure
 // (groupReady.mu) / DLQ log (queue.dlqMu). The partition lock guards appends
 // and every read-modify-write of a (partition, group) State; there is no

@@ -6,13 +6,14 @@
 // damage to acknowledged data that a person must look at, and the repair steps.
 // It does not own any on-disk format: segments, indexes and the dedup index are
 // judged by package segment (Verify) and index's decoders, the cursor journal by
-// package cursor's own recovery, the metadata journal by package broker. It must
+// package cursor's own recovery, the metadata journal and descriptors by package meta. It must
 // not know about HTTP except as Replay's client, and never runs inside a server.
 //
 // # What a check reads (all read-only)
 //
 //	<data>/LOCK                    flock probe: a live server holds it → ErrLocked (Options.Force: read-only anyway)
-//	<data>/meta/journal            queue and partition names (broker), torn tail vs mid-file damage
+//	<data>/meta/journal            queue and partition names (meta.Read), torn / damaged tail vs mid-file damage
+//	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is (meta.ReadDescriptor)
 //	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
 //	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
 //	<data>/partitions/<id>/dedup.idx  header, entry order, nothing past the high-water mark
@@ -34,8 +35,11 @@
 //
 // # Repair, and what survives a crash during it
 //
-// --repair takes the LOCK for its whole run, then: truncates the metadata
-// journal's torn tail (truncate + fsync); quarantines damage; reopens each
+// --repair takes the LOCK for its whole run, then: cuts the metadata
+// journal's torn or damaged tail after copying it to quarantine/meta/, or
+// rebuilds the journal (meta.Rebuild: its valid records, what is still
+// readable after mid-file damage, and every directory's descriptor; the old
+// file kept in quarantine/meta/, the new one renamed into place); quarantines damage; reopens each
 // affected segment log with segment.Open (which truncates its torn tail and
 // rebuilds indexes, with fsyncs) and loads its dedup index once (which drops
 // stale entries); re-scans those logs; reopens the cursor journal with cursor.Open
