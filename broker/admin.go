@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/cursor"
@@ -310,11 +309,11 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	}
 	var errs []error
 	for _, p := range parts {
-		if err := os.RemoveAll(filepath.Join(b.dir, "partitions", p.idStr)); err != nil {
+		if err := b.fs.RemoveAll(filepath.Join(b.dir, meta.PartitionsDir, p.idStr)); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(b.dir, "dlq", q.idStr)); err != nil {
+	if err := b.fs.RemoveAll(filepath.Join(b.dir, meta.DLQDir, q.idStr)); err != nil {
 		errs = append(errs, err)
 	}
 	q.gate.fire()

@@ -3,7 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -27,7 +27,7 @@ type Broker struct {
 	dir       string
 	syncMode  segment.SyncPolicy
 	segOpts   segment.Options
-	lockFile  *os.File
+	lockFile  io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
 	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
 	meta      *meta.Journal // the metadata journal; appends under metaMu
 	cur       *cursor.Engine
@@ -173,12 +173,19 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	if err := fsys.MkdirAll(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	lock, err := lockDir(cfg.DataDir)
+	lock, err := fsys.Lock(filepath.Join(cfg.DataDir, "LOCK"))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w (is another comb serving it?)", cfg.DataDir, ErrLocked)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
 		cfg:      cfg,
@@ -188,14 +195,11 @@ func Open(cfg Config) (*Broker, error) {
 		syncMode: policy,
 		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec},
 		lockFile: lock,
-		fs:       cfg.FS,
+		fs:       fsys,
 		queues:   make(map[string]*queue),
 		parts:    make(map[[16]byte]*partition),
 		closing:  make(chan struct{}),
 		anyGate:  newWakeGate(),
-	}
-	if b.fs == nil {
-		b.fs = vfs.OS
 	}
 	b.segOpts.FS = b.fs
 	if cfg.MaxOpenFiles > 0 {
@@ -480,7 +484,7 @@ func (b *Broker) closeFiles() error {
 	if err := b.meta.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := unlockDir(b.lockFile); err != nil {
+	if err := b.lockFile.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -61,7 +61,7 @@ func (b *Broker) checkStrayDirs(st *meta.State) error {
 	var stray []string
 	for _, sub := range []string{meta.PartitionsDir, meta.DLQDir} {
 		dir := filepath.Join(b.dir, sub)
-		names, err := readDirNames(dir)
+		names, err := b.fs.List(dir)
 		if err != nil {
 			if isNotExist(err) {
 				continue

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -123,8 +121,8 @@ func decodeCleanMarker(data []byte) (map[[16]byte]segment.Summary, error) {
 func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	dir := filepath.Join(b.dir, "meta")
 	path := filepath.Join(dir, cleanFileName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := b.fs.ReadFile(path)
+	if isNotExist(err) {
 		return b.readSummaryCheckpoint(), nil
 	}
 	if err != nil {
@@ -138,9 +136,9 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	// exactly as long as their stamps match), so a crash soon after this
 	// start still opens only the logs written since.
 	if derr == nil {
-		err = os.Rename(path, filepath.Join(dir, summariesFileName))
+		err = b.fs.Rename(path, filepath.Join(dir, summariesFileName))
 	} else {
-		err = os.Remove(path)
+		err = b.fs.Remove(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
@@ -251,7 +249,7 @@ func (b *Broker) fileBudget(want int) int {
 // damaged (every log is then verified). The file stays: its entries are
 // trusted only while their stamps match, whatever happened since.
 func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
-	data, err := os.ReadFile(filepath.Join(b.dir, "meta", summariesFileName))
+	data, err := b.fs.ReadFile(filepath.Join(b.dir, "meta", summariesFileName))
 	if err != nil {
 		return nil
 	}
@@ -273,16 +271,4 @@ func (b *Broker) adoptSummaries() {
 		}
 	}
 	b.summaries = nil
-}
-
-// readDirNames lists dir unsorted (os.ReadDir sorts and allocates an entry
-// per name: 100,000 partition directories made that a quarter of a clean
-// start).
-func readDirNames(dir string) ([]string, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.Readdirnames(-1)
 }

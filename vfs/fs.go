@@ -38,7 +38,16 @@ type FS interface {
 	SyncFS(dir string) error
 	// Device names the file system holding dir; dirs with equal Device share a SyncFS.
 	Device(dir string) (uint64, error)
+	// Lock takes an exclusive lock on the file name (creating it) for as
+	// long as the returned Closer is open; the lock dies with the process
+	// (kill -9 included), so a stale file never blocks a restart.
+	//
+	// Errors: ErrLocked (wrapped) when another holder has it.
+	Lock(name string) (io.Closer, error)
 }
+
+// ErrLocked is returned by Lock when the lock is held elsewhere.
+var ErrLocked = errors.New("vfs: locked by another process")
 
 // File is an open file. Write appends when the file was opened with
 // os.O_APPEND and writes at the current position otherwise; WriteAt writes

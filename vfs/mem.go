@@ -31,6 +31,7 @@ type Mem struct {
 	// The names as of the last SyncDir of their directory (strict only).
 	durableFiles map[string]*memNode
 	durableDirs  map[string]bool
+	locks        map[string]bool
 }
 
 type memNode struct {
@@ -568,3 +569,31 @@ func (mm *memMapping) Map(size int64) ([]byte, error) {
 }
 
 func (mm *memMapping) Close() error { return mm.h.Close() }
+
+// Lock holds name in a set; a second Lock of the same name fails until the
+// first is closed. Crash drops every lock (the process died).
+func (m *Mem) Lock(name string) (io.Closer, error) {
+	name = filepath.Clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locks == nil {
+		m.locks = map[string]bool{}
+	}
+	if m.locks[name] {
+		return nil, fmt.Errorf("%s: %w", name, ErrLocked)
+	}
+	m.locks[name] = true
+	return memLock{m, name}, nil
+}
+
+type memLock struct {
+	m    *Mem
+	name string
+}
+
+func (l memLock) Close() error {
+	l.m.mu.Lock()
+	delete(l.m.locks, l.name)
+	l.m.mu.Unlock()
+	return nil
+}

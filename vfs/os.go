@@ -3,9 +3,11 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -172,4 +174,30 @@ func (o *osMapping) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// Lock is flock(2) on name, whose contents become the holder's pid (for an
+// operator reading the file).
+func (osFS) Lock(name string) (io.Closer, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", name, ErrLocked)
+		}
+		return nil, fmt.Errorf("flock %s: %w", name, err)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return flockFile{f}, nil
+}
+
+type flockFile struct{ *os.File }
+
+func (f flockFile) Close() error {
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return f.File.Close()
 }

@@ -185,3 +185,22 @@ func TestOSMappingAndFile(t *testing.T) {
 	_, err = OS.OpenFile(filepath.Join(dir, "missing"), os.O_RDONLY)
 	require.True(t, errors.Is(err, fs.ErrNotExist))
 }
+
+func TestLock(t *testing.T) {
+	for name, fsys := range map[string]FS{"mem": NewMem(), "os": OS} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "LOCK")
+			if fsys != OS {
+				path = "/d/LOCK"
+			}
+			l, err := fsys.Lock(path)
+			require.NoError(t, err)
+			_, err = fsys.Lock(path)
+			require.ErrorIs(t, err, ErrLocked, "flock conflicts between two opens, even in one process")
+			require.NoError(t, l.Close())
+			l, err = fsys.Lock(path)
+			require.NoError(t, err, "free again once closed")
+			require.NoError(t, l.Close())
+		})
+	}
+}
