@@ -77,6 +77,8 @@ func FuzzDecodeConfigure(f *testing.F) {
 		req, msg := decodeConfigure(body)
 		if msg == "" {
 			require.Empty(t, checkName("Queue", req.Queue))
+			require.Empty(t, checkLabel("namespace", req.Namespace))
+			require.Empty(t, checkLabel("task", req.Task))
 		}
 	})
 }
