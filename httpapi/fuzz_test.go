@@ -61,6 +61,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 			require.NotEmpty(t, it.TransactionID)
 			require.NotEmpty(t, it.PartitionID)
 			require.Empty(t, checkTransactionID(it.TransactionID))
+			require.LessOrEqual(t, len(it.Error), maxAckErrorBytes+40, "error text is capped (issue 10)")
 		}
 		_, _, _ = decodeAck(body)
 	})

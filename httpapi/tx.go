@@ -93,7 +93,7 @@ func toTxOps(in []txOpJSON) (ops []broker.TxOp, msg string) {
 					PartitionID:   op.PartitionID,
 					LeaseID:       op.LeaseID,
 					Status:        op.Status,
-					Error:         op.Error,
+					Error:         capErrorText(op.Error),
 				},
 			})
 		default:

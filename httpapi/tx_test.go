@@ -37,12 +37,12 @@ func TestTransactionFlattensPushItemsAndEncodesResults(t *testing.T) {
 func TestTransactionFailureIsStill200WithTheError(t *testing.T) {
 	fake := newFake()
 	fake.onTx = func(ops []broker.TxOp) (broker.TxResult, error) {
-		return broker.TxResult{TransactionID: "tx-1", Success: false, Error: "Invalid or expired lease", Results: []broker.TxOpResult{
+		return broker.TxResult{TransactionID: "tx-1", Success: false, Error: "Operation 0 (ack) failed: Invalid or expired lease", Results: []broker.TxOpResult{
 			{Index: 0, Type: "ack", Success: false, TransactionID: "o", Error: "Invalid or expired lease"}}}, nil
 	}
 	ts := startServer(t, fake, Config{})
 	r := ts.do("POST", "/api/v1/transaction", `{"operations":[{"type":"ack","transactionId":"o","partitionId":"p"}]}`)
-	requireJSON(t, r, 200, `{"transactionId":"tx-1","success":false,"error":"Invalid or expired lease","results":[
+	requireJSON(t, r, 200, `{"transactionId":"tx-1","success":false,"error":"Operation 0 (ack) failed: Invalid or expired lease","results":[
 	 {"index":0,"type":"ack","success":false,"transactionId":"o","error":"Invalid or expired lease","dlq":false}]}`)
 }
 
