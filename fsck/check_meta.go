@@ -65,8 +65,18 @@ func (c *checker) checkOrphans() {
 			f.Detail = "log directory without records that the metadata does not name (left by a crash while a partition was being created, or by a queue delete); harmless"
 		} else {
 			f.Severity = SeverityDamaged
-			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name: the broker cannot reach them (lost metadata?); `comb dump --log %s` reads them", records, d.Rel)
+			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name: the broker cannot reach them (lost metadata?); %s reads them", records, orphanDumpHint(d.DLQ, idString(d.ID)))
 		}
 		c.rep.add(f)
 	}
+}
+
+// orphanDumpHint is the comb dump command line that prints an orphan log's records with their
+// payloads (docs/operations.md, "comb dump"). DATA-DIR stays a placeholder: findings name files
+// relative to the data directory.
+func orphanDumpHint(dlq bool, id string) string {
+	if dlq {
+		return "`comb dump --dlq --payload DATA-DIR | jq -c 'select(.partitionId==\"" + id + "\")'`"
+	}
+	return "`comb dump --partition-id " + id + " --payload DATA-DIR`"
 }
