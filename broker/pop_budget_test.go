@@ -22,7 +22,7 @@ func payloadBytes(res PopResult) int {
 }
 
 // Issue 10: one pop response has a payload budget over all the partitions it claims
-// (maxPopBytes), instead of maxPopBytes per partition, which let `partitions=N` over large
+// (maxPopBytes), instead of 32 MiB per partition, which let `partitions=N` over large
 // messages build N × 32 MiB in memory. The read that crosses the budget keeps its message,
 // then claiming stops; partitions not claimed stay ready for the next pop.
 func TestPopStopsClaimingOnceTheResponseByteBudgetIsSpent(t *testing.T) {
