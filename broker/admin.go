@@ -15,13 +15,19 @@ import (
 // Default partition if missing. Journaled and fsynced before it returns.
 // Existing messages, cursors and leases are untouched.
 //
-// Errors: ErrBadRequest for a bad name, ErrClosed, storage errors.
+// Errors: ErrBadRequest for a bad name or label, ErrClosed, storage errors.
 func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 	if err := b.enter(); err != nil {
 		return ConfigureResult{}, err
 	}
 	defer b.leave()
 	if err := checkName("Queue", req.Queue); err != nil {
+		return ConfigureResult{}, err
+	}
+	if err := checkLabel("namespace", req.Namespace); err != nil {
+		return ConfigureResult{}, err
+	}
+	if err := checkLabel("task", req.Task); err != nil {
 		return ConfigureResult{}, err
 	}
 	opts := req.Options

@@ -81,7 +81,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		}
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
-	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), maxReadBytes, buf)
+	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), pc.bytesLeft, buf)
 	if err != nil {
 		readBufPool.Put(buf)
 		if b.markDamaged(p, err) {
@@ -125,6 +125,9 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	pc.dirty = true
 	pc.bufs = append(pc.bufs, buf)
 	pc.budget -= len(msgs)
+	for i := range msgs {
+		pc.bytesLeft -= len(msgs[i].Payload) + len(msgs[i].Extra) // as Read counts them
+	}
 	pc.parts--
 	res := pc.res
 	if res.PartitionsClaimed == 0 {

@@ -46,6 +46,25 @@ func checkName(what, name string) error {
 	return nil
 }
 
+// checkLabel validates a queue's namespace or task label (what is
+// "namespace" or "task"): "" is unset (spec 2.1); otherwise the limits of
+// names (spec 0.4): valid UTF-8, at most 255 characters, no NUL. Labels go
+// into the metadata journal, so this keeps a client from writing megabytes
+// there (issue 10).
+func checkLabel(what, label string) error {
+	switch {
+	case label == "":
+		return nil
+	case !utf8.ValidString(label):
+		return BadRequest(what + " must be valid UTF-8")
+	case len(label) > maxNameChars && utf8.RuneCountInString(label) > maxNameChars:
+		return BadRequest(what + " must be at most 255 characters")
+	case strings.IndexByte(label, 0) >= 0:
+		return BadRequest(what + " must not contain NUL")
+	}
+	return nil
+}
+
 // uuidString formats a 16-byte id as the canonical 36-character UUID text.
 func uuidString(id [16]byte) string { return uuid.UUID(id).String() }
 

@@ -47,3 +47,35 @@ func TestPushTransactionIDLimitCountsCharacters(t *testing.T) {
 	_, err = e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 256), Payload: []byte("1")}})
 	assert.EqualError(t, err, "transactionId is longer than 255 characters")
 }
+
+// Issue 10: namespace and task get the limits of names (spec 0.4); a refused configure writes
+// nothing, so a 2 MiB namespace can no longer reach the metadata journal.
+func TestConfigureRefusesBadLabelsAndWritesNothing(t *testing.T) {
+	cases := []struct {
+		name, namespace, task, err string
+	}{
+		{"a 2 MiB namespace", strings.Repeat("n", 2<<20), "", "namespace must be at most 255 characters"},
+		{"a 100 kB task", "", strings.Repeat("t", 100000), "task must be at most 255 characters"},
+		{"256 two-byte characters", strings.Repeat("é", 256), "", "namespace must be at most 255 characters"},
+		{"invalid UTF-8", "a\xffb", "", "namespace must be valid UTF-8"},
+		{"NUL", "", "a\x00", "task must not contain NUL"},
+	}
+	e := newEnv(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := e.b.Configure(ConfigureRequest{Queue: "labels", Namespace: c.namespace, Task: c.task, Options: DefaultQueueOptions()})
+			assert.ErrorIs(t, err, ErrBadRequest)
+			assert.EqualError(t, err, c.err)
+		})
+	}
+	assert.Empty(t, e.b.ResourceQueues(ResourceFilter{}), "no queue was created")
+	res, err := e.b.Configure(ConfigureRequest{Queue: "labels", Namespace: strings.Repeat("é", 255), Task: "./x", Options: DefaultQueueOptions()})
+	assert.NoError(t, err, "255 characters, '.' and '/' are fine")
+	assert.Equal(t, strings.Repeat("é", 255), res.Namespace)
+	e.reopen()
+	qs := e.b.ResourceQueues(ResourceFilter{})
+	if assert.Len(t, qs, 1) {
+		assert.Equal(t, strings.Repeat("é", 255), qs[0].Namespace)
+		assert.Equal(t, "./x", qs[0].Task)
+	}
+}

@@ -18,7 +18,8 @@ type popCtx struct {
 	sub       cursor.Subscription // this request's intent (first contact, targeted seeding)
 	nowMicros int64
 	leaseID   [16]byte
-	budget    int
+	budget    int // messages still wanted (batch)
+	bytesLeft int // payload bytes still allowed in the response (maxPopBytes)
 	parts     int
 	res       *PopResult
 	bufs      []*segment.ReadBuffer
@@ -39,9 +40,23 @@ func (pc *popCtx) noteDue(until int64) {
 
 var readBufPool = sync.Pool{New: func() any { return new(segment.ReadBuffer) }}
 
-// maxReadBytes bounds one partition's read; at least one message is always
-// returned whatever its size.
+// maxReadBytes bounds one read of an ack's span; at least one message is
+// always returned whatever its size.
 const maxReadBytes = 32 << 20
+
+// maxPopBytes bounds the payload bytes of one pop response, over all the
+// partitions it claims: `partitions=N&batch=10000` over large messages used to
+// build N × maxReadBytes in memory (issue 10). Claiming stops once the budget
+// is spent; the read that crosses it keeps its last message, so a pop still
+// returns at least one message when one is ready, whatever its size, and the
+// response holds at most maxPopBytes plus one message.
+const maxPopBytes = 32 << 20
+
+// room reports whether the pop may claim another partition: messages, bytes
+// and partitions all left.
+func (pc *popCtx) room() bool {
+	return pc.budget > 0 && pc.bytesLeft > 0 && pc.parts > 0
+}
 
 // Pop claims and returns messages (spec 3, seed 000) for one of the three
 // shapes: wildcard (req.Queue), targeted (req.Queue + req.Partition) or
@@ -224,7 +239,7 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 	now := b.now()
 	pc.nowMicros = now.UnixMicro()
 	pc.leaseID = newV7()
-	pc.budget, pc.parts = pc.req.Batch, pc.req.Partitions
+	pc.budget, pc.bytesLeft, pc.parts = pc.req.Batch, maxPopBytes, pc.req.Partitions
 	pc.bufs, pc.dirty, pc.nextDue = nil, false, 0
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
 	if pc.req.AutoAck {
@@ -307,10 +322,11 @@ func (b *Broker) popWildcard(pc *popCtx, mayMinWait bool) (time.Duration, error)
 	return 0, err
 }
 
-// claimFrom walks g's candidates until the budget or partition cap is spent.
+// claimFrom walks g's candidates until the message, byte or partition budget
+// is spent.
 func (b *Broker) claimFrom(pc *popCtx, q *queue, g *groupReady) error {
 	var skip map[*partition]bool
-	for pc.budget > 0 && pc.parts > 0 {
+	for pc.room() {
 		p, seq, ok := g.take(pc.nowMicros, skip)
 		if !ok {
 			return nil
@@ -354,7 +370,7 @@ func (b *Broker) popDiscovery(pc *popCtx) error {
 		gs[i] = g
 	}
 	exhausted := make([]bool, len(qs))
-	for pc.budget > 0 && pc.parts > 0 {
+	for pc.room() {
 		best := -1
 		var bestKey int64
 		for i, g := range gs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/combmq/comb/cursor"
@@ -128,7 +129,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	}()
 	for _, p := range locked {
 		if p.deleted {
-			return b.txAbort(res, ops, 0, "Queue was deleted"), nil
+			return b.txAbort(res, ops, slices.Index(opPart, p), "Queue was deleted"), nil
 		}
 		if err := p.damagedErr(); err != nil {
 			return res, err
@@ -208,20 +209,12 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		}
 		st := pre
 		out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
-		var dlq []dlqItem
-		if abort {
-			for _, o := range out {
-				if o.Error != "" {
-					return b.txAbort(res, ops, o.Index, o.Error), nil
-				}
-			}
-			return b.txAbort(res, ops, out[0].Index, "Transaction aborted"), nil
+		if at, msg := failedAck(out, abort); at >= 0 {
+			return b.txAbort(res, ops, at, msg), nil
 		}
+		var dlq []dlqItem
 		for j, o := range out {
 			i := o.Index
-			if !o.Success {
-				return b.txAbort(res, ops, i, o.Error), nil
-			}
 			results[i] = TxOpResult{Index: i, Type: "ack", Success: true, TransactionID: ops[i].Ack.TransactionID, DLQ: o.DLQ}
 			if o.DLQ {
 				dlq = append(dlq, dlqItem{offset: acks[j].Offset, group: k.group, errMsg: ops[i].Ack.Error})
@@ -321,16 +314,29 @@ func (b *Broker) txAckAbort(ops []TxOp, opPart []*partition) (int, string, error
 			return -1, "", b.storageErr(k.p, err)
 		}
 		out, _, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
-		for _, o := range out {
-			if o.Error != "" || !o.Success {
-				return o.Index, o.Error, nil
-			}
-		}
-		if abort {
-			return out[0].Index, "Transaction aborted", nil
+		if at, msg := failedAck(out, abort); at >= 0 {
+			return at, msg, nil
 		}
 	}
 	return -1, "", nil
+}
+
+// failedAck returns the index and reason of the ack that fails a transaction, or -1. On an
+// abort lease.ApplyAcks leaves the valid acks unapplied (Success false, no Error), so the one
+// to name is the first with an Error, not the first without Success: naming a valid ack that
+// came first answered the transaction with an empty error (issue 10).
+func failedAck(out []lease.Outcome, abort bool) (int, string) {
+	for _, o := range out {
+		if o.Error != "" {
+			return o.Index, o.Error
+		}
+	}
+	for _, o := range out {
+		if !o.Success || abort {
+			return o.Index, "Transaction aborted"
+		}
+	}
+	return -1, ""
 }
 
 func (b *Broker) closedErr(err error) error {
@@ -341,9 +347,16 @@ func (b *Broker) closedErr(err error) error {
 }
 
 // txAbort is the answer of an aborted transaction: results of the operations
-// before the failing one, then the failing one with its error.
+// before the failing one, then the failing one with its error msg. The
+// transaction's error names the failing operation, its flattened index and
+// kind, and the reason: "Operation 1 (ack) failed: Invalid or expired lease"
+// (spec 5.3: `error` is present when success is false).
 func (b *Broker) txAbort(res TxResult, ops []TxOp, failed int, msg string) TxResult {
-	res.Success, res.Error = false, msg
+	if msg == "" {
+		msg = "Transaction aborted"
+	}
+	res.Success = false
+	res.Error = fmt.Sprintf("Operation %d (%s) failed: %s", failed, ops[failed].Type, msg)
 	res.Results = make([]TxOpResult, 0, failed+1)
 	for i := 0; i <= failed && i < len(ops); i++ {
 		r := TxOpResult{Index: i, Type: ops[i].Type}

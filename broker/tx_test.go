@@ -63,7 +63,7 @@ func TestTransactionAbortCreatesNoQueueOrPartition(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.False(t, tx.Success)
-	assert.Equal(t, "Message not found", tx.Error)
+	assert.Equal(t, "Operation 2 (ack) failed: Message not found", tx.Error)
 	assert.Nil(t, e.b.lookupQueue("ghostq"), "no queue ghostq")
 	assert.Nil(t, e.b.lookupQueue("known").partition("newpart"), "no partition newpart")
 	after := e.b.Stats()
@@ -81,20 +81,26 @@ func TestTransactionAbortsApplyNothing(t *testing.T) {
 	}{
 		{"retry aborts (spec 5.2)", func(r PopResult) []TxOp {
 			return []TxOp{txPush("out", "x"), txAck("g", r.Messages[0], r.LeaseID, "retry")}
-		}, "Invalid status: retry"},
+		}, "Operation 1 (ack) failed: Invalid status: retry"},
 		{"a stale lease aborts", func(r PopResult) []TxOp {
 			return []TxOp{txPush("out", "x"), txAck("g", r.Messages[0], uuidString(newV7()), "completed")}
-		}, "Invalid or expired lease"},
+		}, "Operation 1 (ack) failed: Invalid or expired lease"},
 		{"an unknown message aborts", func(r PopResult) []TxOp {
 			m := r.Messages[0]
 			m.TransactionID = "missing"
 			return []TxOp{txPush("out", "x"), txAck("g", m, "", "completed")}
-		}, "Message not found"},
+		}, "Operation 1 (ack) failed: Message not found"},
 		{"an unknown partitionId aborts", func(r PopResult) []TxOp {
 			m := r.Messages[0]
 			m.PartitionID = uuidString(newV7())
 			return []TxOp{txPush("out", "x"), txAck("g", m, "", "completed")}
-		}, "Message not found"},
+		}, "Operation 1 (ack) failed: Message not found"},
+		{"issue 10: a valid ack before the failing one does not hide its reason", func(r PopResult) []TxOp {
+			return []TxOp{txPush("out", "x"), txAck("g", r.Messages[0], r.LeaseID, "completed"), txAck("g", r.Messages[1], uuidString(newV7()), "completed")}
+		}, "Operation 2 (ack) failed: Invalid or expired lease"},
+		{"issue 10: an invalid status after a valid ack is named", func(r PopResult) []TxOp {
+			return []TxOp{txAck("g", r.Messages[0], r.LeaseID, "completed"), txAck("g", r.Messages[1], r.LeaseID, "maybe"), txPush("out", "x")}
+		}, "Operation 1 (ack) failed: Invalid status: maybe"},
 		{"an unknown operation type aborts", func(r PopResult) []TxOp {
 			return []TxOp{txPush("out", "x"), {Type: "frobnicate"}}
 		}, "Unknown operation type: frobnicate"},
@@ -102,12 +108,18 @@ func TestTransactionAbortsApplyNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.push("in", "", "a")
-			res := e.pop(PopRequest{Queue: "in", Group: "g"})
-			tx, err := e.b.Transaction(c.ops(res))
+			e.push("in", "", "a", "b")
+			res := e.pop(PopRequest{Queue: "in", Group: "g", Batch: 2})
+			require.Len(t, res.Messages, 2)
+			ops := c.ops(res)
+			tx, err := e.b.Transaction(ops)
 			require.NoError(t, err)
 			assert.False(t, tx.Success)
 			assert.Equal(t, c.err, tx.Error)
+			if last := len(tx.Results) - 1; ops[len(ops)-1].Type != "frobnicate" && assert.GreaterOrEqual(t, last, 0) {
+				assert.NotEmpty(t, tx.Results[last].Error, "the failing operation's result carries its reason")
+				assert.Contains(t, c.err, tx.Results[last].Error)
+			}
 			assert.Nil(t, e.b.lookupQueue("out"), "spec 5.2 all or nothing: the queue a push names is not created")
 			assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "the push was not applied")
 			ok := e.ack("g", res, "completed")

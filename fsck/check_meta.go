@@ -93,7 +93,7 @@ func (c *checker) checkOrphans() {
 		default:
 			f.Severity = SeverityDamaged
 			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name and no readable DESCRIPTOR (%v): nothing says which queue it belongs to. "+
-				"`comb dump --partition-id %s --payload %s` reads its records; restore meta/journal from a copy, or move the directory aside", records, derr, idString(d.ID), c.dir)
+				"%s reads its records; restore meta/journal from a copy, or move the directory aside", records, derr, orphanDumpHint(d.DLQ, idString(d.ID)))
 		}
 		c.rep.add(f)
 	}
@@ -112,4 +112,14 @@ func (c *checker) planMeta() {
 		kind = planRebuildMeta
 	}
 	c.plans = append(c.plans, repairPlan{kind: kind, findings: c.metaFindings})
+}
+
+// orphanDumpHint is the comb dump command line that prints an orphan log's records with their
+// payloads (docs/operations.md, "comb dump"). DATA-DIR stays a placeholder: findings name files
+// relative to the data directory.
+func orphanDumpHint(dlq bool, id string) string {
+	if dlq {
+		return "`comb dump --dlq --payload DATA-DIR | jq -c 'select(.partitionId==\"" + id + "\")'`"
+	}
+	return "`comb dump --partition-id " + id + " --payload DATA-DIR`"
 }

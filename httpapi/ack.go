@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
@@ -55,7 +57,30 @@ func parseAckItem(v *fastjson.Value, a *strArena, msgs ackMessages) (it broker.A
 	if it.Error, ok = arenaOptString(v.Get("error"), a); !ok {
 		return it, "error must be a string"
 	}
+	it.Error = capErrorText(it.Error)
 	return it, ""
+}
+
+// maxAckErrorBytes caps an ack's `error` text, which is kept on the DLQ entry and returned by
+// every DLQ read (spec 4.5: `errorMessage`). Neither the spec nor Queen's schema bounds it (a TEXT
+// column), so without a cap a 5 MiB reason was stored and sent back on every DLQ page (issue 10).
+// 8 KiB keeps a typical stack trace whole.
+const maxAckErrorBytes = 8 << 10
+
+// capErrorText truncates an ack's error text longer than maxAckErrorBytes at a character
+// boundary and appends a marker with the original length, e.g. "…[truncated: 5242880 bytes]".
+// It truncates rather than answering 400 because the reason is informational while the ack is
+// not: refusing it would leave the message leased and redelivered, failing the same way each
+// time. The result is at most maxAckErrorBytes plus the marker (under 40 bytes).
+func capErrorText(s string) string {
+	if len(s) <= maxAckErrorBytes {
+		return s
+	}
+	cut := maxAckErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // do not split a multi-byte character
+	}
+	return s[:cut] + "…[truncated: " + strconv.Itoa(len(s)) + " bytes]"
 }
 
 // arenaOptString reads a string-or-null field into the arena; absent and null are "".

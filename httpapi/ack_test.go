@@ -3,6 +3,7 @@ package httpapi
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +116,53 @@ func TestAckStringsSurviveTheRequestBuffer(t *testing.T) {
 		body[i] = 'X'
 	}
 	require.Equal(t, broker.AckItem{TransactionID: "abc", PartitionID: "def", Error: "ghi"}, item)
+}
+
+func TestCapErrorTextTruncatesAtACharacterWithAMarker(t *testing.T) {
+	exact := strings.Repeat("e", maxAckErrorBytes)
+	require.Equal(t, exact, capErrorText(exact), "at the cap: kept whole")
+	require.Equal(t, "", capErrorText(""))
+
+	long := strings.Repeat("x", 5<<20)
+	require.Equal(t, strings.Repeat("x", maxAckErrorBytes)+"…[truncated: 5242880 bytes]", capErrorText(long))
+
+	// A two-byte character straddling the cap is dropped whole, never split.
+	straddle := strings.Repeat("a", maxAckErrorBytes-1) + "é" + "tail"
+	got := capErrorText(straddle)
+	require.Equal(t, strings.Repeat("a", maxAckErrorBytes-1)+"…[truncated: 8197 bytes]", got)
+	require.True(t, utf8.ValidString(got))
+}
+
+// Issue 10: an ack's error text is capped (maxAckErrorBytes and a marker) on /ack, /ack/batch
+// and transaction acks, so a 5 MiB reason no longer comes back on every DLQ read; the ack itself
+// is applied.
+func TestAckErrorTextIsCappedOnTheDLQEntry(t *testing.T) {
+	huge := strings.Repeat("E", 5<<20)
+	want := strings.Repeat("E", maxAckErrorBytes) + "…[truncated: 5242880 bytes]"
+	ts := startRealServer(t)
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q","transactionId":"a","payload":1},{"queue":"q","transactionId":"b","payload":2},{"queue":"q","transactionId":"c","payload":3}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	r = ts.do("GET", "/api/v1/pop/queue/q?consumerGroup=g&batch=3", "")
+	require.Equal(t, 200, r.status)
+	env := r.json(t).(map[string]any)
+	msgs := env["messages"].([]any)
+	pid, lease := msgs[0].(map[string]any)["partitionId"].(string), env["leaseId"].(string)
+
+	r = ts.do("POST", "/api/v1/ack", `{"transactionId":"a","partitionId":"`+pid+`","leaseId":"`+lease+`","consumerGroup":"g","status":"dlq","error":"`+huge+`"}`)
+	require.Equal(t, 200, r.status, "%.200s", r.body)
+	require.Equal(t, true, r.json(t).([]any)[0].(map[string]any)["success"])
+	r = ts.do("POST", "/api/v1/ack/batch", `{"consumerGroup":"g","acknowledgments":[{"transactionId":"b","partitionId":"`+pid+`","leaseId":"`+lease+`","status":"dlq","error":"`+huge+`"}]}`)
+	require.Equal(t, 200, r.status, "%.200s", r.body)
+	r = ts.do("POST", "/api/v1/transaction", `{"operations":[{"type":"ack","transactionId":"c","partitionId":"`+pid+`","leaseId":"`+lease+`","consumerGroup":"g","status":"dlq","error":"`+huge+`"}]}`)
+	require.Equal(t, 200, r.status, "%.200s", r.body)
+	require.Equal(t, true, r.json(t).(map[string]any)["success"], "%.300s", r.body)
+
+	r = ts.do("GET", "/api/v1/dlq?queue=q", "")
+	require.Equal(t, 200, r.status)
+	entries := r.json(t).(map[string]any)["messages"].([]any)
+	require.Len(t, entries, 3)
+	for _, e := range entries {
+		require.Equal(t, want, e.(map[string]any)["errorMessage"])
+	}
+	require.Less(t, len(r.body), 3*(maxAckErrorBytes+1024), "the DLQ page carries three capped reasons, not 15 MiB")
 }

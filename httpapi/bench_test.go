@@ -64,6 +64,28 @@ func BenchmarkDecodePush100(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckPayload100 is the UTF-8 check alone (issue 10) over the 100 payloads of
+// pushBody100: what it adds to every push of that shape.
+func BenchmarkCheckPayload100(b *testing.B) {
+	items, msg := decodePush(pushBody100())
+	if msg != "" {
+		b.Fatal(msg)
+	}
+	n := 0
+	for _, it := range items {
+		n += len(it.Payload)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, it := range items {
+			if m := checkPayload(it.Payload, "items", i); m != "" {
+				b.Fatal(m)
+			}
+		}
+	}
+}
+
 func BenchmarkDecodeAckBatch100(b *testing.B) {
 	body := ackBody100()
 	b.SetBytes(int64(len(body)))

@@ -89,6 +89,12 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 	if req.Task, ok = optionalString(v.Get("task")); !ok {
 		return req, "task must be a string"
 	}
+	if m := checkLabel("namespace", req.Namespace); m != "" {
+		return req, m
+	}
+	if m := checkLabel("task", req.Task); m != "" {
+		return req, m
+	}
 	req.Options = broker.DefaultQueueOptions()
 	ov := v.Get("options")
 	if ov == nil || ov.Type() != fastjson.TypeObject {

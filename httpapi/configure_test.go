@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,6 +79,12 @@ func TestConfigureBadInput(t *testing.T) {
 		{"a duration that overflows µs arithmetic", `{"queue":"q","options":{"windowBuffer":99999999999999}}`, "Option windowBuffer must be at most 1000000000000 in magnitude"},
 		{"queue with a slash (spec 0.4)", `{"queue":"a/b"}`, "Queue name must not contain '/'"},
 		{"queue not valid UTF-8", "{\"queue\":\"a\xffb\"}", "Queue name must be valid UTF-8"},
+		// issue 10: labels get the limits of names (spec 0.4) instead of reaching the journal.
+		{"a 2 MiB namespace", `{"queue":"q","namespace":"` + strings.Repeat("n", 2<<20) + `"}`, "namespace must be at most 255 characters"},
+		{"a 100 kB task", `{"queue":"q","task":"` + strings.Repeat("t", 100000) + `"}`, "task must be at most 255 characters"},
+		{"256 two-byte characters of namespace", `{"queue":"q","namespace":"` + strings.Repeat("é", 256) + `"}`, "namespace must be at most 255 characters"},
+		{"task not valid UTF-8", "{\"queue\":\"q\",\"task\":\"a\xffb\"}", "task must be valid UTF-8"},
+		{"namespace with NUL", `{"queue":"q","namespace":"a\u0000"}`, "namespace must not contain NUL"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

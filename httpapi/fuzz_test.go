@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,6 +18,7 @@ func FuzzDecodePush(f *testing.F) {
 		`{"items":[{"queue":"q","partition":"p","transactionId":"t","traceId":"0198e4c0-6c1a-7a11-9d3e-2f0c5b7e8a01","payload":[1,"2",null]}]}`,
 		`{"items":[]}`, `{"items":{}}`, `{}`, `[]`, `{"items":[{"queue":1}]}`, `{"items":[{"queue":"..\u0000"}]}`,
 		`{"items":[{"queue":"q","payload":"\ud800"}]}`, ``, `{`,
+		"{\"items\":[{\"queue\":\"q\",\"payload\":{\"x\":\"\xff\xfe\"}}]}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,6 +37,7 @@ func FuzzDecodePush(f *testing.F) {
 			require.Empty(t, checkTraceID(it.TraceID))
 			if it.Payload != nil {
 				require.True(t, json.Valid(it.Payload), "%q", it.Payload)
+				require.True(t, utf8.Valid(it.Payload), "payload %q is not UTF-8 (issue 10)", it.Payload)
 				require.True(t, bytes.Contains(body, it.Payload), "payload %q is not a verbatim slice of the body", it.Payload)
 			}
 		}
@@ -58,6 +61,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 			require.NotEmpty(t, it.TransactionID)
 			require.NotEmpty(t, it.PartitionID)
 			require.Empty(t, checkTransactionID(it.TransactionID))
+			require.LessOrEqual(t, len(it.Error), maxAckErrorBytes+40, "error text is capped (issue 10)")
 		}
 		_, _, _ = decodeAck(body)
 	})
@@ -74,6 +78,8 @@ func FuzzDecodeConfigure(f *testing.F) {
 		req, msg := decodeConfigure(body)
 		if msg == "" {
 			require.Empty(t, checkName("Queue", req.Queue))
+			require.Empty(t, checkLabel("namespace", req.Namespace))
+			require.Empty(t, checkLabel("task", req.Task))
 		}
 	})
 }
@@ -82,6 +88,7 @@ func FuzzDecodeTransaction(f *testing.F) {
 	for _, s := range []string{
 		`{"operations":[{"type":"push","items":[{"queue":"q","payload":1}]},{"type":"ack","transactionId":"t","partitionId":"p"}]}`,
 		`{"operations":[]}`, `{"operations":[{"type":"x"}]}`, `{"operations":[{"type":"push","items":{}}]}`, `{`,
+		"{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"q\",\"payload\":\"\xc3\"}]}]}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -93,6 +100,10 @@ func FuzzDecodeTransaction(f *testing.F) {
 		require.NotEmpty(t, ops)
 		for _, op := range ops {
 			require.Contains(t, []string{"push", "ack"}, op.Type)
+			if op.Type == "push" && op.Push.Payload != nil {
+				require.True(t, json.Valid(op.Push.Payload), "%q", op.Push.Payload)
+				require.True(t, utf8.Valid(op.Push.Payload), "payload %q is not UTF-8 (issue 10)", op.Push.Payload)
+			}
 		}
 	})
 }

@@ -36,7 +36,11 @@ func parseISO(s string) (int64, bool) {
 }
 
 // extendLease serves POST /api/v1/lease/:leaseId/extend: always a 200 object (spec 6, 11 #6,
-// #7). Only an unparsable body is refused (400, spec 0.1), since nothing can be read from it.
+// #7) once the body is read. An unparsable body is 400 (spec 0.1), and so is a `seconds` that is
+// not an integer (a fraction, 1e30, "abc", true): it used to mean 60 s without a word (issue
+// 10), so a client asking for 1.5 h as 5400.5 got a minute. Integral numbers and numeric
+// strings are read as configure reads its options (spec 2.2); absent, null and non-positive
+// values mean 60 (spec 6); the broker caps the rest at lease.MaxLeaseSeconds.
 func (s *Server) extendLease(ctx *fasthttp.RequestCtx, leaseID string) {
 	seconds := int64(defaultExtendSeconds)
 	if body := ctx.PostBody(); len(strings.TrimSpace(b2s(body))) > 0 {
@@ -44,12 +48,18 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, leaseID string) {
 		if !ok {
 			return
 		}
-		if sv := v.Get("seconds"); sv != nil {
-			if n, ok := jsonInt(sv); ok && n > 0 {
-				seconds = n
-			}
+		n, ok := int64(0), true
+		if sv := v.Get("seconds"); sv != nil && sv.Type() != fastjson.TypeNull {
+			n, ok = jsonInt(sv)
 		}
 		parserPool.Put(parser)
+		if !ok {
+			badRequest(ctx, "seconds must be an integer")
+			return
+		}
+		if n > 0 {
+			seconds = n
+		}
 	}
 	res := s.b.ExtendLease(leaseID, seconds)
 	p := getBuf()

@@ -20,8 +20,9 @@ func TestLeaseExtendIsAlways200ObjectAndDefaultsTo60Seconds(t *testing.T) {
 		{"seconds as a numeric string", `{"seconds":"90"}`, 90},
 		{"zero", `{"seconds":0}`, 60},
 		{"negative", `{"seconds":-5}`, 60},
-		{"not a number", `{"seconds":"abc"}`, 60},
 		{"null", `{"seconds":null}`, 60},
+		{"an integral number in exponent form", `{"seconds":1e3}`, 1000},
+		{"other fields are ignored", `{"seconds":30,"leaseId":"x"}`, 30},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -35,6 +36,36 @@ func TestLeaseExtendIsAlways200ObjectAndDefaultsTo60Seconds(t *testing.T) {
 			require.Equal(t, "0198e4c2-aa", fake.extendID)
 		})
 	}
+}
+
+// Issue 10: a `seconds` that is not an integer used to mean 60 s without a word; it is 400 now,
+// and the broker is not called.
+func TestLeaseExtendRefusesSecondsThatAreNotIntegers(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"a fraction", `{"seconds":5400.5}`, "seconds must be an integer"},
+		{"1e30", `{"seconds":1e30}`, "seconds must be an integer"},
+		{"past int64", `{"seconds":99999999999999999999}`, "seconds must be an integer"},
+		{"not a number", `{"seconds":"abc"}`, "seconds must be an integer"},
+		{"an empty string", `{"seconds":""}`, "seconds must be an integer"},
+		{"a boolean", `{"seconds":true}`, "seconds must be an integer"},
+		{"an object", `{"seconds":{}}`, "seconds must be an integer"},
+		{"unparsable body (spec 0.1)", `{"seconds":`, "Invalid JSON: "},
+	}
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := ts.do("POST", "/api/v1/lease/0198e4c2-aa/extend", c.body)
+			require.Equal(t, 400, r.status, "%s", r.body)
+			msg := r.json(t).(map[string]any)["error"].(string)
+			if c.want == "Invalid JSON: " {
+				require.Contains(t, msg, c.want)
+			} else {
+				require.Equal(t, c.want, msg)
+			}
+		})
+	}
+	require.NotContains(t, fake.callList(), "ExtendLease")
 }
 
 func TestLeaseExtendOfADeadLeaseReportsIt(t *testing.T) {

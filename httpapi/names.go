@@ -37,6 +37,25 @@ func checkName(kind, name string) string {
 	return ""
 }
 
+// checkLabel returns the 400 message for a queue's namespace or task label (kind "namespace" or
+// "task"), "" when acceptable. A label is optional ("" means unset, spec 2.1) and otherwise
+// obeys the limits of names (spec 0.4): valid UTF-8, at most 255 characters, no NUL. `/`, `.`
+// and `..` are fine: labels are only compared, never used as names. Without the cap a 2 MiB
+// namespace went into the metadata journal (issue 10).
+func checkLabel(kind, label string) string {
+	switch {
+	case label == "":
+		return ""
+	case !utf8.ValidString(label):
+		return kind + " must be valid UTF-8"
+	case len(label) > maxNameChars && utf8.RuneCountInString(label) > maxNameChars:
+		return kind + " must be at most 255 characters"
+	case strings.IndexByte(label, 0) >= 0:
+		return kind + " must not contain NUL"
+	}
+	return ""
+}
+
 // checkGroup is checkName for an optional consumer group: "" means __QUEUE_MODE__ (spec 11 #29).
 func checkGroup(group string) string {
 	if group == "" {

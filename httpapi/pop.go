@@ -68,7 +68,10 @@ func (s *Server) popRequest(ctx *fasthttp.RequestCtx, queue, partition string) (
 	if msg = checkGroup(req.Group); msg != "" {
 		return req, msg
 	}
-	return req, ""
+	if msg = checkLabel("namespace", req.Namespace); msg != "" {
+		return req, msg
+	}
+	return req, checkLabel("task", req.Task)
 }
 
 // popQueue serves the wildcard and the targeted pops (spec 3.1).

@@ -110,6 +110,8 @@ func TestPopBadInput(t *testing.T) {
 		{"queue not valid UTF-8", "/api/v1/pop/queue/a%FFb", "Queue name must be valid UTF-8"},
 		{"partition not valid UTF-8 (a lone surrogate)", "/api/v1/pop/queue/q/partition/a%ED%A0%80b", "Partition name must be valid UTF-8"},
 		{"malformed escape", "/api/v1/pop/queue/a%zz", "Invalid percent-encoding in path"},
+		{"discovery namespace over 255 characters (issue 10)", "/api/v1/pop?namespace=" + strings.Repeat("n", 256), "namespace must be at most 255 characters"},
+		{"discovery task not valid UTF-8", "/api/v1/pop?task=a%FFb", "task must be valid UTF-8"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

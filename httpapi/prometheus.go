@@ -53,6 +53,10 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.counter("comb_retention_bytes_reclaimed_total", "Bytes of segment files deleted by retention.", st.RetentionBytesReclaimed)
 	w.counter("comb_retention_cursors_moved_total", "Cursors moved up to a new low-water mark by retention.", st.RetentionCursorsMoved)
 	w.gauge("comb_http_requests", "HTTP requests served since start.", float64(s.requests.Load()))
+	w.gauge("comb_connections_open", "HTTP connections open now.", float64(s.conns.open.Load()))
+	w.gauge("comb_max_connections", "Cap on open HTTP connections (--max-conns); 0 = no cap.", float64(max(s.cfg.MaxConns, 0)))
+	w.counter("comb_connections_refused_total", "Connections answered 503 and closed because --max-conns were open.", s.conns.refused.Load())
+	w.counter("comb_accept_errors_total", "Accept failures ridden out by backing off: out of file descriptors (EMFILE, ENFILE) or kernel memory.", s.conns.acceptErrors.Load())
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 
 	*p = w.b

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
@@ -78,12 +80,16 @@ func itemsTypeMessage(field, prefix string) string {
 }
 
 // toPushItems validates decoded items (spec 1.2: one bad item rejects the whole request) and
-// converts them. msg is the 400 message, "" when valid.
-func toPushItems(in []pushItemJSON) (out []broker.PushItem, msg string) {
+// converts them. where names the items array in a payload message ("items",
+// "operations[2].items"). msg is the 400 message, "" when valid.
+func toPushItems(in []pushItemJSON, where string) (out []broker.PushItem, msg string) {
 	out = make([]broker.PushItem, len(in))
 	for i := range in {
 		it := &in[i]
 		if m := checkPushItem(it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
+			return nil, m
+		}
+		if m := checkPayload(it.Payload, where, i); m != "" {
 			return nil, m
 		}
 		out[i] = broker.PushItem{
@@ -118,6 +124,29 @@ func checkPushItem(queue *string, partition, transactionID, traceID string) stri
 	return checkTraceID(traceID)
 }
 
+// checkPayload returns the 400 message for a payload that is not valid UTF-8, "" otherwise.
+//
+// The decoder checks the payload's JSON syntax (control characters in strings included) but
+// copies its bytes as they are, and the payload is stored and later sent as `data` verbatim: a
+// stray \xff would make every pop response holding it invalid JSON (RFC 8259 8.1: JSON text is
+// UTF-8), a poison message that fails the consumer's decoder at each redelivery (issue 10). One
+// utf8.Valid pass over the payload bytes is the whole cost (docs/benchmarks.md). Lone surrogates
+// written as escapes (`"\ud800"`) are ASCII on the wire and pass: decoders accept them.
+func checkPayload(payload []byte, where string, i int) string {
+	if utf8.Valid(payload) {
+		return ""
+	}
+	at := 0
+	for at < len(payload) {
+		r, n := utf8.DecodeRune(payload[at:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		at += n
+	}
+	return "Invalid payload at " + where + "[" + strconv.Itoa(i) + "]: not valid UTF-8 (byte " + strconv.Itoa(at) + " of the payload)"
+}
+
 // decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
 // valid; a valid body may hold zero items.
 func decodePush(body []byte) ([]broker.PushItem, string) {
@@ -128,11 +157,14 @@ func decodePush(body []byte) ([]broker.PushItem, string) {
 	if req.Items == nil {
 		return nil, "items array is required"
 	}
-	items, msg := toPushItems(req.Items)
+	items, msg := toPushItems(req.Items, "items")
 	if msg == "" {
 		msg = checkItemsNotReplaced(items, body)
 	}
-	return items, msg
+	if msg != "" {
+		return nil, msg
+	}
+	return items, ""
 }
 
 // checkItemsNotReplaced refuses names the JSON decoder made valid by replacing bad UTF-8

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -107,6 +108,17 @@ func TestPushBadInputIsRejectedWholeWithTheSpecMessage(t *testing.T) {
 		{"dot-dot partition", `{"items":[{"queue":"q","partition":".."}]}`, "Partition name must not be '.' or '..'"},
 		{"NUL in queue", `{"items":[{"queue":"a\u0000b"}]}`, "Queue name must not contain NUL"},
 		{"NUL in partition", `{"items":[{"queue":"q","partition":"a\u0000"}]}`, "Partition name must not contain NUL"},
+		// issue 10: a payload is stored and sent back verbatim, so it must be UTF-8 (RFC 8259 8.1).
+		{"payload string with a stray byte", "{\"items\":[{\"queue\":\"q\",\"payload\":1},{\"queue\":\"q\",\"payload\":{\"x\":\"\xff\xfe\"}}]}",
+			"Invalid payload at items[1]: not valid UTF-8 (byte 6 of the payload)"},
+		{"payload key with a stray byte", "{\"items\":[{\"queue\":\"q\",\"payload\":{\"k\x80\":1}}]}",
+			"Invalid payload at items[0]: not valid UTF-8 (byte 3 of the payload)"},
+		{"payload with a UTF-8 encoded surrogate", "{\"items\":[{\"queue\":\"q\",\"payload\":\"\xed\xa0\x80\"}]}",
+			"Invalid payload at items[0]: not valid UTF-8 (byte 1 of the payload)"},
+		{"payload with a truncated sequence", "{\"items\":[{\"queue\":\"q\",\"payload\":[\"\xe2\x82\"]}]}",
+			"Invalid payload at items[0]: not valid UTF-8 (byte 2 of the payload)"},
+		{"payload with an overlong encoding", "{\"items\":[{\"queue\":\"q\",\"payload\":\"\xc0\xaf\"}]}",
+			"Invalid payload at items[0]: not valid UTF-8 (byte 1 of the payload)"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})
@@ -195,3 +207,26 @@ func TestBrokerErrorsMapToStatuses(t *testing.T) {
 }
 
 func quote(s string) string { return string(appendString(nil, s)) }
+
+// Issue 10: a payload with invalid UTF-8 was stored and echoed raw, so the pop response was not
+// JSON and a consumer failed on that batch at every redelivery. Now the push is refused whole and
+// nothing is stored, for /push and for transaction pushes; valid multi-byte text and escapes
+// (a lone surrogate escape too: it is ASCII on the wire) are stored and returned byte for byte.
+func TestPayloadMustBeUTF8AgainstTheRealBroker(t *testing.T) {
+	ts := startRealServer(t)
+	r := ts.do("POST", "/api/v1/push", "{\"items\":[{\"queue\":\"utf\",\"partition\":\"p\",\"transactionId\":\"ok\",\"payload\":1},"+
+		"{\"queue\":\"utf\",\"partition\":\"p\",\"transactionId\":\"u1\",\"payload\":{\"x\":\"\xff\xfe\"}}]}")
+	requireJSON(t, r, 400, `{"error":"Invalid payload at items[1]: not valid UTF-8 (byte 6 of the payload)"}`)
+	r = ts.do("POST", "/api/v1/transaction", "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"utf\",\"partition\":\"p\",\"payload\":\"\xc3\"}]}]}")
+	requireJSON(t, r, 400, `{"error":"Invalid payload at operations[0].items[0]: not valid UTF-8 (byte 1 of the payload)"}`)
+	r = ts.do("GET", "/api/v1/pop/queue/utf?autoAck=true", "")
+	require.Equal(t, 204, r.status, "nothing of either request was stored: %s", r.body)
+
+	payload := `{"s":"h\u00e9llo héllo 😀","l":"\ud800","t":"\t"}`
+	r = ts.do("POST", "/api/v1/push", `{"items":[{"queue":"utf","partition":"p","payload":`+payload+`}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	r = ts.do("GET", "/api/v1/pop/queue/utf?autoAck=true", "")
+	require.Equal(t, 200, r.status)
+	require.Contains(t, string(r.body), `"data":`+payload+`,`, "stored and returned verbatim")
+	require.True(t, json.Valid(r.body))
+}

@@ -34,6 +34,10 @@ type Config struct {
 	// DefaultPopTimeout is a pop's `timeout` when the request gives none. Zero means env
 	// DEFAULT_TIMEOUT (ms), else env POP_DEFAULT_TIMEOUT_MS (ms), else 30 s (spec 3.2, 11 #2).
 	DefaultPopTimeout time.Duration
+	// MaxConns caps the connections open at once; one past it is answered 503 with a JSON
+	// body and closed (listener.go). ≤ 0 means no cap: running out of descriptors is then only
+	// ridden out by the accept back-off. `comb serve` derives it from RLIMIT_NOFILE.
+	MaxConns int
 	// Version is reported by GET /health.
 	Version string
 	Logger  zerolog.Logger
@@ -74,6 +78,7 @@ type Server struct {
 	cancelPop context.CancelFunc
 
 	requests atomic.Uint64 // every request served, for GET /metrics
+	conns    connStats     // open, refused and accept errors, for /metrics/prometheus
 
 	// Requests per operation as routed, whatever their outcome (400, 500, 204 included), for
 	// the *_requests_total families of /metrics/prometheus.
@@ -118,14 +123,19 @@ func New(b Backend, cfg Config) *Server {
 	return s
 }
 
-// Serve answers requests on ln until Shutdown. It returns nil after a clean Shutdown.
+// Serve answers requests on ln until Shutdown. It returns nil after a clean Shutdown. Running
+// out of file descriptors does not end it (listener.go); Config.MaxConns caps the connections.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(ln)
+	return s.http.Serve(newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log))
 }
 
 // ListenAndServe listens on addr (host:port) and serves until Shutdown.
 func (s *Server) ListenAndServe(addr string) error {
-	return s.http.ListenAndServe(addr)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
 }
 
 // Shutdown stops accepting connections, answers every parked long-poll with 204 (their

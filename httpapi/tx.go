@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strconv"
 	"strings"
 
 	json "github.com/goccy/go-json"
@@ -64,7 +65,7 @@ func toTxOps(in []txOpJSON) (ops []broker.TxOp, msg string) {
 			if op.Items == nil {
 				return nil, "items array is required"
 			}
-			items, msg := toPushItems(op.Items)
+			items, msg := toPushItems(op.Items, "operations["+strconv.Itoa(i)+"].items")
 			if msg != "" {
 				return nil, msg
 			}
@@ -92,7 +93,7 @@ func toTxOps(in []txOpJSON) (ops []broker.TxOp, msg string) {
 					PartitionID:   op.PartitionID,
 					LeaseID:       op.LeaseID,
 					Status:        op.Status,
-					Error:         op.Error,
+					Error:         capErrorText(op.Error),
 				},
 			})
 		default:
@@ -117,6 +118,9 @@ func decodeTransaction(body []byte) ([]broker.TxOp, string) {
 		return nil, "operations array cannot be empty"
 	}
 	ops, msg := toTxOps(req.Operations)
+	if msg == "" && len(ops) == 0 {
+		return nil, "operations array cannot be empty" // only pushes of no items: nothing to do
+	}
 	for i := 0; msg == "" && i < len(ops); i++ {
 		if ops[i].Type == "push" {
 			msg = checkItemsNotReplaced([]broker.PushItem{ops[i].Push}, body)

@@ -37,12 +37,12 @@ func TestTransactionFlattensPushItemsAndEncodesResults(t *testing.T) {
 func TestTransactionFailureIsStill200WithTheError(t *testing.T) {
 	fake := newFake()
 	fake.onTx = func(ops []broker.TxOp) (broker.TxResult, error) {
-		return broker.TxResult{TransactionID: "tx-1", Success: false, Error: "Invalid or expired lease", Results: []broker.TxOpResult{
+		return broker.TxResult{TransactionID: "tx-1", Success: false, Error: "Operation 0 (ack) failed: Invalid or expired lease", Results: []broker.TxOpResult{
 			{Index: 0, Type: "ack", Success: false, TransactionID: "o", Error: "Invalid or expired lease"}}}, nil
 	}
 	ts := startServer(t, fake, Config{})
 	r := ts.do("POST", "/api/v1/transaction", `{"operations":[{"type":"ack","transactionId":"o","partitionId":"p"}]}`)
-	requireJSON(t, r, 200, `{"transactionId":"tx-1","success":false,"error":"Invalid or expired lease","results":[
+	requireJSON(t, r, 200, `{"transactionId":"tx-1","success":false,"error":"Operation 0 (ack) failed: Invalid or expired lease","results":[
 	 {"index":0,"type":"ack","success":false,"transactionId":"o","error":"Invalid or expired lease","dlq":false}]}`)
 }
 
@@ -55,6 +55,7 @@ func TestTransactionBadInput(t *testing.T) {
 		{"operations empty", `{"operations":[]}`, "operations array cannot be empty"},
 		{"unknown type", `{"operations":[{"type":"delete"}]}`, "Unknown operation type: delete"},
 		{"push without items", `{"operations":[{"type":"push"}]}`, "items array is required"},
+		{"only pushes of no items", `{"operations":[{"type":"push","items":[]}]}`, "operations array cannot be empty"},
 		{"push item queue not a string", `{"operations":[{"type":"push","items":[{"queue":1}]}]}`, "Queue must be a string"},
 		{"push item bad traceId", `{"operations":[{"type":"push","items":[{"queue":"q","traceId":"x"}]}]}`, "TraceId must be a UUID"},
 		{"ack without transactionId", `{"operations":[{"type":"ack","partitionId":"p"}]}`, "transactionId is required"},
@@ -64,6 +65,8 @@ func TestTransactionBadInput(t *testing.T) {
 		{"push queue not valid UTF-8", "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"a\xffb\"}]}]}", "Queue name must be valid UTF-8"},
 		{"push partition with a lone surrogate", `{"operations":[{"type":"push","items":[{"queue":"q","partition":"\udc00"}]}]}`, "Partition name must be valid UTF-8"},
 		{"ack group with a lone surrogate", `{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","consumerGroup":"g\ud800"}]}`, "Consumer group name must be valid UTF-8"},
+		{"push payload not valid UTF-8 (issue 10)", "{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"t\",\"partitionId\":\"p\"},{\"type\":\"push\",\"items\":[{\"queue\":\"q\"},{\"queue\":\"q\",\"payload\":\"\xff\"}]}]}",
+			"Invalid payload at operations[1].items[1]: not valid UTF-8 (byte 1 of the payload)"},
 	}
 	fake := newFake()
 	ts := startServer(t, fake, Config{})

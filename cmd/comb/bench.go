@@ -29,7 +29,8 @@ func cmdBench(args []string) int {
 		return benchTable(args[1:], os.Stdout, os.Stderr)
 	}
 	cfg := bench.DefaultConfig()
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	workloadGiven := len(args) > 0 && !strings.HasPrefix(args[0], "-")
+	if workloadGiven {
 		cfg.Workload = bench.Workload(args[0])
 		args = args[1:]
 	}
@@ -67,6 +68,13 @@ func cmdBench(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "comb bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if !workloadGiven {
+		// No default workload: `comb bench` alone used to run a push benchmark against
+		// 127.0.0.1:6632 and leave its queue behind on whatever server listened there.
+		fmt.Fprintln(os.Stderr, "comb bench: a workload is required")
+		fs.Usage()
 		return 2
 	}
 	cfg.Progress = *progress || isTerminal(os.Stderr)

@@ -43,6 +43,7 @@ var serveEnv = [][2]string{
 	{"max-open-files", "COMB_MAX_OPEN_FILES"},
 	{"idle-evict", "COMB_IDLE_EVICT"},
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
+	{"max-conns", "COMB_MAX_CONNS"},
 }
 
 func runServe(args []string) int {
@@ -60,6 +61,7 @@ func runServe(args []string) int {
 	idleEvict := fs.Duration("idle-evict", broker.DefaultIdleEvict, "a partition unused this long leaves memory (files closed, dedup table dropped); < 0 = never (env COMB_IDLE_EVICT)")
 	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
+	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -123,9 +125,11 @@ func runServe(args []string) int {
 		ev.Msg("cannot open the broker")
 		return 1
 	}
+	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
 	srv := httpapi.New(b, httpapi.Config{
 		MaxBodyBytes: int(maxBody),
 		MaxBatch:     *maxBatch,
+		MaxConns:     conns,
 		Logger:       log,
 	})
 	ln, err := net.Listen("tcp", *addr)
@@ -135,7 +139,7 @@ func runServe(args []string) int {
 		return 1
 	}
 	log.Info().Str("addr", ln.Addr().String()).Str("data_dir", *dataDir).Str("sync", *syncMode).
-		Int64("max_body_bytes", int64(maxBody)).Msg("comb listening")
+		Int64("max_body_bytes", int64(maxBody)).Int("max_conns", conns).Msg("comb listening")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
