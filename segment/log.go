@@ -43,8 +43,8 @@ type Log struct {
 	lastTs int64
 
 	syncMu      sync.Mutex   // held by Sync and by rotation's handle swap
-	syncFailed  error        // first failed fdatasync; sticky (under syncMu, read via failed)
-	failedFlag  atomic.Bool  // syncFailed != nil, readable without syncMu
+	failure     error        // first failed fdatasync, or failed append that could not be cut back; sticky (under syncMu, read via failed)
+	failedFlag  atomic.Bool  // failure != nil, readable without syncMu
 	needDirSync bool         // a file was created since the last directory sync (under syncMu)
 	syncers     atomic.Int32 // Sync calls in flight or queued on syncMu (Committer: follow, don't start)
 
