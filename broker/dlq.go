@@ -123,9 +123,13 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 			return nil, nil
 		}
 	}
-	l, _, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize})
+	l, rep, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize,
+		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
+	}
+	if rep.Repaired() {
+		b.logSegmentRecovery(dir, rep)
 	}
 	q.dlq = l
 	return l, nil

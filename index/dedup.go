@@ -118,7 +118,7 @@ type DedupScan struct {
 	// TailCorrupt (a verified entry follows the damage, at Resync: damage to
 	// the file, not a torn append).
 	Tail   record.Tail
-	Resync int64 // TailCorrupt: byte position of the first verified entry after the damage; else -1
+	Resync int64  // TailCorrupt: byte position of the first verified entry after the damage; else -1
 	Reason string // why the entry at End was not accepted ("" for TailClean and TailZeros)
 }
 

@@ -89,7 +89,9 @@ func TestDedupEveryBitFlipIsCaught(t *testing.T) {
 
 func TestDedupTails(t *testing.T) {
 	full := dedupFile(4)
-	entry := func(i int) []byte { return full[DedupHeaderSize+i*DedupEntrySize : DedupHeaderSize+(i+1)*DedupEntrySize] }
+	entry := func(i int) []byte {
+		return full[DedupHeaderSize+i*DedupEntrySize : DedupHeaderSize+(i+1)*DedupEntrySize]
+	}
 	dropped := append(append(append([]byte(nil), full[:DedupHeaderSize+DedupEntrySize]...), entry(2)...), entry(3)...)
 	repeated := append(append([]byte(nil), full...), entry(3)...)
 	var chain uint32

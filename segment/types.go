@@ -186,6 +186,14 @@ type CorruptionError struct {
 	StartByte, EndByte      int64  // [StartByte, EndByte) of the damaged range in File
 	FirstOffset, LastOffset uint64 // offsets held by the damaged range; 0,0 when unknown
 	Reason                  string
+	// Tail classifies the damage in package record's words: TailCorrupt
+	// when a whole, checksum-valid segment follows it in its file; for
+	// damage that runs to the end of its file with none after it,
+	// TailZeros (zero bytes only), TailTorn (an incomplete segment: a torn
+	// write) or TailDamaged (a segment of full length that fails: a torn
+	// write or damage to an acknowledged segment); TailClean (the zero
+	// value) for a gap between files.
+	Tail record.Tail
 }
 
 func (e *CorruptionError) Error() string {
