@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -76,8 +77,12 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 			// first offset that would have been written is known, how many is not.
 			f.LastOffset = 0
 		}
-		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): a crash mid-append, never acknowledged", s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason)
+		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): %s",
+			s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason, segment.TailText(s.Torn.Tail, ""))
 		f.Repair = fmt.Sprintf("truncate %s at byte %d", f.File, s.Torn.StartByte)
+		if s.Torn.Tail != record.TailZeros {
+			f.Repair += fmt.Sprintf(", keeping the bytes cut in %s", filepath.Join(dirQuarantine, d.Rel, fmt.Sprintf("%s.from-%d", s.Torn.File, s.Torn.StartByte)))
+		}
 		add(f)
 	}
 	quarantined := c.quarantinedRanges(d.ID)
@@ -128,11 +133,12 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		f.Repair = "rebuild " + f.File + " from the segments"
 		add(f)
 	}
-	if s.DedupStale {
+	if v := s.Dedup; v != nil {
 		f := base
-		f.Kind, f.Severity, f.File = KindDedupStale, SeverityRepairable, filepath.Join(d.Rel, "dedup.idx")
-		f.Detail = "dedup index lacks entries or disagrees with the records"
-		f.Repair = "rebuild " + f.File + " from the records"
+		f.Kind, f.Severity, f.File = v.Kind, SeverityRepairable, filepath.Join(d.Rel, dedupFile)
+		f.StartByte, f.EndByte = v.StartByte, v.EndByte
+		f.Detail = "dedup index " + v.Detail
+		f.Repair = "keep the entries before the first that fails and rebuild the rest of " + f.File + " from the segments"
 		add(f)
 	}
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {

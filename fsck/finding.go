@@ -29,9 +29,16 @@ const (
 	// or disagrees with the segments. Repair rebuilds that file from the segments.
 	KindIndexMissing Kind = "index_missing"
 	KindIndexStale   Kind = "index_stale"
-	// KindDedupStale: the dedup index lacks entries or disagrees with the records.
-	// Repair rebuilds it.
+	// KindDedupStale: the dedup index ends in what a crash leaves (a torn or failing
+	// last entry, zeros, entries past the high-water mark: it is never synced) or was
+	// written by an older comb. Repair rebuilds it from the segments.
 	KindDedupStale Kind = "dedup_stale"
+	// KindDedupDamaged: the dedup index's header fails its check, or an entry fails its
+	// check with verified entries after it: damage to the file, not a torn write. The
+	// server never trusts an entry past the damage (it re-indexes them from the
+	// segments, so no transactionId can be stored twice); repair does the same now.
+	// Repairable (nothing acknowledged is lost), but the disk deserves a look.
+	KindDedupDamaged Kind = "dedup_damaged"
 	// KindJournalTornTail: the cursor or metadata journal ends in a partial or bad
 	// frame (a crash mid-checkpoint). Repair truncates it; it was never acknowledged.
 	KindJournalTornTail Kind = "journal_torn_tail"

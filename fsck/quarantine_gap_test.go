@@ -118,3 +118,38 @@ func TestUnexplainedGapStaysDamage(t *testing.T) {
 		})
 	}
 }
+
+// Issue 10: a torn tail's non-zero bytes are kept, not discarded: --repair (through
+// segment.Open) copies them under quarantine/ before cutting, lists them in the
+// manifest, and says whether they were an incomplete segment or a full-length one.
+func TestTornTailRepairKeepsTheBytes(t *testing.T) {
+	d := newTestDir(t)
+	id := d.writeLog(20, 10, 1<<20, ts0)
+	files := d.segFiles(id)
+	newest := files[len(files)-1]
+	st, err := os.Stat(newest)
+	require.NoError(t, err)
+	garbage := append(make([]byte, 37), []byte("not a segment header, nor anything else at all; 0123456789")...)
+	d.appendBytes(newest, garbage)
+
+	check := findOne(t, d.run(ModeCheck), KindTornTail)
+	assert.Contains(t, check.Detail, "torn write or damage to an acknowledged segment")
+	kept := filepath.Join(dirQuarantine, dirPartitions, id.String(), fmt.Sprintf("%s.from-%d", filepath.Base(newest), st.Size()))
+	assert.Contains(t, check.Repair, kept)
+
+	rep := d.run(ModeRepair)
+	f := findOne(t, rep, KindTornTail)
+	assert.True(t, f.Repaired)
+	assert.Contains(t, f.Repair, "the bytes cut were kept at "+kept)
+	b, err := os.ReadFile(filepath.Join(d.root, kept))
+	require.NoError(t, err)
+	assert.Equal(t, garbage, b)
+	after, err := os.Stat(newest)
+	require.NoError(t, err)
+	assert.Equal(t, st.Size(), after.Size())
+
+	again := d.run(ModeCheck)
+	assert.Equal(t, ExitClean, again.ExitCode)
+	q := findOne(t, again, KindQuarantined)
+	assert.Equal(t, kept, q.File)
+}

@@ -1,6 +1,9 @@
 package fsck
 
-import "github.com/combmq/comb/lease"
+import (
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/record"
+)
 
 // This file holds the narrow views fsck takes of the storage packages. Each is filled
 // by a small adapter (wire_*.go) over that package's read-only entry point, so the
@@ -39,7 +42,8 @@ type damage struct {
 	StartByte, EndByte      int64
 	FirstOffset, LastOffset uint64
 	Reason                  string
-	Gap                     bool // offsets not dense, rather than bytes damaged
+	Gap                     bool        // offsets not dense, rather than bytes damaged
+	Tail                    record.Tail // segment.CorruptionError.Tail: what the damaged bytes are
 }
 
 // logScan is the read-only verdict on one segment.Log directory.
@@ -51,7 +55,7 @@ type logScan struct {
 	Corrupt                 []damage
 	StaleIndexes            []string // base names of index files to rebuild
 	MissingIndexes          []string
-	DedupStale              bool
+	Dedup                   *dedupVerdict // nil when dedup.idx is whole or absent
 }
 
 func (s *logScan) highWater() uint64 {
