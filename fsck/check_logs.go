@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -66,6 +67,15 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		fixedByOpen = append(fixedByOpen, len(c.rep.Findings))
 		c.rep.add(f)
 	}
+	if len(s.PendingSplits) > 0 || len(s.SplitCopies) > 0 {
+		// First: the log's other repairs start from a finished (or undone) split.
+		f := base
+		f.Kind, f.Severity, f.File = KindSplitPending, SeverityRepairable, d.Rel
+		f.Detail = fmt.Sprintf("an interrupted repair left %d pending %s line(s) %v and %d copy(ies) of good segments beside the log %v: the partition serves, but with a wider gap than the damage needs",
+			len(s.PendingSplits), segment.QuarantineFileName, s.PendingSplits, len(s.SplitCopies), s.SplitCopies)
+		f.Repair = "finish the split: move the copies into the log (or drop them if the damaged original is still there) and narrow " + segment.QuarantineFileName + " to the damaged offsets"
+		c.plan(f, repairPlan{kind: planFinishSplits, log: d})
+	}
 	if s.Torn != nil {
 		f := base
 		f.Kind, f.Severity = KindTornTail, SeverityRepairable
@@ -114,7 +124,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 				dm.StartByte, f.File, filepath.Join(dirQuarantine, d.Rel), dm.FirstOffset)
 			c.plan(f, repairPlan{kind: planQuarantineTail, log: d, dmg: dm})
 		default:
-			f.Repair = fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", f.File, filepath.Join(dirQuarantine, d.Rel))
+			f.Repair = splitText(d, dm.File, f.File)
 			c.plan(f, repairPlan{kind: planQuarantine, log: d, dmg: dm})
 		}
 		planned[dm.File] = true
@@ -211,4 +221,24 @@ func (c *checker) progressBar() *progressbar.ProgressBar {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+}
+
+// splitText says what --repair does about damage in a sealed file (segment.PlanSplit):
+// the good segments keep serving, the damaged offsets become a gap, the original file
+// is kept in quarantine. rel is the file relative to the data directory.
+func splitText(d logDir, name, rel string) string {
+	qdir := filepath.Join(dirQuarantine, d.Rel)
+	p, err := segment.PlanSplit(d.Path, name)
+	if err != nil || len(p.Runs) == 0 {
+		return fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", rel, qdir)
+	}
+	var keep, gaps []string
+	for _, r := range p.Runs {
+		keep = append(keep, fmt.Sprintf("%d-%d", r.FirstOffset, r.NextOffset-1))
+	}
+	for _, g := range p.Gaps() {
+		gaps = append(gaps, fmt.Sprintf("%d-%d", g.First, g.Last))
+	}
+	return fmt.Sprintf("rewrite %s as its good segments (offsets %s keep serving), leave offsets %s as a gap listed in %s, and move the original file to %s/ (never deleted)",
+		rel, strings.Join(keep, ", "), strings.Join(gaps, ", "), segment.QuarantineFileName, qdir)
 }

@@ -16,10 +16,17 @@ const (
 	// acknowledged to a client (a push is answered only after its sync).
 	KindTornTail Kind = "torn_tail"
 	// KindCorruptSegment: a segment fails its checksum or does not decode in a sealed
-	// file, or in the middle of the newest file with valid segments after it. Repair
-	// quarantines the whole file (moves it under <data>/quarantine/); the offsets it
-	// held become a gap a person must look at.
+	// file, or in the middle of the newest file with valid segments after it. Repair of
+	// a sealed file rewrites it as its good segments (segment.PlanSplit), moves the
+	// original under <data>/quarantine/ and lists the damaged offsets, now a gap, in
+	// the partition's QUARANTINE marker; the newest file is cut at the damage after its
+	// tail is copied to quarantine. A person decides whether to restore the offsets.
 	KindCorruptSegment Kind = "corrupt_segment"
+	// KindSplitPending: a repair that split a damaged sealed file was interrupted
+	// (copies of its good segments wait beside the log, the QUARANTINE marker has a
+	// pending line). The partition serves meanwhile, with a wider gap. Repair
+	// finishes the split, or undoes it when the damaged original is still in place.
+	KindSplitPending Kind = "split_pending"
 	// KindOffsetGap: offsets are not dense and increasing across segments or files.
 	// Info when the partition's QUARANTINE marker lists the gap (the server skips
 	// it); repairable when only the quarantine manifest explains it (repair adds it

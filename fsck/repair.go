@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ const (
 	planReopenLog
 	planReopenCursor
 	planMarkQuarantined
+	planFinishSplits
 )
 
 // repairPlan is one repair step; findings are the indexes (in Report.Findings) of
@@ -117,16 +119,25 @@ func (c *checker) apply(p repairPlan) error {
 			}
 		}
 		queue, part := c.names(p.log)
-		var e quarantineEntry
-		var err error
 		if p.kind == planQuarantine {
-			e, err = quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now())
-		} else {
-			e, err = quarantineTail(c.dir, p.log, p.dmg, file.LastOffset, queue, part, time.Now())
+			es, err := splitFile(c.dir, p.log, p.dmg.File, queue, part, time.Now())
+			if errors.Is(err, errCannotSplit) {
+				var e quarantineEntry
+				// The good segments cannot be told apart: the whole file goes.
+				if e, err = quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now()); err == nil {
+					es = append(es, e)
+				}
+			}
+			c.quar = append(c.quar, es...)
+			return err
 		}
+		e, err := quarantineTail(c.dir, p.log, p.dmg, file.LastOffset, queue, part, time.Now())
 		if err == nil {
 			c.quar = append(c.quar, e)
 		}
+		return err
+	case planFinishSplits:
+		_, err := segment.FinishSplits(p.log.Path)
 		return err
 	case planReopenLog:
 		rep, err := reopenLog(p.log.Path, filepath.Join(c.dir, dirQuarantine, filepath.Dir(p.log.Rel)))

@@ -3,6 +3,7 @@ package fsck
 import (
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/segment"
 )
 
 // This file holds the narrow views fsck takes of the storage packages. Each is filled
@@ -56,6 +57,9 @@ type logScan struct {
 	StaleIndexes            []string // base names of index files to rebuild
 	MissingIndexes          []string
 	Dedup                   *dedupVerdict // nil when dedup.idx is whole or absent
+	// An interrupted split (segment.PendingSplits): pending marker ranges, copies.
+	PendingSplits []segment.OffsetRange
+	SplitCopies   []string
 }
 
 func (s *logScan) highWater() uint64 {

@@ -104,6 +104,9 @@ func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
 	}
 	checkIndexes(dir, s)
 	checkDedup(dir, s)
+	if s.PendingSplits, s.SplitCopies, err = segment.PendingSplits(dir); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
