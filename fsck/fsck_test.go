@@ -3,6 +3,7 @@ package fsck
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,14 @@ func TestVerdicts(t *testing.T) {
 		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
 		{"a flipped bit in the dedup.idx header is damage to the cache, rebuilt", func(d *testDir, id uuid.UUID) {
 			d.flipBit(filepath.Join(d.partitionDir(id), dedupFile), 9)
+		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
+		{"a dedup.idx of another partition is damage, rebuilt", func(d *testDir, id uuid.UUID) {
+			b := make([]byte, index.DedupHeaderSize)
+			chain := index.PutDedupHeader(b)
+			for off := uint64(1); off <= 600; off++ { // whole and verified, but other ids
+				b = index.AppendDedupEntry(b, &chain, index.HashTxn(fmt.Sprintf("other-%d", off)), off)
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(d.partitionDir(id), dedupFile), b, 0o644))
 		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
 		{"a dedup.idx of an older version is rebuilt", func(d *testDir, id uuid.UUID) {
 			v1 := append([]byte("CMBD\x01"), make([]byte, 27+16)...)

@@ -183,12 +183,32 @@ func checkDedup(dir string, s *logScan) {
 		return
 	}
 	past := false
-	scan, herr := index.ScanDedup(b, func(_ int, _, off uint64) {
+	var lastHash, lastOff uint64 // the last entry inside the log's offsets
+	scan, herr := index.ScanDedup(b, func(_ int, h, off uint64) {
 		if off >= s.NextOffset {
 			past = true
+		} else if off >= s.FirstOffset {
+			lastHash, lastOff = h, off
 		}
 	})
+	foreign := false
+	if herr == nil && lastOff != 0 {
+		// As the log's load does: verified entries of another log (a copied or
+		// restored file) would claim offsets as covered whose ids they lack.
+		_ = scanSegments(dir, lastOff, func(_ segInfo, msgs []segment.Message) bool {
+			for _, m := range msgs {
+				if m.Offset == lastOff {
+					foreign = m.TransactionID == "" || index.HashTxn(m.TransactionID) != lastHash
+					return false
+				}
+			}
+			return true
+		})
+	}
 	switch {
+	case foreign:
+		s.Dedup = &dedupVerdict{Kind: KindDedupDamaged, Detail: fmt.Sprintf(
+			"entry for offset %d names another transaction id than the record there: the file does not describe this log (copied or restored from elsewhere)", lastOff)}
 	case errors.Is(herr, index.ErrDedupVersion):
 		s.Dedup = &dedupVerdict{Kind: KindDedupStale, Detail: fmt.Sprintf("written by an older comb (%v): rebuilt from the segments on first use", herr)}
 	case herr != nil:

@@ -116,17 +116,35 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 		return "", err
 	}
 	kept := 0
+	var lastHash, lastOff uint64 // the last kept entry at or above first
 	scan, herr := index.ScanDedup(b, func(i int, h, off uint64) {
 		if off >= d.openNext {
 			return // a crash may have taken the record back; its offset will be reused
 		}
 		if off >= first {
 			d.table.Insert(h, off)
+			lastHash, lastOff = h, off
 		}
 		d.covered, kept = off, i+1
 	})
 	keep := int64(index.DedupHeaderSize + kept*index.DedupEntrySize)
+	if herr == nil && lastOff != 0 {
+		// Verified entries can still describe another log (a file copied or
+		// restored from elsewhere): they would claim offsets as covered whose
+		// ids they lack. The last one must name the record at its offset.
+		match, err := l.dedupEntryMatches(lastHash, lastOff)
+		if err != nil {
+			_ = f.Close()
+			d.table, d.covered = index.Table{}, 0
+			return "", err
+		}
+		if !match {
+			d.table, d.covered, keep = index.Table{}, 0, 0
+			why = fmt.Sprintf("%s rebuilt from the segments: its entry for offset %d names another transaction id than the record there, so the file does not describe this log", dedupFileName, lastOff)
+		}
+	}
 	switch {
+	case why != "":
 	case herr != nil:
 		keep = 0
 		if len(b) > 0 {
@@ -160,6 +178,18 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	d.f, d.size = f, keep
 	l.cache.adjust(l, 1)
 	return why, nil
+}
+
+// dedupEntryMatches reports whether the record at off carries a transaction
+// id whose hash is h.
+func (l *Log) dedupEntryMatches(h, off uint64) (bool, error) {
+	var rb ReadBuffer
+	msgs, err := l.Read(off, 1, 0, &rb)
+	if err != nil {
+		return false, err
+	}
+	return len(msgs) == 1 && msgs[0].Offset == off && msgs[0].TransactionID != "" &&
+		index.HashTxn(msgs[0].TransactionID) == h, nil
 }
 
 // readAllFile reads f from byte 0 to its size.

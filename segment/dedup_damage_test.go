@@ -75,11 +75,16 @@ func TestDedupReportWording(t *testing.T) {
 	orig := base.Bytes("/p/" + dedupFileName)
 	entry := func(i int) int { return index.DedupHeaderSize + i*index.DedupEntrySize }
 	v1 := append([]byte("CMBD\x01"), make([]byte, index.DedupHeaderSize-5+16)...)
+	var foreign [][2]uint64 // entries of another log: other ids at the same offsets
+	for i := 0; i < 12; i++ {
+		foreign = append(foreign, [2]uint64{index.HashTxn(fmt.Sprintf("other-%d", i)), uint64(i + 1)})
+	}
 	cases := []struct {
 		name string
 		file []byte
 		want string // "" = nothing reported
 	}{
+		{"a whole file of another log", dedupBytes(foreign...), "dedup.idx rebuilt from the segments: its entry for offset 12 names another transaction id than the record there, so the file does not describe this log"},
 		{"whole file", orig, ""},
 		{"entries past the log's end are a crash's leftovers", append(append([]byte(nil), orig...),
 			index.AppendDedupEntry(nil, ptr(index.DedupChainAt(orig, int64(len(orig)))), 7, 13)...), ""},
