@@ -201,13 +201,13 @@ func (p *SplitPlan) walk(f file) error {
 // splitName is the name a run waits under before it is renamed into the log.
 func splitName(base uint64) string { return segName(base) + splitSuffix }
 
-// Apply carries the plan out as the package comment above orders it: the
-// original goes to keep (a path outside the log directory, e.g. fsck's
-// quarantine/partitions/<id>/<file>; its directory is created), the runs
-// become files of the log, and the marker lists each damaged range's
+// Apply carries the plan out in the order described at the top of this
+// file: the original goes to keep (a path outside the log directory, e.g.
+// fsck's quarantine/partitions/<id>/<file>; its directory is created), the
+// runs become files of the log, and the marker lists each damaged range's
 // offsets with note. When Apply returns nil everything is durable. On error,
-// a crash or not, the directory is consistent (see above) and FinishSplits
-// completes or undoes what was started.
+// a crash or not, the directory is consistent (same place) and
+// FinishSplits completes or undoes what was started.
 func (p *SplitPlan) Apply(keep, note string) error {
 	return applySplitFS(vfs.OS, p, keep, note)
 }

@@ -15,7 +15,7 @@ import (
 // order of Apply's steps and why each state is safe).
 
 // FinishSplits completes, or undoes, splits of dir's files that a crash or
-// an error interrupted (see the package comment above), removes run copies
+// an error interrupted (see the order in split.go), removes run copies
 // no pending split owns, and returns the number of pending splits it
 // finished. fsck --repair runs it before planning new repairs; the server
 // never does (a pending split leaves a consistent directory, only a wider
