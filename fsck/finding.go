@@ -11,9 +11,12 @@ type Kind string
 
 // Kinds of findings. Each comment says what --repair does about it.
 const (
-	// KindTornTail: the newest file of a partition log ends in a partial or garbage
-	// segment (a crash mid-append). Repair truncates it; the bytes were never
-	// acknowledged to a client (a push is answered only after its sync).
+	// KindTornTail: the newest file of a partition log ends in bytes that are not a
+	// whole segment, with no whole segment after them: zeros, an incomplete segment (a
+	// torn write of an append that never finished: never acknowledged, a push is
+	// answered only after its sync), or a full-length segment that fails its checksum
+	// (a torn write, or damage to an acknowledged segment; the detail says which).
+	// Repair copies the non-zero bytes to <data>/quarantine/ and truncates them.
 	KindTornTail Kind = "torn_tail"
 	// KindCorruptSegment: a segment fails its checksum or does not decode in a sealed
 	// file, or in the middle of the newest file with valid segments after it. Repair of
