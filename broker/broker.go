@@ -193,7 +193,8 @@ func Open(cfg Config) (*Broker, error) {
 		now:      cfg.Now,
 		dir:      cfg.DataDir,
 		syncMode: policy,
-		segOpts:  segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec},
+		segOpts: segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec,
+			QuarantineDir: filepath.Join(cfg.DataDir, "quarantine", "partitions")},
 		lockFile: lock,
 		fs:       fsys,
 		queues:   make(map[string]*queue),
@@ -202,6 +203,7 @@ func Open(cfg Config) (*Broker, error) {
 		anyGate:  newWakeGate(),
 	}
 	b.segOpts.FS = b.fs
+	b.segOpts.OnRecover = b.logSegmentRecovery
 	if cfg.MaxOpenFiles > 0 {
 		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
 		b.segOpts.Handles = b.handles
@@ -285,7 +287,8 @@ func (b *Broker) applyMeta(st *meta.State) error {
 		if o.rep.Repaired() {
 			b.log.Warn().Str("queue", o.p.q.name).Str("partition", o.p.name).Str("partitionId", o.p.idStr).
 				Int64("truncatedBytes", o.rep.TruncatedBytes).Uint64("lostFirst", o.rep.LostFirstOffset).
-				Uint64("lostLast", o.rep.LostLastOffset).Strs("indexesRebuilt", o.rep.IndexesRebuilt).
+				Uint64("lostLast", o.rep.LostLastOffset).Str("tail", o.rep.TailText()).Str("keptAt", o.rep.KeptAt).
+				Strs("indexesRebuilt", o.rep.IndexesRebuilt).
 				Msg("partition log repaired")
 		}
 		b.addPartitionLocked(o.p)

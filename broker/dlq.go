@@ -129,9 +129,13 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 			return nil, err
 		}
 	}
-	l, _, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs})
+	l, rep, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs,
+		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
+	}
+	if rep.Repaired() {
+		b.logSegmentRecovery(dir, rep)
 	}
 	q.dlq = l
 	return l, nil

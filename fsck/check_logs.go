@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -65,6 +67,15 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		fixedByOpen = append(fixedByOpen, len(c.rep.Findings))
 		c.rep.add(f)
 	}
+	if len(s.PendingSplits) > 0 || len(s.SplitCopies) > 0 {
+		// First: the log's other repairs start from a finished (or undone) split.
+		f := base
+		f.Kind, f.Severity, f.File = KindSplitPending, SeverityRepairable, d.Rel
+		f.Detail = fmt.Sprintf("an interrupted repair left %d pending %s line(s) %v and %d copy(ies) of good segments beside the log %v: the partition serves, but with a wider gap than the damage needs",
+			len(s.PendingSplits), segment.QuarantineFileName, s.PendingSplits, len(s.SplitCopies), s.SplitCopies)
+		f.Repair = "finish the split: move the copies into the log (or drop them if the damaged original is still there) and narrow " + segment.QuarantineFileName + " to the damaged offsets"
+		c.plan(f, repairPlan{kind: planFinishSplits, log: d})
+	}
 	if s.Torn != nil {
 		f := base
 		f.Kind, f.Severity = KindTornTail, SeverityRepairable
@@ -76,8 +87,12 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 			// first offset that would have been written is known, how many is not.
 			f.LastOffset = 0
 		}
-		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): a crash mid-append, never acknowledged", s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason)
+		f.Detail = fmt.Sprintf("newest file ends in %d bytes that are not a whole segment (%s): %s",
+			s.Torn.EndByte-s.Torn.StartByte, s.Torn.Reason, segment.TailText(s.Torn.Tail, ""))
 		f.Repair = fmt.Sprintf("truncate %s at byte %d", f.File, s.Torn.StartByte)
+		if s.Torn.Tail != record.TailZeros {
+			f.Repair += fmt.Sprintf(", keeping the bytes cut in %s", filepath.Join(dirQuarantine, d.Rel, fmt.Sprintf("%s.from-%d", s.Torn.File, s.Torn.StartByte)))
+		}
 		add(f)
 	}
 	quarantined := c.quarantinedRanges(d.ID)
@@ -109,7 +124,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 				dm.StartByte, f.File, filepath.Join(dirQuarantine, d.Rel), dm.FirstOffset)
 			c.plan(f, repairPlan{kind: planQuarantineTail, log: d, dmg: dm})
 		default:
-			f.Repair = fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", f.File, filepath.Join(dirQuarantine, d.Rel))
+			f.Repair = splitText(d, dm.File, f.File)
 			c.plan(f, repairPlan{kind: planQuarantine, log: d, dmg: dm})
 		}
 		planned[dm.File] = true
@@ -128,11 +143,12 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		f.Repair = "rebuild " + f.File + " from the segments"
 		add(f)
 	}
-	if s.DedupStale {
+	if v := s.Dedup; v != nil {
 		f := base
-		f.Kind, f.Severity, f.File = KindDedupStale, SeverityRepairable, filepath.Join(d.Rel, "dedup.idx")
-		f.Detail = "dedup index lacks entries or disagrees with the records"
-		f.Repair = "rebuild " + f.File + " from the records"
+		f.Kind, f.Severity, f.File = v.Kind, SeverityRepairable, filepath.Join(d.Rel, dedupFile)
+		f.StartByte, f.EndByte = v.StartByte, v.EndByte
+		f.Detail = "dedup index " + v.Detail
+		f.Repair = "keep the entries before the first that fails and rebuild the rest of " + f.File + " from the segments"
 		add(f)
 	}
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
@@ -205,4 +221,24 @@ func (c *checker) progressBar() *progressbar.ProgressBar {
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+}
+
+// splitText says what --repair does about damage in a sealed file (segment.PlanSplit):
+// the good segments keep serving, the damaged offsets become a gap, the original file
+// is kept in quarantine. rel is the file relative to the data directory.
+func splitText(d logDir, name, rel string) string {
+	qdir := filepath.Join(dirQuarantine, d.Rel)
+	p, err := segment.PlanSplit(d.Path, name)
+	if err != nil || len(p.Runs) == 0 {
+		return fmt.Sprintf("move %s to %s/ (quarantine; never deleted), leaving a gap of the offsets it held", rel, qdir)
+	}
+	var keep, gaps []string
+	for _, r := range p.Runs {
+		keep = append(keep, fmt.Sprintf("%d-%d", r.FirstOffset, r.NextOffset-1))
+	}
+	for _, g := range p.Gaps() {
+		gaps = append(gaps, fmt.Sprintf("%d-%d", g.First, g.Last))
+	}
+	return fmt.Sprintf("rewrite %s as its good segments (offsets %s keep serving), leave offsets %s as a gap listed in %s, and move the original file to %s/ (never deleted)",
+		rel, strings.Join(keep, ", "), strings.Join(gaps, ", "), segment.QuarantineFileName, qdir)
 }

@@ -16,7 +16,7 @@
 //	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is (meta.ReadDescriptor)
 //	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
 //	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
-//	<data>/partitions/<id>/dedup.idx  header, entry order, nothing past the high-water mark
+//	<data>/partitions/<id>/dedup.idx  header and entry checks (damage vs torn tail), entry order, nothing past the high-water mark
 //	<data>/partitions/<id>/QUARANTINE offset ranges an earlier repair moved aside (segment.ReadQuarantine)
 //	<data>/dlq/<queueId>/          the same for dead-letter logs
 //	<data>/cursor/                 recovered on a temporary copy by cursor.Open; every cursor and
@@ -48,14 +48,19 @@
 // the storage package's own crash-safe recovery, so a crash mid-repair leaves a
 // directory the next run (or the server) repairs the same way.
 //
-// Quarantine never deletes. A damaged sealed file is renamed to
-// <data>/quarantine/<partitions|dlq>/<id>/<file>, after its offsets are added to
-// the log's QUARANTINE marker (segment.AddQuarantined), so the server serves the
-// partition across the gap and later checks report the range as info
-// ("quarantined range N..M", exit 0); damage in the middle of the
-// newest file has the bytes from the damage to the end copied there (fsync) before
-// the file is cut. Each move first appends a line to
-// <data>/quarantine/manifest.jsonl (fsync):
+// Quarantine never deletes. A damaged sealed file is rewritten as its good runs of
+// segments (segment.PlanSplit and Apply: each run a file of its own) and moved
+// whole to <data>/quarantine/<partitions|dlq>/<id>/<file>; only the offsets of its
+// damaged bytes become a gap, listed in the log's QUARANTINE marker, so the server
+// serves the rest of the file and later checks report the gap as info
+// ("quarantined range N..M", exit 0). The split's order makes a crash at any step
+// harmless; a split cut short is finished by the next --repair (segment.FinishSplits,
+// finding split_pending). A file whose good segments cannot be told apart is moved
+// whole, its offsets listed in the marker first. Damage in the middle of the newest
+// file has the bytes from the damage to the end copied there (fsync) before the file
+// is cut, and the bytes segment.Open cuts from a torn tail are kept there too. Each
+// move first appends a line to <data>/quarantine/manifest.jsonl (fsync; one line per
+// damaged range of a split):
 //
 //	{"at":"2026-11-29T21:36:10Z","partitionId":"…","queue":"…","partition":"…",
 //	 "original":"partitions/<id>/<file>","moved":"quarantine/partitions/<id>/<file>",

@@ -11,15 +11,25 @@ type Kind string
 
 // Kinds of findings. Each comment says what --repair does about it.
 const (
-	// KindTornTail: the newest file of a partition log ends in a partial or garbage
-	// segment (a crash mid-append). Repair truncates it; the bytes were never
-	// acknowledged to a client (a push is answered only after its sync).
+	// KindTornTail: the newest file of a partition log ends in bytes that are not a
+	// whole segment, with no whole segment after them: zeros, an incomplete segment (a
+	// torn write of an append that never finished: never acknowledged, a push is
+	// answered only after its sync), or a full-length segment that fails its checksum
+	// (a torn write, or damage to an acknowledged segment; the detail says which).
+	// Repair copies the non-zero bytes to <data>/quarantine/ and truncates them.
 	KindTornTail Kind = "torn_tail"
 	// KindCorruptSegment: a segment fails its checksum or does not decode in a sealed
-	// file, or in the middle of the newest file with valid segments after it. Repair
-	// quarantines the whole file (moves it under <data>/quarantine/); the offsets it
-	// held become a gap a person must look at.
+	// file, or in the middle of the newest file with valid segments after it. Repair of
+	// a sealed file rewrites it as its good segments (segment.PlanSplit), moves the
+	// original under <data>/quarantine/ and lists the damaged offsets, now a gap, in
+	// the partition's QUARANTINE marker; the newest file is cut at the damage after its
+	// tail is copied to quarantine. A person decides whether to restore the offsets.
 	KindCorruptSegment Kind = "corrupt_segment"
+	// KindSplitPending: a repair that split a damaged sealed file was interrupted
+	// (copies of its good segments wait beside the log, the QUARANTINE marker has a
+	// pending line). The partition serves meanwhile, with a wider gap. Repair
+	// finishes the split, or undoes it when the damaged original is still in place.
+	KindSplitPending Kind = "split_pending"
 	// KindOffsetGap: offsets are not dense and increasing across segments or files.
 	// Info when the partition's QUARANTINE marker lists the gap (the server skips
 	// it); repairable when only the quarantine manifest explains it (repair adds it
@@ -29,9 +39,16 @@ const (
 	// or disagrees with the segments. Repair rebuilds that file from the segments.
 	KindIndexMissing Kind = "index_missing"
 	KindIndexStale   Kind = "index_stale"
-	// KindDedupStale: the dedup index lacks entries or disagrees with the records.
-	// Repair rebuilds it.
+	// KindDedupStale: the dedup index ends in what a crash leaves (a torn or failing
+	// last entry, zeros, entries past the high-water mark: it is never synced) or was
+	// written by an older comb. Repair rebuilds it from the segments.
 	KindDedupStale Kind = "dedup_stale"
+	// KindDedupDamaged: the dedup index's header fails its check, or an entry fails its
+	// check with verified entries after it: damage to the file, not a torn write. The
+	// server never trusts an entry past the damage (it re-indexes them from the
+	// segments, so no transactionId can be stored twice); repair does the same now.
+	// Repairable (nothing acknowledged is lost), but the disk deserves a look.
+	KindDedupDamaged Kind = "dedup_damaged"
 	// KindJournalTornTail: the cursor or metadata journal ends in a partial or bad
 	// frame (a crash mid-checkpoint). Repair truncates it; it was never acknowledged.
 	KindJournalTornTail Kind = "journal_torn_tail"

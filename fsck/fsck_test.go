@@ -3,6 +3,7 @@ package fsck
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,24 @@ func TestVerdicts(t *testing.T) {
 		}, []Kind{KindIndexStale}, ExitRepairable, ExitClean},
 		{"a garbage dedup tail is dropped", func(d *testDir, id uuid.UUID) {
 			d.appendBytes(filepath.Join(d.partitionDir(id), dedupFile), random[:9])
+		}, []Kind{KindDedupStale}, ExitRepairable, ExitClean},
+		{"a flipped bit mid-way in dedup.idx is damage to the cache, rebuilt", func(d *testDir, id uuid.UUID) {
+			d.flipBit(filepath.Join(d.partitionDir(id), dedupFile), index.DedupHeaderSize+100*index.DedupEntrySize+3)
+		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
+		{"a flipped bit in the dedup.idx header is damage to the cache, rebuilt", func(d *testDir, id uuid.UUID) {
+			d.flipBit(filepath.Join(d.partitionDir(id), dedupFile), 9)
+		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
+		{"a dedup.idx of another partition is damage, rebuilt", func(d *testDir, id uuid.UUID) {
+			b := make([]byte, index.DedupHeaderSize)
+			chain := index.PutDedupHeader(b)
+			for off := uint64(1); off <= 600; off++ { // whole and verified, but other ids
+				b = index.AppendDedupEntry(b, &chain, index.HashTxn(fmt.Sprintf("other-%d", off)), off)
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(d.partitionDir(id), dedupFile), b, 0o644))
+		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
+		{"a dedup.idx of an older version is rebuilt", func(d *testDir, id uuid.UUID) {
+			v1 := append([]byte("CMBD\x01"), make([]byte, 27+16)...)
+			require.NoError(t, os.WriteFile(filepath.Join(d.partitionDir(id), dedupFile), v1, 0o644))
 		}, []Kind{KindDedupStale}, ExitRepairable, ExitClean},
 		{"a cursor past the high-water mark is clamped", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 900})

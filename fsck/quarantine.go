@@ -117,6 +117,62 @@ func (c *checker) quarantinedRanges(id [16]byte) offsetRanges {
 	return out
 }
 
+// errCannotSplit wraps a segment.PlanSplit error: the file's good segments cannot be
+// told apart from the damage, so the whole file is quarantined instead.
+var errCannotSplit = errors.New("cannot split the damaged file")
+
+// splitFile repairs a damaged sealed segment file with segment.PlanSplit and Apply:
+// its good runs of segments stay in the log as files of their own, the original moves
+// whole to <data>/quarantine/<partitions|dlq>/<id>/<file>[.<n>], and the offsets of
+// each damaged range become a gap listed in the partition's QUARANTINE marker. One
+// manifest line per damaged range is appended and fsynced before anything moves, so a
+// crash leaves a manifest line for a file still in place rather than a gap nobody can
+// explain (segment.Apply's own order covers the rest; FinishSplits completes it).
+func splitFile(dataDir string, d logDir, name, queue, partition string, now time.Time) ([]quarantineEntry, error) {
+	p, err := segment.PlanSplit(d.Path, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCannotSplit, err)
+	}
+	qdir := filepath.Join(dataDir, dirQuarantine, d.Rel)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return nil, err
+	}
+	// The new directories' names, so the manifest line below survives a crash.
+	for dir := qdir; dir != dataDir && dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
+	}
+	dst := filepath.Join(qdir, name)
+	for n := 1; ; n++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(qdir, fmt.Sprintf("%s.%d", name, n))
+	}
+	rel, _ := filepath.Rel(dataDir, dst)
+	var es []quarantineEntry
+	for _, g := range p.Damaged {
+		e := quarantineEntry{
+			AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+			Original: filepath.Join(d.Rel, name), Moved: rel, StartByte: g.StartByte, EndByte: g.EndByte,
+			FirstOffset: g.FirstOffset, LastOffset: g.LastOffset,
+			Reason: g.Reason + fmt.Sprintf(" (the file's %d run(s) of good segments stay in the log; the original is kept whole)", len(p.Runs)),
+		}
+		if e.PartitionID == "" {
+			e.PartitionID = uuid.Nil.String()
+		}
+		if err := appendManifest(dataDir, e); err != nil {
+			return es, err
+		}
+		es = append(es, e)
+	}
+	if err := p.Apply(dst, "moved to "+rel); err != nil {
+		return es, err
+	}
+	return es, nil
+}
+
 // quarantineFile moves one damaged segment file (and the index file describing it,
 // if any) out of its log. Durability: manifest line written and fsynced, then the
 // renames, then both directories fsynced.

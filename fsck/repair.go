@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ const (
 	planReopenLog
 	planReopenCursor
 	planMarkQuarantined
+	planFinishSplits
 )
 
 // repairPlan is one repair step; findings are the indexes (in Report.Findings) of
@@ -119,19 +121,32 @@ func (c *checker) apply(p repairPlan) error {
 			}
 		}
 		queue, part := c.names(p.log)
-		var e quarantineEntry
-		var err error
 		if p.kind == planQuarantine {
-			e, err = quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now())
-		} else {
-			e, err = quarantineTail(c.dir, p.log, p.dmg, file.LastOffset, queue, part, time.Now())
+			es, err := splitFile(c.dir, p.log, p.dmg.File, queue, part, time.Now())
+			if errors.Is(err, errCannotSplit) {
+				var e quarantineEntry
+				// The good segments cannot be told apart: the whole file goes.
+				if e, err = quarantineFile(c.dir, p.log, p.dmg, file, queue, part, time.Now()); err == nil {
+					es = append(es, e)
+				}
+			}
+			c.quar = append(c.quar, es...)
+			return err
 		}
+		e, err := quarantineTail(c.dir, p.log, p.dmg, file.LastOffset, queue, part, time.Now())
 		if err == nil {
 			c.quar = append(c.quar, e)
 		}
 		return err
+	case planFinishSplits:
+		_, err := segment.FinishSplits(p.log.Path)
+		return err
 	case planReopenLog:
-		return reopenLog(p.log.Path)
+		rep, err := reopenLog(p.log.Path, filepath.Join(c.dir, dirQuarantine, filepath.Dir(p.log.Rel)))
+		if err == nil && rep.KeptAt != "" {
+			err = c.listKeptTail(p, rep)
+		}
+		return err
 	case planMarkQuarantined:
 		return segment.AddQuarantined(p.log.Path, segment.OffsetRange{First: p.dmg.FirstOffset, Last: p.dmg.LastOffset},
 			"listed in "+filepath.Join(dirQuarantine, manifestName))
@@ -163,4 +178,29 @@ func truncateFile(path string, size int64) error {
 		return fmt.Errorf("truncate %s at %d: %w", path, size, err)
 	}
 	return f.Sync()
+}
+
+// listKeptTail adds the bytes segment.Open kept when it cut a torn tail to the
+// quarantine manifest (so later checks list them as quarantined) and says where they
+// went in the torn-tail finding.
+func (c *checker) listKeptTail(p repairPlan, rep *segment.RecoveryReport) error {
+	moved, _ := filepath.Rel(c.dir, rep.KeptAt)
+	original, _ := filepath.Rel(c.dir, rep.File)
+	queue, part := c.names(p.log)
+	e := quarantineEntry{
+		AtRFC3339: time.Now().UTC().Format(time.RFC3339), PartitionID: idString(p.log.ID), Queue: queue, Partition: part,
+		Original: original, Moved: moved, StartByte: rep.TruncatedAt, EndByte: rep.TruncatedAt + rep.TruncatedBytes,
+		FirstOffset: rep.LostFirstOffset, LastOffset: rep.LostLastOffset,
+		Reason: "torn tail cut by fsck --repair: " + rep.TailText(),
+	}
+	if err := appendManifest(c.dir, e); err != nil {
+		return err
+	}
+	c.quar = append(c.quar, e)
+	for _, i := range p.findings {
+		if f := &c.rep.Findings[i]; f.Kind == KindTornTail {
+			f.Repair = fmt.Sprintf("truncate %s at byte %d; the bytes cut were kept at %s", f.File, rep.TruncatedAt, moved)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/segment"
 )
 
 // This file holds the narrow views fsck takes of the storage packages. Each is filled
@@ -48,7 +49,8 @@ type damage struct {
 	StartByte, EndByte      int64
 	FirstOffset, LastOffset uint64
 	Reason                  string
-	Gap                     bool // offsets not dense, rather than bytes damaged
+	Gap                     bool        // offsets not dense, rather than bytes damaged
+	Tail                    record.Tail // segment.CorruptionError.Tail: what the damaged bytes are
 }
 
 // logScan is the read-only verdict on one segment.Log directory.
@@ -60,7 +62,10 @@ type logScan struct {
 	Corrupt                 []damage
 	StaleIndexes            []string // base names of index files to rebuild
 	MissingIndexes          []string
-	DedupStale              bool
+	Dedup                   *dedupVerdict // nil when dedup.idx is whole or absent
+	// An interrupted split (segment.PendingSplits): pending marker ranges, copies.
+	PendingSplits []segment.OffsetRange
+	SplitCopies   []string
 }
 
 func (s *logScan) highWater() uint64 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -80,7 +81,7 @@ func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
 	}
 	for i, ce := range dmg {
 		d := damage{File: filepath.Base(ce.File), StartByte: ce.StartByte, EndByte: ce.EndByte,
-			FirstOffset: ce.FirstOffset, LastOffset: ce.LastOffset, Reason: ce.Reason}
+			FirstOffset: ce.FirstOffset, LastOffset: ce.LastOffset, Reason: ce.Reason, Tail: ce.Tail}
 		switch {
 		case ce.StartByte == 0 && ce.EndByte == 0:
 			// Verify's report of a file that does not start where the previous ended:
@@ -92,9 +93,10 @@ func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
 					files[j-1].LastOffset = d.FirstOffset - 1
 				}
 			}
-		case i == len(dmg)-1 && d.File == newest.Name && ce.EndByte == newest.Bytes:
+		case i == len(dmg)-1 && d.File == newest.Name && ce.EndByte == newest.Bytes && ce.Tail != record.TailCorrupt:
 			// The damage runs to the end of the newest file and no whole segment
-			// follows it (Verify resyncs past damage): a torn append.
+			// follows it (Verify resyncs past damage): what Open cuts as a torn
+			// tail (a whole segment out of order there is not one).
 			s.Torn = &d
 		default:
 			s.Corrupt = append(s.Corrupt, d)
@@ -102,6 +104,9 @@ func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
 	}
 	checkIndexes(dir, s)
 	checkDedup(dir, s)
+	if s.PendingSplits, s.SplitCopies, err = segment.PendingSplits(dir); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -161,44 +166,98 @@ func checkIndexes(dir string, s *logScan) {
 	}
 }
 
-// checkDedup reads dedup.idx: a missing file is fine (it is built on first use); a bad
-// header, a partial last entry or entries past the high-water mark are what the
-// log's next load of it drops and rewrites.
+// checkDedup reads dedup.idx as the log's load will (index.ScanDedup): a missing file
+// is fine (it is built on first use). Damage to the file (a failing header, or an entry
+// that fails its check with verified entries after it) is reported as such; a torn or
+// failing last entry, trailing zeros, entries past the high-water mark (what a crash
+// leaves, the file is never synced) or a file of an older version make it stale. Either
+// way the load keeps the verified entries before the first failure and re-indexes the
+// rest from the segments, so nothing is lost; damage says the disk deserves a look.
 func checkDedup(dir string, s *logScan) {
 	b, err := os.ReadFile(filepath.Join(dir, dedupFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	if err != nil || index.CheckDedupHeader(b) != nil {
-		s.DedupStale = true
+	if err != nil {
+		s.Dedup = &dedupVerdict{Kind: KindDedupDamaged, Detail: fmt.Sprintf("unreadable: %v", err)}
 		return
 	}
-	body := b[index.DedupHeaderSize:]
 	past := false
-	n := index.ScanDedup(body, func(_, off uint64) bool {
+	var lastHash, lastOff uint64 // the last entry inside the log's offsets
+	scan, herr := index.ScanDedup(b, func(_ int, h, off uint64) {
 		if off >= s.NextOffset {
 			past = true
+		} else if off >= s.FirstOffset {
+			lastHash, lastOff = h, off
 		}
-		return true
 	})
-	if n != len(body) || past {
-		s.DedupStale = true
+	foreign := false
+	if herr == nil && lastOff != 0 {
+		// As the log's load does: verified entries of another log (a copied or
+		// restored file) would claim offsets as covered whose ids they lack.
+		_ = scanSegments(dir, lastOff, func(_ segInfo, msgs []segment.Message) bool {
+			for _, m := range msgs {
+				if m.Offset == lastOff {
+					foreign = m.TransactionID == "" || index.HashTxn(m.TransactionID) != lastHash
+					return false
+				}
+			}
+			return true
+		})
+	}
+	switch {
+	case foreign:
+		s.Dedup = &dedupVerdict{Kind: KindDedupDamaged, Detail: fmt.Sprintf(
+			"entry for offset %d names another transaction id than the record there: the file does not describe this log (copied or restored from elsewhere)", lastOff)}
+	case errors.Is(herr, index.ErrDedupVersion):
+		s.Dedup = &dedupVerdict{Kind: KindDedupStale, Detail: fmt.Sprintf("written by an older comb (%v): rebuilt from the segments on first use", herr)}
+	case herr != nil:
+		s.Dedup = &dedupVerdict{Kind: KindDedupDamaged, Detail: fmt.Sprintf("header damaged (%v)", herr)}
+	case scan.Tail == record.TailCorrupt:
+		s.Dedup = &dedupVerdict{Kind: KindDedupDamaged, StartByte: scan.End, EndByte: scan.Resync, Detail: fmt.Sprintf(
+			"the entry at byte %d fails its check (%s) and verified entries follow at byte %d: damage to the file (media or a stray write), not a torn append; %d entries before it verify",
+			scan.End, scan.Reason, scan.Resync, scan.Entries)}
+	case scan.Tail == record.TailDamaged || scan.Tail == record.TailTorn:
+		s.Dedup = &dedupVerdict{Kind: KindDedupStale, StartByte: scan.End, EndByte: int64(len(b)), Detail: fmt.Sprintf(
+			"ends in %d bytes that are not verified entries (%s): a torn write (the file is never synced) or damage", int64(len(b))-scan.End, scan.Reason)}
+	case scan.Tail == record.TailZeros:
+		s.Dedup = &dedupVerdict{Kind: KindDedupStale, StartByte: scan.End, EndByte: int64(len(b)), Detail: "ends in zero bytes (a crash)"}
+	case past:
+		s.Dedup = &dedupVerdict{Kind: KindDedupStale, Detail: fmt.Sprintf("has entries at or past offset %d, beyond the high-water mark (records a crash took back)", s.NextOffset)}
 	}
 }
 
-// reopenLog runs the segment log's own recovery (truncate a torn tail, rebuild
-// missing or stale indexes, fsync), loads the dedup index once so that its own
-// recovery drops stale entries and indexes the rest, and closes the log.
-func reopenLog(dir string) error {
-	l, _, err := segment.Open(dir, segment.Options{})
+// dedupVerdict is what checkDedup says about a dedup.idx that is not whole.
+type dedupVerdict struct {
+	Kind               Kind // KindDedupDamaged or KindDedupStale
+	StartByte, EndByte int64
+	Detail             string
+}
+
+// reopenLog runs the segment log's own recovery (keep the non-zero bytes of a torn
+// tail under quarantineDir, truncate it, rebuild missing or stale indexes, fsync),
+// loads the dedup index once so that its own recovery cuts it at the first entry
+// that fails and re-indexes the rest, and closes the log. A log that holds no record
+// never loads its dedup index: a dedup.idx there is removed (a cache of nothing).
+func reopenLog(dir, quarantineDir string) (*segment.RecoveryReport, error) {
+	l, rep, err := segment.Open(dir, segment.Options{QuarantineDir: quarantineDir})
 	if err != nil {
-		return err
+		return rep, err
 	}
 	if _, _, _, err := l.FindTransaction("\x00comb-fsck-probe"); err != nil {
 		_ = l.Close()
-		return err
+		return rep, err
 	}
-	return l.Close()
+	empty := l.FirstOffset() == l.NextOffset()
+	if err := l.Close(); err != nil {
+		return rep, err
+	}
+	if empty {
+		if err := os.Remove(filepath.Join(dir, dedupFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return rep, err
+		}
+	}
+	return rep, nil
 }
 
 // indexFilesFor returns the index file that describes segment file name in dir.

@@ -35,12 +35,15 @@ func TestWriteSeedCorpus(t *testing.T) {
 	write("FuzzIndexReader", "flipped-entry", q(flipped), "uint64(15)", "int64(150)")
 	write("FuzzIndexReader", "header-only", q(full[:HeaderSize]), "uint64(11)", "int64(0)")
 
-	b := make([]byte, DedupHeaderSize)
-	PutDedupHeader(b)
-	for i := uint64(1); i <= 4; i++ {
-		b = AppendDedupEntry(b, i*977, i)
-	}
+	b := dedupFile(4)
 	write("FuzzDedupFile", "four-entries", q(b))
 	write("FuzzDedupFile", "torn", q(b[:len(b)-3]))
-	write("FuzzDedupFile", "not-increasing", q(AppendDedupEntry(b, 5, 2)))
+	flippedDedup := append([]byte(nil), b...)
+	flippedDedup[DedupHeaderSize+DedupEntrySize+3] ^= 8
+	write("FuzzDedupFile", "flipped-entry", q(flippedDedup))
+	chain := DedupChainAt(b, int64(len(b)))
+	write("FuzzDedupFile", "not-increasing", q(AppendDedupEntry(append([]byte(nil), b...), &chain, 5, 2)))
+	v1 := make([]byte, DedupHeaderSize+16)
+	copy(v1, "CMBD\x01")
+	write("FuzzDedupFile", "version-1", q(v1))
 }

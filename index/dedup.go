@@ -2,201 +2,212 @@ package index
 
 import (
 	"encoding/binary"
-	"sync/atomic"
+	"errors"
+	"fmt"
+	"hash/crc32"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/combmq/comb/record"
 )
 
-// Dedup file sizes, in bytes.
+// Dedup file layout (docs/format.md section 4), little-endian:
+//
+//	header, 32 bytes: "CMBD" | version u8 = 2 | 23 reserved zero bytes | u32 check
+//	entry, 20 bytes:  xxhash64(transactionId) u64 | offset u64 | u32 check
+//
+// The header's check is CRC-32C (Castagnoli) of its bytes 0..27. An entry's
+// check continues the CRC-32C from the check stored just before it (the
+// header's for the first entry) over the entry's bytes 0..15, so when nothing
+// is damaged each check is the CRC-32C of every data byte of the file up to
+// it. A CRC detects every single-bit flip and every burst of up to 32 bits in
+// what it covers; chaining it through the stored checks also catches entries
+// that were dropped, repeated or reordered, while a damaged entry does not
+// hide the entries after it (they still verify against the stored check),
+// which is how damage is told from a torn tail.
 const (
 	DedupHeaderSize = 32
-	DedupEntrySize  = 16
+	DedupEntrySize  = 20
+	// DedupVersion is the dedup file's format version. Version 1 (16-byte
+	// entries, no checks) is never read: such a file is rebuilt.
+	DedupVersion = 2
 )
 
 var dedupMagic = [4]byte{'C', 'M', 'B', 'D'}
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Dedup file errors.
+var (
+	// ErrDedupVersion means the file is a dedup file of another version
+	// (an older comb's): it is rebuilt from the segments, never read.
+	ErrDedupVersion = errors.New("index: dedup file of another version")
+	// ErrDedupHeader means the header is short, not a dedup header, or fails
+	// its check (damage).
+	ErrDedupHeader = errors.New("index: bad dedup file header")
+)
+
 // HashTxn is the dedup key of a transaction id: xxhash64 of its bytes.
 func HashTxn(txid string) uint64 { return xxhash.Sum64String(txid) }
 
-// PutDedupHeader writes the dedup file header into b[:DedupHeaderSize].
-func PutDedupHeader(b []byte) {
+// PutDedupHeader writes a dedup file header into b[:DedupHeaderSize] and
+// returns its check: the chain value the first entry continues.
+func PutDedupHeader(b []byte) (chain uint32) {
 	clear(b[:DedupHeaderSize])
 	copy(b, dedupMagic[:])
-	b[4] = Version
+	b[4] = DedupVersion
+	chain = crc32.Checksum(b[:28], castagnoli)
+	binary.LittleEndian.PutUint32(b[28:], chain)
+	return chain
 }
 
-// CheckDedupHeader reports whether b starts with a dedup file header.
-func CheckDedupHeader(b []byte) error {
-	if len(b) < DedupHeaderSize || [4]byte(b[:4]) != dedupMagic || b[4] != Version {
-		return ErrBadHeader
+// CheckDedupHeader checks the header at the start of b and returns its
+// check (the chain value of the first entry). Errors: ErrDedupVersion for a
+// dedup file of another version, ErrDedupHeader (wrapped with what is wrong)
+// for anything else.
+func CheckDedupHeader(b []byte) (chain uint32, err error) {
+	switch {
+	case len(b) < DedupHeaderSize:
+		return 0, fmt.Errorf("%w: %d of %d bytes", ErrDedupHeader, len(b), DedupHeaderSize)
+	case [4]byte(b[:4]) != dedupMagic:
+		return 0, fmt.Errorf("%w: magic %x", ErrDedupHeader, b[:4])
+	case b[4] != DedupVersion:
+		return 0, fmt.Errorf("%w: version %d, this comb reads %d", ErrDedupVersion, b[4], DedupVersion)
 	}
-	return nil
+	chain = binary.LittleEndian.Uint32(b[28:])
+	if got := crc32.Checksum(b[:28], castagnoli); got != chain {
+		return 0, fmt.Errorf("%w: check %08x, computed %08x", ErrDedupHeader, chain, got)
+	}
+	return chain, nil
 }
 
-// AppendDedupEntry appends one encoded entry to dst.
-func AppendDedupEntry(dst []byte, hash, offset uint64) []byte {
+// AppendDedupEntry appends one entry to dst, continuing the check chain from
+// *chain and advancing it.
+func AppendDedupEntry(dst []byte, chain *uint32, hash, offset uint64) []byte {
+	at := len(dst)
 	dst = binary.LittleEndian.AppendUint64(dst, hash)
-	return binary.LittleEndian.AppendUint64(dst, offset)
+	dst = binary.LittleEndian.AppendUint64(dst, offset)
+	*chain = crc32.Update(*chain, castagnoli, dst[at:at+16])
+	return binary.LittleEndian.AppendUint32(dst, *chain)
 }
 
-// ScanDedup calls fn for each entry of body (the bytes after the header)
-// while offsets strictly increase and fn returns true, and returns the number
-// of bytes of entries accepted: the file's valid prefix.
-func ScanDedup(body []byte, fn func(hash, offset uint64) bool) (n int) {
+// dedupEntryAt decodes the entry at b[pos:] and reports whether its check
+// verifies against prev (the check stored before it).
+func dedupEntryAt(b []byte, pos int, prev uint32) (hash, offset uint64, check uint32, ok bool) {
+	e := b[pos : pos+DedupEntrySize]
+	hash = binary.LittleEndian.Uint64(e)
+	offset = binary.LittleEndian.Uint64(e[8:])
+	check = binary.LittleEndian.Uint32(e[16:])
+	return hash, offset, check, crc32.Update(prev, castagnoli, e[:16]) == check
+}
+
+// DedupScan is what ScanDedup found in a dedup file.
+type DedupScan struct {
+	// Entries is the number of verified entries from the start; End is where
+	// they stop (header + Entries entries, in bytes): the valid prefix, and
+	// where the next entry goes.
+	Entries int
+	End     int64
+	// Chain is the check stored last in the valid prefix (the header's when
+	// there is no entry): what the next entry continues.
+	Chain uint32
+	// Tail classifies what follows the valid prefix, in the words of package
+	// record: TailClean (nothing), TailZeros (zero bytes only), TailTorn (a
+	// partial entry), TailDamaged (a full-length entry that fails its check,
+	// or whose offset does not increase, with no verified entry after it),
+	// TailCorrupt (a verified entry follows the damage, at Resync: damage to
+	// the file, not a torn append).
+	Tail   record.Tail
+	Resync int64  // TailCorrupt: byte position of the first verified entry after the damage; else -1
+	Reason string // why the entry at End was not accepted ("" for TailClean and TailZeros)
+}
+
+// ScanDedup checks a whole dedup file (header included) and calls fn with
+// each verified entry of its valid prefix, in file order (i counts from 0).
+// An entry is verified when its check continues the chain and its offset is
+// above the previous one (offsets strictly increase, and are ≥ 1). It never
+// panics on any input. Errors: those of CheckDedupHeader; fn is then not
+// called and the file must be rebuilt whole.
+func ScanDedup(file []byte, fn func(i int, hash, offset uint64)) (DedupScan, error) {
+	chain, err := CheckDedupHeader(file)
+	if err != nil {
+		return DedupScan{Resync: -1}, err
+	}
+	s := DedupScan{Chain: chain, Resync: -1}
+	pos := DedupHeaderSize
 	var last uint64
-	for n+DedupEntrySize <= len(body) {
-		h := binary.LittleEndian.Uint64(body[n:])
-		off := binary.LittleEndian.Uint64(body[n+8:])
-		if off <= last || !fn(h, off) {
+	for ; pos+DedupEntrySize <= len(file); pos += DedupEntrySize {
+		h, off, check, ok := dedupEntryAt(file, pos, s.Chain)
+		if !ok {
+			s.Reason = "entry check fails"
 			break
 		}
-		last = off
-		n += DedupEntrySize
+		if off <= last {
+			s.Reason = fmt.Sprintf("offset %d after %d", off, last)
+			break
+		}
+		if fn != nil {
+			fn(s.Entries, h, off)
+		}
+		s.Entries++
+		s.Chain, last = check, off
 	}
-	return n
-}
-
-// Table is a compact open-addressing multimap from a transaction-id hash to
-// offsets: 16 bytes a slot, load factor ≤ 3/4. Equal hashes (duplicates or
-// collisions) each get their own slot; Lookup visits all of them so the
-// caller can verify which one really holds the transaction id.
-//
-// Growing is incremental: the doubled table takes new entries at once and
-// every Insert moves migrateStep slots of the old one, so no single Insert
-// re-inserts millions of entries (a partition with 3 M transaction ids held
-// its locks ~100 ms on the doubling Insert). Until the move is done, Lookup
-// reads both tables.
-type Table struct {
-	keys []uint64 // 0 = empty slot; a hash of 0 is stored as 1
-	vals []uint64
-	n    int // entries in keys/vals
-
-	// The table being emptied into keys/vals (nil when none): slots below
-	// mig were moved already, the oldLeft entries at mig or above were not.
-	oldK, oldV []uint64
-	mig        int
-	oldLeft    int
-}
-
-// migrateStep is how many old slots each Insert moves. The old table holds
-// at most 3/4 of its S slots as entries and the new one fills up after 3/4·S
-// more, so any step above 4/3 finishes in time; 8 keeps Lookups on two
-// tables short-lived.
-const migrateStep = 8
-
-// Len is the number of entries.
-func (t *Table) Len() int { return t.n + t.oldLeft }
-
-// Reserve grows the table so that n more entries fit without growing.
-func (t *Table) Reserve(n int) {
-	for (t.Len()+n)*4 > len(t.keys)*3 {
-		t.grow()
+	s.End = int64(pos)
+	s.Tail = dedupTail(file, pos)
+	if s.Tail == record.TailCorrupt {
+		s.Resync = int64(dedupResync(file, pos+DedupEntrySize))
 	}
-}
-
-// Insert adds (hash, offset).
-func (t *Table) Insert(hash, offset uint64) {
-	if (t.Len()+1)*4 > len(t.keys)*3 {
-		t.grow()
+	switch s.Tail {
+	case record.TailClean, record.TailZeros:
+		s.Reason = ""
+	case record.TailTorn:
+		s.Reason = fmt.Sprintf("partial entry (%d of %d bytes)", len(file)-pos, DedupEntrySize)
 	}
-	t.migrate(migrateStep)
-	t.insert(fix(hash), offset)
+	return s, nil
 }
 
-func fix(h uint64) uint64 {
-	if h == 0 {
-		return 1
+// dedupTail classifies the bytes from pos (the first entry that did not
+// verify) to the end.
+func dedupTail(file []byte, pos int) record.Tail {
+	if pos >= len(file) {
+		return record.TailClean
 	}
-	return h
-}
-
-func (t *Table) insert(h, off uint64) {
-	mask := uint64(len(t.keys) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		if t.keys[i] == 0 {
-			t.keys[i], t.vals[i] = h, off
-			t.n++
-			return
+	zeros := true
+	for _, c := range file[pos:] {
+		if c != 0 {
+			zeros = false
+			break
 		}
 	}
+	switch {
+	case zeros:
+		return record.TailZeros
+	case dedupResync(file, pos+DedupEntrySize) >= 0:
+		return record.TailCorrupt
+	case len(file)-pos < DedupEntrySize:
+		return record.TailTorn
+	}
+	return record.TailDamaged
 }
 
-// grow starts moving into a table twice the size (finishing any move still
-// under way first: at most one old table at a time).
-func (t *Table) grow() {
-	t.migrate(len(t.oldK))
-	size := 2 * len(t.keys)
-	if size < 16 {
-		size = 16
-	}
-	t.oldK, t.oldV, t.mig, t.oldLeft = t.keys, t.vals, 0, t.n
-	t.keys, t.vals, t.n = make([]uint64, size), make([]uint64, size), 0
-	if t.oldLeft == 0 {
-		t.oldK, t.oldV = nil, nil
-	}
-}
-
-// migrate moves up to slots old slots into the current table.
-func (t *Table) migrate(slots int) {
-	if t.oldK == nil {
-		return
-	}
-	end := min(t.mig+slots, len(t.oldK))
-	for ; t.mig < end; t.mig++ {
-		if k := t.oldK[t.mig]; k != 0 {
-			t.insert(k, t.oldV[t.mig])
-			t.oldLeft--
+// dedupResync returns the position of the first entry at or after from (on
+// the entry grid) whose check verifies against the check stored before it,
+// or -1. Entries sit at fixed positions (the writer never appends after a
+// partial entry: see package segment), so only the grid is searched.
+func dedupResync(file []byte, from int) int {
+	for pos := from; pos+DedupEntrySize <= len(file); pos += DedupEntrySize {
+		prev := binary.LittleEndian.Uint32(file[pos-4:])
+		if _, off, _, ok := dedupEntryAt(file, pos, prev); ok && off != 0 {
+			return pos
 		}
 	}
-	if t.mig == len(t.oldK) {
-		t.oldK, t.oldV, t.mig, t.oldLeft = nil, nil, 0, 0
-	}
+	return -1
 }
 
-// Lookup calls fn with each offset stored under hash, newest slot order not
-// guaranteed, until fn returns false.
-func (t *Table) Lookup(hash uint64, fn func(offset uint64) bool) {
-	if t.Len() == 0 {
-		return
-	}
-	h := fix(hash)
-	mask := uint64(len(t.keys) - 1)
-	for i := h & mask; t.keys[i] != 0; i = (i + 1) & mask {
-		if t.keys[i] == h && !fn(t.vals[i]) {
-			return
-		}
-	}
-	if t.oldK == nil {
-		return
-	}
-	// Old slots below mig were moved (and seen above); the probe chain still
-	// runs through them, so they are skipped, not ended on.
-	mask = uint64(len(t.oldK) - 1)
-	for i := h & mask; t.oldK[i] != 0; i = (i + 1) & mask {
-		if int(i) >= t.mig && t.oldK[i] == h && !fn(t.oldV[i]) {
-			return
-		}
-	}
-}
-
-// Bytes is the table's memory footprint.
-func (t *Table) Bytes() int { return 16 * (len(t.keys) + len(t.oldK)) }
-
-// prefetchSink keeps Prefetch's loads from being optimised away (one atomic store a batch).
-var prefetchSink atomic.Uint64
-
-// Prefetch touches the home slot of each hash before a run of Lookups. In a table larger than
-// the CPU caches every Lookup is a cache (and TLB) miss; issued back to back with no
-// dependency between them, the misses of a whole batch overlap instead of being paid one after
-// the other (a push of 100 messages looks up 100 transaction ids).
-func (t *Table) Prefetch(hashes []uint64) {
-	if t.Len() == 0 {
-		return
-	}
-	mask := uint64(len(t.keys) - 1)
-	var s uint64
-	for _, h := range hashes {
-		s ^= t.keys[fix(h)&mask]
-	}
-	prefetchSink.Store(s)
+// DedupChainAt returns the check stored just before byte end of a file whose
+// entries up to end verified (end = DedupHeaderSize + k·DedupEntrySize): the
+// chain value an entry written at end continues. A writer that cuts the file
+// back to end resumes the chain from it.
+func DedupChainAt(file []byte, end int64) uint32 {
+	return binary.LittleEndian.Uint32(file[end-4:])
 }

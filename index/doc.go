@@ -29,14 +29,22 @@
 // follow its predecessor (base must grow by the predecessor's count, position
 // must grow).
 //
-// Dedup file "dedup.idx", little-endian, appended with plain writes:
+// Dedup file "dedup.idx", little-endian, appended with plain writes. It
+// decides exactly-once (a retried push whose entry is missing would be stored
+// twice), so every byte of it is checked:
 //
-//	header (32 bytes): "CMBD", version (1), 27 reserved zero bytes
-//	entries (16 bytes each): xxhash64(transactionId) u64, offset u64
+//	header (32 bytes): "CMBD" | version u8 (2) | 23 reserved zero bytes
+//	                   | u32 CRC-32C of header bytes 0..27
+//	entries (20 bytes each): xxhash64(transactionId) u64 | offset u64
+//	                   | u32 check = CRC-32C continued from the check stored
+//	                     before the entry, over the entry's bytes 0..15
 //
-// Offsets strictly increase; the entries end at the first that does not (or at
-// a partial entry). Entries are loaded into Table, an open-addressing hash
-// table of 16 bytes per slot.
+// Offsets strictly increase; the valid prefix ends at the first entry whose
+// check fails or whose offset does not increase. ScanDedup classifies what
+// follows in package record's words (a verified entry after the damage,
+// TailCorrupt, is damage to the file rather than a torn append). A file of
+// another version is never read, only rebuilt. Entries are loaded into
+// Table, an open-addressing hash table of 16 bytes per slot.
 //
 // docs/format.md describes both byte by byte.
 package index

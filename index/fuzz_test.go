@@ -2,6 +2,8 @@ package index
 
 import (
 	"testing"
+
+	"github.com/combmq/comb/record"
 )
 
 // FuzzIndexReader: any bytes as an index file must load without panicking,
@@ -44,30 +46,47 @@ func FuzzIndexReader(f *testing.F) {
 	})
 }
 
-// FuzzDedupFile: any bytes as a dedup file scan without panicking, and the
-// accepted prefix has strictly increasing offsets.
+// FuzzDedupFile: any bytes as a dedup file scan without panicking; the accepted
+// prefix has strictly increasing offsets, ends on the entry grid, and is exactly what
+// writing its entries from the header's check would produce (so nothing unverified is
+// ever accepted); what follows it is classified consistently.
 func FuzzDedupFile(f *testing.F) {
-	b := make([]byte, DedupHeaderSize)
-	PutDedupHeader(b)
-	b = AppendDedupEntry(b, HashTxn("a"), 1)
-	b = AppendDedupEntry(b, HashTxn("b"), 2)
-	f.Add(b)
+	f.Add(dedupFile(2))
+	f.Add(dedupFile(3)[:DedupHeaderSize+2*DedupEntrySize+5])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if CheckDedupHeader(data) != nil {
-			return
-		}
 		var last uint64
 		var tb Table
-		n := ScanDedup(data[DedupHeaderSize:], func(h, off uint64) bool {
-			if off <= last {
-				t.Fatalf("offset %d after %d", off, last)
+		var ents [][2]uint64
+		s, err := ScanDedup(data, func(i int, h, off uint64) {
+			if off <= last || i != len(ents) {
+				t.Fatalf("entry %d: offset %d after %d", i, off, last)
 			}
 			last = off
 			tb.Insert(h, off)
-			return true
+			ents = append(ents, [2]uint64{h, off})
 		})
-		if n%DedupEntrySize != 0 || n > len(data)-DedupHeaderSize || tb.Len() != n/DedupEntrySize {
-			t.Fatalf("consumed %d of %d", n, len(data))
+		if err != nil {
+			return
+		}
+		if s.End != int64(DedupHeaderSize+s.Entries*DedupEntrySize) || s.End > int64(len(data)) || tb.Len() != s.Entries {
+			t.Fatalf("scan %+v of %d bytes", s, len(data))
+		}
+		hdr := make([]byte, DedupHeaderSize)
+		copy(hdr, data[:DedupHeaderSize])
+		chain, _ := CheckDedupHeader(hdr)
+		re := hdr
+		for _, e := range ents {
+			re = AppendDedupEntry(re, &chain, e[0], e[1])
+		}
+		if string(re) != string(data[:s.End]) || chain != s.Chain || chain != DedupChainAt(data, s.End) {
+			t.Fatalf("accepted prefix does not re-encode to itself")
+		}
+		switch {
+		case s.End == int64(len(data)) && s.Tail != record.TailClean,
+			s.Tail == record.TailCorrupt && (s.Resync <= s.End || s.Resync > int64(len(data))-DedupEntrySize),
+			s.Tail != record.TailCorrupt && s.Resync != -1,
+			s.Tail == record.TailTorn && int64(len(data))-s.End >= DedupEntrySize:
+			t.Fatalf("inconsistent tail %+v of %d bytes", s, len(data))
 		}
 	})
 }

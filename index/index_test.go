@@ -180,24 +180,6 @@ func TestTableCollisionsAndDuplicates(t *testing.T) {
 	assert.LessOrEqual(t, tb.Bytes(), 16*32768, "16 bytes a slot, load ≤ 3/4")
 }
 
-func TestDedupFile(t *testing.T) {
-	b := make([]byte, DedupHeaderSize)
-	PutDedupHeader(b)
-	require.NoError(t, CheckDedupHeader(b))
-	for i := uint64(1); i <= 5; i++ {
-		b = AppendDedupEntry(b, HashTxn("tx"+string(rune('a'+i))), i*10)
-	}
-	b = AppendDedupEntry(b, 1, 30) // offset not increasing: the valid prefix ends
-	b = append(b, 1, 2, 3)         // torn
-	var offs []uint64
-	n := ScanDedup(b[DedupHeaderSize:], func(h, off uint64) bool { offs = append(offs, off); return off < 40 })
-	assert.Equal(t, []uint64{10, 20, 30, 40}, offs, "fn returning false stops at that entry")
-	assert.Equal(t, 3*DedupEntrySize, n)
-	n = ScanDedup(b[DedupHeaderSize:], func(h, off uint64) bool { return true })
-	assert.Equal(t, 5*DedupEntrySize, n)
-	assert.Error(t, CheckDedupHeader(b[:10]))
-}
-
 func TestTablePrefetchChangesNothing(t *testing.T) {
 	var tb Table
 	tb.Prefetch([]uint64{1, 2, 3}) // empty table: no slots to touch

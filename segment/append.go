@@ -2,6 +2,7 @@ package segment
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -30,7 +31,12 @@ const maxPooledBuf = 4 << 20
 // Durability: the segment is written to the file (one write call) but NOT
 // synced; it survives a process crash, not a power loss, until Sync or a
 // Committer pass covers it. Errors: ErrEmptySegment, ErrTooLarge, ErrClosed,
-// or the I/O error (the file is then cut back to its previous end).
+// or the I/O error. A failed write is cut back to the file's previous end,
+// so the log stays usable and the Append may be retried (ENOSPC is an error,
+// not a state); when the cut fails too, the file may end in a partial
+// segment and the log is failed until reopened (ErrWriteFailed, sticky like
+// ErrSyncFailed): it never appends after garbage. A failed rotation sync is
+// sticky (ErrSyncFailed).
 //
 // Not safe for concurrent use with itself, DeleteFilesBefore or Close.
 func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err error) {
@@ -107,9 +113,12 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 	act := l.active
 	fi := act.info
 	if _, err := act.seg.Write(out); err != nil {
+		err = fmt.Errorf("segment log %s: append at offset %d (byte %d of %s): %w", l.dir, base, fi.size, segName(fi.base), err)
 		// Cut any partial write so the next segment starts on a boundary.
-		_ = act.seg.Truncate(fi.size)
-		return 0, fmt.Errorf("segment log %s: append at offset %d: %w", l.dir, base, err)
+		if terr := act.seg.Truncate(fi.size); terr != nil {
+			return 0, l.fail(ErrWriteFailed, errors.Join(err, fmt.Errorf("cut back to byte %d: %w", fi.size, terr)))
+		}
+		return 0, err
 	}
 
 	l.mu.Lock()
@@ -156,7 +165,8 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 			return nil
 		}
 		if err := old.seg.Sync(); err != nil {
-			return err
+			// As in Sync: the pages of a failed fdatasync may be gone.
+			return l.fail(ErrSyncFailed, fmt.Errorf("sync %s before rotation: %w", segName(fi.base), err))
 		}
 		if fi.heap != nil {
 			// A sealed file always has its index file (Open checks sealed
@@ -173,7 +183,7 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 	defer l.syncMu.Unlock()
 	if l.needDirSync {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+			return l.failLocked(ErrSyncFailed, fmt.Errorf("sync directory before rotation: %w", err))
 		}
 		l.needDirSync = false
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // The workload: 100 messages of 200 B JSON a segment.
@@ -227,4 +229,40 @@ func BenchmarkIdleLogFootprint(b *testing.B) {
 		}
 	}
 	b.ReportMetric(perLog, "heap-B/log")
+}
+
+// BenchmarkDedupLoad: the first FindTransaction of a partition with 200,000
+// transaction ids, all in dedup.idx: read and verify the file, fill the table.
+func BenchmarkDedupLoad(b *testing.B) {
+	fs := vfs.NewMem()
+	l, _, err := openLog(fs, "/p", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < 200_000; i += 1000 {
+		if _, err := l.Append(int64(i), recs(i, 1000, 20)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, _, _, err := l.FindTransaction("load"); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(fs.Bytes("/p/" + dedupFileName))))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		l, _, err := openLog(fs, "/p", Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, ok, err := l.FindTransaction("tx-199999"); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		b.StopTimer()
+		_ = l.Close()
+		b.StartTimer()
+	}
 }

@@ -1,9 +1,12 @@
 package segment
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/record"
 )
 
 // dedupState is the Log's dedup index: transactionId hash → offsets, loaded on
@@ -13,18 +16,32 @@ import (
 // batches. The file is a cache and never synced: entries at or past the
 // offset the log had at Open may describe records a crash took back, so they
 // are dropped on load.
+//
+// The file decides exactly-once (an entry that is missing or wrong lets a
+// retried push be stored twice), so it is trusted only as far as its entry
+// checks verify (index.ScanDedup); whatever follows is re-indexed from the
+// segments and the file cut there. The writer keeps the file a verified
+// prefix: it never appends after bytes it could not cut back.
 type dedupState struct {
 	mu       sync.Mutex
 	loaded   bool
 	table    index.Table
 	covered  uint64 // every offset ≤ covered is in the table (or has no transaction id)
 	openNext uint64 // NextOffset at Open
-	f        file
-	pending  []byte // encoded entries not yet written to f
+
+	f       file   // dedup.idx, open for appending; nil when not loaded or given up on
+	size    int64  // bytes of f that are header and whole entries: where the next write lands
+	chain   uint32 // check of the last entry encoded (written or pending)
+	pending []byte // encoded entries not yet written to f
 }
 
-// dedupFlushBytes batches dedup file writes: one write per ~4,000 entries.
+// dedupFlushBytes batches dedup file writes: one write per ~3,000 entries.
 const dedupFlushBytes = 64 << 10
+
+// dedupMaxPending bounds the entries kept for a retry after a failed write
+// (a full disk): beyond it the log stops writing the file until its next
+// load, which re-indexes what the file lacks from the segments.
+const dedupMaxPending = 1 << 20
 
 // FindTransaction looks txid up in the dedup index and returns the offset and
 // message id of the newest retained record carrying it. Hash matches are
@@ -41,61 +58,27 @@ func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool,
 	return offset, id, ok, err
 }
 
-// dedupLoadLocked reads dedup.idx and indexes the segments after it.
+// dedupLoadLocked fills the table from dedup.idx, as far as its checks
+// verify, and from the segments after it. A dedup file that cannot be
+// opened, read or written costs nothing but speed: the table is built from
+// the segments alone and kept in memory. Only a failed segment read fails
+// the load.
 func (l *Log) dedupLoadLocked() error {
 	d := &l.dedup
-	path := join(l.dir, dedupFileName)
-	f, err := openAppend(l.fs, path, true)
-	if err != nil {
-		return err
-	}
-	size, err := f.Size()
-	if err != nil {
-		_ = f.Close()
-		return err
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-		_ = f.Close()
-		return err
-	}
+	d.table, d.covered, d.pending = index.Table{}, 0, d.pending[:0]
 	first := l.FirstOffset()
-	keep := int64(0)
-	if index.CheckDedupHeader(b) == nil {
-		n := index.ScanDedup(b[index.DedupHeaderSize:], func(h, off uint64) bool {
-			if off >= d.openNext {
-				return false
-			}
-			if off >= first {
-				d.table.Insert(h, off)
-			}
-			d.covered = off
-			return true
-		})
-		keep = int64(index.DedupHeaderSize + n)
+	why, err := d.loadFileLocked(l, first)
+	if err != nil {
+		why = fmt.Sprintf("%s unusable (%v): the dedup index is kept in memory only", dedupFileName, err)
 	}
-	if keep < size || size == 0 {
-		if err := f.Truncate(keep); err != nil {
-			_ = f.Close()
-			return err
-		}
-		if keep == 0 {
-			var hdr [index.DedupHeaderSize]byte
-			index.PutDedupHeader(hdr[:])
-			if _, err := f.Write(hdr[:]); err != nil {
-				_ = f.Close()
-				return err
-			}
-		}
-	}
-	d.f = f
-	l.cache.adjust(l, 1)
 	// Index what the file does not cover. Append publishes a segment before
 	// it takes d.mu, so everything it skipped while !loaded is seen here.
 	var rb ReadBuffer
 	for from := max(d.covered+1, first); ; {
 		msgs, err := l.Read(from, 4096, 0, &rb)
 		if err != nil {
+			d.closeFileLocked(l)
+			d.table, d.pending = index.Table{}, d.pending[:0]
 			return err
 		}
 		if len(msgs) == 0 {
@@ -107,7 +90,119 @@ func (l *Log) dedupLoadLocked() error {
 		from = msgs[len(msgs)-1].Offset + 1
 	}
 	d.loaded = true
-	return d.flushLocked()
+	if why != "" && l.opts.OnRecover != nil {
+		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: why})
+	}
+	// A failed write keeps the entries pending for the next flush.
+	_ = d.flushLocked(l)
+	return nil
+}
+
+// loadFileLocked opens dedup.idx (creating it), inserts its verified entries
+// below openNext and at or above first, cuts the file after them and leaves
+// it open for appending. why says what was rebuilt and why ("" when the file
+// was whole, new, or only lost entries a crash took back). On error the file
+// is closed and the table holds whatever was inserted (still correct: every
+// inserted entry verified).
+func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error) {
+	path := join(l.dir, dedupFileName)
+	f, err := openAppend(l.fs, path, true)
+	if err != nil {
+		return "", err
+	}
+	b, err := readAllFile(f)
+	if err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	kept := 0
+	var lastHash, lastOff uint64 // the last kept entry at or above first
+	scan, herr := index.ScanDedup(b, func(i int, h, off uint64) {
+		if off >= d.openNext {
+			return // a crash may have taken the record back; its offset will be reused
+		}
+		if off >= first {
+			d.table.Insert(h, off)
+			lastHash, lastOff = h, off
+		}
+		d.covered, kept = off, i+1
+	})
+	keep := int64(index.DedupHeaderSize + kept*index.DedupEntrySize)
+	if herr == nil && lastOff != 0 {
+		// Verified entries can still describe another log (a file copied or
+		// restored from elsewhere): they would claim offsets as covered whose
+		// ids they lack. The last one must name the record at its offset.
+		match, err := l.dedupEntryMatches(lastHash, lastOff)
+		if err != nil {
+			_ = f.Close()
+			d.table, d.covered = index.Table{}, 0
+			return "", err
+		}
+		if !match {
+			d.table, d.covered, keep = index.Table{}, 0, 0
+			why = fmt.Sprintf("%s rebuilt from the segments: its entry for offset %d names another transaction id than the record there, so the file does not describe this log", dedupFileName, lastOff)
+		}
+	}
+	switch {
+	case why != "":
+	case herr != nil:
+		keep = 0
+		if len(b) > 0 {
+			why = fmt.Sprintf("%s rebuilt from the segments: %v", dedupFileName, herr)
+		}
+	case scan.Tail == record.TailCorrupt:
+		why = fmt.Sprintf("%s damaged: the entry at byte %d fails its check (%s) and verified entries follow it at byte %d, so this is damage to the file (media or a stray write), not a torn append; the entries from byte %d on were rebuilt from the segments",
+			dedupFileName, scan.End, scan.Reason, scan.Resync, scan.End)
+	case scan.Tail == record.TailDamaged:
+		why = fmt.Sprintf("%s: the last entries from byte %d fail their checks (%s): a torn write or damage; they were rebuilt from the segments",
+			dedupFileName, scan.End, scan.Reason)
+	}
+	if keep < int64(len(b)) || keep == 0 {
+		if err := f.Truncate(keep); err != nil {
+			_ = f.Close()
+			return why, err
+		}
+	}
+	if keep == 0 {
+		var hdr [index.DedupHeaderSize]byte
+		d.chain = index.PutDedupHeader(hdr[:])
+		if _, err := f.Write(hdr[:]); err != nil {
+			_ = f.Truncate(0) // a torn header is rebuilt by the next load anyway
+			_ = f.Close()
+			return why, err
+		}
+		keep = index.DedupHeaderSize
+	} else {
+		d.chain = index.DedupChainAt(b, keep)
+	}
+	d.f, d.size = f, keep
+	l.cache.adjust(l, 1)
+	return why, nil
+}
+
+// dedupEntryMatches reports whether the record at off carries a transaction
+// id whose hash is h.
+func (l *Log) dedupEntryMatches(h, off uint64) (bool, error) {
+	var rb ReadBuffer
+	msgs, err := l.Read(off, 1, 0, &rb)
+	if err != nil {
+		return false, err
+	}
+	return len(msgs) == 1 && msgs[0].Offset == off && msgs[0].TransactionID != "" &&
+		index.HashTxn(msgs[0].TransactionID) == h, nil
+}
+
+// readAllFile reads f from byte 0 to its size.
+func readAllFile(f file) ([]byte, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, 0); err != nil && int64(n) < size {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (d *dedupState) addLocked(txid string, off uint64) {
@@ -124,16 +219,46 @@ func (d *dedupState) addLocked(txid string, off uint64) {
 // addHashLocked indexes a record whose (non-empty) transaction id hashes to h.
 func (d *dedupState) addHashLocked(h, off uint64) {
 	d.table.Insert(h, off)
-	d.pending = index.AppendDedupEntry(d.pending, h, off)
+	d.pending = index.AppendDedupEntry(d.pending, &d.chain, h, off)
 }
 
-func (d *dedupState) flushLocked() error {
+// flushLocked writes the pending entries with one append. A failed write is
+// cut back to the file's previous end and its entries stay pending for the
+// next flush (a full disk is an error, not a state); if the cut fails too,
+// the file may end in a partial entry and is not written again until the
+// next load (which cuts it at the first entry whose check fails).
+func (d *dedupState) flushLocked(l *Log) error {
 	if len(d.pending) == 0 || d.f == nil {
+		d.pending = d.pending[:0]
 		return nil
 	}
 	_, err := d.f.Write(d.pending)
-	d.pending = d.pending[:0]
+	if err == nil {
+		d.size += int64(len(d.pending))
+		d.pending = d.pending[:0]
+		return nil
+	}
+	err = fmt.Errorf("%s: append %d bytes at %d: %w", dedupFileName, len(d.pending), d.size, err)
+	if terr := d.f.Truncate(d.size); terr != nil {
+		d.closeFileLocked(l)
+		return errors.Join(err, fmt.Errorf("%s: cut back to %d: %w (not written again until reloaded)", dedupFileName, d.size, terr))
+	}
+	if len(d.pending) > dedupMaxPending {
+		d.closeFileLocked(l)
+	}
 	return err
+}
+
+// closeFileLocked stops writing the dedup file (pending entries are dropped:
+// the next load re-indexes them from the segments).
+func (d *dedupState) closeFileLocked(l *Log) {
+	if d.f == nil {
+		return
+	}
+	_ = d.f.Close()
+	d.f = nil
+	d.pending = d.pending[:0]
+	l.cache.adjust(l, -1)
 }
 
 // dedupAppend records the transaction ids of a just-published segment.
@@ -164,28 +289,44 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 		}
 	}
 	if len(d.pending) >= dedupFlushBytes {
-		// A failed write only costs a rescan on the next load.
-		_ = d.flushLocked()
+		// A failed write keeps the entries pending (or gives the file up
+		// until the next load); the table in memory stays complete.
+		_ = d.flushLocked(l)
 	}
 }
 
-// dedupFlush writes pending entries and closes the file (Close).
+// dedupFlush writes pending entries, closes the file and drops the table
+// (Close, Release).
 func (l *Log) dedupFlush() error {
 	d := &l.dedup
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.f == nil {
+	if !d.loaded {
+		// Never loaded: openNext must stay the offset at Open, below which
+		// the file's entries describe records no crash took back.
 		return nil
 	}
-	err := d.flushLocked()
-	if cerr := d.f.Close(); err == nil {
-		err = cerr
+	err := d.flushLocked(l)
+	if d.f != nil {
+		if cerr := d.f.Close(); err == nil {
+			err = cerr
+		}
+		d.f = nil
+		l.cache.adjust(l, -1)
 	}
-	l.cache.adjust(l, -1)
-	d.f, d.loaded = nil, false
+	d.loaded = false
 	d.table = index.Table{}
+	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:
 	// a reload after Release keeps it all and rescans only past it.
 	d.covered, d.openNext = 0, l.NextOffset()
 	return err
+}
+
+// dedupFlushNow writes the pending dedup entries (tests).
+func (l *Log) dedupFlushNow() error {
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.flushLocked(l)
 }

@@ -64,9 +64,7 @@ func TestFindTransactionsVerifiesHashMatches(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	// A dedup file that claims "ghost" lives at offset 2 (a forged collision).
-	var hdr [index.DedupHeaderSize]byte
-	index.PutDedupHeader(hdr[:])
-	fs.SetBytes("/p/"+dedupFileName, index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2))
+	fs.SetBytes("/p/"+dedupFileName, dedupBytes([2]uint64{index.HashTxn("ghost"), 2}))
 	l, _ = openMem(t, fs, Options{})
 	got := findAll(t, l, []string{"ghost", "tx-2"})
 	assert.Equal(t, map[int]txMatch{1: {3, rec(2, 0).ID}}, got, "offset 2 holds tx-1, not ghost")

@@ -59,10 +59,7 @@ func TestFindTransactionVerifiesHashMatches(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 	// A dedup file that claims "ghost" lives at offset 2 (a forged collision).
-	var hdr [index.DedupHeaderSize]byte
-	index.PutDedupHeader(hdr[:])
-	b := index.AppendDedupEntry(hdr[:], index.HashTxn("ghost"), 2)
-	fs.SetBytes("/p/"+dedupFileName, b)
+	fs.SetBytes("/p/"+dedupFileName, dedupBytes([2]uint64{index.HashTxn("ghost"), 2}))
 	l, _ = openMem(t, fs, Options{})
 	_, _, ok, err := l.FindTransaction("ghost")
 	require.NoError(t, err)

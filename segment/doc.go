@@ -21,8 +21,10 @@
 //	                           only from its 16th segment, 1 MiB or sealing (lazyindex.go)
 //	00000000000004194305.seg   the next file, named by its first offset (20 digits)
 //	...
-//	dedup.idx                  transactionId hashes → offsets (package index)
+//	dedup.idx                  transactionId hashes → offsets, each entry checked (package index)
 //	QUARANTINE                 offset ranges fsck --repair moved aside (quarantine.go); usually absent
+//	NNNN.seg.split             a run of good segments of a split in progress (split.go); transient
+//	NNNN.seg.from-B            bytes cut from a torn tail at byte B, when Options.QuarantineDir is ""
 //
 // A segment file is a sequence of segments, each one push to the partition:
 //
@@ -47,13 +49,23 @@
 // Recovery (Open; docs/format.md section 5 has the full rules). Only a torn
 // tail is ever cut: damage in the newest file (partial header, short payload,
 // checksum mismatch) with no whole, checksum-valid segment after it is
-// truncated to the last whole segment and reported in the RecoveryReport
-// (file, bytes, offsets). Damage that a whole segment follows, damage found
+// truncated to the last whole segment, after its non-zero bytes are copied to
+// the quarantine directory (keep.go: a full-length segment failing its
+// checksum may be media damage to an acknowledged append, not only a torn
+// write), and reported in the RecoveryReport (file, bytes, offsets, what the
+// bytes were, where they went). Damage that a whole segment follows, damage found
 // in a sealed file, and a gap between files that the QUARANTINE marker does
 // not cover are never skipped or cut: Open fails with a *CorruptionError
 // (file, byte range, offsets; errors.Is ErrCorrupt) and changes nothing, so
 // acknowledged data is never dropped silently. Open reads only the tail after
 // the newest file's last indexed segment unless it finds damage.
+//
+// Writes never leave garbage behind an append: a failed write is cut back to
+// the file's previous end (and may be retried); a failed cut, like a failed
+// fdatasync, makes the Log refuse writes until reopened (ErrWriteFailed,
+// ErrSyncFailed). fsck --repair splits a damaged sealed file into its good
+// runs of segments (split.go), leaving only the damaged offsets as a gap the
+// QUARANTINE marker covers, in an order that makes every crash harmless.
 //
 // docs/format.md is the byte-by-byte reference, with the recovery rules and
 // what each sync policy promises.

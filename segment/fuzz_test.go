@@ -53,3 +53,122 @@ func FuzzSegmentDecoder(f *testing.F) {
 		_ = l.Close()
 	})
 }
+
+// FuzzQuarantineMarker: any bytes as a QUARANTINE marker parse without panicking, and
+// what parses is written back (as editQuarantineFS writes it) to a marker that parses
+// to the same ranges and notes.
+func FuzzQuarantineMarker(f *testing.F) {
+	f.Add([]byte("comb-quarantine v1\n61 120 moved to quarantine/partitions/x/00000000000000000061.seg\n# why\n\n7 9\n"))
+	f.Add([]byte("comb-quarantine v1\n17 32 split-pending 00000000000000000017.seg moved to q\n"))
+	f.Add([]byte("comb-quarantine v1\n5 4\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines, err := parseMarkerLines(data)
+		if err != nil {
+			return
+		}
+		fs := vfs.NewMem()
+		_ = fs.MkdirAll("/p")
+		if err := editQuarantineFS(fs, "/p", func([]markerLine) []markerLine { return lines }); err != nil {
+			t.Fatal(err)
+		}
+		ranges := 0
+		for _, l := range lines {
+			if l.r != nil {
+				ranges++
+			}
+		}
+		b, _ := fs.ReadFile("/p/" + QuarantineFileName)
+		if ranges == 0 {
+			if b != nil {
+				t.Fatalf("a marker without ranges is removed, got %q", b)
+			}
+			return
+		}
+		again, err := parseMarkerLines(b)
+		if err != nil {
+			t.Fatalf("rewritten marker %q: %v", b, err)
+		}
+		if len(again) != len(lines) {
+			t.Fatalf("%d lines, %d after a rewrite", len(lines), len(again))
+		}
+		for i := range lines {
+			if (lines[i].r == nil) != (again[i].r == nil) || lines[i].r != nil && (*lines[i].r != *again[i].r || lines[i].note != again[i].note) {
+				t.Fatalf("line %d: %+v became %+v", i, lines[i], again[i])
+			}
+		}
+	})
+}
+
+// FuzzPlanSplit: any bytes as a damaged sealed file plan without panicking; the runs
+// are whole, ordered, inside the file's offsets, and the damaged ranges are exactly the
+// other bytes; applying the plan leaves a log Open accepts that serves every run.
+func FuzzPlanSplit(f *testing.F) {
+	fs := vfs.NewMem()
+	l, _, _ := openLog(fs, "/p", Options{})
+	for i := 0; i < 4; i++ {
+		_, _ = l.Append(int64(100*i), recs(3*i, 3, 30))
+	}
+	_ = l.Close()
+	good := fs.Bytes("/p/" + segName(1))
+	f.Add(good)
+	flipped := append([]byte(nil), good...)
+	flipped[len(good)/2] ^= 1
+	f.Add(flipped)
+	f.Add(append(append([]byte(nil), good[:100]...), good...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const end = 1000 // the next file's first offset
+		fs := vfs.NewMem()
+		fs.SetBytes("/p/"+segName(1), data)
+		fs.SetBytes("/p/"+segName(end), nil)
+		p, err := planSplitFS(fs, "/p", segName(1))
+		if err != nil {
+			t.Fatal(err) // a sealed file always plans: damage becomes damaged ranges
+		}
+		covered := int64(0)
+		next := uint64(1)
+		for _, r := range p.Runs {
+			if r.StartByte < covered || r.EndByte <= r.StartByte || r.FirstOffset < next || r.NextOffset <= r.FirstOffset || r.NextOffset > end {
+				t.Fatalf("run %+v after byte %d offset %d", r, covered, next)
+			}
+			covered, next = r.EndByte, r.NextOffset
+		}
+		bytes := int64(0)
+		for _, r := range p.Runs {
+			bytes += r.EndByte - r.StartByte
+		}
+		for _, d := range p.Damaged {
+			bytes += d.EndByte - d.StartByte
+		}
+		if bytes != int64(len(data)) {
+			t.Fatalf("runs and damaged ranges cover %d of %d bytes", bytes, len(data))
+		}
+		if err := applySplitFS(fs, p, "/q/"+segName(1), ""); err != nil {
+			t.Fatal(err)
+		}
+		l, _, err := openLog(fs, "/p", Options{})
+		if err != nil {
+			t.Fatalf("open after the split: %v", err)
+		}
+		defer l.Close()
+		got := 0
+		var rb ReadBuffer
+		for from := uint64(1); from < end; {
+			msgs, err := l.Read(from, 100, 0, &rb)
+			if err != nil {
+				t.Fatalf("read after the split: %v", err)
+			}
+			if len(msgs) == 0 {
+				break
+			}
+			got += len(msgs)
+			from = msgs[len(msgs)-1].Offset + 1
+		}
+		want := 0
+		for _, r := range p.Runs {
+			want += int(r.NextOffset - r.FirstOffset)
+		}
+		if got != want {
+			t.Fatalf("served %d records, the runs hold %d", got, want)
+		}
+	})
+}

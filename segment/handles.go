@@ -207,8 +207,12 @@ func (l *Log) load() error {
 		return nil
 	}
 	if l.unlisted {
-		if _, err := l.listAndOpen(nil); err != nil {
+		rep, err := l.listAndOpen(&RecoveryReport{})
+		if err != nil {
 			return err
+		}
+		if rep.Repaired() && l.opts.OnRecover != nil {
+			l.opts.OnRecover(l.dir, rep)
 		}
 	} else if n := len(l.files); n > 0 {
 		of, err := l.openFileInfo(l.files[n-1], false, false, true, nil)

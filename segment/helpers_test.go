@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -86,4 +87,14 @@ func withIndexFiles(t testing.TB) {
 	old := indexFileSegments
 	indexFileSegments = 1
 	t.Cleanup(func() { indexFileSegments = old })
+}
+
+// dedupBytes is a dedup file holding the given (hash, offset) entries.
+func dedupBytes(entries ...[2]uint64) []byte {
+	b := make([]byte, index.DedupHeaderSize)
+	chain := index.PutDedupHeader(b)
+	for _, e := range entries {
+		b = index.AppendDedupEntry(b, &chain, e[0], e[1])
+	}
+	return b
 }

@@ -43,8 +43,8 @@ type Log struct {
 	lastTs int64
 
 	syncMu      sync.Mutex   // held by Sync and by rotation's handle swap
-	syncFailed  error        // first failed fdatasync; sticky (under syncMu, read via failed)
-	failedFlag  atomic.Bool  // syncFailed != nil, readable without syncMu
+	failure     error        // first failed fdatasync, or failed append that could not be cut back; sticky (under syncMu, read via failed)
+	failedFlag  atomic.Bool  // failure != nil, readable without syncMu
 	needDirSync bool         // a file was created since the last directory sync (under syncMu)
 	syncers     atomic.Int32 // Sync calls in flight or queued on syncMu (Committer: follow, don't start)
 
@@ -126,12 +126,21 @@ func Open(dir string, opts Options) (*Log, *RecoveryReport, error) {
 
 func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, error) {
 	l := newLog(fsys, dir, opts)
-	if err := fsys.MkdirAll(dir); err != nil {
+	names, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A new log: its directory's name must be durable before the first
+		// acknowledged append in it is (the append's sync covers only the
+		// file and, once, the directory's entries).
+		if err = mkdirDurable(fsys, dir); err == nil {
+			names, err = []string{}, nil
+		}
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	l.loadMu.Lock()
 	defer l.loadMu.Unlock()
-	rep, err := l.listAndOpen(&RecoveryReport{})
+	rep, err := l.listAndOpenNames(&RecoveryReport{}, names)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -151,11 +160,17 @@ func newLog(fsys fileSystem, dir string, opts Options) *Log {
 // and leaves the newest one open as the active file. Called with loadMu held
 // before the Log is shared, or by load while no operation is using it.
 func (l *Log) listAndOpen(rep *RecoveryReport) (*RecoveryReport, error) {
-	dir, fsys := l.dir, l.fs
-	names, err := fsys.List(dir)
+	names, err := l.fs.List(l.dir)
 	if err != nil {
-		return rep, fmt.Errorf("segment log %s: %w", dir, err)
+		return rep, fmt.Errorf("segment log %s: %w", l.dir, err)
 	}
+	return l.listAndOpenNames(rep, names)
+}
+
+// listAndOpenNames is listAndOpen with the directory's names already read.
+func (l *Log) listAndOpenNames(rep *RecoveryReport, names []string) (*RecoveryReport, error) {
+	dir, fsys := l.dir, l.fs
+	var err error
 	if l.dev, err = fsys.Device(dir); err != nil {
 		return rep, fmt.Errorf("segment log %s: %w", dir, err)
 	}

@@ -46,25 +46,54 @@ var ErrBadQuarantine = errors.New("segment: malformed QUARANTINE marker")
 // ReadQuarantine returns the ranges listed in dir's QUARANTINE marker, in file
 // order; nil and no error when there is no marker. Read-only.
 func ReadQuarantine(dir string) ([]OffsetRange, error) {
-	b, err := os.ReadFile(join(dir, QuarantineFileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("segment log %s: %w", dir, err)
-	}
-	r, err := parseQuarantine(b)
+	r, err := readQuarantineFS(vfs.OS, dir)
 	if err != nil {
 		return nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	return r, nil
 }
 
+// markerLine is one line of a QUARANTINE marker after its header: a range
+// with its note, or a blank or comment line (r nil) kept as it was.
+type markerLine struct {
+	raw  string
+	r    *OffsetRange
+	note string
+}
+
+func (m markerLine) String() string {
+	if m.r == nil {
+		return m.raw
+	}
+	if m.note == "" {
+		return fmt.Sprintf("%d %d", m.r.First, m.r.Last)
+	}
+	return fmt.Sprintf("%d %d %s", m.r.First, m.r.Last, m.note)
+}
+
+// newMarkerLine is a range line; the note is folded onto one line.
+func newMarkerLine(r OffsetRange, note string) markerLine {
+	return markerLine{r: &r, note: strings.Join(strings.Fields(note), " ")}
+}
+
 // parseQuarantine decodes a marker. It never panics on any input.
 func parseQuarantine(b []byte) ([]OffsetRange, error) {
+	lines, err := parseMarkerLines(b)
+	var out []OffsetRange
+	for _, l := range lines {
+		if l.r != nil {
+			out = append(out, *l.r)
+		}
+	}
+	return out, err
+}
+
+// parseMarkerLines decodes a marker's lines after the header. It never
+// panics on any input.
+func parseMarkerLines(b []byte) ([]markerLine, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	var out []OffsetRange
+	var out []markerLine
 	line := 0
 	for sc.Scan() {
 		line++
@@ -76,6 +105,7 @@ func parseQuarantine(b []byte) ([]OffsetRange, error) {
 			continue
 		}
 		if t == "" || t[0] == '#' {
+			out = append(out, markerLine{raw: t})
 			continue
 		}
 		f := strings.Fields(t)
@@ -87,7 +117,7 @@ func parseQuarantine(b []byte) ([]OffsetRange, error) {
 		if err1 != nil || err2 != nil || first == 0 || last < first {
 			return nil, fmt.Errorf("%w: line %d: bad range %q %q", ErrBadQuarantine, line, f[0], f[1])
 		}
-		out = append(out, OffsetRange{First: first, Last: last})
+		out = append(out, markerLine{r: &OffsetRange{First: first, Last: last}, note: strings.Join(f[2:], " ")})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadQuarantine, err)
@@ -127,64 +157,63 @@ func QuarantineCovers(rs []OffsetRange, first, last uint64) bool {
 // previous marker intact. Errors: ErrBadQuarantine when the existing marker
 // does not parse (it is left alone), or the I/O error.
 func AddQuarantined(dir string, r OffsetRange, note string) error {
+	return addQuarantinedFS(vfs.OS, dir, r, note)
+}
+
+func addQuarantinedFS(fsys fileSystem, dir string, r OffsetRange, note string) error {
 	if r.First == 0 || r.Last < r.First {
 		return fmt.Errorf("segment log %s: quarantine range %d-%d: %w", dir, r.First, r.Last, ErrBadQuarantine)
 	}
+	return editQuarantineFS(fsys, dir, func(lines []markerLine) []markerLine {
+		return append(lines, newMarkerLine(r, note))
+	})
+}
+
+// editQuarantineFS replaces dir's marker with edit(its lines), atomically
+// (see AddQuarantined); a missing marker edits an empty list. An edit that
+// leaves no range line removes the marker (and syncs the directory).
+func editQuarantineFS(fsys fileSystem, dir string, edit func([]markerLine) []markerLine) error {
 	path := join(dir, QuarantineFileName)
-	old, err := os.ReadFile(path)
+	var lines []markerLine
+	old, err := fsys.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		old = []byte(quarantineHeader + "\n")
 	case err != nil:
 		return fmt.Errorf("segment log %s: %w", dir, err)
 	default:
-		if _, err := parseQuarantine(old); err != nil {
+		if lines, err = parseMarkerLines(old); err != nil {
 			return fmt.Errorf("segment log %s: %w", dir, err)
 		}
-		if len(old) > 0 && old[len(old)-1] != '\n' {
-			old = append(old, '\n')
+	}
+	lines = edit(lines)
+	ranges := 0
+	var b strings.Builder
+	b.WriteString(quarantineHeader + "\n")
+	for _, l := range lines {
+		if l.r != nil {
+			ranges++
 		}
+		b.WriteString(l.String() + "\n")
 	}
-	line := fmt.Sprintf("%d %d", r.First, r.Last)
-	if note = strings.Join(strings.Fields(note), " "); note != "" {
-		line += " " + note
+	if ranges == 0 {
+		if err := fsys.Remove(path); err != nil {
+			return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
+		}
+		if err := fsys.SyncDir(dir); err != nil {
+			return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
+		}
+		return nil
 	}
-	data := append(old, line+"\n"...)
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, data); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
-	}
-	if err := vfs.OS.SyncDir(dir); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, path, []byte(b.String()), false); err != nil {
 		return fmt.Errorf("segment log %s: quarantine marker: %w", dir, err)
 	}
 	return nil
 }
 
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // readQuarantineFS reads the marker through the Log's file system seam (so
 // the crash-simulating tests see it too); nil when there is none.
 func readQuarantineFS(fsys fileSystem, dir string) ([]OffsetRange, error) {
-	f, err := openAppend(fsys, join(dir, QuarantineFileName), false)
+	f, err := fsys.OpenFile(join(dir, QuarantineFileName), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

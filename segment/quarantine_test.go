@@ -212,3 +212,24 @@ func FuzzParseQuarantine(f *testing.F) {
 		}
 	})
 }
+
+// A quarantined gap that ends at an empty newest file (a crash between creating it
+// and its first append): a read from inside the gap finds nothing, not an error.
+// FuzzPlanSplit found it.
+func TestReadAcrossAGapBeforeAnEmptyNewestFile(t *testing.T) {
+	dir := fourFiles(t)
+	require.NoError(t, os.Rename(filepath.Join(dir, segName(13)), filepath.Join(t.TempDir(), segName(13))))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, segName(17)), nil, 0o644))
+	require.NoError(t, AddQuarantined(dir, OffsetRange{First: 13, Last: 16}, ""))
+	l, _, err := Open(dir, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(17), l.NextOffset())
+	var rb ReadBuffer
+	msgs, err := l.Read(13, 10, 0, &rb)
+	require.NoError(t, err)
+	assert.Empty(t, msgs)
+	msgs, err = l.Read(9, 10, 0, &rb)
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{9, 10, 11, 12}, offsetsOf(msgs))
+	require.NoError(t, l.Close())
+}

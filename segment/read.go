@@ -93,6 +93,9 @@ func (l *Log) Read(from uint64, maxMsgs, maxBytes int, buf *ReadBuffer) ([]Messa
 			continue
 		}
 		from = max(from, fi.base) // a quarantined gap before fi (QUARANTINE) holds nothing
+		if from >= fi.next {
+			continue // fi is empty (the newest file before its first append)
+		}
 		if bytes, err = l.readFileLocked(fi, from, maxMsgs, maxBytes, bytes, buf); err != nil {
 			break
 		}

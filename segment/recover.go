@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/record"
 )
 
 // openFileInfo opens fi's segment file and index and makes them agree. With
@@ -110,6 +111,20 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill, active bool, rep *RecoveryR
 				_ = seg.Close()
 				return nil, cut
 			}
+			// Keep what the cut drops: a full-length segment that fails
+			// its checksum may be media damage to an acknowledged append,
+			// not only a torn write (docs/format.md section 5 rule 2).
+			kind := tailKind(&sc, pos)
+			cut.Tail = kind
+			keptAt, kerr := l.keepCut(seg, segName(fi.base), pos, size)
+			if kerr != nil {
+				_ = idx.Close(false)
+				_ = seg.Close()
+				return nil, fmt.Errorf("torn tail of %s at byte %d: keep the %d bytes before cutting them: %w", segPath, pos, size-pos, kerr)
+			}
+			if keptAt == "" {
+				kind = record.TailZeros
+			}
 			if err := seg.Truncate(pos); err != nil {
 				_ = idx.Close(false)
 				_ = seg.Close()
@@ -123,8 +138,9 @@ func (l *Log) openFileInfo(fi *fileInfo, tail, fill, active bool, rep *RecoveryR
 				return nil, err
 			}
 			if rep != nil {
-				rep.File, rep.TruncatedBytes = segPath, size-pos
+				rep.File, rep.TruncatedBytes, rep.TruncatedAt = segPath, size-pos, pos
 				rep.LostFirstOffset, rep.LostLastOffset = cut.FirstOffset, cut.LastOffset
+				rep.Tail, rep.KeptAt = kind, keptAt
 			}
 			size = pos
 			break
@@ -177,6 +193,7 @@ func wholeSegmentFollows(f io.ReaderAt, pos, size int64, ce *CorruptionError) bo
 	if end >= size {
 		return false
 	}
+	ce.Tail = record.TailCorrupt
 	sc := scanner{f: f, size: size}
 	h, err := sc.header(end)
 	if err != nil {
@@ -253,4 +270,24 @@ func (s *scanner) lostOffsets(pos int64, next uint64) (first, last uint64) {
 		return next, next // the first lost offset is known, how many is not
 	}
 	return next, last
+}
+
+// tailKind says what the damaged tail at pos is (sc.size is the file size):
+// record.TailTorn when it is an incomplete segment (a partial header, or a
+// header whose length runs past the end: an append that never finished),
+// record.TailDamaged when it is a segment of full length that fails its
+// checksum or a header that does not parse (a torn write, or damage to an
+// acknowledged segment).
+func tailKind(sc *scanner, pos int64) record.Tail {
+	if sc.size-pos < HeaderSize {
+		return record.TailTorn
+	}
+	var b [HeaderSize]byte
+	if _, err := sc.f.ReadAt(b[:], pos); err != nil {
+		return record.TailDamaged
+	}
+	if h, err := parseHeader(b[:]); err == nil && pos+h.size() > sc.size {
+		return record.TailTorn
+	}
+	return record.TailDamaged
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -125,7 +126,10 @@ func (s *scan) file(base uint64, newest, first bool) (stop bool, err error) {
 		if err != nil {
 			ce := &CorruptionError{File: path, StartByte: pos, EndByte: size, Reason: err.Error()}
 			ce.FirstOffset, ce.LastOffset = sc.lostOffsets(pos, next)
-			if !wholeSegmentFollows(f, pos, size, ce) && newest {
+			if !wholeSegmentFollows(f, pos, size, ce) {
+				ce.Tail = endTail(&sc, pos)
+			}
+			if ce.Tail != record.TailCorrupt && newest {
 				return true, nil // a torn tail: what Open truncates, never acknowledged
 			}
 			return true, ce

@@ -19,8 +19,8 @@ func (l *Log) syncNow() error {
 	defer l.syncers.Add(-1)
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if l.syncFailed != nil {
-		return l.syncFailed
+	if l.failure != nil {
+		return l.failure
 	}
 	if l.syncedSeq.Load() >= seq && !l.needDirSync {
 		// A sync that ran while we queued for syncMu covered our appends:
@@ -56,21 +56,35 @@ func (l *Log) syncNow() error {
 // the dirty pages of a failed fdatasync and report success on the next one,
 // so no later sync of this Log may claim durability (the fsyncgate lesson).
 func (l *Log) failSyncLocked(err error) error {
-	if l.syncFailed == nil {
-		l.syncFailed = fmt.Errorf("%w: %w", ErrSyncFailed, err)
-		l.failedFlag.Store(true)
-	}
-	return l.syncFailed
+	return l.failLocked(ErrSyncFailed, err)
 }
 
-// failed returns the sticky sync failure, or nil.
+// failLocked records the Log's first sticky failure (syncMu held): kind is
+// ErrSyncFailed or ErrWriteFailed. Every later Append, Sync and Commit
+// returns it until the Log is reopened.
+func (l *Log) failLocked(kind, err error) error {
+	if l.failure == nil {
+		l.failure = fmt.Errorf("%w: %w", kind, err)
+		l.failedFlag.Store(true)
+	}
+	return l.failure
+}
+
+// fail is failLocked taking syncMu.
+func (l *Log) fail(kind, err error) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.failLocked(kind, err)
+}
+
+// failed returns the sticky failure, or nil.
 func (l *Log) failed() error {
 	if !l.failedFlag.Load() {
 		return nil
 	}
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	return l.syncFailed
+	return l.failure
 }
 
 // dirty reports whether something was appended that no Sync covers yet.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -57,6 +58,20 @@ type Options struct {
 	MinCompressBytes int           // record blocks below this many bytes stay uncompressed; default 1024 (0 = default, <0 = always try)
 	Handles          *HandleCache  // shared bound on open file handles (handles.go); nil = no bound, every Log keeps its active file open
 	FS               vfs.FS        // the file system (package vfs); nil = vfs.OS
+
+	// QuarantineDir is where Open keeps the non-zero bytes it cuts from a
+	// torn tail (docs/format.md section 5 rule 2), as
+	// <QuarantineDir>/<base name of the log directory>/<segment file>.from-<byte>.
+	// "" keeps them in the log directory itself (a name Open ignores). The
+	// broker sets <data>/quarantine/partitions, or <data>/quarantine/dlq.
+	QuarantineDir string
+	// OnRecover, when set, receives what the log repaired on its own after
+	// Open returned: a torn tail cut when a Log opened from a Summary is
+	// first used, or a dedup.idx rebuilt at its first load because it was
+	// damaged, torn or of an older version. (Open's own repairs are in the
+	// RecoveryReport it returns.) It runs under the log's locks: it must
+	// not call back into the Log.
+	OnRecover func(dir string, rep *RecoveryReport)
 }
 
 // DefaultCodec is the codec the broker should ask for: measured on 100 × 200 B
@@ -80,17 +95,59 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// RecoveryReport says what Open repaired; the zero value means nothing.
+// RecoveryReport says what Open (or a later load, see Options.OnRecover)
+// repaired; the zero value means nothing.
 type RecoveryReport struct {
-	TruncatedBytes                  int64    // bytes cut from the tail of the newest file
-	LostFirstOffset, LostLastOffset uint64   // offsets of the records cut, when their headers were readable; 0,0 when none
-	File                            string   // the file that was truncated ("" when none)
-	IndexesRebuilt                  []string // index files rebuilt from the segments (missing, torn or stale)
+	TruncatedBytes                  int64  // bytes cut from the tail of the newest file
+	TruncatedAt                     int64  // where the cut was made: the size of File afterwards
+	LostFirstOffset, LostLastOffset uint64 // offsets of the records cut, when their headers were readable; 0,0 when none
+	File                            string // the file that was truncated ("" when none)
+	// Tail is what the cut bytes were, in package record's words:
+	// TailZeros (zero bytes only: nothing was there), TailTorn (an
+	// incomplete segment: a torn write of an append that never finished,
+	// never acknowledged) or TailDamaged (a segment of full length that
+	// fails its checksum, or a header that does not parse: a torn write, or
+	// damage to an acknowledged segment).
+	Tail record.Tail
+	// KeptAt is the copy of the cut bytes (see Options.QuarantineDir); ""
+	// when they were all zeros.
+	KeptAt         string
+	IndexesRebuilt []string // index files rebuilt from the segments (missing, torn or stale)
+	// DedupRebuilt says why dedup.idx was rebuilt, in whole or from some
+	// byte on, when it was loaded; "" when it was whole.
+	DedupRebuilt string
 }
 
 // Repaired reports whether Open changed anything on disk.
 func (r *RecoveryReport) Repaired() bool {
-	return r != nil && (r.TruncatedBytes > 0 || len(r.IndexesRebuilt) > 0)
+	return r != nil && (r.TruncatedBytes > 0 || len(r.IndexesRebuilt) > 0 || r.DedupRebuilt != "")
+}
+
+// TailText says in words what a cut tail was, for logs and fsck ("" when
+// nothing was cut).
+func (r *RecoveryReport) TailText() string {
+	if r == nil || r.TruncatedBytes == 0 {
+		return ""
+	}
+	return TailText(r.Tail, r.KeptAt)
+}
+
+// TailText words a torn tail of kind t whose bytes were kept at keptAt
+// (docs/format.md section 5 rule 2).
+func TailText(t record.Tail, keptAt string) string {
+	var s string
+	switch t {
+	case record.TailZeros:
+		return "zero bytes after the last whole segment (nothing was lost)"
+	case record.TailTorn:
+		s = "torn write: an incomplete segment, an append that never finished (never acknowledged)"
+	default:
+		s = "torn write or damage to an acknowledged segment: a segment of full length fails its checks"
+	}
+	if keptAt != "" {
+		s += "; bytes kept at " + keptAt
+	}
+	return s
 }
 
 // Sentinel errors. Wrapped with the partition directory and position on the way up.
@@ -109,6 +166,15 @@ var (
 	// the Log refuses further writes until it is reopened (which verifies the
 	// tail again).
 	ErrSyncFailed = errors.New("segment: an earlier sync failed; the log refuses writes until reopened")
+	// ErrWriteFailed is wrapped by every Append and Sync of a Log after a
+	// failed append could not be cut back to the file's previous end: the
+	// file may end in a partial segment, and appending after it would put
+	// whole segments behind damage (which recovery must refuse). The Log
+	// refuses writes until it is reopened (recovery then cuts the partial
+	// segment as a torn tail). A failed append that was cut back is not
+	// sticky: the next Append may succeed (a full disk is an error, not a
+	// state).
+	ErrWriteFailed = errors.New("segment: a failed append could not be cut back; the log refuses writes until reopened")
 	// ErrBadPolicy is returned by ParseSyncPolicy.
 	ErrBadPolicy = errors.New("segment: unknown sync policy")
 )
@@ -120,6 +186,14 @@ type CorruptionError struct {
 	StartByte, EndByte      int64  // [StartByte, EndByte) of the damaged range in File
 	FirstOffset, LastOffset uint64 // offsets held by the damaged range; 0,0 when unknown
 	Reason                  string
+	// Tail classifies the damage in package record's words: TailCorrupt
+	// when a whole, checksum-valid segment follows it in its file; for
+	// damage that runs to the end of its file with none after it,
+	// TailZeros (zero bytes only), TailTorn (an incomplete segment: a torn
+	// write) or TailDamaged (a segment of full length that fails: a torn
+	// write or damage to an acknowledged segment); TailClean (the zero
+	// value) for a gap between files.
+	Tail record.Tail
 }
 
 func (e *CorruptionError) Error() string {

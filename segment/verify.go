@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -67,21 +68,13 @@ func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (Verif
 		sc := scanner{f: f, size: size}
 		var dec []byte
 		for pos := int64(0); pos < size; {
-			h, err := sc.header(pos)
-			var seg []byte
-			if err == nil {
-				seg, err = sc.segment(pos, h)
-			}
-			if err == nil && h.codec != CodecNone {
-				dec = grow(dec[:0], int(h.rawLen))
-				_, err = decompress(dec[:h.rawLen], seg[HeaderSize:], h.codec, int(h.rawLen))
-			}
-			if err == nil {
-				err = checkRecords(h, seg, dec)
-			}
+			h, err := sc.wholeSegment(pos, &dec)
 			if err != nil {
 				end := resync(f, pos+1, size)
-				ce := &CorruptionError{File: path, StartByte: pos, EndByte: end, Reason: err.Error()}
+				ce := &CorruptionError{File: path, StartByte: pos, EndByte: end, Reason: err.Error(), Tail: record.TailCorrupt}
+				if end >= size {
+					ce.Tail = endTail(&sc, pos)
+				}
 				if nh, herr := sc.header(end); herr == nil && end < size && nh.base >= expect {
 					// The damage held exactly the offsets before the next good segment.
 					ce.FirstOffset, ce.LastOffset = expect, nh.base-1
@@ -98,12 +91,12 @@ func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (Verif
 			}
 			if h.base != expect {
 				damage(&CorruptionError{File: path, StartByte: pos, EndByte: pos + h.size(),
-					FirstOffset: h.base, LastOffset: h.last(),
+					FirstOffset: h.base, LastOffset: h.last(), Tail: record.TailCorrupt,
 					Reason: fmt.Sprintf("segment base offset %d, expected %d", h.base, expect)})
 			}
 			if h.tsMicros < lastTs {
 				damage(&CorruptionError{File: path, StartByte: pos, EndByte: pos + h.size(),
-					FirstOffset: h.base, LastOffset: h.last(),
+					FirstOffset: h.base, LastOffset: h.last(), Tail: record.TailCorrupt,
 					Reason: fmt.Sprintf("segment timestamp %d before the previous %d", h.tsMicros, lastTs)})
 			}
 			st.Segments++
@@ -117,6 +110,34 @@ func verifyFS(fsys fileSystem, dir string, damage func(*CorruptionError)) (Verif
 		st.NextOffset = expect
 	}
 	return st, nil
+}
+
+// wholeSegment checks the segment at pos as Verify does: header, checksum,
+// decompression (into *dec) and record framing.
+func (s *scanner) wholeSegment(pos int64, dec *[]byte) (header, error) {
+	h, err := s.header(pos)
+	var seg []byte
+	if err == nil {
+		seg, err = s.segment(pos, h)
+	}
+	if err == nil && h.codec != CodecNone {
+		*dec = grow((*dec)[:0], int(h.rawLen))
+		_, err = decompress((*dec)[:h.rawLen], seg[HeaderSize:], h.codec, int(h.rawLen))
+	}
+	if err == nil {
+		err = checkRecords(h, seg, *dec)
+	}
+	return h, err
+}
+
+// endTail classifies damage at pos that runs to the end of its file with no
+// whole segment after it: zeros only, an incomplete segment, or a segment of
+// full length that fails (see RecoveryReport.Tail).
+func endTail(sc *scanner, pos int64) record.Tail {
+	if end, err := dataEnd(sc.f, pos, sc.size); err == nil && end == pos {
+		return record.TailZeros
+	}
+	return tailKind(sc, pos)
 }
 
 // checkRecords decodes every record of a verified segment.
