@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // Create makes a new, empty log in dir, which must not exist yet; its parent
@@ -17,7 +16,7 @@ import (
 // caller syncs the parent once for every log it creates (the broker does it
 // per push request, before journaling the partitions).
 func Create(dir string, opts Options) (*Log, error) {
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := opts.fsOf().Mkdir(dir); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrNotExist) {
 			l, _, err := Open(dir, opts)
 			return l, err

@@ -19,7 +19,7 @@ const (
 	OpSync     Op = "sync"     // File.Sync (fdatasync)
 	OpTruncate Op = "truncate" // File.Truncate
 	OpMap      Op = "map"      // Mapping.Map (resizes the file)
-	OpMkdir    Op = "mkdir"    // MkdirAll
+	OpMkdir    Op = "mkdir"    // MkdirAll and Mkdir
 	OpRemove   Op = "remove"   // Remove and RemoveAll
 	OpRename   Op = "rename"   // Rename (the path is the new name)
 	OpSyncDir  Op = "syncdir"  // SyncDir and SyncFS
@@ -186,6 +186,13 @@ func (f *Faulty) MkdirAll(dir string) error {
 		return err
 	}
 	return f.FS.MkdirAll(dir)
+}
+
+func (f *Faulty) Mkdir(dir string) error {
+	if err := f.fail(OpMkdir, dir); err != nil {
+		return err
+	}
+	return f.FS.Mkdir(dir)
 }
 
 func (f *Faulty) Remove(name string) error {

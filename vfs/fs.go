@@ -23,6 +23,11 @@ type FS interface {
 	ReadFile(name string) ([]byte, error)
 	// MkdirAll creates dir and any missing parents (mode 0755).
 	MkdirAll(dir string) error
+	// Mkdir creates dir (mode 0755), whose parent must exist.
+	//
+	// Errors: fs.ErrExist when dir exists, fs.ErrNotExist when its parent
+	// does not (both wrapped in *fs.PathError).
+	Mkdir(dir string) error
 	// List returns the names in dir (files and directories), sorted.
 	List(dir string) ([]string, error)
 	// Remove removes a file or an empty directory; a missing name is not an error.

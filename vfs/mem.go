@@ -246,6 +246,20 @@ func (m *Mem) MkdirAll(dir string) error {
 	return nil
 }
 
+func (m *Mem) Mkdir(dir string) error {
+	dir = filepath.Clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.dirs[dir] || m.files[dir] != nil:
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
+	case !m.dirs[filepath.Dir(dir)]:
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrNotExist}
+	}
+	m.mkdirAllLocked(dir, false)
+	return nil
+}
+
 func (m *Mem) List(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
 	m.mu.Lock()

@@ -37,6 +37,8 @@ func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
+func (osFS) Mkdir(dir string) error { return os.Mkdir(dir, 0o755) }
+
 // List reads names without stat'ing them (os.ReadDir allocates an entry per
 // name; at 100,000 partition directories that was a quarter of a start-up).
 func (osFS) List(dir string) ([]string, error) {
