@@ -55,12 +55,6 @@ type Broker struct {
 	wake    *waker
 	anyGate *wakeGate // signalled by every push: discovery pops park here
 
-	// txMu is held shared by every transaction from its redo record to its
-	// last append; DropRecords runs only under the exclusive lock, when no
-	// transaction has a record that still needs replaying.
-	txMu      sync.RWMutex
-	txPending atomic.Int64 // committed transactions whose redo records are still held
-
 	stats counters
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
