@@ -221,6 +221,7 @@ func (b *Broker) open() error {
 		return err
 	}
 	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
+	b.committer.OnSync(b.syncHist.observe)
 	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
 		CheckpointInterval: b.cfg.CheckpointInterval,
 		NoSync:             b.noSync(),
