@@ -263,19 +263,29 @@ func (e *Engine) openTail(js []scanned, last uint64, rep *RecoveryReport) error 
 		if err != nil {
 			return err
 		}
-		return j.use(f, journalName(last+1), 0)
+		if err := j.use(f, journalName(last+1), 0); err != nil {
+			return err
+		}
+	} else {
+		s := &js[cont]
+		f, err := e.fs.OpenFile(s.path, os.O_RDWR)
+		if err != nil {
+			return fmt.Errorf("cursor journal: %w", err)
+		}
+		if err := j.use(f, s.name, s.scan.End); err != nil {
+			_ = f.Close()
+			return err
+		}
+		if s.scan.Lost() {
+			e.dropTornTail(s, rep)
+		}
 	}
-	s := &js[cont]
-	f, err := e.fs.OpenFile(s.path, os.O_RDWR)
-	if err != nil {
-		return fmt.Errorf("cursor journal: %w", err)
-	}
-	if err := j.use(f, s.name, s.scan.End); err != nil {
-		_ = f.Close()
+	// Preallocate before the first checkpoint: space taken now is space a
+	// full disk cannot refuse consumption later. A disk already full is not
+	// an error here (see extendAhead).
+	if err := j.extendAhead(); err != nil {
+		_ = j.f.Close()
 		return err
-	}
-	if s.scan.Lost() {
-		e.dropTornTail(s, rep)
 	}
 	return nil
 }
