@@ -223,6 +223,7 @@ func (b *Broker) open() error {
 	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
 	b.committer.OnSync(b.syncHist.observe)
 	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
+		FS:                 b.cfg.cursorFS,
 		CheckpointInterval: b.cfg.CheckpointInterval,
 		NoSync:             b.noSync(),
 	})
@@ -231,8 +232,14 @@ func (b *Broker) open() error {
 	}
 	b.cur = cur
 	if crep != nil && crep.TornBytes > 0 {
-		b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).
-			Msg("cursor journal: dropped a torn checkpoint")
+		ev := b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).Str("copy", crep.Quarantined)
+		if crep.QuarantineErr != nil {
+			ev = ev.AnErr("copyError", crep.QuarantineErr)
+		}
+		ev.Msg("cursor journal: dropped a torn checkpoint (never acknowledged)")
+	}
+	if crep != nil && crep.Upgraded {
+		b.log.Info().Uint64("checkpoint", crep.LastSeq).Msg("cursor journal: upgraded to format 2 (a snapshot of the format 1 files, which were removed)")
 	}
 	return b.recover()
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 
 	"github.com/rs/zerolog"
 )
@@ -42,6 +43,10 @@ type Config struct {
 	// long, so retention (by whole sealed file) can reach recent data;
 	// default 0 = rotate by size only.
 	MaxSegmentFileAge time.Duration
+
+	// cursorFS is the cursor journal's file system (nil = vfs.OS): tests put a
+	// vfs.Faulty there to fill the disk under the cursor engine.
+	cursorFS vfs.FS
 }
 
 // Defaults applied by Open.
