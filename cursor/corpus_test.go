@@ -40,4 +40,8 @@ func TestWriteFuzzCorpus(t *testing.T) {
 	write("FuzzRecoverJournal", "two-checkpoints", two)
 	write("FuzzRecoverJournal", "torn-then-zeros", append(two[:len(two)-3], make([]byte, 40)...))
 	write("FuzzRecoverJournal", "zero-header-then-garbage", append(append(append([]byte(nil), two...), make([]byte, 16)...), 'x'))
+	write("FuzzSnapshotStructure", "header-entries-trailer", unframed(snapshotFormat, snapshotFile(7, sampleEntries()[:3])))
+	write("FuzzSnapshotStructure", "empty", unframed(snapshotFormat, snapshotFile(0, nil)))
+	write("FuzzReplayCheckpoints", "two-checkpoints", unframed(checkpointFormat, append(checkpointFrame(1, sampleEntries()[:2]), checkpointFrame(2, sampleEntries()[3:5])...)))
+	write("FuzzReplayCheckpoints", "sequence-gap", unframed(checkpointFormat, append(checkpointFrame(1, nil), checkpointFrame(3, nil)...)))
 }
