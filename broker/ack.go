@@ -44,8 +44,9 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 	now := b.now().UnixMicro()
 	changed := false
 	var firstErr error
+	var undo undoLog
 	for _, ab := range batches {
-		ch, released, err := b.ackPartition(ab, group, items, results, now)
+		ch, released, err := b.ackPartition(ab, group, items, results, now, &undo)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -55,8 +56,13 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		}
 	}
 	if changed {
-		if err := b.cur.Wait(); err != nil && firstErr == nil {
-			firstErr = err
+		if err := b.cur.Wait(); err != nil {
+			// Not durable, so not acknowledged: put the states back (issue
+			// 10). The client's retry applies the acks again.
+			b.undoCursorChanges(undo)
+			if firstErr == nil {
+				firstErr = err
+			}
 		}
 	}
 	if firstErr != nil {
@@ -173,7 +179,11 @@ func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(
 
 // ackPartition applies one partition's acks under the partition lock.
 // released reports that the ack released the group's lease on the partition.
-func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64) (changed, released bool, err error) {
+// The change goes to undo unless it dead-lettered messages: their DLQ copies
+// are durable already, so putting the cursor back would make a retried ack
+// dead-letter them twice; that change stays in memory and is written with a
+// later checkpoint.
+func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64, undo *undoLog) (changed, released bool, err error) {
 	p := ab.p
 	q := p.q
 	p.mu.Lock()
@@ -210,6 +220,9 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	if ch {
 		b.cur.Set(k, st)
 		b.cursorChanged(p, group)
+		if len(dlq) == 0 {
+			undo.note(p, k, before, st)
+		}
 	}
 	for _, o := range out {
 		r := &results[o.Index]

@@ -83,6 +83,7 @@ func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
 	}
 	now := b.now().UnixMicro()
 	var res ExtendResult
+	var undo undoLog
 	for _, k := range keys {
 		p := b.lookupPartitionByID(k.Partition)
 		if p == nil {
@@ -90,8 +91,10 @@ func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
 		}
 		p.mu.Lock()
 		st, ok := b.cur.Get(k)
+		before := st
 		if ok && st.Lease.ID == id && lease.Extend(&st, now, seconds) {
 			b.cur.Set(k, st)
+			undo.note(p, k, before, st)
 			res.Renewed++
 			if res.NewExpiresAtMicros == 0 || st.Lease.ExpiresAtMicros < res.NewExpiresAtMicros {
 				res.NewExpiresAtMicros = st.Lease.ExpiresAtMicros
@@ -104,7 +107,10 @@ func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
 		return res
 	}
 	if err := b.cur.Wait(); err != nil {
-		return ExtendResult{Error: err.Error()}
+		// A renewal nobody may rely on is undone (issue 10): the lease keeps
+		// its durable expiry, and the client's retry renews it again.
+		b.undoCursorChanges(undo)
+		return ExtendResult{Error: err.Error(), Err: b.closedErr(err)}
 	}
 	return res
 }
@@ -126,6 +132,7 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 		return SeekResult{}, nil
 	}
 	var res SeekResult
+	var undo undoLog
 	now := b.now().UnixMicro()
 	for _, p := range q.partitionsSnapshot() {
 		k := cursor.Key{Partition: p.id, Group: group}
@@ -133,13 +140,14 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 			continue // its end is unknown; seeking it waits for the repair
 		}
 		p.mu.Lock()
-		_, ok := b.cur.Get(k)
+		before, ok := b.cur.Get(k)
 		if ok && !p.deleted {
 			to := p.visible.Load() - 1
 			if !toEnd {
 				to = min(p.log.LastOffsetAtOrBefore(tsMicros), to)
 			}
 			b.cur.Set(k, lease.State{Committed: to})
+			undo.note(p, k, before, lease.State{Committed: to})
 			b.cursorChanged(p, group)
 			res.PartitionsUpdated++
 		}
@@ -151,6 +159,7 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 	}
 	if res.PartitionsUpdated > 0 {
 		if err := b.cur.Wait(); err != nil {
+			b.undoCursorChanges(undo) // not durable: as if it never happened (issue 10)
 			return SeekResult{}, b.closedErr(err)
 		}
 	}
@@ -180,11 +189,17 @@ func (b *Broker) SeekPartition(group, queueName, partitionName string) (Partitio
 	}
 	p.mu.Lock()
 	to := p.visible.Load() - 1
-	b.cur.Set(cursor.Key{Partition: p.id, Group: group}, lease.State{Committed: to})
+	k := cursor.Key{Partition: p.id, Group: group}
+	var undo undoLog
+	if before, ok := b.cur.Get(k); ok {
+		undo.note(p, k, before, lease.State{Committed: to})
+	}
+	b.cur.Set(k, lease.State{Committed: to})
 	b.cursorChanged(p, group)
 	ts := p.log.LastTimestamp()
 	p.mu.Unlock()
 	if err := b.cur.Wait(); err != nil {
+		b.undoCursorChanges(undo) // not durable: as if it never happened (issue 10)
 		return PartitionSeekResult{}, b.closedErr(err)
 	}
 	return PartitionSeekResult{Updated: true, CursorMovedToMicros: ts}, nil

@@ -218,6 +218,9 @@ type ExtendResult struct {
 	Renewed            int
 	NewExpiresAtMicros int64  // 0 when nothing was renewed
 	Error              string // "Lease not found", "Lease already expired" or ""
+	// Err: the renewal could not be made durable (the cursor checkpoint
+	// failed, e.g. a full disk) and was undone; nothing was renewed. HTTP 5xx.
+	Err error
 }
 
 // SeekResult is the answer of a queue-wide seek (spec 7.1).

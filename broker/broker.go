@@ -63,12 +63,6 @@ type Broker struct {
 	wake    *waker
 	anyGate *wakeGate // signalled by every push: discovery pops park here
 
-	// txMu is held shared by every transaction from its redo record to its
-	// last append; DropRecords runs only under the exclusive lock, when no
-	// transaction has a record that still needs replaying.
-	txMu      sync.RWMutex
-	txPending atomic.Int64 // committed transactions whose redo records are still held
-
 	stats counters
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
@@ -244,7 +238,9 @@ func (b *Broker) open() error {
 		return err
 	}
 	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
+	b.committer.OnSync(b.syncHist.observe)
 	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
+		FS:                 b.fs,
 		CheckpointInterval: b.cfg.CheckpointInterval,
 		NoSync:             b.noSync(),
 	})
@@ -253,8 +249,14 @@ func (b *Broker) open() error {
 	}
 	b.cur = cur
 	if crep != nil && crep.TornBytes > 0 {
-		b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).
-			Msg("cursor journal: dropped a torn checkpoint")
+		ev := b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).Str("copy", crep.Quarantined)
+		if crep.QuarantineErr != nil {
+			ev = ev.AnErr("copyError", crep.QuarantineErr)
+		}
+		ev.Msg("cursor journal: dropped a torn checkpoint (never acknowledged)")
+	}
+	if crep != nil && crep.Upgraded {
+		b.log.Info().Uint64("checkpoint", crep.LastSeq).Msg("cursor journal: upgraded to format 2 (a snapshot of the format 1 files, which were removed)")
 	}
 	return b.recover()
 }
@@ -418,8 +420,45 @@ func (b *Broker) enter() error {
 
 func (b *Broker) leave() { b.inflight.Done() }
 
-// Healthy reports whether the broker is open and its journals accept writes.
-func (b *Broker) Healthy() bool { return !b.closed.Load() && b.cur != nil }
+// Healthy reports whether the broker is open and its journals accept writes:
+// false once closed, or once the cursor journal is unusable until a restart
+// (a failed fdatasync; see CheckpointFailure). A full disk is not unhealthy
+// but degraded: the broker answers 5xx to what it cannot make durable and
+// recovers by itself once space is freed.
+func (b *Broker) Healthy() bool {
+	if b.closed.Load() || b.cur == nil {
+		return false
+	}
+	f, failing := b.cur.Failure()
+	return !failing || !f.Sticky
+}
+
+// CheckpointFailure is why consumption cannot be made durable right now (GET
+// /health reports it).
+type CheckpointFailure struct {
+	// Reason is the cursor journal's error, e.g. "cursor checkpoint failed
+	// (retrying): cursor journal <path>: preallocate bytes 65536..131072: write
+	// <path>: no space left on device".
+	Reason      string
+	SinceMicros int64 // when checkpoints started failing
+	// Sticky: a journal fdatasync failed; only a restart brings consumption
+	// back (Healthy is false). Otherwise the broker retries by itself.
+	Sticky bool
+}
+
+// CheckpointFailure reports whether cursor checkpoints are failing now (from a
+// failed checkpoint until the next good one): pops, acks, lease extensions,
+// seeks and transactions answer 5xx meanwhile and claim nothing.
+func (b *Broker) CheckpointFailure() (CheckpointFailure, bool) {
+	if b.cur == nil {
+		return CheckpointFailure{}, false
+	}
+	f, failing := b.cur.Failure()
+	if !failing {
+		return CheckpointFailure{}, false
+	}
+	return CheckpointFailure{Reason: f.Err.Error(), SinceMicros: f.Since.UnixMicro(), Sticky: f.Sticky}, true
+}
 
 // Close answers parked long-polls with no messages, waits for operations in
 // flight, writes a final cursor checkpoint, syncs and closes every log and

@@ -108,6 +108,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	}
 	end := msgs[len(msgs)-1].Offset
 	cl := claimResult{n: len(msgs), key: msgs[0].TimestampMicros}
+	before := st
 	if pc.req.AutoAck {
 		lease.AutoAck(&st, end)
 		cl.verdict = verdictDone
@@ -123,6 +124,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	b.cur.Set(k, st)
 	b.cursorChanged(p, pc.group)
 	pc.dirty = true
+	pc.undo.note(p, k, before, st)
 	pc.bufs = append(pc.bufs, buf)
 	pc.budget -= len(msgs)
 	for i := range msgs {

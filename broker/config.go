@@ -43,8 +43,8 @@ type Config struct {
 	// long, so retention (by whole sealed file) can reach recent data;
 	// default 0 = rotate by size only.
 	MaxSegmentFileAge time.Duration
-	// FS is the file system under the metadata journal and the segment
-	// logs; nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
+	// FS is the file system under every journal and log (metadata, cursor,
+	// segments); nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
 	FS vfs.FS
 }
 

@@ -63,4 +63,12 @@
 // holding their change is durable. DLQ entries are synced before the cursor
 // passes their message. A transaction's commit point is its durable redo
 // record (see Transaction and docs/architecture.md).
+//
+// When that checkpoint fails (a full disk: issue 10, "a state, not an error")
+// the request answers 5xx and puts back the states it changed, unless someone
+// changed them since (undo.go): a pop releases its claims, so no lease
+// outlives the error and the group is served again as soon as checkpoints
+// succeed; an ack (except one that dead-lettered: its DLQ copies are durable
+// already), an extend and a seek are undone; a transaction drops its redo
+// record. CheckpointFailure reports the state for GET /health.
 package broker

@@ -144,7 +144,7 @@ func (b *Broker) Stats() Stats {
 		}
 		return true
 	})
-	s.SyncLatency = b.syncHist.add(b.committer.SyncLatencies())
+	s.SyncLatency = b.syncHist.snapshot()
 	b.scaleStats(&s)
 	return s
 }

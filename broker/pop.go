@@ -23,7 +23,8 @@ type popCtx struct {
 	parts     int
 	res       *PopResult
 	bufs      []*segment.ReadBuffer
-	dirty     bool // something changed in the cursor engine: Wait before answering
+	dirty     bool    // something changed in the cursor engine: Wait before answering
+	undo      undoLog // the claims of this pass, released if they cannot be made durable
 	// nextDue is the earliest µs (broker clock) at which a partition this pass
 	// saw held back (delayedProcessing, windowBuffer, a live lease) becomes
 	// claimable; 0 = none. A parked pop re-checks then instead of waiting out
@@ -240,7 +241,7 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 	pc.nowMicros = now.UnixMicro()
 	pc.leaseID = newV7()
 	pc.budget, pc.bytesLeft, pc.parts = pc.req.Batch, maxPopBytes, pc.req.Partitions
-	pc.bufs, pc.dirty, pc.nextDue = nil, false, 0
+	pc.bufs, pc.dirty, pc.nextDue, pc.undo = nil, false, 0, pc.undo[:0]
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
 	if pc.req.AutoAck {
 		res.LeaseID = ""
@@ -262,6 +263,12 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 	if err == nil && pc.dirty {
 		// seed 004: the answer waits for the checkpoint holding the claim.
 		err = b.cur.Wait()
+	}
+	if err != nil {
+		// Nobody gets these messages: release the claims (issue 10, no
+		// phantom leases; a seeded cursor or a stored subscription stays,
+		// it is decided once and written with the next good checkpoint).
+		b.undoCursorChanges(pc.undo)
 	}
 	if len(res.Messages) > 0 && !pc.req.AutoAck {
 		res.LeaseID = uuidString(pc.leaseID)

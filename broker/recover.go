@@ -23,9 +23,9 @@ import (
 func (b *Broker) recover() error {
 	recs := b.cur.Records()
 	for _, raw := range recs {
-		rec, err := decodeRedoRecord(raw)
+		rec, err := decodeRedoRecord(raw.Data)
 		if err != nil {
-			b.log.Error().Err(err).Int("bytes", len(raw)).Msg("recovery: skipping an undecodable transaction redo record")
+			b.log.Error().Err(err).Int("bytes", len(raw.Data)).Msg("recovery: skipping an undecodable transaction redo record")
 			continue
 		}
 		for _, s := range rec.States {
@@ -50,7 +50,9 @@ func (b *Broker) recover() error {
 		if err := b.cur.Wait(); err != nil {
 			return err
 		}
-		b.cur.DropRecords()
+		for _, r := range recs {
+			b.cur.DropRecord(r.ID)
+		}
 	}
 
 	type fix struct {

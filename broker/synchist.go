@@ -1,6 +1,6 @@
 package broker
 
-import "sync"
+import "sync/atomic"
 
 // SyncBucketsMicros are the upper bounds (µs) of the group-commit sync latency
 // histogram: fdatasync is ~0.2 ms typical on the project machine
@@ -18,37 +18,39 @@ type LatencyHistogram struct {
 	SumMicros    int64
 }
 
-// syncHist folds the committer's drained sync durations into one cumulative
-// histogram, so that each Stats call (several scrapers, /metrics and
-// /metrics/prometheus) sees every sync exactly once.
+// numSyncBuckets is len(SyncBucketsMicros) plus the +Inf bucket.
+const numSyncBuckets = 14
+
+// syncHist counts every sync of the segment committer (issue 10: every sync,
+// not a sample) in atomic buckets: observe is called by the committer at each
+// sync and takes no lock; snapshot is what Stats reports, the same to every
+// scraper (/metrics and /metrics/prometheus).
 type syncHist struct {
-	mu     sync.Mutex
-	counts []uint64 // per bucket, not cumulative; the last one is +Inf
-	count  uint64
-	sum    int64
+	counts [numSyncBuckets]atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sum    atomic.Int64                  // µs
 }
 
-// add folds samples (µs) in and returns a cumulative copy.
-func (h *syncHist) add(samples []int64) LatencyHistogram {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.counts == nil {
-		h.counts = make([]uint64, len(SyncBucketsMicros)+1)
+// observe counts one sync of us µs.
+func (h *syncHist) observe(us int64) {
+	i := 0
+	for i < len(SyncBucketsMicros) && us > SyncBucketsMicros[i] {
+		i++
 	}
-	for _, v := range samples {
-		i := 0
-		for i < len(SyncBucketsMicros) && v > SyncBucketsMicros[i] {
-			i++
-		}
-		h.counts[i]++
-		h.count++
-		h.sum += v
-	}
-	out := LatencyHistogram{BoundsMicros: SyncBucketsMicros, Counts: make([]uint64, len(SyncBucketsMicros)), Count: h.count, SumMicros: h.sum}
+	h.counts[i].Add(1)
+	h.sum.Add(us)
+}
+
+// snapshot returns the cumulative histogram. Count is the sum of the buckets
+// read, so a scrape racing a sync never shows a bucket above Count.
+func (h *syncHist) snapshot() LatencyHistogram {
+	out := LatencyHistogram{BoundsMicros: SyncBucketsMicros, Counts: make([]uint64, len(SyncBucketsMicros)), SumMicros: h.sum.Load()}
 	var run uint64
-	for i := range SyncBucketsMicros {
-		run += h.counts[i]
-		out.Counts[i] = run
+	for i := range h.counts {
+		run += h.counts[i].Load()
+		if i < len(out.Counts) {
+			out.Counts[i] = run
+		}
 	}
+	out.Count = run
 	return out
 }

@@ -107,7 +107,6 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		opPart[i] = pushParts[j]
 	}
 
-	defer b.maybeDropRecords()
 	var pubs []published
 	var releases []partKeyed
 	locked := lockPartitions(opPart)
@@ -135,8 +134,6 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 			return res, err
 		}
 	}
-	b.txMu.RLock()
-	defer b.txMu.RUnlock()
 	now := b.now().UnixMicro()
 	results := make([]TxOpResult, len(ops))
 	rec := redoRecord{TxID: txID, TS: now}
@@ -237,8 +234,15 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 
 	if len(rec.States) > 0 || len(rec.Pushes) > 0 || len(rec.DLQ) > 0 {
 		// The commit point: the redo record is durable.
-		b.cur.AddRecord(rec.encode())
+		recID, err := b.cur.AddRecord(rec.encode())
+		if err != nil {
+			return res, BadRequest("transaction too large: " + err.Error())
+		}
 		if err := b.cur.Wait(); err != nil {
+			// Not committed: forget the record, so that no later checkpoint
+			// (or the next start) applies a transaction answered with an
+			// error (issue 10).
+			b.cur.DropRecord(recID)
 			return res, b.closedErr(err)
 		}
 		if h := b.hooks.afterTxCommitPoint; h != nil {
@@ -253,14 +257,18 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 				releases = append(releases, partKeyed{s.p, s.k.Group})
 			}
 		}
+		// Committed: from here on a failure keeps the redo record, and the
+		// next start finishes the transaction (recover.go).
 		if err := b.cur.Wait(); err != nil {
 			return res, b.closedErr(err)
 		}
 		pubs, err = b.applyRedoAppends(&rec, false)
-		b.txPending.Add(1)
 		if err != nil {
 			return res, err
 		}
+		// Applied and durable (the states by the Wait above, the appends by
+		// their sync): the record is dropped, in the next checkpoint.
+		b.cur.DropRecord(recID)
 	}
 	res.Success = true
 	res.Results = results
@@ -479,19 +487,6 @@ type published struct {
 	p    *partition
 	next uint64
 	ts   int64
-}
-
-// maybeDropRecords forgets the redo records of finished transactions when no
-// transaction is between its commit point and its last append, so the cursor
-// engine does not keep them (and their payloads) forever.
-func (b *Broker) maybeDropRecords() {
-	if b.txPending.Load() == 0 || !b.txMu.TryLock() {
-		return
-	}
-	if b.txPending.Swap(0) > 0 {
-		b.cur.DropRecords()
-	}
-	b.txMu.Unlock()
 }
 
 func (b *Broker) queueByID(id [16]byte) *queue {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/vfs"
 )
 
 func benchKeys(n int) []Key {
@@ -77,29 +78,35 @@ func runWorkers(b *testing.B, e *Engine, keys []Key, workers, perWait int, unit 
 // concurrent callers over 10,000 (partition, group) pairs, each caller waiting
 // for durability after every `batch` acks (an HTTP ack batch), sync on.
 func BenchmarkAcksThroughJournal(b *testing.B) {
-	for _, batch := range []int{1, 10, 100} {
-		b.Run(fmt.Sprintf("callers=64/pairs=10000/batch=%d", batch), func(b *testing.B) {
-			e, _, err := Open(b.TempDir(), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			keys := benchKeys(10_000)
-			for _, k := range keys {
-				e.Set(k, lease.State{})
-			}
-			_ = e.Wait()
-			seq0 := e.j.nextSeq
-			runWorkers(b, e, keys, 64, batch, "acks", func(k Key) {
-				s, _ := e.Get(k)
-				_, changed, _ := lease.ApplyAcks(&s, []lease.Ack{{Offset: s.Committed + 1}}, 3, 0, false)
-				if changed {
-					e.Set(k, s)
-				}
+	for _, mode := range syscallModes {
+		for _, batch := range []int{1, 10, 100} {
+			b.Run(fmt.Sprintf("%s/callers=64/pairs=10000/batch=%d", mode.name, batch), func(b *testing.B) {
+				benchAcks(b, mode.fs, batch)
 			})
-			b.ReportMetric(float64(b.N)/float64(max(1, e.j.nextSeq-seq0)), "acks/checkpoint")
-		})
+		}
 	}
+}
+
+func benchAcks(b *testing.B, fsys vfs.FS, batch int) {
+	e, _, err := Open(b.TempDir(), Options{FS: fsys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	keys := benchKeys(10_000)
+	for _, k := range keys {
+		e.Set(k, lease.State{})
+	}
+	_ = e.Wait()
+	seq0 := e.j.nextSeq
+	runWorkers(b, e, keys, 64, batch, "acks", func(k Key) {
+		s, _ := e.Get(k)
+		_, changed, _ := lease.ApplyAcks(&s, []lease.Ack{{Offset: s.Committed + 1}}, 3, 0, false)
+		if changed {
+			e.Set(k, s)
+		}
+	})
+	b.ReportMetric(float64(b.N)/float64(max(1, e.j.nextSeq-seq0)), "acks/checkpoint")
 }
 
 // BenchmarkClaimAckCycle: one op = claim (Grant + Set + Wait, as a pop) then
@@ -202,22 +209,26 @@ func BenchmarkRecovery(b *testing.B) {
 // and without (every checkpoint grows the file, so ext4 commits the size
 // change in its metadata journal at each fdatasync).
 func BenchmarkCheckpointSync(b *testing.B) {
-	for _, pre := range []struct {
-		name  string
-		bytes int64
-	}{{"prealloc=on", 0}, {"prealloc=off", -1}} {
-		b.Run(pre.name, func(b *testing.B) {
-			e, _, err := Open(b.TempDir(), Options{PreallocBytes: pre.bytes})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			keys := benchKeys(1000)
-			runWorkers(b, e, keys, 1, 1, "checkpoints", func(k Key) {
-				s, _ := e.Get(k)
-				s.Committed++
-				e.Set(k, s)
-			})
-		})
+	for _, mode := range syscallModes {
+		for _, pre := range []struct {
+			name  string
+			bytes int64
+		}{{"prealloc=on", 0}, {"prealloc=off", -1}} {
+			b.Run(mode.name+"/"+pre.name, func(b *testing.B) { benchCheckpointSync(b, mode.fs, pre.bytes) })
+		}
 	}
+}
+
+func benchCheckpointSync(b *testing.B, fsys vfs.FS, prealloc int64) {
+	e, _, err := Open(b.TempDir(), Options{FS: fsys, PreallocBytes: prealloc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	keys := benchKeys(1000)
+	runWorkers(b, e, keys, 1, 1, "checkpoints", func(k Key) {
+		s, _ := e.Get(k)
+		s.Committed++
+		e.Set(k, s)
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/record"
 )
 
 func TestEngineStateSurvivesRestart(t *testing.T) {
@@ -27,7 +28,7 @@ func TestEngineStateSurvivesRestart(t *testing.T) {
 	e.SetSubscription("orders", "billing", Subscription{Mode: SubNew, TimestampMicros: 5, CreatedAtMicros: 5})
 	e.SetSubscription("orders", "gone", Subscription{Mode: SubAll})
 	e.DeleteSubscription("orders", "gone")
-	e.AddRecord([]byte("tx-1"))
+	addRecord(t, e, "tx-1")
 	want := dumpOf(e)
 	require.NoError(t, e.Close())
 
@@ -73,7 +74,7 @@ func TestIntervalCheckpointWithoutWait(t *testing.T) {
 	e.Set(Key{pid(1), "g"}, lease.State{Committed: 3})
 	require.Eventually(t, func() bool {
 		st, err := os.Stat(filepath.Join(dir, journalName(1)))
-		return err == nil && st.Size() > frameHeaderLen
+		return err == nil && st.Size() > record.HeaderSize
 	}, 5*time.Second, time.Millisecond, "seed 004: at least every 5 ms while anything changed")
 }
 
@@ -122,16 +123,24 @@ func TestConcurrentWaitersAllDurable(t *testing.T) {
 func TestRecordsSurviveUntilDropped(t *testing.T) {
 	dir := t.TempDir()
 	e, _ := openT(t, dir, Options{})
-	e.AddRecord([]byte("a"))
-	e.AddRecord([]byte("b"))
+	a := addRecord(t, e, "a")
+	b := addRecord(t, e, "b")
 	require.NoError(t, e.Close())
 	e, _ = openT(t, dir, Options{})
-	assert.Equal(t, [][]byte{[]byte("a"), []byte("b")}, e.Records(), "redo records are recovered at Open")
-	e.DropRecords()
-	e.AddRecord([]byte("c"))
+	assert.Equal(t, []Record{{a, []byte("a")}, {b, []byte("b")}}, e.Records(), "redo records are recovered at Open")
+	e.DropRecord(a)
+	c := addRecord(t, e, "c")
+	assert.Greater(t, c, b, "a record id is never handed out twice")
 	require.NoError(t, e.Close())
 	e, _ = openT(t, dir, Options{})
-	assert.Equal(t, [][]byte{[]byte("c")}, e.Records(), "DropRecords forgets earlier records durably")
+	assert.Equal(t, []Record{{b, []byte("b")}, {c, []byte("c")}}, e.Records(), "issue 10: DropRecord forgets exactly one record, durably")
+}
+
+func TestRecordOverTheLimitIsRefused(t *testing.T) {
+	e, _ := openT(t, t.TempDir(), Options{NoSync: true})
+	_, err := e.AddRecord(make([]byte, MaxRecordBytes+1))
+	require.ErrorIs(t, err, ErrRecordTooLarge)
+	assert.Empty(t, e.Records(), "nothing kept")
 }
 
 func TestWaitAfterCloseIsErrClosed(t *testing.T) {

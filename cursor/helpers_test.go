@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/vfs"
 )
 
 func pid(b byte) [16]byte { return [16]byte{0: 0x01, 15: b} }
@@ -52,7 +53,7 @@ func copyDir(t testing.TB, src, dst string) {
 type dump struct {
 	States  map[Key]lease.State
 	Subs    map[subKey]Subscription
-	Records [][]byte
+	Records []Record
 }
 
 func dumpOf(e *Engine) dump {
@@ -65,11 +66,26 @@ func dumpOf(e *Engine) dump {
 	return d
 }
 
+// listDir lists the journal and snapshot files in dir (on the real disk).
+func listDir(t testing.TB, dir string) dirFiles {
+	t.Helper()
+	files, err := (&Engine{fs: vfs.OS, dir: dir}).listFiles()
+	require.NoError(t, err)
+	return files
+}
+
+// addRecord adds a redo record and returns its id.
+func addRecord(t testing.TB, e *Engine, rec string) uint64 {
+	t.Helper()
+	id, err := e.AddRecord([]byte(rec))
+	require.NoError(t, err)
+	return id
+}
+
 // journalFiles returns the journal file names in dir, oldest first.
 func journalFiles(t testing.TB, dir string) []string {
 	t.Helper()
-	files, err := listFiles(dir)
-	require.NoError(t, err)
+	files := listDir(t, dir)
 	var out []string
 	for _, f := range files.journals {
 		out = append(out, f.name)
@@ -83,12 +99,7 @@ func journalEnd(t testing.TB, path string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	pos := 0
-	for {
-		_, _, n, err := decodeFrame(b[pos:], kindCheckpoint)
-		if err != nil {
-			return int64(pos)
-		}
-		pos += n
-	}
+	s, err := checkpointFormat.Scan(b, nil)
+	require.NoError(t, err)
+	return s.End
 }

@@ -2,94 +2,123 @@ package cursor
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/combmq/comb/vfs"
 )
 
 // journal is the append side of the cursor journal; only the writer goroutine
-// touches it after Open.
+// touches it after Open (the snapshot goroutine reads dir, fs and noSync).
 type journal struct {
+	fs       vfs.FS
 	dir      string
 	noSync   bool
-	f        *os.File
-	fd       int
+	f        vfs.File
 	name     string
-	size     int64  // logical end: the byte where the next checkpoint is written
-	alloc    int64  // file size: [size, alloc) is preallocated zeros
-	prealloc int64  // most bytes one extension adds; 0 = no preallocation
+	size     int64 // logical end: the byte where the next checkpoint is written
+	alloc    int64 // file size: [size, alloc) is zeros, synced
+	prealloc int64 // most bytes one extension adds; 0 = no preallocation
+	// dirtyEnd > size: [size, dirtyEnd) may hold bytes of a write that failed
+	// (or of a torn checkpoint found at Open); the next checkpoint writes
+	// zeros over whatever of it the checkpoint does not cover, in the same
+	// sync, so nothing but zeros ever follows the last checkpoint.
+	dirtyEnd int64
 	nextSeq  uint64 // sequence number of the next checkpoint
 	enc      *encoder
 
 	// logRecs are the redo records as of the last written checkpoint: what a
 	// snapshot taken now must carry.
-	logRecs [][]byte
+	logRecs map[uint64][]byte
 
-	snapMu   sync.Mutex
-	snapBusy bool
-	snapWG   sync.WaitGroup
-	snapErr  error
+	extendRetryAt time.Time // a failed extension is not retried before this
+	rotateRetryAt time.Time // nor a failed rotation
+
+	snapMu      sync.Mutex
+	snapBusy    bool
+	snapUpTo    uint64 // rotation boundary whose snapshot is missing (0 = none)
+	snapRetryAt time.Time
+	snapErr     error // the last snapshot's error (nil = it succeeded)
+	snapWG      sync.WaitGroup
 }
 
-func journalName(seq uint64) string  { return fmt.Sprintf("journal-%016x.log", seq) }
-func snapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.snap", seq) }
+// journalName is the name of the format 2 journal whose first checkpoint is seq.
+func journalName(seq uint64) string { return fmt.Sprintf("journal-%016x.v2.log", seq) }
 
-// openFile opens name in dir for writing checkpoints at byte end (the logical
-// end of the journal; everything after it is zeros or nothing), creating it
-// (and syncing the directory so the new name survives a crash) when missing.
-func (j *journal) openFile(name string, create bool, end int64) error {
-	path := filepath.Join(j.dir, name)
-	flags := os.O_WRONLY
-	if create {
-		flags |= os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o644)
+// snapshotName is the name of the format 2 snapshot of all state as of checkpoint seq.
+func snapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.v2.snap", seq) }
+
+// use makes f (holding checkpoints up to byte end, zeros after) the file the
+// next checkpoint goes to.
+func (j *journal) use(f vfs.File, name string, end int64) error {
+	size, err := f.Size()
 	if err != nil {
-		return fmt.Errorf("cursor journal: %w", err)
+		return fmt.Errorf("cursor journal %s: %w", name, err)
 	}
-	if create && !j.noSync {
-		if err := syncDir(j.dir); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("cursor journal %s: %w", path, err)
-	}
-	j.f, j.fd, j.name, j.size, j.alloc = f, int(f.Fd()), name, end, st.Size()
+	j.f, j.name, j.size, j.alloc, j.dirtyEnd = f, name, end, max(size, end), 0
 	return nil
 }
 
-// append writes one frame at the logical end with one pwrite and makes it
-// durable with one fdatasync. After it returns nil the checkpoint survives a
-// crash. The frame lands in preallocated space (see extend), so the sync
-// flushes data only and ext4 commits no metadata (no size change).
+// create makes a new, empty journal file and syncs the directory so that its
+// name survives a crash before any checkpoint goes into it. A file of that
+// name can only be left by an earlier attempt that failed before its first
+// checkpoint (names are the next checkpoint's sequence number), so it is
+// truncated. On failure the file is removed again.
+func (j *journal) create(name string) (vfs.File, error) {
+	path := filepath.Join(j.dir, name)
+	f, err := j.fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return nil, fmt.Errorf("cursor journal %s: create: %w", name, err)
+	}
+	if !j.noSync {
+		if err = j.fs.SyncDir(j.dir); err != nil {
+			err = fmt.Errorf("cursor journal %s: sync directory: %w", name, err)
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = j.fs.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+// append writes one checkpoint frame at the logical end and makes it durable
+// with one fdatasync. After it returns nil the checkpoint survives a crash.
+// The frame lands in preallocated space (see extend), so the sync flushes data
+// only and ext4 commits no metadata (no size change).
+//
+// On failure nothing moves: the next attempt writes its frame at the same
+// byte, and zeros over any bytes this attempt may have left past it
+// (dirtyEnd). Until then a crash finds those bytes as a torn last checkpoint,
+// which was never acknowledged. Errors: the write's or preallocation's
+// (retryable), or a *syncError wrapping the fdatasync's.
 func (j *journal) append(frame []byte) error {
-	if end := j.size + int64(len(frame)); end > j.alloc && j.prealloc > 0 {
+	end := j.size + int64(len(frame))
+	if end > j.alloc && j.prealloc > 0 {
 		if err := j.extend(end); err != nil {
 			return err
 		}
 	}
-	if err := pwriteKeepP(j.fd, frame, j.size); err != nil {
-		return fmt.Errorf("cursor journal %s write at byte %d: %w", j.name, j.size, err)
+	if _, err := j.f.WriteAt(frame, j.size); err != nil {
+		j.dirtyEnd = max(j.dirtyEnd, end)
+		return fmt.Errorf("cursor journal %s: write checkpoint %d at byte %d: %w", j.name, j.nextSeq, j.size, err)
 	}
-	if !j.noSync {
-		if err := fdatasyncKeepP(j.fd); err != nil {
-			return fmt.Errorf("cursor journal %s fdatasync: %w", j.name, err)
+	if j.dirtyEnd > end {
+		if err := j.writeZeros(end, j.dirtyEnd); err != nil {
+			return fmt.Errorf("cursor journal %s: zero bytes %d..%d after checkpoint %d: %w", j.name, end, j.dirtyEnd, j.nextSeq, err)
 		}
 	}
-	j.size += int64(len(frame))
-	if j.size > j.alloc {
-		j.alloc = j.size
+	if !j.noSync {
+		if err := j.f.Sync(); err != nil {
+			j.dirtyEnd = max(j.dirtyEnd, end)
+			return &syncError{fmt.Errorf("cursor journal %s: fdatasync checkpoint %d: %w", j.name, j.nextSeq, err)}
+		}
 	}
+	j.size, j.dirtyEnd = end, 0
+	j.alloc = max(j.alloc, end)
 	j.nextSeq++
 	return nil
 }
@@ -100,30 +129,54 @@ func (j *journal) append(frame []byte) error {
 const (
 	minPrealloc = 64 << 10
 	zeroChunk   = 256 << 10
+	pageSize    = 4096
 )
 
 var zeros = make([]byte, zeroChunk)
+
+// writeZeros writes zeros over [from, to).
+func (j *journal) writeZeros(from, to int64) error {
+	for off := from; off < to; {
+		n := min(int64(len(zeros)), to-off)
+		if _, err := j.f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
 
 // extendAhead extends the file once less than half an extension of
 // preallocated space is left. The writer calls it after releasing the waiters
 // of a checkpoint, so the extension's write and sync (about 2.5 ms for 4 MiB on
 // the benchmark machine) delay no caller that already wrote; append extends
 // only when a frame does not fit at all.
+//
+// A failed extension is nobody's error: checkpoints go on into the space
+// left, and the next attempt waits retryDelay (a full disk is not written to
+// at every checkpoint). Errors: only a *syncError (sticky, see sticky).
 func (j *journal) extendAhead() error {
-	if j.prealloc == 0 {
+	if j.prealloc == 0 || time.Now().Before(j.extendRetryAt) {
 		return nil
 	}
 	step := min(max(j.alloc, minPrealloc), j.prealloc)
 	if j.alloc-j.size >= step/2 {
 		return nil
 	}
-	return j.extend(j.size + 1)
+	err := j.extend(j.size + 1)
+	if err != nil && !sticky(err) {
+		j.extendRetryAt = time.Now().Add(retryDelay)
+		return nil
+	}
+	return err
 }
 
 // extend grows the file with written zeros until it holds at least need
 // bytes, and syncs that once. Zeros must really be written: fallocate alone
 // leaves unwritten extents whose conversion on the first overwrite is again a
-// metadata commit at every fdatasync.
+// metadata commit at every fdatasync. When the disk cannot hold a whole
+// extension it takes just the pages need asks for, so consumption goes on
+// while a little space is left.
 //
 // Durability: a crash during or after an extension leaves zeros (or nothing)
 // after the last checkpoint, which recovery reads as the end of the journal
@@ -135,54 +188,29 @@ func (j *journal) extend(need int64) error {
 	for newAlloc < need {
 		newAlloc += step
 	}
-	// Reserve the blocks in one piece first (best effort: not every file
-	// system supports it, and the zero writes below allocate anyway).
-	_ = unix.Fallocate(j.fd, 0, j.alloc, newAlloc-j.alloc)
-	for off := j.alloc; off < newAlloc; {
-		n := min(int64(len(zeros)), newAlloc-off)
-		if _, err := unix.Pwrite(j.fd, zeros[:n], off); err != nil {
-			return fmt.Errorf("cursor journal %s: preallocate at byte %d: %w", j.name, off, err)
+	err := j.fill(newAlloc)
+	if err != nil && noSpace(err) && need > j.alloc {
+		if small := (need + pageSize - 1) / pageSize * pageSize; small < newAlloc {
+			err = j.fill(small)
 		}
-		off += n
+	}
+	return err
+}
+
+// fill writes zeros from the preallocated end to newAlloc and syncs them.
+func (j *journal) fill(newAlloc int64) error {
+	// Reserve the blocks in one piece first (a hint: not every file system
+	// supports it, and the zero writes below allocate anyway).
+	_ = j.f.Allocate(j.alloc, newAlloc-j.alloc)
+	if err := j.writeZeros(j.alloc, newAlloc); err != nil {
+		return fmt.Errorf("cursor journal %s: preallocate bytes %d..%d: %w", j.name, j.alloc, newAlloc, err)
 	}
 	if !j.noSync {
-		if err := unix.Fdatasync(j.fd); err != nil {
-			return fmt.Errorf("cursor journal %s: preallocate fdatasync: %w", j.name, err)
+		if err := j.f.Sync(); err != nil {
+			return &syncError{fmt.Errorf("cursor journal %s: fdatasync preallocated bytes %d..%d: %w", j.name, j.alloc, newAlloc, err)}
 		}
 	}
 	j.alloc = newAlloc
-	return nil
-}
-
-// fdatasyncKeepP syncs fd without handing the goroutine's P back to the
-// scheduler. A normal syscall of ~0.3 ms lets the P go; on a busy 2-core box
-// the writer then queues behind every runnable caller before it can release
-// the waiters, which turned a 0.3 ms sync into 3-5 ms of Wait. Holding the P
-// costs one core for the duration of the sync, once per checkpoint.
-func fdatasyncKeepP(fd int) error {
-	if _, _, errno := unix.RawSyscall(unix.SYS_FDATASYNC, uintptr(fd), 0, 0); errno != 0 {
-		return errno
-	}
-	return nil
-}
-
-// pwriteKeepP writes b to fd at byte off with raw pwrite calls, for the same
-// reason as fdatasyncKeepP: a page-cache write of a checkpoint takes tens of
-// µs, long enough for the scheduler to take the P away.
-func pwriteKeepP(fd int, b []byte, off int64) error {
-	for len(b) > 0 {
-		n, _, errno := unix.RawSyscall6(unix.SYS_PWRITE64, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
-		switch {
-		case errno == unix.EINTR || errno == unix.EAGAIN:
-			continue
-		case errno != 0:
-			return errno
-		case n == 0:
-			return io.ErrShortWrite
-		}
-		b = b[n:]
-		off += int64(n)
-	}
 	return nil
 }
 
@@ -196,177 +224,5 @@ func (j *journal) close() error {
 	if err != nil {
 		return fmt.Errorf("cursor journal %s: %w", j.name, err)
 	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("cursor dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cursor dir %s fsync: %w", dir, err)
-	}
-	return nil
-}
-
-// writeLoop is the single writer: it writes a checkpoint at once when a Wait
-// caller needs one, on every CheckpointInterval tick while anything changed,
-// and a final one on Close.
-func (e *Engine) writeLoop() {
-	defer close(e.done)
-	t := time.NewTicker(e.opts.CheckpointInterval)
-	defer t.Stop()
-	for {
-		final := false
-		select {
-		case <-e.kick:
-		case <-t.C:
-			if !e.changed.Load() {
-				continue
-			}
-		case <-e.stop:
-			final = true
-		}
-		for {
-			e.checkpoint()
-			e.mu.Lock()
-			again := !final && e.err == nil && e.wantGen >= e.nextGen
-			e.mu.Unlock()
-			if !again {
-				break
-			}
-		}
-		if final {
-			return
-		}
-	}
-}
-
-// checkpoint collects every change since the previous collection into one
-// frame, writes and syncs it, then releases the Wait callers of its generation.
-func (e *Engine) checkpoint() {
-	e.mu.Lock()
-	if e.err != nil {
-		e.mu.Unlock()
-		return
-	}
-	gen := e.nextGen
-	e.nextGen++
-	// Cleared before collecting: a change that lands after this point either
-	// is collected below or sets the flag again for the next generation.
-	e.changed.Store(false)
-	e.mu.Unlock()
-
-	j := e.j
-	j.enc.begin(kindCheckpoint, j.nextSeq)
-	for i := range e.shards {
-		sh := &e.shards[i]
-		sh.mu.Lock()
-		if len(sh.dirty) > 0 {
-			for k := range sh.dirty {
-				s, ok := sh.getLocked(k)
-				j.enc.state(k, s, !ok)
-			}
-			if len(sh.dirty) > dirtyShrinkLen {
-				sh.dirty = make(map[Key]struct{})
-			} else {
-				clear(sh.dirty)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	e.subMu.Lock()
-	for k := range e.subDirty {
-		s, ok := e.subs[k]
-		j.enc.sub(k, s, !ok)
-	}
-	clear(e.subDirty)
-	e.subMu.Unlock()
-	e.recMu.Lock()
-	drop, recs := e.pendDrop, e.pendRecs
-	e.pendDrop, e.pendRecs = false, nil
-	e.recMu.Unlock()
-	if drop {
-		j.enc.dropRecords()
-	}
-	for _, r := range recs {
-		j.enc.record(r)
-	}
-
-	var err error
-	e.fileMu.Lock()
-	if j.enc.entries > 0 {
-		err = j.append(j.enc.finish())
-	}
-	e.mu.Lock()
-	if err != nil {
-		e.err = err
-	} else {
-		e.durableGen = gen
-	}
-	e.cond.Broadcast()
-	e.mu.Unlock()
-	defer e.fileMu.Unlock()
-	if err != nil || j.enc.entries == 0 {
-		return
-	}
-	if drop {
-		j.logRecs = nil
-	}
-	j.logRecs = append(j.logRecs, recs...)
-	var ferr error
-	if j.size >= e.opts.SnapshotAfterBytes {
-		ferr = e.rotate()
-	} else {
-		ferr = j.extendAhead()
-	}
-	if ferr != nil {
-		e.mu.Lock()
-		e.err = ferr
-		e.cond.Broadcast()
-		e.mu.Unlock()
-	}
-}
-
-// rotate starts a new journal after the checkpoint just written and takes a
-// snapshot of everything up to it in the background. Older files are deleted
-// only once the snapshot is durable, so a crash at any point recovers.
-func (e *Engine) rotate() error {
-	j := e.j
-	j.snapMu.Lock()
-	busy := j.snapBusy
-	if !busy {
-		j.snapBusy = true
-	}
-	j.snapMu.Unlock()
-	if busy {
-		return nil
-	}
-	upTo := j.nextSeq - 1
-	old := j.f
-	if err := j.openFile(journalName(j.nextSeq), true, 0); err != nil {
-		j.snapMu.Lock()
-		j.snapBusy = false
-		j.snapMu.Unlock()
-		return err
-	}
-	if err := old.Close(); err != nil {
-		return fmt.Errorf("cursor journal: close after rotation: %w", err)
-	}
-	if err := j.extendAhead(); err != nil {
-		return err
-	}
-	recs := slices.Clone(j.logRecs)
-	j.snapWG.Add(1)
-	go func() {
-		defer j.snapWG.Done()
-		err := e.writeSnapshot(upTo, recs)
-		j.snapMu.Lock()
-		j.snapBusy = false
-		j.snapErr = err
-		j.snapMu.Unlock()
-	}()
 	return nil
 }

@@ -1,7 +1,5 @@
 package cursor
 
-import "slices"
-
 // subKey names one (queue, group) subscription record.
 type subKey struct{ queue, group string }
 
@@ -61,36 +59,4 @@ func (e *Engine) RangeSubscriptions(fn func(queue, group string, s Subscription)
 			return
 		}
 	}
-}
-
-// AddRecord appends an opaque redo record (the broker's transactions), copied;
-// journaled with the next checkpoint. Records survive snapshots and restarts
-// until DropRecords.
-func (e *Engine) AddRecord(rec []byte) {
-	rec = slices.Clone(rec)
-	e.recMu.Lock()
-	e.recs = append(e.recs, rec)
-	e.pendRecs = append(e.pendRecs, rec)
-	e.recMu.Unlock()
-	e.markChanged()
-}
-
-// Records returns the redo records held: those recovered at Open plus any
-// added since, until DropRecords. The slices must not be modified.
-func (e *Engine) Records() [][]byte {
-	e.recMu.Lock()
-	defer e.recMu.Unlock()
-	return slices.Clone(e.recs)
-}
-
-// DropRecords forgets every record held (recovered or added so far); the drop
-// is journaled with the next checkpoint, after which a restart recovers none of
-// them.
-func (e *Engine) DropRecords() {
-	e.recMu.Lock()
-	e.recs = nil
-	e.pendRecs = nil
-	e.pendDrop = true
-	e.recMu.Unlock()
-	e.markChanged()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/record"
 )
 
 // twoCheckpoints writes two checkpoints and returns the directory, the state
@@ -21,14 +22,14 @@ func twoCheckpoints(t *testing.T) (dir string, first dump, boundary, end int64) 
 	e, _ := openT(t, dir, Options{CheckpointInterval: 1 << 40})
 	e.Set(Key{pid(1), "g"}, lease.State{Committed: 5})
 	e.SetSubscription("q", "g", Subscription{Mode: SubNew, TimestampMicros: 9, CreatedAtMicros: 9})
-	e.AddRecord([]byte("redo-1"))
+	addRecord(t, e, "redo-1")
 	require.NoError(t, e.Wait())
 	first = dumpOf(e)
 	boundary = journalEnd(t, filepath.Join(dir, journalName(1)))
 	e.Set(Key{pid(1), "g"}, lease.State{Committed: 9, Lease: lease.Lease{ID: pid(3), WorkerID: "w", Start: 10, End: 12, ExpiresAtMicros: 77, Attempts: 1}})
 	e.Set(Key{pid(2), "h"}, lease.State{Committed: 1})
 	e.DeleteSubscription("q", "g")
-	e.AddRecord([]byte("redo-2"))
+	addRecord(t, e, "redo-2")
 	require.NoError(t, e.Wait())
 	require.NoError(t, e.Close())
 	end = journalEnd(t, filepath.Join(dir, journalName(1)))
@@ -44,17 +45,16 @@ func TestTornLastCheckpointIsDroppedAtEveryByte(t *testing.T) {
 	for cut := boundary; cut < end; cut++ {
 		t.Run(fmt.Sprintf("issue 3: kill the journal at byte %d of %d", cut, end), func(t *testing.T) {
 			d := t.TempDir()
-			require.NoError(t, os.WriteFile(filepath.Join(d, journalName(1)), full[:cut], 0o644))
+			path := filepath.Join(d, journalName(1))
+			require.NoError(t, os.WriteFile(path, full[:cut], 0o644))
 			e, rep, err := Open(d, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, first, dumpOf(e), "the torn checkpoint was never acknowledged; the one before it is whole")
 			assert.Equal(t, 1, rep.Checkpoints)
-			assert.Equal(t, cut-boundary, rep.TornBytes, "a torn last checkpoint is dropped and reported")
-			st, err := os.Stat(filepath.Join(d, journalName(1)))
-			require.NoError(t, err)
-			assert.Equal(t, boundary, st.Size(), "the torn tail is truncated")
+			assert.Equal(t, int64(nonZeroLen(full[boundary:cut])), rep.TornBytes, "a torn last checkpoint is dropped and reported")
+			assert.Zero(t, nonZeroLen(readFile(t, path)[boundary:]), "the torn bytes are zeroed")
 
-			// The journal continues cleanly after the truncation.
+			// The journal continues cleanly after them.
 			e.Set(Key{pid(5), "g"}, lease.State{Committed: 3})
 			require.NoError(t, e.Close())
 			e2, rep2, err := Open(d, Options{})
@@ -83,7 +83,7 @@ func TestCorruptLastCheckpointIsDropped(t *testing.T) {
 			require.NoError(t, err)
 			defer e.Close()
 			assert.Equal(t, first, dumpOf(e))
-			assert.Equal(t, end-boundary, rep.TornBytes)
+			assert.Equal(t, int64(nonZeroLen(b[boundary:])), rep.TornBytes)
 		})
 	}
 }
@@ -94,7 +94,7 @@ func TestCorruptionBeforeValidCheckpointsIsAnError(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	b = b[:journalEnd(t, path)]
-	for _, pos := range []int64{0, 9, frameHeaderLen + 3, boundary - 1} {
+	for _, pos := range []int64{0, 9, record.HeaderSize + 3, boundary - 1} {
 		t.Run(fmt.Sprintf("style.md: mid-journal damage at byte %d is reported, not truncated", pos), func(t *testing.T) {
 			d := t.TempDir()
 			c := append([]byte(nil), b...)
@@ -119,8 +119,7 @@ func TestCorruptSnapshotIsAnError(t *testing.T) {
 	e.Set(Key{pid(1), "g"}, lease.State{Committed: 5})
 	require.NoError(t, e.Wait())
 	require.NoError(t, e.Close())
-	files, err := listFiles(dir)
-	require.NoError(t, err)
+	files := listDir(t, dir)
 	require.Len(t, files.snapshots, 1)
 	path := filepath.Join(dir, files.snapshots[0].name)
 	b, err := os.ReadFile(path)
@@ -139,6 +138,7 @@ func TestSnapshotPlusJournalEqualsLiveState(t *testing.T) {
 	e, _ := openT(t, dir, opts)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var mid dump
+	var recIDs []uint64
 	crash := filepath.Join(t.TempDir(), "crash")
 	for i := range 400 {
 		k := Key{pid(byte(rng.IntN(40))), fmt.Sprintf("g%d", rng.IntN(3))}
@@ -148,9 +148,13 @@ func TestSnapshotPlusJournalEqualsLiveState(t *testing.T) {
 		case 1:
 			e.SetSubscription("q", k.Group, Subscription{Mode: SubMode(rng.IntN(3)), TimestampMicros: int64(i), CreatedAtMicros: int64(i)})
 		case 2:
-			e.AddRecord([]byte(fmt.Sprint("rec", i)))
+			recIDs = append(recIDs, addRecord(t, e, fmt.Sprint("rec", i)))
 		case 3:
-			e.DropRecords()
+			if len(recIDs) > 0 {
+				j := rng.IntN(len(recIDs))
+				e.DropRecord(recIDs[j])
+				recIDs = append(recIDs[:j], recIDs[j+1:]...)
+			}
 		case 4:
 			e.Set(k, lease.State{Committed: uint64(i), Retries: 1, Lease: lease.Lease{ID: pid(byte(i)), WorkerID: "w", Start: uint64(i + 1), End: uint64(i + 5), ExpiresAtMicros: int64(i), Attempts: 2}})
 		default:
@@ -167,8 +171,7 @@ func TestSnapshotPlusJournalEqualsLiveState(t *testing.T) {
 	}
 	live := dumpOf(e)
 	require.NoError(t, e.Close())
-	files, err := listFiles(dir)
-	require.NoError(t, err)
+	files := listDir(t, dir)
 	require.NotEmpty(t, files.snapshots, "the journal passed SnapshotAfterBytes")
 	assert.Len(t, files.snapshots, 1, "older snapshots are compacted away")
 	for _, j := range files.journals {

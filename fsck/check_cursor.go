@@ -21,7 +21,7 @@ func (c *checker) checkCursors() {
 	if v.TornBytes > 0 {
 		f := Finding{Kind: KindJournalTornTail, Severity: SeverityRepairable, File: filepath.Join(dirCursor, v.TornFile),
 			Detail: fmt.Sprintf("cursor journal ends in %d bytes of a partial checkpoint (a crash mid-write; never acknowledged)", v.TornBytes),
-			Repair: "truncate the partial checkpoint"}
+			Repair: "zero the partial checkpoint (a copy is kept in cursor/quarantine/)"}
 		c.plan(f, repairPlan{kind: planReopenCursor})
 	}
 	if d := v.Corrupt; d != nil {

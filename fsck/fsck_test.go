@@ -110,12 +110,12 @@ func TestVerdicts(t *testing.T) {
 		{"a leased span past the high-water mark is dropped", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 100, Lease: lease.Lease{ID: [16]byte{1}, Start: 101, End: 950, ExpiresAtMicros: ts0}})
 		}, []Kind{KindCursorPastEnd}, ExitRepairable, ExitClean},
-		{"a torn cursor checkpoint is truncated", func(d *testDir, id uuid.UUID) {
+		{"a torn cursor checkpoint is zeroed", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 10})
-			j, err := filepath.Glob(filepath.Join(d.root, dirCursor, "journal-*.log"))
+			j, err := filepath.Glob(filepath.Join(d.root, dirCursor, "journal-*.v2.log"))
 			require.NoError(t, err)
 			require.NotEmpty(t, j)
-			d.appendBytes(j[len(j)-1], []byte("CCKP\x01\x01\x00\x00torn"))
+			d.appendBytes(j[len(j)-1], []byte("CCP2\x40\x00\x00\x00torn"))
 		}, []Kind{KindJournalTornTail}, ExitRepairable, ExitClean},
 		{"a flipped bit in a sealed file needs a person", func(d *testDir, id uuid.UUID) {
 			d.flipBit(d.segFiles(id)[1], 200)

@@ -3,43 +3,46 @@ package fsck
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/vfs"
 )
 
 // readCursors recovers the cursor journal and snapshots without touching dir: the
-// journal and snapshot files are copied to a temporary directory and recovered there
-// by cursor.Open itself, so fsck judges them with exactly the server's recovery code.
-// (cursor has no read-only entry point; see the fsck requests in /work/contracts.md.)
+// journal and snapshot files are copied into an in-memory file system (vfs.Mem) and
+// recovered there by cursor.Open itself, so fsck judges them with exactly the
+// server's recovery code (a format 1 directory is upgraded in the copy, as the next
+// server start would do on disk).
 func readCursors(dir string) (*cursorView, error) {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
 		return &cursorView{}, nil
 	}
-	tmp, err := os.MkdirTemp("", "comb-fsck-cursor-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
+	const memDir = "/cursor"
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll(memDir); err != nil {
 		return nil, err
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || strings.HasSuffix(name, ".tmp") {
+		if !e.Type().IsRegular() || strings.HasSuffix(name, ".tmp") {
 			continue
 		}
-		if err := copyFile(filepath.Join(dir, name), filepath.Join(tmp, name)); err != nil {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
 			return nil, err
 		}
+		mem.SetBytes(filepath.Join(memDir, name), b)
 	}
 	v := &cursorView{Present: true}
-	eng, rep, err := cursor.Open(tmp, cursor.Options{NoSync: true})
+	eng, rep, err := cursor.Open(memDir, cursor.Options{FS: mem, NoSync: true})
 	if err != nil {
 		var ce *cursor.CorruptionError
 		if errors.As(err, &ce) {
@@ -61,8 +64,9 @@ func readCursors(dir string) (*cursorView, error) {
 	return v, nil
 }
 
-// reopenCursors runs the cursor engine's own recovery on dir (which truncates a torn
-// final checkpoint), applies clamps, and closes it; Close writes and syncs a final
+// reopenCursors runs the cursor engine's own recovery on dir (which zeroes a torn
+// final checkpoint, keeping a copy in dir/quarantine/, and upgrades a format 1
+// directory), applies clamps, and closes it; Close writes and syncs a final
 // checkpoint holding the clamps.
 func reopenCursors(dir string, clamps []cursorEntry) error {
 	eng, _, err := cursor.Open(dir, cursor.Options{})
@@ -77,21 +81,4 @@ func reopenCursors(dir string, clamps []cursorEntry) error {
 		return fmt.Errorf("cursor journal: %w", err)
 	}
 	return eng.Close()
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

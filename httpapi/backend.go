@@ -11,6 +11,9 @@ import (
 type Backend interface {
 	// Healthy reports whether storage is usable; false makes GET /health answer 503 (spec 8.1).
 	Healthy() bool
+	// CheckpointFailure reports cursor checkpoints failing now (a full disk: GET /health says
+	// "degraded" until the next good one; a failed fdatasync: "unhealthy" until a restart).
+	CheckpointFailure() (broker.CheckpointFailure, bool)
 	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)
 	Push(items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is

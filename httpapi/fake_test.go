@@ -43,6 +43,7 @@ type fakeBackend struct {
 	groups      []broker.GroupSummary
 	stats       broker.Stats
 	damaged     []broker.DamagedPartition
+	ckptFail    *broker.CheckpointFailure
 	detail      []broker.GroupPartition
 	lagging     []broker.LaggingPartition
 	lagArg      int64
@@ -74,6 +75,14 @@ func (f *fakeBackend) callList() []string {
 }
 
 func (f *fakeBackend) Healthy() bool { f.record("Healthy"); return f.healthy }
+
+func (f *fakeBackend) CheckpointFailure() (broker.CheckpointFailure, bool) {
+	f.record("CheckpointFailure")
+	if f.ckptFail == nil {
+		return broker.CheckpointFailure{}, false
+	}
+	return *f.ckptFail, true
+}
 
 func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error) {
 	f.record("Configure")

@@ -62,6 +62,10 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, leaseID string) {
 		}
 	}
 	res := s.b.ExtendLease(leaseID, seconds)
+	if res.Err != nil {
+		s.fail(ctx, res.Err) // not renewed: the client retries a 5xx (issue 10)
+		return
+	}
 	p := getBuf()
 	b := append(*p, `{"success":`...)
 	b = appendBool(b, res.Renewed > 0)

@@ -14,17 +14,35 @@ import (
 )
 
 // health serves GET /health (spec 8.1): 200 healthy, 503 when storage is unavailable. Clients
-// read only `status`; the other fields keep Queen's shape. When partitions are out of service
-// because their logs are damaged, the server still serves the rest: 200 with status "degraded"
-// and the partitions under "damaged" (queue, partition, partitionId, the segment file's base
-// name, byte range and offsets; the server log has the full path; `comb fsck` repairs).
+// read only `status`; the other fields keep Queen's shape, and these are added when something
+// is wrong (issue 10):
+//
+//   - Cursor checkpoints failing (a full disk): 200, status "degraded", "reason" (the error)
+//     and "checkpoint":{"error","since","retrying":true,"action"}. Pops, acks, lease extensions,
+//     seeks and transactions answer 5xx and claim nothing meanwhile; the broker retries by itself
+//     and answers "healthy" again after the first good checkpoint once space is freed.
+//   - A failed fdatasync of the cursor journal: 503 "unhealthy", the same fields with
+//     "retrying":false; only a restart brings consumption back.
+//   - Partitions out of service because their logs are damaged: the server still serves the
+//     rest: 200 "degraded" and the partitions under "damaged" (queue, partition, partitionId,
+//     the segment file's base name, byte range and offsets; the server log has the full path;
+//     `comb fsck` repairs).
+//
+// Error texts have their directories cut to base names, as 500 bodies do.
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	status, db, code := "healthy", "connected", fasthttp.StatusOK
 	var damaged []broker.DamagedPartition
-	if !s.b.Healthy() {
+	ckpt, failing := s.b.CheckpointFailure()
+	switch {
+	case !s.b.Healthy():
 		status, db, code = "unhealthy", "disconnected", fasthttp.StatusServiceUnavailable
-	} else if damaged = s.b.Damaged(); len(damaged) > 0 {
+	case failing:
 		status = "degraded"
+	}
+	if code == fasthttp.StatusOK {
+		if damaged = s.b.Damaged(); len(damaged) > 0 {
+			status = "degraded"
+		}
 	}
 	p := getBuf()
 	b := append(*p, `{"status":`...)
@@ -34,11 +52,33 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	b = append(b, `,"server":"comb","worker_id":0,"version":`...)
 	b = appendString(b, s.cfg.Version)
 	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}`...)
+	if failing {
+		b = appendCheckpointFailure(b, ckpt)
+	}
 	if len(damaged) > 0 {
 		b = appendDamaged(b, damaged)
 	}
 	*p = append(b, '}')
 	sendJSON(ctx, code, p)
+}
+
+func appendCheckpointFailure(b []byte, f broker.CheckpointFailure) []byte {
+	msg := redactPaths(f.Reason)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, "cursor checkpoints failing: "+msg)
+	b = append(b, `,"checkpoint":{"error":`...)
+	b = appendString(b, msg)
+	b = append(b, `,"since":`...)
+	b = appendTimeMicros(b, f.SinceMicros, 3)
+	b = append(b, `,"retrying":`...)
+	b = appendBool(b, !f.Sticky)
+	b = append(b, `,"action":`...)
+	if f.Sticky {
+		b = appendString(b, "check the disk, then restart the server")
+	} else {
+		b = appendString(b, "free disk space; the server retries by itself")
+	}
+	return append(b, '}')
 }
 
 func appendDamaged(b []byte, damaged []broker.DamagedPartition) []byte {

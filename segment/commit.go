@@ -93,6 +93,8 @@ type Committer struct {
 
 	latMu sync.Mutex
 	lat   []int64 // pass durations (µs) since the last SyncLatencies
+	// onSync, when set, is called with every duration instead (OnSync).
+	onSync atomic.Pointer[func(micros int64)]
 }
 
 // pass is one sync pass: done closes when it has finished; errs holds the
@@ -356,7 +358,17 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 	wg.Wait()
 }
 
+// OnSync makes the committer call fn with the duration (µs) of every sync it
+// times (those SyncLatencies would return), instead of keeping them for
+// SyncLatencies: a caller that counts them all (a histogram) loses none. fn
+// must be quick and safe for concurrent use.
+func (c *Committer) OnSync(fn func(micros int64)) { c.onSync.Store(&fn) }
+
 func (c *Committer) recordLatency(us int64) {
+	if fn := c.onSync.Load(); fn != nil {
+		(*fn)(us)
+		return
+	}
 	c.latMu.Lock()
 	if len(c.lat) < maxLatencies {
 		c.lat = append(c.lat, us)

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/combmq/comb/broker"
+)
+
+// issue 10: a full disk is a state: /health says "degraded" with the reason while cursor
+// checkpoints fail (paths cut to base names), and stays 200 (the server serves pushes and
+// recovers by itself).
+func TestHealthIsDegradedWhileCheckpointsFail(t *testing.T) {
+	fake := newFake()
+	fake.ckptFail = &broker.CheckpointFailure{SinceMicros: 1785402764881042,
+		Reason: "cursor checkpoint failed (retrying): cursor journal /var/lib/comb/cursor/journal-0000000000000007.v2.log: write checkpoint 7 at byte 4096: no space left on device"}
+	ts := startServer(t, fake, Config{Version: "1.2.3"})
+	r := ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"degraded","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
+	 "reason":"cursor checkpoints failing: cursor checkpoint failed (retrying): cursor journal journal-0000000000000007.v2.log: write checkpoint 7 at byte 4096: no space left on device",
+	 "checkpoint":{"error":"cursor checkpoint failed (retrying): cursor journal journal-0000000000000007.v2.log: write checkpoint 7 at byte 4096: no space left on device",
+	  "since":"2026-07-30T09:12:44.881Z","retrying":true,"action":"free disk space; the server retries by itself"}}`)
+
+	fake.ckptFail = nil
+	r = ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"}}`)
+}
+
+// issue 10: a failed fdatasync leaves the cursor journal unusable until a restart: 503.
+func TestHealthIs503AfterAStickyCheckpointFailure(t *testing.T) {
+	fake := newFake()
+	fake.healthy = false
+	fake.ckptFail = &broker.CheckpointFailure{SinceMicros: 1785402764881042, Sticky: true,
+		Reason: "cursor checkpoint failed, journal unusable until restart: fdatasync: input/output error"}
+	ts := startServer(t, fake, Config{Version: "1.2.3"})
+	r := ts.do("GET", "/health", "")
+	requireJSON(t, r, 503, `{"status":"unhealthy","database":"disconnected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
+	 "reason":"cursor checkpoints failing: cursor checkpoint failed, journal unusable until restart: fdatasync: input/output error",
+	 "checkpoint":{"error":"cursor checkpoint failed, journal unusable until restart: fdatasync: input/output error",
+	  "since":"2026-07-30T09:12:44.881Z","retrying":false,"action":"check the disk, then restart the server"}}`)
+}
