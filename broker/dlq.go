@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -51,16 +52,16 @@ func decodeDLQMeta(b []byte) (dlqMeta, error) {
 	if len(b) < 1 || b[0] != 1 {
 		return m, errDLQMeta
 	}
-	d := &metaReader{b: b[1:]}
-	m.PartitionID = d.bytes16()
-	m.CreatedAt = d.varint()
-	m.FailedAt = d.varint()
-	m.RetryCount = int64(d.uvarint())
-	m.Offset = d.uvarint()
-	m.Group = d.str()
-	m.Error = d.str()
-	m.TransactionID = d.str()
-	if d.err != nil || len(d.b) != 0 {
+	d := &metaReader{record.Fields{B: b[1:]}}
+	m.PartitionID = d.ID()
+	m.CreatedAt = d.Varint()
+	m.FailedAt = d.Varint()
+	m.RetryCount = int64(d.Uvarint())
+	m.Offset = d.Uvarint()
+	m.Group = d.String()
+	m.Error = d.String()
+	m.TransactionID = d.String()
+	if d.Err != nil || len(d.B) != 0 {
 		return m, errDLQMeta
 	}
 	return m, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -60,23 +61,23 @@ func appendState(b []byte, s lease.State) []byte {
 
 func (d *metaReader) state() lease.State {
 	var s lease.State
-	s.Committed = d.uvarint()
-	s.Retries = uint32(d.uvarint())
-	s.Lease.ID = d.bytes16()
-	s.Lease.WorkerID = d.str()
-	s.Lease.Start = d.uvarint()
-	s.Lease.End = d.uvarint()
-	s.Lease.ExpiresAtMicros = d.varint()
-	s.Lease.Attempts = uint32(d.uvarint())
+	s.Committed = d.Uvarint()
+	s.Retries = uint32(d.Uvarint())
+	s.Lease.ID = d.ID()
+	s.Lease.WorkerID = d.String()
+	s.Lease.Start = d.Uvarint()
+	s.Lease.End = d.Uvarint()
+	s.Lease.ExpiresAtMicros = d.Varint()
+	s.Lease.Attempts = uint32(d.Uvarint())
 	return s
 }
 
 func (d *metaReader) byteSlice() []byte {
-	s := d.str()
-	if d.err != nil {
+	b := d.Bytes()
+	if d.Err != nil {
 		return nil
 	}
-	return []byte(s)
+	return append([]byte(nil), b...)
 }
 
 func appendRecordFields(b []byte, r *segment.Record) []byte {
@@ -90,10 +91,10 @@ func appendRecordFields(b []byte, r *segment.Record) []byte {
 
 func (d *metaReader) record() segment.Record {
 	var r segment.Record
-	r.ID = d.bytes16()
-	r.TransactionID = d.str()
-	r.TraceID = d.str()
-	r.ProducerSub = d.str()
+	r.ID = d.ID()
+	r.TransactionID = d.String()
+	r.TraceID = d.String()
+	r.ProducerSub = d.String()
 	r.Payload = d.byteSlice()
 	return r
 }
@@ -139,47 +140,47 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 	if len(b) < 1 || b[0] != 1 {
 		return r, errRedo
 	}
-	d := &metaReader{b: b[1:]}
-	r.TxID = d.bytes16()
-	r.TS = d.varint()
+	d := &metaReader{record.Fields{B: b[1:]}}
+	r.TxID = d.ID()
+	r.TS = d.Varint()
 	count := func() int {
-		n := d.uvarint()
-		if n > uint64(len(d.b)) {
-			d.fail()
+		n := d.Uvarint()
+		if n > uint64(len(d.B)) {
+			d.Err = record.ErrFields
 			return 0
 		}
 		return int(n)
 	}
-	for n := count(); n > 0 && d.err == nil; n-- {
+	for n := count(); n > 0 && d.Err == nil; n-- {
 		var s redoState
-		s.Partition = d.bytes16()
-		s.Group = d.str()
-		if len(d.b) < 1 {
-			d.fail()
+		s.Partition = d.ID()
+		s.Group = d.String()
+		if len(d.B) < 1 {
+			d.Err = record.ErrFields
 			break
 		}
-		s.HadPre = d.b[0] == 1
-		d.b = d.b[1:]
+		s.HadPre = d.B[0] == 1
+		d.B = d.B[1:]
 		s.Pre = d.state()
 		s.Post = d.state()
 		r.States = append(r.States, s)
 	}
-	for n := count(); n > 0 && d.err == nil; n-- {
+	for n := count(); n > 0 && d.Err == nil; n-- {
 		var p redoPush
-		p.Partition = d.bytes16()
-		for m := count(); m > 0 && d.err == nil; m-- {
+		p.Partition = d.ID()
+		for m := count(); m > 0 && d.Err == nil; m-- {
 			p.Recs = append(p.Recs, d.record())
 		}
 		r.Pushes = append(r.Pushes, p)
 	}
-	for n := count(); n > 0 && d.err == nil; n-- {
+	for n := count(); n > 0 && d.Err == nil; n-- {
 		var x redoDLQ
-		x.Queue = d.bytes16()
+		x.Queue = d.ID()
 		x.Rec = d.record()
 		x.Rec.Extra = d.byteSlice()
 		r.DLQ = append(r.DLQ, x)
 	}
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err != nil || len(d.B) != 0 {
 		return r, errRedo
 	}
 	return r, nil

@@ -49,32 +49,32 @@ func (d *Descriptor) encode() ([]byte, error) {
 	b := []byte{descriptorVersion, byte(d.Kind)}
 	b = append(b, d.QueueID[:]...)
 	b = binary.AppendVarint(b, d.QueueCreatedAt)
-	b = appendString(b, d.Queue)
-	b = appendString(b, d.Namespace)
-	b = appendString(b, d.Task)
+	b = record.AppendString(b, d.Queue)
+	b = record.AppendString(b, d.Namespace)
+	b = record.AppendString(b, d.Task)
 	b = append(b, d.PartitionID[:]...)
 	b = binary.AppendVarint(b, d.PartitionCreated)
-	b = appendString(b, d.Partition)
+	b = record.AppendString(b, d.Partition)
 	return b, nil
 }
 
 func decodeDescriptor(body []byte) (Descriptor, error) {
 	var d Descriptor
-	r := &reader{b: body}
-	if v := r.byte1(); v != descriptorVersion && r.err == nil {
+	r := &record.Fields{B: body, MaxString: MaxStringBytes}
+	if v := r.Byte(); v != descriptorVersion && r.Err == nil {
 		return d, fmt.Errorf("%w: descriptor version %d", ErrBody, v)
 	}
-	d.Kind = DescriptorKind(r.byte1())
-	d.QueueID = r.bytes16()
-	d.QueueCreatedAt = r.varint()
-	d.Queue = r.str()
-	d.Namespace = r.str()
-	d.Task = r.str()
-	d.PartitionID = r.bytes16()
-	d.PartitionCreated = r.varint()
-	d.Partition = r.str()
-	if err := r.end(); err != nil {
-		return d, err
+	d.Kind = DescriptorKind(r.Byte())
+	d.QueueID = r.ID()
+	d.QueueCreatedAt = r.Varint()
+	d.Queue = r.String()
+	d.Namespace = r.String()
+	d.Task = r.String()
+	d.PartitionID = r.ID()
+	d.PartitionCreated = r.Varint()
+	d.Partition = r.String()
+	if err := r.End(); err != nil {
+		return d, fmt.Errorf("%w: %v", ErrBody, err)
 	}
 	if d.Kind != DescribesPartition && d.Kind != DescribesDLQ {
 		return d, fmt.Errorf("%w: descriptor kind %d", ErrBody, d.Kind)

@@ -67,11 +67,6 @@ func (r *Record) Check() error {
 	return nil
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 // appendBody appends r's body (no framing) to b.
 func (r *Record) appendBody(b []byte) []byte {
 	b = append(b, byte(r.Kind))
@@ -79,9 +74,9 @@ func (r *Record) appendBody(b []byte) []byte {
 	switch r.Kind {
 	case KindQueuePut:
 		b = binary.AppendVarint(b, r.CreatedAt)
-		b = appendString(b, r.Name)
-		b = appendString(b, r.Namespace)
-		b = appendString(b, r.Task)
+		b = record.AppendString(b, r.Name)
+		b = record.AppendString(b, r.Namespace)
+		b = record.AppendString(b, r.Task)
 		o := r.Opts
 		ints := optionInts(&o)
 		b = binary.AppendUvarint(b, uint64(len(ints)))
@@ -98,7 +93,7 @@ func (r *Record) appendBody(b []byte) []byte {
 	case KindPartitionCreate:
 		b = append(b, r.QueueID[:]...)
 		b = binary.AppendVarint(b, r.CreatedAt)
-		b = appendString(b, r.Name)
+		b = record.AppendString(b, r.Name)
 	}
 	return b
 }
@@ -119,119 +114,48 @@ func (r *Record) appendFrame(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// reader decodes the fields of a body; the first failure sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (d *reader) fail() {
-	if d.err == nil {
-		d.err = ErrBody
-	}
-}
-
-func (d *reader) byte1() byte {
-	if len(d.b) < 1 {
-		d.fail()
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *reader) bytes16() (v [16]byte) {
-	if len(d.b) < 16 {
-		d.fail()
-		return v
-	}
-	copy(v[:], d.b)
-	d.b = d.b[16:]
-	return v
-}
-
-func (d *reader) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *reader) str() string {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.b)) || n > MaxStringBytes {
-		d.fail()
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
-
-// end fails unless every byte was consumed.
-func (d *reader) end() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.fail()
-	}
-	return d.err
-}
-
 // decodeRecord decodes one record body. It never panics on any input.
 //
 // Errors: ErrBody (wrapped).
 func decodeRecord(body []byte) (Record, error) {
 	var r Record
-	d := &reader{b: body}
-	r.Kind = Kind(d.byte1())
-	r.ID = d.bytes16()
+	d := &record.Fields{B: body, MaxString: MaxStringBytes}
+	r.Kind = Kind(d.Byte())
+	r.ID = d.ID()
 	switch r.Kind {
 	case KindQueuePut:
-		r.CreatedAt = d.varint()
-		r.Name = d.str()
-		r.Namespace = d.str()
-		r.Task = d.str()
+		r.CreatedAt = d.Varint()
+		r.Name = d.String()
+		r.Namespace = d.String()
+		r.Task = d.String()
 		r.Opts = DefaultQueueOptions()
 		ints := optionInts(&r.Opts)
-		n := d.uvarint()
+		n := d.Uvarint()
 		if n > 64 {
-			d.fail()
+			d.Err = ErrBody
 		}
-		for i := uint64(0); i < n && d.err == nil; i++ {
-			v := d.varint()
+		for i := uint64(0); i < n && d.Err == nil; i++ {
+			v := d.Varint()
 			if i < uint64(len(ints)) {
 				*ints[i] = v
 			}
 		}
-		flags := d.uvarint()
+		flags := d.Uvarint()
 		for i, p := range optionFlags(&r.Opts) {
 			*p = flags&(1<<i) != 0
 		}
 	case KindPartitionCreate:
-		r.QueueID = d.bytes16()
-		r.CreatedAt = d.varint()
-		r.Name = d.str()
+		r.QueueID = d.ID()
+		r.CreatedAt = d.Varint()
+		r.Name = d.String()
 	case KindQueueDelete, KindDescribed:
 	default:
-		if d.err == nil {
+		if d.Err == nil {
 			return r, fmt.Errorf("%w: unknown kind %d", ErrBody, r.Kind)
 		}
 	}
-	if err := d.end(); err != nil {
-		return r, fmt.Errorf("%w (kind %d)", err, r.Kind)
+	if err := d.End(); err != nil {
+		return r, fmt.Errorf("%w: %v (kind %d)", ErrBody, err, r.Kind)
 	}
 	return r, nil
 }
