@@ -137,3 +137,17 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// A salted format's frames do not verify under another seed (or none): a
+// client's bytes cannot carry a frame the file would accept.
+func TestSeedSeparatesFiles(t *testing.T) {
+	salted := testFmt.WithSeed(0x9e3779b97f4a7c15)
+	b, err := salted.Append(nil, []byte("body"))
+	require.NoError(t, err)
+	_, _, err = salted.Next(b)
+	require.NoError(t, err)
+	_, _, err = testFmt.Next(b)
+	require.ErrorIs(t, err, ErrChecksum)
+	_, _, err = testFmt.WithSeed(1).Next(b)
+	require.ErrorIs(t, err, ErrChecksum)
+}

@@ -1,0 +1,99 @@
+package commitlog
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/vfs"
+)
+
+// sparePrefix names prepared files not yet in use (spare-<n>.wal): each gets
+// its own name, so preparing the next never touches one being renamed.
+const sparePrefix = "spare-"
+
+func spareName(n uint64) string { return fmt.Sprintf("%s%d.wal", sparePrefix, n) }
+
+// walFile is one prepared file of the log.
+type walFile struct {
+	path   string // spareName until the first batch goes into it
+	first  LSN    // 0 while a spare
+	f      vfs.File
+	format record.Format // batchFormat seeded with the file's salt
+	size   int64         // preallocated bytes
+	// end is where the next batch frame goes; written by the committer (and
+	// Open), read by Read under the log's lock.
+	end int64
+	// reserved are the bytes promised to entries in batches not yet
+	// written, from end on; under Log.mu.
+	reserved int64
+	synced   bool // every write to it so far is durable (committer)
+	last     LSN  // last LSN written into it (0 = none)
+}
+
+func fileName(first LSN) string { return fmt.Sprintf("%016x.wal", uint64(first)) }
+
+func parseFileName(name string) (LSN, bool) {
+	s, ok := strings.CutSuffix(name, ".wal")
+	if !ok || len(s) != 16 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	return LSN(v), err == nil && v > 0
+}
+
+// zeros is what preparing a file writes.
+var zeros = make([]byte, 256<<10)
+
+// prepareFile creates path holding a header frame and zeros up to size,
+// fdatasynced, and syncs the directory: afterwards writing a batch into it
+// allocates nothing and changes no size. A file left by a failed attempt is
+// removed.
+func prepareFile(fsys vfs.FS, path string, size int64, noSync bool) (*walFile, error) {
+	var saltb [8]byte
+	if _, err := rand.Read(saltb[:]); err != nil {
+		return nil, fmt.Errorf("commitlog: salt: %w", err)
+	}
+	h := fileHeader{salt: binary.LittleEndian.Uint64(saltb[:]), createdUs: time.Now().UnixMicro()}
+	head := h.encode()
+	size = max(size, int64(len(head))+frameOverhead)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: prepare %s: %w", path, err)
+	}
+	fail := func(err error) (*walFile, error) {
+		f.Close()
+		_ = fsys.Remove(path)
+		return nil, fmt.Errorf("commitlog: prepare %s: %w", path, err)
+	}
+	_ = f.Allocate(0, size)
+	if _, err := f.WriteAt(head, 0); err != nil {
+		return fail(err)
+	}
+	for off := int64(len(head)); off < size; {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return fail(err)
+		}
+		off += n
+	}
+	if !noSync {
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
+		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+			return fail(err)
+		}
+	}
+	return &walFile{path: path, f: f, format: batchFormat.WithSeed(h.salt), size: size, end: int64(len(head))}, nil
+}
+
+// room is how many more entry bytes a batch chunk may reserve in w: a new
+// chunk needs frameOverhead on top of its entries.
+func (w *walFile) room() int64 { return w.size - w.end - w.reserved }

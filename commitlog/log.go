@@ -1,0 +1,303 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/combmq/comb/vfs"
+)
+
+// SyncPolicy says when a batch is durable (docs/format.md section 6).
+type SyncPolicy int
+
+const (
+	// SyncAlways: a ticket completes after its batch's fdatasync.
+	SyncAlways SyncPolicy = iota
+	// SyncInterval: after the batch's write; a timer fdatasyncs the file
+	// every Options.SyncInterval.
+	SyncInterval
+	// SyncNever: after the write; only Close syncs (tests and benchmarks).
+	SyncNever
+)
+
+// Defaults for Options.
+const (
+	DefaultFileBytes    = 64 << 20
+	DefaultSyncInterval = 10 * time.Millisecond
+)
+
+// Options configure Open; zero values take the defaults.
+type Options struct {
+	FS           vfs.FS // nil = vfs.OS
+	Sync         SyncPolicy
+	SyncInterval time.Duration
+	// FileBytes is the size of a prepared file (bytes): the log rotates to
+	// the next one when a batch does not fit; default 64 MiB.
+	FileBytes int64
+	// QuarantineDir receives the bytes of a torn tail before they are zeroed;
+	// "" = <dir>/quarantine.
+	QuarantineDir string
+	// StartLSN is the LSN an empty log starts at (default 1): a caller whose
+	// state names LSNs (snapshots) passes the next one it expects, so that a
+	// lost log directory never makes LSNs run backwards.
+	StartLSN LSN
+}
+
+// Log is an open commit log. Append, Ticket.Wait, Read and the accessors are
+// safe for concurrent use.
+type Log struct {
+	dir  string
+	opts Options
+	fs   vfs.FS
+
+	mu      sync.Mutex
+	files   []*walFile // in LSN order; the last is the one appends go to
+	spare   *walFile   // prepared, not yet in use (nil = none ready)
+	next    LSN        // LSN of the next Append
+	pend    *batch     // being gathered (nil = none)
+	err     error      // sticky failure
+	closed  bool
+	noSpace error // the last failure to prepare a file (nil = none since the last success)
+
+	durable atomic.Uint64 // every LSN up to this is durable (per the sync policy)
+
+	kick     chan struct{} // wakes the committer
+	prepKick chan struct{} // wakes the preparer
+	stop     chan struct{}
+	done     sync.WaitGroup
+	syncMu   sync.Mutex // the interval timer's sync against the committer's rotations
+	spares   uint64     // spare files prepared so far (names them); under mu
+	rec      *Recovery
+}
+
+// batch is the entries gathered between two writes.
+type batch struct {
+	chunks []*chunk
+	done   chan struct{}
+	err    error
+}
+
+// chunk is the part of a batch that goes into one file: one frame.
+type chunk struct {
+	w     *walFile
+	first LSN
+	count int
+	buf   []byte // frame header room, batch head room, then the entries
+}
+
+// Ticket is what Append returns: Wait blocks until the entry is durable.
+type Ticket struct {
+	b   *batch
+	LSN LSN
+}
+
+// Wait blocks until the ticket's entry is durable per the sync policy (or
+// written, for SyncInterval and SyncNever).
+//
+// Errors: ErrFailed (wrapped with the cause) when the batch could not be
+// written or synced; ErrClosed when the log closed first.
+func (t Ticket) Wait() error {
+	<-t.b.done
+	return t.b.err
+}
+
+// Open opens (creating if missing) the log in dir and recovers it (see the
+// package comment): afterwards Read yields every durable entry, and Append
+// continues at the LSN after the last one.
+//
+// Errors: ErrCorrupt (wrapped with the file and byte range) for damage that
+// is not a torn tail; the file system's, wrapped with the path.
+func Open(dir string, opts Options) (*Log, *Recovery, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.OS
+	}
+	if opts.FileBytes <= 0 {
+		opts.FileBytes = DefaultFileBytes
+	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
+	if opts.QuarantineDir == "" {
+		opts.QuarantineDir = filepath.Join(dir, "quarantine")
+	}
+	l := &Log{dir: dir, opts: opts, fs: opts.FS, kick: make(chan struct{}, 1), prepKick: make(chan struct{}, 1), stop: make(chan struct{})}
+	rec, err := l.recover()
+	if err != nil {
+		l.closeFiles()
+		return nil, nil, err
+	}
+	l.rec = rec
+	l.durable.Store(uint64(l.next - 1))
+	l.done.Add(2)
+	go l.commitLoop()
+	go l.prepareLoop()
+	if opts.Sync == SyncInterval {
+		l.done.Add(1)
+		go l.syncLoop()
+	}
+	l.kickPreparer()
+	return l, rec, nil
+}
+
+func (l *Log) noSync() bool { return l.opts.Sync == SyncNever }
+
+// Append adds one entry (kind and a copy of payload) to the batch being
+// gathered and returns at once; Ticket.Wait says when it is durable. Entries
+// get increasing LSNs in the order Append is called.
+//
+// Errors: ErrTooLarge; ErrNoSpace (nothing appended: no prepared file has
+// room and none can be made, retry later); ErrFailed; ErrClosed.
+func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
+	if len(payload) > MaxEntry {
+		return Ticket{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(payload))
+	}
+	need := int64(entrySize(payload))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return Ticket{}, ErrClosed
+	case l.err != nil:
+		return Ticket{}, l.err
+	}
+	if l.pend == nil {
+		l.pend = &batch{done: make(chan struct{})}
+	}
+	b := l.pend
+	var c *chunk
+	if n := len(b.chunks); n > 0 {
+		c = b.chunks[n-1]
+	}
+	w := l.files[len(l.files)-1]
+	over := need
+	if c == nil || c.w != w {
+		over += frameOverhead
+	}
+	if over > w.room() {
+		var err error
+		if w, err = l.rotateLocked(need); err != nil {
+			return Ticket{}, err
+		}
+		over = need + frameOverhead
+	}
+	if c == nil || c.w != w {
+		c = &chunk{w: w, first: l.next, buf: make([]byte, frameOverhead, frameOverhead+int(need))}
+		b.chunks = append(b.chunks, c)
+	}
+	w.reserved += over
+	c.buf = appendEntry(c.buf, kind, payload)
+	c.count++
+	lsn := l.next
+	l.next++
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return Ticket{b: b, LSN: lsn}, nil
+}
+
+// rotateLocked makes the spare the file appends go to, preparing one now if
+// none is ready (or one big enough for an entry of need bytes).
+func (l *Log) rotateLocked(need int64) (*walFile, error) {
+	size := l.opts.FileBytes
+	if min := need + frameOverhead + 64; size < min {
+		size = min
+	}
+	w := l.spare
+	if w == nil || w.room() < need+frameOverhead {
+		var err error
+		l.spares++
+		if w, err = prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), size, l.noSync()); err != nil {
+			l.noSpace = err
+			return nil, fmt.Errorf("%w: %v", ErrNoSpace, err)
+		}
+	} else {
+		l.spare = nil
+	}
+	l.files = append(l.files, w)
+	l.kickPreparer()
+	return w, nil
+}
+
+func (l *Log) kickPreparer() {
+	select {
+	case l.prepKick <- struct{}{}:
+	default:
+	}
+}
+
+// DurableLSN returns the LSN up to which every entry is durable.
+func (l *Log) DurableLSN() LSN { return LSN(l.durable.Load()) }
+
+// NextLSN returns the LSN the next Append gets.
+func (l *Log) NextLSN() LSN {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
+// Err returns the sticky failure (wrapping ErrFailed), else the last failure
+// to prepare a file while one is missing (wrapping ErrNoSpace: appends may
+// fail), else nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.noSpace != nil && l.spare == nil:
+		return fmt.Errorf("%w: %v", ErrNoSpace, l.noSpace)
+	}
+	return nil
+}
+
+// Close writes and syncs what was appended, stops the goroutines and closes
+// the files. Tickets not yet complete complete first.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	l.done.Wait()
+	l.mu.Lock()
+	err := l.err
+	if err == nil && !l.noSync() {
+		for _, w := range l.files {
+			if !w.synced {
+				if serr := w.f.Sync(); serr != nil {
+					err = serr
+				}
+			}
+		}
+	}
+	l.mu.Unlock()
+	if cerr := l.closeFiles(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, ErrFailed) {
+		return err
+	}
+	return err
+}
+
+func (l *Log) closeFiles() error {
+	var errs []error
+	for _, w := range l.files {
+		if w.f != nil {
+			errs = append(errs, w.f.Close())
+		}
+	}
+	if l.spare != nil {
+		errs = append(errs, l.spare.f.Close())
+		l.spare = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,265 @@
+package commitlog
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/vfs"
+)
+
+const testDir = "/data/commitlog"
+
+func open(t testing.TB, fsys vfs.FS, opts Options) (*Log, *Recovery) {
+	t.Helper()
+	opts.FS = fsys
+	if opts.FileBytes == 0 {
+		opts.FileBytes = 4 << 10
+	}
+	l, rec, err := Open(testDir, opts)
+	require.NoError(t, err)
+	return l, rec
+}
+
+func payload(i int) []byte {
+	return []byte(fmt.Sprintf("entry-%04d-%s", i, bytes.Repeat([]byte{'x'}, i%37)))
+}
+
+func appendWait(t testing.TB, l *Log, i int) LSN {
+	t.Helper()
+	tk, err := l.Append(byte(i%7), payload(i))
+	require.NoError(t, err)
+	require.NoError(t, tk.Wait())
+	return tk.LSN
+}
+
+func readAll(t testing.TB, l *Log, from LSN) []Entry {
+	t.Helper()
+	var out []Entry
+	require.NoError(t, l.Read(from, func(e Entry) error {
+		e.Payload = bytes.Clone(e.Payload)
+		out = append(out, e)
+		return nil
+	}))
+	return out
+}
+
+func checkEntries(t testing.TB, got []Entry, from, to int) {
+	t.Helper()
+	require.Len(t, got, to-from+1)
+	for k, e := range got {
+		i := from + k
+		require.Equal(t, LSN(i), e.LSN)
+		require.Equal(t, byte(i%7), e.Kind)
+		require.Equal(t, payload(i), e.Payload)
+	}
+}
+
+// Entries are numbered from 1 in Append order, readable after Wait, and
+// survive a power loss (strict twin) across several files.
+func TestAppendReadCrash(t *testing.T) {
+	m := vfs.NewStrictMem("/data")
+	l, rec := open(t, m, Options{})
+	require.Equal(t, LSN(0), rec.Last)
+	for i := 1; i <= 300; i++ {
+		require.Equal(t, LSN(i), appendWait(t, l, i))
+	}
+	checkEntries(t, readAll(t, l, 1), 1, 300)
+	checkEntries(t, readAll(t, l, 250), 250, 300)
+	require.Greater(t, len(l.files), 3, "4 KiB files: the log rotated")
+
+	l2, rec := open(t, m.Crash(false), Options{})
+	require.Equal(t, LSN(300), rec.Last)
+	checkEntries(t, readAll(t, l2, 1), 1, 300)
+	require.Equal(t, LSN(301), appendWait(t, l2, 301))
+	require.NoError(t, l2.Close())
+	require.NoError(t, l.Close())
+}
+
+// Concurrent appenders share fdatasyncs: fewer syncs than entries.
+func TestGroupCommit(t *testing.T) {
+	m := vfs.NewMem()
+	fy := vfs.NewFaulty(m)
+	l, _ := open(t, fy, Options{FileBytes: 1 << 20})
+	fy.Record()
+	var wg sync.WaitGroup
+	const n = 400
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < n/8; i++ {
+				tk, err := l.Append(1, []byte("x"))
+				require.NoError(t, err)
+				require.NoError(t, tk.Wait())
+			}
+		}()
+	}
+	wg.Wait()
+	syncs := 0
+	for _, c := range fy.Trace() {
+		if c.Op == vfs.OpSync {
+			syncs++
+		}
+	}
+	require.Len(t, readAll(t, l, 1), n)
+	require.Less(t, syncs, n, "group commit: %d syncs for %d entries", syncs, n)
+	require.NoError(t, l.Close())
+}
+
+// A batch torn by a crash (written, never synced) is dropped on Open, its
+// bytes kept in quarantine, and the log continues at its LSN.
+func TestTornBatchIsCut(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	for i := 1; i <= 5; i++ {
+		appendWait(t, l, i)
+	}
+	w := l.files[len(l.files)-1]
+	end := w.end
+	require.NoError(t, l.Close())
+	data := m.Bytes(w.path)
+	// A sixth batch whose second half never reached the disk.
+	frame := w.format.WithSeed(w.format.Seed)
+	body := appendEntry(make([]byte, batchHead), 6, payload(6))
+	putBatchHead(body, 6, 1)
+	f, err := frame.Append(nil, body)
+	require.NoError(t, err)
+	copy(data[end:], f[:len(f)/2])
+	m.SetBytes(w.path, data)
+
+	l2, rec := open(t, m, Options{FileBytes: 1 << 20})
+	require.Equal(t, record.TailDamaged, rec.Tail, "in preallocated space a torn batch has its full length")
+	require.Equal(t, end, rec.CutAt)
+	require.Equal(t, bytes.TrimRight(f[:len(f)/2], "\x00"), m.Bytes(rec.KeptAt), "the non-zero bytes are kept")
+	require.Equal(t, LSN(5), rec.Last)
+	require.Equal(t, LSN(6), appendWait(t, l2, 6))
+	checkEntries(t, readAll(t, l2, 1), 1, 6)
+	require.NoError(t, l2.Close())
+}
+
+// A payload that carries a batch frame verifies only under the salt it was
+// made with: a torn batch holding one is still a torn batch, never
+// "damage followed by a verified batch".
+func TestForgedFrameInPayloadDoesNotFoolResync(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	appendWait(t, l, 1)
+	w := l.files[len(l.files)-1]
+	end := w.end
+	// A forged batch 3 under the unsalted format, and one under a guessed salt.
+	forged := appendEntry(make([]byte, batchHead), 1, []byte("forged"))
+	putBatchHead(forged, 3, 1)
+	f1, _ := batchFormat.Append(nil, forged)
+	f2, _ := batchFormat.WithSeed(42).Append(nil, forged)
+	evil := append(append(bytes.Repeat([]byte{0xEE}, 40), f1...), f2...)
+	tk, err := l.Append(9, evil)
+	require.NoError(t, err)
+	require.NoError(t, tk.Wait())
+	require.NoError(t, l.Close())
+	data := m.Bytes(w.path)
+	data[end+record.HeaderSize+2] ^= 0xFF // tear batch 2 in its head
+	m.SetBytes(w.path, data)
+	l2, rec := open(t, m, Options{FileBytes: 1 << 20})
+	require.Equal(t, record.TailDamaged, rec.Tail, "a torn batch, not corruption")
+	require.Equal(t, LSN(1), rec.Last)
+	require.NoError(t, l2.Close())
+}
+
+// Damage with a verified batch after it is corruption under sync always:
+// Open refuses and changes nothing.
+func TestMidFileDamageRefused(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	var ends []int64
+	for i := 1; i <= 3; i++ {
+		appendWait(t, l, i)
+		ends = append(ends, l.files[len(l.files)-1].end)
+	}
+	path := l.files[len(l.files)-1].path
+	require.NoError(t, l.Close())
+	data := m.Bytes(path)
+	data[ends[0]+record.HeaderSize+1] ^= 1
+	m.SetBytes(path, data)
+	_, _, err := Open(testDir, Options{FS: m, FileBytes: 1 << 20})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, data, m.Bytes(path), "nothing changed")
+	// Under sync interval the same bytes are torn unsynced batches: cut.
+	l3, rec := open(t, m, Options{FileBytes: 1 << 20, Sync: SyncInterval})
+	require.Equal(t, LSN(1), rec.Last)
+	require.NoError(t, l3.Close())
+}
+
+// A full disk fails Append up front (nothing appended) when no file can be
+// prepared, and appends go on once space is freed.
+func TestNoSpace(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{})
+	m.SetCapacity(m.Used() + 100) // the spare is prepared already; no room for another
+	i := 1
+	var err error
+	for ; i < 1000; i++ {
+		var tk Ticket
+		if tk, err = l.Append(1, payload(i)); err != nil {
+			break
+		}
+		require.NoError(t, tk.Wait())
+	}
+	require.ErrorIs(t, err, ErrNoSpace)
+	require.ErrorIs(t, l.Err(), ErrNoSpace)
+	last := l.NextLSN() - 1
+	m.SetCapacity(0)
+	tk, err := l.Append(1, payload(i))
+	require.NoError(t, err, "space is back")
+	require.NoError(t, tk.Wait())
+	require.Equal(t, last+1, tk.LSN, "no LSN was lost to the failed appends")
+	require.NoError(t, l.Close())
+}
+
+// A failed fdatasync fails the log for good.
+func TestFailedSyncIsSticky(t *testing.T) {
+	fy := vfs.NewFaulty(vfs.NewMem())
+	l, _ := open(t, fy, Options{FileBytes: 1 << 20})
+	appendWait(t, l, 1)
+	fy.Inject(vfs.Fault{Op: vfs.OpSync, Under: ".wal", Count: 1, Err: unix.EIO})
+	tk, err := l.Append(1, payload(2))
+	require.NoError(t, err)
+	require.ErrorIs(t, tk.Wait(), ErrFailed)
+	_, err = l.Append(1, payload(3))
+	require.ErrorIs(t, err, ErrFailed)
+	require.ErrorIs(t, l.Err(), ErrFailed)
+	l.Close()
+}
+
+// Truncation drops whole files below the LSN and keeps everything after.
+func TestTruncateBefore(t *testing.T) {
+	m := vfs.NewStrictMem("/data")
+	l, _ := open(t, m, Options{})
+	for i := 1; i <= 200; i++ {
+		appendWait(t, l, i)
+	}
+	nfiles := len(l.files)
+	require.NoError(t, l.TruncateBefore(150))
+	first := l.FirstLSN()
+	require.LessOrEqual(t, first, LSN(150))
+	require.Less(t, len(l.files), nfiles)
+	checkEntries(t, readAll(t, l, first), int(first), 200)
+	l2, rec := open(t, m.Crash(false), Options{})
+	require.Equal(t, first, rec.First)
+	require.Equal(t, LSN(200), rec.Last)
+	require.NoError(t, l2.Close())
+	require.NoError(t, l.Close())
+}
+
+// An empty log starts at StartLSN, so LSNs never run backwards when the log
+// directory was lost.
+func TestStartLSN(t *testing.T) {
+	l, _ := open(t, vfs.NewMem(), Options{StartLSN: 1000})
+	require.Equal(t, LSN(1000), appendWait(t, l, 1))
+	require.NoError(t, l.Close())
+}
