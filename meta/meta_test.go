@@ -331,3 +331,25 @@ func TestTornTailAtEveryByte(t *testing.T) {
 		require.Len(t, rep.Records, whole+1, "cut %d: the next record follows the last whole one", cut)
 	}
 }
+
+// A snapshot of the registry (State.Records) rebuilds the same state, with
+// its covers mark and the tombstones of deleted queues and their partitions.
+func TestStateRecordsRoundTrip(t *testing.T) {
+	recs := append(sampleRecords(), Record{Kind: KindCovers, LSN: 77})
+	st := Apply(recs)
+	require.Equal(t, uint64(77), st.Covers)
+	again := Apply(st.Records())
+	require.Equal(t, st.Covers, again.Covers)
+	require.Equal(t, st.Described, again.Described)
+	require.Equal(t, st.Deleted, again.Deleted, "tombstones survive the snapshot")
+	require.Equal(t, len(st.Queues), len(again.Queues))
+	require.Equal(t, *st.Queues[0], *again.Queues[0])
+	require.Equal(t, *st.Partitions[0], *again.Partitions[0])
+	for _, r := range st.Records() {
+		b, err := r.AppendBody(nil)
+		require.NoError(t, err)
+		d, err := DecodeBody(b)
+		require.NoError(t, err)
+		require.Equal(t, r.Kind, d.Kind)
+	}
+}

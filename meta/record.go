@@ -15,8 +15,12 @@ type Kind byte
 const (
 	KindQueuePut        Kind = 1 // queue created or reconfigured (whole replace)
 	KindPartitionCreate Kind = 2
-	KindQueueDelete     Kind = 3
+	KindQueueDelete     Kind = 3 // a queue deleted (in a snapshot: a tombstone of a deleted queue or of one of its partitions)
 	KindDescribed       Kind = 4 // every directory made before it carries a DESCRIPTOR
+	// KindCovers opens a snapshot of the registry written from the commit
+	// log: the records after it describe the state as of LSN (commit-log
+	// entries up to it are in; replay the ones after it).
+	KindCovers Kind = 5
 )
 
 // Limits. A queue, partition or label name is at most 255 characters (spec
@@ -51,6 +55,7 @@ type Record struct {
 	Namespace string
 	Task      string
 	Opts      QueueOptions
+	LSN       uint64 // KindCovers only
 }
 
 // Check returns ErrRecordTooLarge (wrapped, naming the field) when r holds a
@@ -61,7 +66,7 @@ func (r *Record) Check() error {
 			return fmt.Errorf("%w: %s is %d bytes, at most %d", ErrRecordTooLarge, f.name, len(f.v), MaxStringBytes)
 		}
 	}
-	if r.Kind < KindQueuePut || r.Kind > KindDescribed {
+	if r.Kind < KindQueuePut || r.Kind > KindCovers {
 		return fmt.Errorf("%w: unknown kind %d", ErrBody, r.Kind)
 	}
 	return nil
@@ -94,9 +99,27 @@ func (r *Record) appendBody(b []byte) []byte {
 		b = append(b, r.QueueID[:]...)
 		b = binary.AppendVarint(b, r.CreatedAt)
 		b = record.AppendString(b, r.Name)
+	case KindCovers:
+		b = binary.AppendUvarint(b, r.LSN)
 	}
 	return b
 }
+
+// AppendBody appends r's body (what a journal frame holds) to b: the form a
+// metadata change takes as a commit-log entry.
+//
+// Errors: ErrRecordTooLarge, ErrBody (b is returned unchanged).
+func (r *Record) AppendBody(b []byte) ([]byte, error) {
+	if err := r.Check(); err != nil {
+		return b, err
+	}
+	return r.appendBody(b), nil
+}
+
+// DecodeBody decodes a body made by AppendBody. It never panics on any input.
+//
+// Errors: ErrBody (wrapped).
+func DecodeBody(body []byte) (Record, error) { return decodeRecord(body) }
 
 // appendFrame appends r as one journal frame to b.
 //
@@ -149,6 +172,8 @@ func decodeRecord(body []byte) (Record, error) {
 		r.CreatedAt = d.Varint()
 		r.Name = d.String()
 	case KindQueueDelete, KindDescribed:
+	case KindCovers:
+		r.LSN = d.Uvarint()
 	default:
 		if d.Err == nil {
 			return r, fmt.Errorf("%w: unknown kind %d", ErrBody, r.Kind)

@@ -12,6 +12,9 @@ type State struct {
 	// Described is true once a KindDescribed record was applied: every
 	// directory made before it carries a DESCRIPTOR.
 	Described bool
+	// Covers is the LSN of the commit log up to which the records describe
+	// the registry (a KindCovers record; 0 = none: replay every meta entry).
+	Covers uint64
 }
 
 // Queue is one live queue.
@@ -55,11 +58,11 @@ func Apply(recs []Record) *State {
 			s.PartByID[r.ID] = p
 			parts = append(parts, p)
 		case KindQueueDelete:
+			s.Deleted[r.ID] = true // a tombstone, even of a queue not (or no longer) described
 			if s.QueueByID[r.ID] == nil {
 				continue
 			}
 			delete(s.QueueByID, r.ID)
-			s.Deleted[r.ID] = true
 			for id, p := range s.PartByID {
 				if p.QueueID == r.ID {
 					delete(s.PartByID, id)
@@ -68,6 +71,8 @@ func Apply(recs []Record) *State {
 			}
 		case KindDescribed:
 			s.Described = true
+		case KindCovers:
+			s.Covers = r.LSN
 		}
 	}
 	for _, q := range order {
@@ -83,11 +88,15 @@ func Apply(recs []Record) *State {
 	return s
 }
 
-// Records returns the records that rebuild s from nothing: one put per
-// queue, one create per partition (and the described mark). Deletions are
-// not carried: the result names only what is live.
+// Records returns the records that rebuild s from nothing: the covers mark,
+// one put per queue, one create per partition, the described mark, and a
+// delete (tombstone) per deleted queue, so that a directory a crash left of
+// a deleted queue is still recognised as one.
 func (s *State) Records() []Record {
-	out := make([]Record, 0, len(s.Queues)+len(s.Partitions)+1)
+	out := make([]Record, 0, len(s.Queues)+len(s.Partitions)+len(s.Deleted)+2)
+	if s.Covers != 0 {
+		out = append(out, Record{Kind: KindCovers, LSN: s.Covers})
+	}
 	for _, q := range s.Queues {
 		out = append(out, Record{Kind: KindQueuePut, ID: q.ID, CreatedAt: q.CreatedAt, Name: q.Name, Namespace: q.Namespace, Task: q.Task, Opts: q.Opts})
 	}
@@ -96,6 +105,11 @@ func (s *State) Records() []Record {
 	}
 	if s.Described {
 		out = append(out, Record{Kind: KindDescribed})
+	}
+	for id := range s.Deleted {
+		if s.PartByID[id] == nil && s.QueueByID[id] == nil {
+			out = append(out, Record{Kind: KindQueueDelete, ID: id})
+		}
 	}
 	return out
 }
