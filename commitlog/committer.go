@@ -89,6 +89,7 @@ func (l *Log) commit(b *batch) {
 		l.durable.Store(uint64(last))
 	}
 	close(b.done)
+	l.kickPreparer()
 }
 
 // headerLen is where a chunk's batch head starts in its buffer.
@@ -149,6 +150,9 @@ func (l *Log) prepareLoop() {
 		case <-l.stop:
 			return
 		}
+		if !l.extendAhead() {
+			retry.Reset(time.Second)
+		}
 		l.mu.Lock()
 		need := l.spare == nil && !l.closed && l.err == nil
 		l.spares++
@@ -157,7 +161,7 @@ func (l *Log) prepareLoop() {
 		if !need {
 			continue
 		}
-		w, err := prepareFile(l.fs, filepath.Join(l.dir, name), l.opts.FileBytes, l.noSync())
+		w, err := prepareFile(l.fs, filepath.Join(l.dir, name), l.opts.InitialBytes, l.noSync())
 		l.mu.Lock()
 		switch {
 		case err != nil:
@@ -171,6 +175,30 @@ func (l *Log) prepareLoop() {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// extendAhead doubles the current file (up to FileBytes) once less than half
+// of what it holds is left, so appenders rarely extend it themselves. It
+// reports false when that failed (a full disk: retried later).
+func (l *Log) extendAhead() bool {
+	l.mu.Lock()
+	w := l.files[len(l.files)-1]
+	used := w.end + w.reserved
+	size := w.size.Load()
+	stop := l.closed || l.err != nil
+	l.mu.Unlock()
+	if stop || size >= l.opts.FileBytes || size-used >= size/2 {
+		return true
+	}
+	err := w.extend(min(2*size, l.opts.FileBytes), l.noSync())
+	l.mu.Lock()
+	if err != nil {
+		l.noSpace = err
+	} else if l.spare != nil {
+		l.noSpace = nil
+	}
+	l.mu.Unlock()
+	return err == nil
 }
 
 // syncLoop fdatasyncs the newest file every SyncInterval (SyncInterval only).

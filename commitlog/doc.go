@@ -15,11 +15,14 @@
 //
 // An LSN (log sequence number) numbers entries from 1, one more per entry
 // across files. A file is prepared before any entry goes into it: created,
-// its header frame written, zeros written up to its size, fdatasynced, and
-// the directory synced, so writing an entry never changes a file's size or
+// its header frame written, zeros written up to its initial size (1 MiB),
+// fdatasynced, and the directory synced; it is extended the same way
+// (zeros written and synced, doubling up to 64 MiB) ahead of the batches,
+// in the background. So writing a batch never changes a file's size or
 // allocates a block (ext4 commits no metadata at a batch's fdatasync) and
-// never runs out of space: a full disk fails Append up front (ErrNoSpace),
-// before a caller changed anything, never a batch in flight.
+// never runs out of space: Append reserves room in the preallocated space,
+// and a full disk fails Append up front (ErrNoSpace), before a caller
+// changed anything, never a batch in flight.
 //
 //	+--------------+---------+---------+-----+---------+-------------------+
 //	| header frame | batch 1 | batch 2 | ... | batch n | 0 0 0 ... 0 0 0 0 |

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/combmq/comb/record"
@@ -26,7 +28,10 @@ type walFile struct {
 	first  LSN    // 0 while a spare
 	f      vfs.File
 	format record.Format // batchFormat seeded with the file's salt
-	size   int64         // preallocated bytes
+	// size is the preallocated bytes (zeros written and synced); it grows
+	// (extend, under extendMu) once the zeros are durable.
+	size     atomic.Int64
+	extendMu sync.Mutex
 	// end is where the next batch frame goes; written by the committer (and
 	// Open), read by Read under the log's lock.
 	end int64
@@ -91,9 +96,41 @@ func prepareFile(fsys vfs.FS, path string, size int64, noSync bool) (*walFile, e
 			return fail(err)
 		}
 	}
-	return &walFile{path: path, f: f, format: batchFormat.WithSeed(h.salt), size: size, end: int64(len(head))}, nil
+	w := &walFile{path: path, f: f, format: batchFormat.WithSeed(h.salt), end: int64(len(head))}
+	w.size.Store(size)
+	return w, nil
 }
 
 // room is how many more entry bytes a batch chunk may reserve in w: a new
 // chunk needs frameOverhead on top of its entries.
-func (w *walFile) room() int64 { return w.size - w.end - w.reserved }
+func (w *walFile) room() int64 { return w.size.Load() - w.end - w.reserved }
+
+// extend writes zeros from w's size up to size and fdatasyncs them, so that
+// batches written there later change no file size. The new size becomes
+// visible to appenders only once durable.
+func (w *walFile) extend(size int64, noSync bool) error {
+	w.extendMu.Lock()
+	defer w.extendMu.Unlock()
+	from := w.size.Load()
+	if size <= from {
+		return nil
+	}
+	_ = w.f.Allocate(from, size-from)
+	for off := from; off < size; {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := w.f.WriteAt(zeros[:n], off); err != nil {
+			// Cut the partial extension back: a file never ends in a
+			// half-written preallocation it does not know about.
+			_ = w.f.Truncate(from)
+			return fmt.Errorf("extend %s to %d bytes: %w", filepath.Base(w.path), size, err)
+		}
+		off += n
+	}
+	if !noSync {
+		if err := w.f.Sync(); err != nil {
+			return fmt.Errorf("extend %s: %w", filepath.Base(w.path), err)
+		}
+	}
+	w.size.Store(size)
+	return nil
+}

@@ -27,6 +27,7 @@ const (
 // Defaults for Options.
 const (
 	DefaultFileBytes    = 64 << 20
+	DefaultInitialBytes = 1 << 20
 	DefaultSyncInterval = 10 * time.Millisecond
 )
 
@@ -35,9 +36,14 @@ type Options struct {
 	FS           vfs.FS // nil = vfs.OS
 	Sync         SyncPolicy
 	SyncInterval time.Duration
-	// FileBytes is the size of a prepared file (bytes): the log rotates to
-	// the next one when a batch does not fit; default 64 MiB.
+	// FileBytes is the most a file grows to (bytes): the log rotates to the
+	// next one when a batch does not fit; default 64 MiB.
 	FileBytes int64
+	// InitialBytes is how much a new file is prepared with (bytes); it is
+	// extended ahead of the batches, doubling, up to FileBytes, so a small
+	// disk or a test directory is not asked for 64 MiB at once; default
+	// 1 MiB (at most FileBytes).
+	InitialBytes int64
 	// QuarantineDir receives the bytes of a torn tail before they are zeroed;
 	// "" = <dir>/quarantine.
 	QuarantineDir string
@@ -118,6 +124,10 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 	if opts.FileBytes <= 0 {
 		opts.FileBytes = DefaultFileBytes
 	}
+	if opts.InitialBytes <= 0 {
+		opts.InitialBytes = DefaultInitialBytes
+	}
+	opts.InitialBytes = min(opts.InitialBytes, opts.FileBytes)
 	if opts.SyncInterval <= 0 {
 		opts.SyncInterval = DefaultSyncInterval
 	}
@@ -179,10 +189,15 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	}
 	if over > w.room() {
 		var err error
-		if w, err = l.rotateLocked(need); err != nil {
+		if w.end+w.reserved+over <= l.opts.FileBytes {
+			err = l.extendLocked(w, w.end+w.reserved+over)
+		} else {
+			w, err = l.rotateLocked(need)
+			over = need + frameOverhead
+		}
+		if err != nil {
 			return Ticket{}, err
 		}
-		over = need + frameOverhead
 	}
 	if c == nil || c.w != w {
 		c = &chunk{w: w, first: l.next, buf: make([]byte, frameOverhead, frameOverhead+int(need))}
@@ -201,26 +216,43 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 }
 
 // rotateLocked makes the spare the file appends go to, preparing one now if
-// none is ready (or one big enough for an entry of need bytes).
+// none is ready, and extends it for an entry of need bytes.
 func (l *Log) rotateLocked(need int64) (*walFile, error) {
-	size := l.opts.FileBytes
-	if min := need + frameOverhead + 64; size < min {
-		size = min
-	}
 	w := l.spare
-	if w == nil || w.room() < need+frameOverhead {
+	if w == nil {
 		var err error
 		l.spares++
-		if w, err = prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), size, l.noSync()); err != nil {
+		if w, err = prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), l.opts.InitialBytes, l.noSync()); err != nil {
 			l.noSpace = err
 			return nil, fmt.Errorf("%w: %v", ErrNoSpace, err)
 		}
-	} else {
-		l.spare = nil
 	}
+	if over := need + frameOverhead; over > w.room() {
+		if err := l.extendLocked(w, w.end+over); err != nil {
+			if w != l.spare {
+				w.f.Close()
+				_ = l.fs.Remove(w.path)
+			}
+			return nil, err
+		}
+	}
+	l.spare = nil
 	l.files = append(l.files, w)
 	l.kickPreparer()
 	return w, nil
+}
+
+// extendLocked grows w to hold at least need bytes, now (an appender found no
+// room: the preparer did not keep up, or the entry is large).
+//
+// Errors: ErrNoSpace (wrapped) when the zeros cannot be written and synced.
+func (l *Log) extendLocked(w *walFile, need int64) error {
+	size := max(need, min(2*w.size.Load(), max(l.opts.FileBytes, need)))
+	if err := w.extend(size, l.noSync()); err != nil {
+		l.noSpace = err
+		return fmt.Errorf("%w: %v", ErrNoSpace, err)
+	}
+	return nil
 }
 
 func (l *Log) kickPreparer() {
@@ -249,7 +281,7 @@ func (l *Log) Err() error {
 	switch {
 	case l.err != nil:
 		return l.err
-	case l.noSpace != nil && l.spare == nil:
+	case l.noSpace != nil:
 		return fmt.Errorf("%w: %v", ErrNoSpace, l.noSpace)
 	}
 	return nil

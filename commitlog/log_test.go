@@ -263,3 +263,22 @@ func TestStartLSN(t *testing.T) {
 	require.Equal(t, LSN(1000), appendWait(t, l, 1))
 	require.NoError(t, l.Close())
 }
+
+// A file starts at InitialBytes and is extended ahead of the batches
+// (doubling) up to FileBytes, then the log rotates.
+func TestFilesGrowThenRotate(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{InitialBytes: 4 << 10, FileBytes: 64 << 10})
+	first := l.files[0]
+	require.Equal(t, int64(4<<10), first.size.Load())
+	for i := 1; i <= 3000; i++ {
+		appendWait(t, l, i)
+	}
+	require.Equal(t, int64(64<<10), first.size.Load(), "the first file grew to FileBytes")
+	require.Greater(t, len(l.files), 1, "then the log rotated")
+	require.NoError(t, l.Close())
+	l2, rec := open(t, m, Options{InitialBytes: 4 << 10, FileBytes: 64 << 10})
+	require.Equal(t, LSN(3000), rec.Last)
+	checkEntries(t, readAll(t, l2, 1), 1, 3000)
+	require.NoError(t, l2.Close())
+}

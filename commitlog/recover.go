@@ -79,7 +79,7 @@ func (l *Log) recover() (*Recovery, error) {
 	}
 	if len(l.files) == 0 || l.files[len(l.files)-1].room() < frameOverhead+64 {
 		l.spares++
-		w, err := prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), l.opts.FileBytes, l.noSync())
+		w, err := prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), l.opts.InitialBytes, l.noSync())
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,8 @@ func (l *Log) openFile(path string, first LSN, newest bool, expect LSN, rec *Rec
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: header: %v", ErrCorrupt, name, err)
 	}
-	w := &walFile{path: path, first: first, f: f, format: batchFormat.WithSeed(h.salt), size: int64(len(data)), synced: true}
+	w := &walFile{path: path, first: first, f: f, format: batchFormat.WithSeed(h.salt), synced: true}
+	w.size.Store(int64(len(data)))
 	next := first
 	sc, err := w.format.Scan(data[hlen:], func(pos int64, body []byte) error {
 		bfirst, count, err := eachEntry(body, nil)
