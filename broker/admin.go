@@ -46,12 +46,15 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 		}
 		b.metaMu.Unlock()
 	}
-	err := b.meta.Append(meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: q.createdAt, Name: q.name,
+	t, err := b.logMetaLocked(meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: q.createdAt, Name: q.name,
 		Namespace: req.Namespace, Task: req.Task, Opts: opts})
 	if err == nil {
 		q.conf.Store(&queueConf{namespace: req.Namespace, task: req.Task, opts: opts})
 	}
 	b.metaMu.Unlock()
+	if err == nil {
+		err = t.Wait()
+	}
 	if errors.Is(err, meta.ErrRecordTooLarge) {
 		return ConfigureResult{}, BadRequest("namespace and task must be at most 255 characters")
 	}
@@ -284,7 +287,13 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 		b.metaMu.Unlock()
 		return false, b.deleteSubscriptionsOf(name)
 	}
-	if err := b.meta.Append(meta.Record{Kind: meta.KindQueueDelete, ID: q.id}); err != nil {
+	// The delete is durable before anything is removed: a crash in between
+	// finishes it at the next start (checkStrayDirs).
+	t, err := b.logMetaLocked(meta.Record{Kind: meta.KindQueueDelete, ID: q.id})
+	if err == nil {
+		err = t.Wait()
+	}
+	if err != nil {
 		b.metaMu.Unlock()
 		return true, fmt.Errorf("broker: delete queue %s: %w", name, err)
 	}
@@ -297,6 +306,10 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	}
 	q.deleted.Store(true)
 	b.mu.Unlock()
+	b.tombstones[q.id] = true
+	for _, p := range parts {
+		b.tombstones[p.id] = true
+	}
 	b.metaMu.Unlock()
 
 	ids := make(map[[16]byte]bool, len(parts))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
@@ -20,19 +21,23 @@ import (
 // Broker ties the segment logs, the cursor engine and the lease rules
 // together (see doc.go). All methods are safe for concurrent use.
 type Broker struct {
-	syncHist  syncHist // cumulative sync latencies for Stats
-	cfg       Config
-	log       zerolog.Logger
-	now       func() time.Time
-	dir       string
-	syncMode  segment.SyncPolicy
-	segOpts   segment.Options
-	lockFile  io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
-	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
-	meta      *meta.Journal // the metadata journal; appends under metaMu
-	cur       *cursor.Engine
-	committer *segment.Committer
-	handles   *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
+	syncHist syncHist // cumulative sync latencies for Stats
+	cfg      Config
+	log      zerolog.Logger
+	now      func() time.Time
+	dir      string
+	syncMode segment.SyncPolicy
+	segOpts  segment.Options
+	lockFile io.Closer // the LOCK (vfs.FS.Lock: flock on a real disk)
+	fs       vfs.FS    // under the metadata journal and the segment logs (Config.FS)
+	wal      commitLog // the commit log (wal.go): everything durable goes through it
+	walScan  walScan   // what Open's first read of the commit log found (open.go); empty after Open
+	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
+	walFailSince atomic.Int64
+	flush        flushState
+	cur          *cursor.Engine
+	committer    *segment.Committer
+	handles      *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
 
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (startup.go).
@@ -43,11 +48,18 @@ type Broker struct {
 	rates     rateSample   // throughput of the resources overview (resources.go)
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
-	// queues and partitions): it is held across their directory and journal
-	// fsyncs so that changes reach the journal in the order they take effect.
-	// It is not the registry lock: pushes, pops and acks on existing
-	// partitions never wait for it. Lock order: metaMu → mu.
+	// queues and partitions): each appends its commit-log entry and applies
+	// it to the registry under metaMu, so that entries reach the log in the
+	// order they take effect and a metadata snapshot (flush.go) taken under
+	// it holds every entry appended before. It is not the registry lock:
+	// pushes, pops and acks on existing partitions never wait for it. Lock
+	// order: metaMu → mu.
 	metaMu sync.Mutex
+	// tombstones are the ids of deleted queues and their partitions (under
+	// metaMu): a metadata snapshot keeps them, so that a directory a crash
+	// left behind is still known as deleted.
+	tombstones map[[16]byte]bool
+	described  bool // every directory carries a DESCRIPTOR (meta.KindDescribed); under metaMu
 	// mu is the registry lock: the queue and partition maps. The hot paths
 	// take it shared; creation and deletion take it exclusively, only to
 	// change the maps (never across a sync).
@@ -213,57 +225,21 @@ func Open(cfg Config) (*Broker, error) {
 	b.wake = newWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
+	b.startFlusher()
 	return b, nil
 }
 
 func (b *Broker) noSync() bool { return b.syncMode == segment.SyncNever }
 
-func (b *Broker) open() error {
-	st, err := b.openMeta()
-	if err != nil {
-		return err
-	}
-	if b.summaries, err = b.takeCleanMarker(); err != nil {
-		return err
-	}
-	if err := b.ensurePartitionsDir(); err != nil {
-		return err
-	}
-	err = b.applyMeta(st)
-	b.adoptSummaries()
-	if err != nil {
-		return err
-	}
-	if err := b.describeAll(st); err != nil {
-		return err
-	}
-	b.committer = segment.NewCommitter(b.syncMode, b.cfg.SyncInterval)
-	b.committer.OnSync(b.syncHist.observe)
-	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
-		FS:                 b.fs,
-		CheckpointInterval: b.cfg.CheckpointInterval,
-		NoSync:             b.noSync(),
-	})
-	if err != nil {
-		return fmt.Errorf("broker: cursor engine: %w", err)
-	}
-	b.cur = cur
-	if crep != nil && crep.TornBytes > 0 {
-		ev := b.log.Warn().Int64("bytes", crep.TornBytes).Str("file", crep.TornFile).Str("copy", crep.Quarantined)
-		if crep.QuarantineErr != nil {
-			ev = ev.AnErr("copyError", crep.QuarantineErr)
-		}
-		ev.Msg("cursor journal: dropped a torn checkpoint (never acknowledged)")
-	}
-	if crep != nil && crep.Upgraded {
-		b.log.Info().Uint64("checkpoint", crep.LastSeq).Msg("cursor journal: upgraded to format 2 (a snapshot of the format 1 files, which were removed)")
-	}
-	return b.recover()
-}
-
-// applyMeta rebuilds the registry from the journal's state, opens the logs
-// and applies the start-up rule to directories the journal does not name.
+// applyMeta rebuilds the registry from the metadata state, opens the logs
+// (each with what the commit log and the summaries say it may keep, startup.go)
+// and applies the start-up rule to directories the metadata does not name.
 func (b *Broker) applyMeta(st *meta.State) error {
+	b.tombstones = make(map[[16]byte]bool, len(st.Deleted))
+	for id := range st.Deleted {
+		b.tombstones[id] = true
+	}
+	b.described = st.Described
 	byID := make(map[[16]byte]*queue, len(st.Queues))
 	for _, mq := range st.Queues {
 		q := b.newQueue(mq.ID, mq.Name, mq.CreatedAt, queueConf{namespace: mq.Namespace, task: mq.Task, opts: mq.Opts})
@@ -429,7 +405,7 @@ func (b *Broker) Healthy() bool {
 	if b.closed.Load() || b.cur == nil {
 		return false
 	}
-	f, failing := b.cur.Failure()
+	f, failing := b.CheckpointFailure()
 	return !failing || !f.Sticky
 }
 
@@ -453,6 +429,16 @@ func (b *Broker) CheckpointFailure() (CheckpointFailure, bool) {
 	if b.cur == nil {
 		return CheckpointFailure{}, false
 	}
+	if err := b.wal.Err(); err != nil {
+		since := b.walFailSince.Load()
+		if since == 0 {
+			b.walFailSince.CompareAndSwap(0, b.now().UnixMicro())
+			since = b.walFailSince.Load()
+		}
+		return CheckpointFailure{Reason: "commit log: " + err.Error(), SinceMicros: since,
+			Sticky: errors.Is(err, commitlog.ErrFailed)}, true
+	}
+	b.walFailSince.Store(0)
 	f, failing := b.cur.Failure()
 	if !failing {
 		return CheckpointFailure{}, false
@@ -479,8 +465,21 @@ func (b *Broker) Close() error {
 
 func (b *Broker) closeFiles() error {
 	var errs []error
+	b.stopFlusher()
+	if b.wal != nil && b.cur != nil && b.wake != nil && b.wal.Err() == nil {
+		// Everything durable outside the commit log, so the next start
+		// replays (almost) nothing.
+		if err := b.flushPass(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if b.cur != nil {
 		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if b.wal != nil {
+		if err := b.wal.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -522,9 +521,6 @@ func (b *Broker) closeFiles() error {
 		if err := b.writeCleanMarker(sums); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if err := b.meta.Close(); err != nil {
-		errs = append(errs, err)
 	}
 	if err := b.lockFile.Close(); err != nil {
 		errs = append(errs, err)

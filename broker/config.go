@@ -46,6 +46,15 @@ type Config struct {
 	// FS is the file system under every journal and log (metadata, cursor,
 	// segments); nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
 	FS vfs.FS
+	// FlushInterval is the longest the commit log goes without a flush pass
+	// (flush.go: partition files synced, snapshots written, the log
+	// truncated); default 10 s. FlushBytes starts one sooner once the log has
+	// grown this much; default 256 MiB.
+	FlushInterval time.Duration
+	FlushBytes    int64
+	// CommitLogFileBytes is the most one commit-log file grows to; default
+	// 64 MiB (commitlog.DefaultFileBytes). Tests make it small.
+	CommitLogFileBytes int64
 }
 
 // Defaults applied by Open.
@@ -78,6 +87,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WakeTick <= 0 {
 		c.WakeTick = DefaultWakeTick
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = DefaultFlushBytes
 	}
 	if c.MaxOpenFiles == 0 {
 		c.MaxOpenFiles = segment.DefaultMaxHandles

@@ -14,14 +14,14 @@ import (
 // syncs below never hold the registry lock, so pushes, pops and acks on
 // existing partitions do not wait for them.
 //
-// Durability, in order: each new partition's directory is made with its
-// DESCRIPTOR written and synced (meta.WriteDescriptor), <data>/partitions is
-// synced once for all of them, and one batch of journal records is appended
-// and fsynced; only then do they enter the registry. A crash before the
-// journal record leaves directories without records, which the next start
-// removes; a failure here removes them at once. A partition a 201 answer
-// names survives a crash with its directory (whatever the sync policy but
-// never), and its directory always says what it is.
+// Durability: each new partition's directory is made with its DESCRIPTOR (no
+// sync: the flush pass syncs them, flushDirs) and their metadata records go
+// to the commit log as one entry; then they enter the registry. Nobody waits
+// here: the push that made them waits for its own, later entry, which
+// covers this one (a configure waits for its own). Recovery makes a
+// directory a crash lost again from the durable entry; a directory without
+// a durable entry holds no acknowledged record, and the next start removes
+// it. A new partition costs a commit-log record and two inodes, no fsync.
 func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*partition, error) {
 	nowMicros := b.now().UnixMicro()
 	var recs []meta.Record
@@ -72,9 +72,9 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 	if err := b.makePartitionDirs(parts); err != nil {
 		return nil, err
 	}
-	if err := b.meta.Append(recs...); err != nil {
+	if _, err := b.logMetaLocked(recs...); err != nil {
 		b.discardPartitionDirs(parts)
-		return nil, fmt.Errorf("broker: %w", err)
+		return nil, err
 	}
 	b.mu.Lock()
 	for name, q := range newQueues {
@@ -92,8 +92,8 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 
 // makePartitionDirs gives each new partition its directory, DESCRIPTOR and
 // log (segment.Create: a mkdir and a stat; the segment file comes with the
-// first append), then syncs <data>/partitions once for all of them. On error
-// nothing is left behind.
+// first append), without a sync: flushDirs makes them durable later, and the
+// commit log covers them until then. On error nothing is left behind.
 func (b *Broker) makePartitionDirs(parts []*partition) error {
 	errs := make([]error, len(parts))
 	parallelFor(len(parts), func(i int) {
@@ -103,19 +103,18 @@ func (b *Broker) makePartitionDirs(parts []*partition) error {
 		if err == nil {
 			p.log = l
 			p.visible.Store(l.NextOffset())
-			err = meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), b.noSync())
+			err = meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), true)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("broker: queue %s partition %s (%s): %w", p.q.name, p.name, p.idStr, err)
 		}
 	})
-	err := errors.Join(errs...)
-	if err == nil && !b.noSync() {
-		err = b.fs.SyncDir(filepath.Join(b.dir, meta.PartitionsDir))
-	}
-	if err != nil {
+	if err := errors.Join(errs...); err != nil {
 		b.discardPartitionDirs(parts)
 		return err
+	}
+	for _, p := range parts {
+		b.noteDir(filepath.Join(b.dir, meta.PartitionsDir, p.idStr))
 	}
 	return nil
 }

@@ -130,8 +130,15 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 			return nil, err
 		}
 	}
-	l, rep, err := segment.Open(dir, segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs,
-		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery})
+	opts := segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs,
+		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery}
+	var l *segment.Log
+	var rep *segment.RecoveryReport
+	if b.walScan.bases != nil {
+		l, rep, err = b.openLogAt(q.id, dir, opts) // recovery: cut to what is durable
+	} else {
+		l, rep, err = segment.Open(dir, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: dlq: %w", q.name, err)
 	}
@@ -148,19 +155,17 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 func (b *Broker) makeDLQDir(q *queue, dir string) error {
 	err := b.fs.MkdirAll(dir)
 	if err == nil {
-		err = meta.WriteDescriptor(b.fs, dir, dlqDescriptor(q), b.noSync())
-	}
-	if err == nil && !b.noSync() {
-		err = b.fs.SyncDir(filepath.Dir(dir))
+		err = meta.WriteDescriptor(b.fs, dir, dlqDescriptor(q), true)
 	}
 	if err != nil {
 		return fmt.Errorf("queue %s: dlq: %w", q.name, err)
 	}
+	b.noteDir(dir) // synced by the next flush pass; the commit log covers it until then
 	return nil
 }
 
-// appendDLQ appends recs to q's DLQ log as one segment and syncs it (unless
-// Sync is "never"). With dedup, records whose key is already there are
+// appendDLQ appends recs to q's DLQ log as one segment and the segment to the
+// commit log (walDLQ); the flush pass syncs the DLQ file. With dedup, records whose key is already there are
 // skipped (transaction replay).
 func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool) error {
 	if len(recs) == 0 {
@@ -187,14 +192,27 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 			return nil
 		}
 	}
-	if _, err := l.Append(max(ts, l.LastTimestamp()), recs); err != nil {
-		return fmt.Errorf("queue %s: dlq append: %w", q.name, err)
-	}
-	if !b.noSync() {
-		if err := l.Sync(); err != nil {
-			return fmt.Errorf("queue %s: dlq sync: %w", q.name, err)
+	ts = max(ts, l.LastTimestamp())
+	if dedup {
+		// Replaying a transaction at start-up: its commit-log entry covers
+		// the records, and the recovery flush syncs them.
+		if _, err := l.Append(ts, recs); err != nil {
+			return fmt.Errorf("queue %s: dlq append: %w", q.name, err)
+		}
+	} else {
+		entry := append(make([]byte, 0, 64), q.id[:]...)
+		_, entry, err = l.AppendTo(entry, ts, recs)
+		if err != nil {
+			return fmt.Errorf("queue %s: dlq append: %w", q.name, err)
+		}
+		// Entries become durable in order: the checkpoint that moves a
+		// cursor past these messages comes after this entry, so the dead
+		// letters are durable first (spec 4.5).
+		if _, err := b.wal.Append(walDLQ, entry); err != nil {
+			return fmt.Errorf("queue %s: dlq: commit log: %w", q.name, err)
 		}
 	}
+	b.committer.Mark(l)
 	b.stats.dlqMessages.Add(uint64(len(recs)))
 	return nil
 }

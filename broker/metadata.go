@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,7 +37,11 @@ func (b *Broker) openMeta() (*meta.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b.meta = j
+	// The journal is only read here: metadata changes go to the commit log,
+	// and the flush pass rewrites the journal as a snapshot (flush.go).
+	if err := j.Close(); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	switch rep.Tail {
 	case record.TailTorn:
 		b.log.Warn().Int64("at", rep.CutAt).Int64("bytes", rep.CutBytes).Str("keptAt", rep.KeptAt).
@@ -169,7 +174,78 @@ func (b *Broker) describeAll(st *meta.State) error {
 	if len(jobs) > 0 {
 		b.log.Info().Int("directories", len(jobs)).Msg("start-up: every partition and DLQ directory now carries a DESCRIPTOR")
 	}
-	return b.meta.Append(meta.Record{Kind: meta.KindDescribed})
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	t, err := b.logMetaLocked(meta.Record{Kind: meta.KindDescribed})
+	if err == nil {
+		err = t.Wait()
+	}
+	b.described = err == nil
+	return err
+}
+
+// logMetaLocked appends recs to the commit log as one walMeta entry (all or
+// nothing) and notes that the metadata changed; the caller holds metaMu and
+// applies them to the registry before releasing it (so a metadata snapshot
+// never misses an appended entry), and waits for the ticket when its answer
+// promises durability.
+//
+// Errors: meta.ErrRecordTooLarge (nothing appended), or the commit log's.
+func (b *Broker) logMetaLocked(recs ...meta.Record) (walTicket, error) {
+	payload := binary.AppendUvarint(nil, uint64(len(recs)))
+	for i := range recs {
+		body, err := recs[i].AppendBody(nil)
+		if err != nil {
+			return nil, err
+		}
+		payload = binary.AppendUvarint(payload, uint64(len(body)))
+		payload = append(payload, body...)
+	}
+	t, err := b.wal.Append(walMeta, payload)
+	if err != nil {
+		return nil, fmt.Errorf("broker: commit log: %w", err)
+	}
+	b.flush.metaDirty = true
+	return t, nil
+}
+
+// decodeMetaEntry decodes a walMeta payload.
+func decodeMetaEntry(payload []byte) ([]meta.Record, error) {
+	d := record.Fields{B: payload}
+	n := d.Uvarint()
+	var out []meta.Record
+	for i := uint64(0); i < n && d.Err == nil; i++ {
+		r, err := meta.DecodeBody(d.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := d.End(); err != nil {
+		return nil, fmt.Errorf("broker: metadata entry: %w", err)
+	}
+	return out, nil
+}
+
+// registryState is the registry as a meta.State (the caller holds metaMu):
+// what a metadata snapshot writes.
+func (b *Broker) registryState() *meta.State {
+	st := &meta.State{QueueByID: map[[16]byte]*meta.Queue{}, PartByID: map[[16]byte]*meta.Partition{}, Deleted: map[[16]byte]bool{}, Described: b.described}
+	for id := range b.tombstones {
+		st.Deleted[id] = true
+	}
+	for _, q := range b.sortedQueues() {
+		c := q.conf.Load()
+		mq := &meta.Queue{ID: q.id, Name: q.name, Namespace: c.namespace, Task: c.task, CreatedAt: q.createdAt, Opts: c.opts}
+		st.Queues = append(st.Queues, mq)
+		st.QueueByID[q.id] = mq
+		for _, p := range q.partitionsSnapshot() {
+			mp := &meta.Partition{ID: p.id, QueueID: q.id, Name: p.name, CreatedAt: p.createdAt}
+			st.Partitions = append(st.Partitions, mp)
+			st.PartByID[p.id] = mp
+		}
+	}
+	return st
 }
 
 func partitionDescriptor(p *partition) meta.Descriptor {

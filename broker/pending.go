@@ -93,7 +93,6 @@ func (b *Broker) initCounters() {
 func (b *Broker) initScale() {
 	b.initCounters()
 	b.buildReadyAtOpen()
-	b.startSummaryCheckpoints()
 }
 
 // buildReadyAtOpen builds, at Open, the ready structure of every (queue,

@@ -3,7 +3,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/combmq/comb/segment"
@@ -11,12 +10,14 @@ import (
 
 // pushGroup is the items of one request bound for one partition.
 type pushGroup struct {
-	p     *partition
-	idxs  []int // item indexes, in request order
-	recs  []segment.Record
-	first uint64 // first offset appended (0 = nothing appended)
-	next  uint64 // offset after the last appended
-	ts    int64
+	p      *partition
+	idxs   []int // item indexes, in request order
+	recs   []segment.Record
+	first  uint64 // first offset appended (0 = nothing appended)
+	next   uint64 // offset after the last appended
+	ts     int64
+	ticket walTicket // its commit-log entry (nil = nothing appended)
+	entry  []byte    // the entry's payload: partition id + segment
 }
 
 // Push stores items (spec 1): one segment per (queue, partition) with one
@@ -25,9 +26,12 @@ type pushGroup struct {
 // repeated earlier in the request, is answered `duplicate` with the existing
 // message's id (spec 1.4). Queues and partitions are created on first use.
 //
-// Durability: Push returns only after every touched log passed a group commit
-// (with Sync "always" the messages survive a crash), and only then are the
-// messages visible to pops and parked long-polls woken.
+// Durability: each partition's segment is written to its file (page cache)
+// and to the commit log; Push returns only after its commit-log entries are
+// durable (with Sync "always" the messages survive a crash: one fdatasync
+// shared by every request of the group), and only then are the messages
+// visible to pops and parked long-polls woken. The partition files are
+// synced later by the flush pass (flush.go).
 //
 // While push maintenance is on (maintmode.go, spec 1.8) the messages are
 // stored and synced the same way but stay hidden from pops, and their items
@@ -66,7 +70,7 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 			return nil, err
 		}
 	}
-	if err := b.commitGroups(groups); err != nil {
+	if err := b.waitGroups(groups); err != nil {
 		return nil, err
 	}
 	var n uint64
@@ -203,12 +207,39 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		g.next = p.log.NextOffset() // duplicates wait for the same commit as their original
 		return nil
 	}
-	first, err := p.log.Append(g.ts, g.recs)
+	first, err := b.appendLogged(p, g.ts, g.recs, &g.entry, &g.ticket)
 	if err != nil {
-		return b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
+		return err
 	}
 	g.first, g.next = first, first+uint64(len(g.recs))
 	return nil
+}
+
+// appendLogged appends recs to p's log as one segment and the same segment to
+// the commit log (walPush), under p's lock: the file first (a failure there
+// is cut back and leaves nothing), then the entry. The caller waits for
+// *ticket before it publishes. *entry is a reusable buffer.
+//
+// The commit log refuses an entry only when it cannot get space (a full
+// disk); the segment is then in the file with no entry to replay it from
+// after a crash, so the partition is taken out of service until a restart
+// (which cuts what no durable entry covers).
+func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, entry *[]byte, ticket *walTicket) (uint64, error) {
+	buf := append((*entry)[:0], p.id[:]...)
+	first, buf, err := p.log.AppendTo(buf, ts, recs)
+	*entry = buf
+	if err != nil {
+		return 0, b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
+	}
+	t, err := b.wal.Append(walPush, buf)
+	if err != nil {
+		b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
+			Reason: "appended while the commit log had no space for its entry (" + err.Error() + "); restart the server to cut it"})
+		return 0, fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
+	}
+	*ticket = t
+	b.committer.Mark(p.log)
+	return first, nil
 }
 
 var nullJSON = []byte("null")
@@ -243,26 +274,15 @@ func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results 
 	return stored, nil
 }
 
-// commitGroups runs the group commit of every touched log concurrently: one
-// request spanning many partitions waits for one sync window, not one per log.
-func (b *Broker) commitGroups(groups []*pushGroup) error {
-	if len(groups) == 1 {
-		return b.committer.Commit(groups[0].p.log)
-	}
-	errs := make([]error, len(groups))
-	var wg sync.WaitGroup
+// waitGroups waits until the commit-log entries of every group are durable:
+// one wait, for the last of them (entries become durable in order).
+func (b *Broker) waitGroups(groups []*pushGroup) error {
+	ts := make([]walTicket, len(groups))
 	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.committer.Commit(g.p.log)
-		}()
+		ts[i] = g.ticket
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	if err := waitLast(ts); err != nil {
+		return fmt.Errorf("broker: commit log: %w", err)
 	}
 	return nil
 }

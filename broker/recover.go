@@ -7,51 +7,28 @@ import (
 	"github.com/combmq/comb/lease"
 )
 
-// recover finishes what a crash interrupted, after the logs recovered their
-// own torn tails and the cursor engine replayed its journal:
+// recover finishes what a crash interrupted, after the commit log was
+// replayed (open.go):
 //
-//  1. every redo record still held is re-applied: states still equal to their
-//     "before" get their "after", pushes and DLQ entries missing from their
-//     logs are appended (dedup makes this idempotent); then the records are
-//     dropped;
+//  1. legacy redo records (an upgraded cursor directory) are replayed like
+//     commit-log transactions (replayTx);
 //  2. every cursor is clamped to its partition's high-water mark (a torn tail
 //     may have taken messages a cursor had passed, with Sync other than
 //     "always"), and a lease whose span reaches past it is dropped;
 //  3. cursors of partitions that no longer exist are deleted.
 //
 // Everything repaired is logged.
-func (b *Broker) recover() error {
-	recs := b.cur.Records()
-	for _, raw := range recs {
-		rec, err := decodeRedoRecord(raw.Data)
+func (b *Broker) recover(legacy [][]byte) error {
+	// Redo records a cursor directory from before the commit log still held:
+	// committed transactions whose effects may be missing.
+	for _, raw := range legacy {
+		rec, err := decodeRedoRecord(raw)
 		if err != nil {
-			b.log.Error().Err(err).Int("bytes", len(raw.Data)).Msg("recovery: skipping an undecodable transaction redo record")
+			b.log.Error().Err(err).Int("bytes", len(raw)).Msg("recovery: skipping an undecodable transaction redo record")
 			continue
 		}
-		for _, s := range rec.States {
-			k := cursor.Key{Partition: s.Partition, Group: s.Group}
-			cur, ok := b.cur.Get(k)
-			if ok == s.HadPre && (!ok || cur == s.Pre) {
-				b.cur.Set(k, s.Post)
-				b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("partitionId", uuidString(s.Partition)).
-					Str("group", s.Group).Uint64("committed", s.Post.Committed).
-					Msg("recovery: re-applied the acks of a committed transaction")
-			}
-		}
-		pubs, err := b.applyRedoAppends(&rec, true)
-		if err != nil {
-			return fmt.Errorf("broker: recovery of transaction %s: %w", uuidString(rec.TxID), err)
-		}
-		for _, x := range pubs {
-			x.p.visible.Store(x.p.log.NextOffset())
-		}
-	}
-	if len(recs) > 0 {
-		if err := b.cur.Wait(); err != nil {
+		if err := b.replayTx(&rec); err != nil {
 			return err
-		}
-		for _, r := range recs {
-			b.cur.DropRecord(r.ID)
 		}
 	}
 
@@ -96,8 +73,33 @@ func (b *Broker) recover() error {
 			b.cur.Set(f.k, f.st)
 		}
 	}
-	if len(fixes) > 0 || len(recs) > 0 {
+	if len(fixes) > 0 || len(legacy) > 0 {
 		return b.cur.Wait()
+	}
+	return nil
+}
+
+// replayTx finishes a committed transaction (its commit-log entry, or a
+// legacy redo record) whose effects may be missing: states still equal to
+// their "before" get their "after"; pushes and DLQ entries missing from
+// their logs (dedup by transactionId and key) are appended. Idempotent.
+func (b *Broker) replayTx(rec *redoRecord) error {
+	for _, s := range rec.States {
+		k := cursor.Key{Partition: s.Partition, Group: s.Group}
+		cur, ok := b.cur.Get(k)
+		if ok == s.HadPre && (!ok || cur == s.Pre) {
+			b.cur.Set(k, s.Post)
+			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("partitionId", uuidString(s.Partition)).
+				Str("group", s.Group).Uint64("committed", s.Post.Committed).
+				Msg("recovery: re-applied the acks of a committed transaction")
+		}
+	}
+	pubs, err := b.applyRedoAppends(rec, true)
+	if err != nil {
+		return fmt.Errorf("broker: recovery of transaction %s: %w", uuidString(rec.TxID), err)
+	}
+	for _, x := range pubs {
+		x.p.visible.Store(x.p.log.NextOffset())
 	}
 	return nil
 }

@@ -158,18 +158,39 @@ func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
 	return b.writeSummaryFile(cleanFileName, sums)
 }
 
-// openPartitionLog opens a partition's log: from its clean-shutdown summary
-// when Open found one and the directory still carries its stamp (two stats,
-// no reads until first use), else with full recovery.
+// openPartitionLog opens a partition's (or a DLQ's) log for recovery. Its
+// file is durable up to its summary's next offset (the flush pass noted it
+// before the sync, flush.go), and the commit log holds every segment from
+// its first retained entry's base on; what lies past both was written
+// unsynced and is garbage-or-replayed, so the log keeps max(summary, base)
+// (segment.OpenFrom) and the replay appends the rest. A summary whose stamp
+// still matches, with no retained entry, opens from the summary alone (two
+// stats, nothing read). A partition the commit log made after the last
+// metadata snapshot, with neither, keeps nothing (nothing of it was synced).
+// Without any of that (a directory from before the commit log) the log is
+// opened and its tail verified.
 func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segment.RecoveryReport, error) {
-	if s, ok := b.summaries[id]; ok {
-		if segment.SummaryMatches(dir, s) {
-			return segment.OpenSummary(dir, b.segOpts, s), &segment.RecoveryReport{}, nil
+	return b.openLogAt(id, dir, b.segOpts)
+}
+
+// openLogAt is openPartitionLog for any log (partitions and DLQs).
+func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segment.Log, *segment.RecoveryReport, error) {
+	s, hasSum := b.summaries[id]
+	base, hasBase := b.walScan.bases[id]
+	switch {
+	case hasSum && !hasBase && s.Stamp != 0 && segment.SummaryMatches(dir, s):
+		return segment.OpenSummary(dir, opts, s), &segment.RecoveryReport{}, nil
+	case hasSum || hasBase || b.walScan.created[id]:
+		keep := uint64(1)
+		if hasSum {
+			keep = s.NextOffset
 		}
-		b.log.Warn().Str("partitionId", uuidString(id)).Str("dir", dir).
-			Msg("start-up: partition files changed since the clean shutdown; verifying its log")
+		if hasBase {
+			keep = max(keep, base)
+		}
+		return segment.OpenFrom(dir, opts, keep)
 	}
-	return segment.Open(dir, b.segOpts)
+	return segment.Open(dir, opts)
 }
 
 // stampSummaries fills each Summary's Stamp from its closed directory, on a

@@ -96,7 +96,7 @@ func TestCrashRestartTrustsCheckpointedSummaries(t *testing.T) {
 	for i := range 4 {
 		e.push("q", fmt.Sprint(i), fmt.Sprintf("m%d", i))
 	}
-	require.NoError(t, e.b.checkpointSummaries())
+	require.NoError(t, e.b.flushPass())
 	e.push("q", "1", "late") // after the checkpoint: must be verified
 	torn := e.part("q", "3").log.Dir()
 	require.NoError(t, e.b.Close())

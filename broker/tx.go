@@ -28,14 +28,14 @@ type txAckKey struct {
 //     the states with every touched partition locked (spec 5.2 semantics:
 //     failed/dlq go straight to the DLQ; retry, Message not found or a bad
 //     lease abort: nothing applied, success=false).
-//  2. One redo record holding the pushed messages (ids assigned), the DLQ
-//     entries and each state's before and after goes into the cursor journal,
-//     and Transaction waits until that checkpoint is durable. That is the
+//  2. One commit-log entry (walTx) holding the pushed messages (ids
+//     assigned), the DLQ entries and each state's before and after is
+//     appended, and Transaction waits until it is durable. That is the
 //     commit point.
-//  3. The new states are set and checkpointed, then the pushes and DLQ entries
-//     are appended and synced.
+//  3. The new states are set and checkpointed, then the pushes and DLQ
+//     entries are appended (with their own commit-log entries).
 //
-// A crash after 2 is finished by Open, which replays every redo record:
+// A crash after 2 is finished by Open, which replays the entry (replayTx):
 // pushes missing from their partition (dedup by transactionId) are appended,
 // states still equal to their "before" get their "after". A crash before 2
 // leaves no trace. Push duplicates are `duplicate` with success=true (spec 11
@@ -233,18 +233,23 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	}
 
 	if len(rec.States) > 0 || len(rec.Pushes) > 0 || len(rec.DLQ) > 0 {
-		// The commit point: the redo record is durable.
-		recID, err := b.cur.AddRecord(rec.encode())
-		if err != nil {
+		// The commit point: the transaction's commit-log entry is durable.
+		t, err := b.wal.Append(walTx, rec.encode())
+		if errors.Is(err, commitlog.ErrTooLarge) {
 			return res, BadRequest("transaction too large: " + err.Error())
 		}
-		if err := b.cur.Wait(); err != nil {
-			// Not committed: forget the record, so that no later checkpoint
-			// (or the next start) applies a transaction answered with an
-			// error (issue 10).
-			b.cur.DropRecord(recID)
-			return res, b.closedErr(err)
+		if err != nil {
+			return res, fmt.Errorf("broker: commit log: %w", err)
 		}
+		if err := t.Wait(); err != nil {
+			return res, fmt.Errorf("broker: commit log: %w", err)
+		}
+		// Committed: until its effects are applied and checkpointed, the
+		// entry is their only durable trace, so the flush pass keeps it
+		// (a failure below keeps it until a restart finishes the
+		// transaction, recover.go).
+		lsn := t.LSN()
+		b.txInflight(lsn)
 		if h := b.hooks.afterTxCommitPoint; h != nil {
 			if err := h(); err != nil {
 				return res, err
@@ -257,8 +262,6 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 				releases = append(releases, partKeyed{s.p, s.k.Group})
 			}
 		}
-		// Committed: from here on a failure keeps the redo record, and the
-		// next start finishes the transaction (recover.go).
 		if err := b.cur.Wait(); err != nil {
 			return res, b.closedErr(err)
 		}
@@ -266,9 +269,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		if err != nil {
 			return res, err
 		}
-		// Applied and durable (the states by the Wait above, the appends by
-		// their sync): the record is dropped, in the next checkpoint.
-		b.cur.DropRecord(recID)
+		b.txApplied(lsn)
 	}
 	res.Success = true
 	res.Results = results
@@ -435,21 +436,25 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("queue", p.q.name).Str("partition", p.name).
 				Int("messages", len(recs)).Msg("recovery: re-applied the pushes of a committed transaction")
 		}
-		first, err := p.log.Append(max(rec.TS, p.log.LastTimestamp()), recs)
+		ts := max(rec.TS, p.log.LastTimestamp())
+		var first uint64
+		var err error
+		if replay {
+			// Start-up: the transaction's entry covers these; the
+			// recovery flush syncs them.
+			if first, err = p.log.Append(ts, recs); err == nil {
+				b.committer.Mark(p.log)
+			}
+		} else {
+			var entry []byte
+			var t walTicket
+			first, err = b.appendLogged(p, ts, recs, &entry, &t)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
 		}
 		touched = append(touched, p)
 		nexts = append(nexts, first+uint64(len(recs)))
-	}
-	for _, p := range touched {
-		// Transactions sync whatever the policy says about pushes, except
-		// "never": the redo record will be dropped once they are durable.
-		if !b.noSync() {
-			if err := p.log.Sync(); err != nil {
-				return nil, fmt.Errorf("queue %s partition %s: sync: %w", p.q.name, p.name, err)
-			}
-		}
 	}
 	byQueue := make(map[[16]byte][]segment.Record)
 	var qorder [][16]byte

@@ -157,3 +157,27 @@ func (d Descriptor) CheckDir(dlq bool, id [16]byte) error {
 	}
 	return nil
 }
+
+// SyncDescriptor makes a descriptor written without syncs durable: the file
+// fdatasynced, then its directory synced. Syncing the directory's own entry
+// in its parent is the caller's.
+//
+// Errors: the file system's, wrapped with the path.
+func SyncDescriptor(fsys vfs.FS, dir string) error {
+	name := filepath.Join(dir, DescriptorFile)
+	f, err := fsys.OpenFile(name, os.O_RDWR)
+	if err != nil {
+		return fmt.Errorf("descriptor: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("descriptor %s: %w", name, err)
+	}
+	return nil
+}

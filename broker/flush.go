@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/segment"
+)
+
+// The flush pass (issue 14): the commit log holds everything acknowledged;
+// the partition and DLQ files, the metadata journal and the cursor snapshots
+// are materialized from it and synced here, in the background, after which
+// the log is truncated behind what they cover. One pass:
+//
+//  1. L = the commit log's durable LSN. Every push or DLQ entry up to L was
+//     written to its file before it was appended to the log.
+//  2. The next offset of every log is noted, then every log marked since the
+//     last pass is fdatasynced (segment.Committer.Flush), with the
+//     directories and descriptors of partitions made since (flushDirs).
+//  3. meta/summaries is rewritten: for every log, the offset up to which its
+//     file is durable (what recovery keeps without the commit log), with a
+//     stamp when nothing was appended since (start-up then skips the file).
+//  4. A metadata snapshot (meta/journal) covering L, when metadata changed.
+//  5. A cursor snapshot (cursor.Engine.Snapshot), which says from which LSN
+//     its checkpoints must be replayed.
+//  6. The log is truncated before min(L+1, that LSN, the first transaction
+//     whose effects are not applied yet).
+//
+// A failure at any step leaves the log as it is (nothing truncated): the
+// next pass tries again, and a crash recovers from the log.
+
+// Flush pass triggers (Config.FlushInterval, Config.FlushBytes).
+const (
+	DefaultFlushInterval = 10 * time.Second
+	DefaultFlushBytes    = 256 << 20
+)
+
+// flushState is the flush pass's bookkeeping.
+type flushState struct {
+	mu sync.Mutex // one pass at a time
+
+	stateMu   sync.Mutex
+	newDirs   []string       // partition and DLQ directories made since the last pass (with a DESCRIPTOR)
+	inflight  map[uint64]int // LSNs of committed transactions not applied yet (count per LSN)
+	lastLSN   uint64         // L of the last pass that truncated
+	metaLSN   uint64         // Covers of the metadata snapshot on disk
+	metaDirty bool           // metadata changed since that snapshot (under metaMu)
+	err       error          // the last pass's failure, nil once one succeeded
+
+	stop, done chan struct{}
+}
+
+// noteDir remembers a directory made without syncs: the next pass makes it
+// (and its DESCRIPTOR) durable.
+func (b *Broker) noteDir(dir string) {
+	b.flush.stateMu.Lock()
+	b.flush.newDirs = append(b.flush.newDirs, dir)
+	b.flush.stateMu.Unlock()
+}
+
+// txInflight keeps the commit log from being truncated at or past lsn until
+// txApplied: a committed transaction's entry is its only durable trace until
+// its effects are applied and checkpointed.
+func (b *Broker) txInflight(lsn uint64) {
+	b.flush.stateMu.Lock()
+	if b.flush.inflight == nil {
+		b.flush.inflight = map[uint64]int{}
+	}
+	b.flush.inflight[lsn]++
+	b.flush.stateMu.Unlock()
+}
+
+func (b *Broker) txApplied(lsn uint64) {
+	b.flush.stateMu.Lock()
+	if b.flush.inflight[lsn]--; b.flush.inflight[lsn] <= 0 {
+		delete(b.flush.inflight, lsn)
+	}
+	b.flush.stateMu.Unlock()
+}
+
+// startFlusher runs flush passes in the background: every FlushInterval, or
+// sooner once the commit log has grown by FlushBytes since the last one.
+func (b *Broker) startFlusher() {
+	b.flush.stop, b.flush.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(b.flush.done)
+		tick := time.NewTicker(min(b.cfg.FlushInterval, time.Second))
+		defer tick.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-b.flush.stop:
+				return
+			case <-tick.C:
+			}
+			grown := b.wal.DurableLSN() > b.flush.lastLSN && b.walBytesSinceFlush() >= b.cfg.FlushBytes
+			if !grown && time.Since(last) < b.cfg.FlushInterval {
+				continue
+			}
+			last = time.Now()
+			if err := b.flushPass(); err != nil {
+				b.log.Warn().Err(err).Msg("flush pass failed; the commit log keeps everything until one succeeds")
+			}
+		}
+	}()
+}
+
+func (b *Broker) stopFlusher() {
+	if b.flush.stop != nil {
+		close(b.flush.stop)
+		<-b.flush.done
+		b.flush.stop = nil
+	}
+}
+
+// walBytesSinceFlush estimates how much the commit log grew since the last
+// pass truncated it (entries are counted, not bytes: an entry is at most a
+// request, and the estimate only decides when to flush early).
+func (b *Broker) walBytesSinceFlush() int64 {
+	return int64(b.wal.DurableLSN()-b.flush.lastLSN) * 4096
+}
+
+// flushPass runs one pass (see the top of this file). Safe to call
+// concurrently (one runs at a time).
+func (b *Broker) flushPass() error {
+	b.flush.mu.Lock()
+	defer b.flush.mu.Unlock()
+	err := b.flushPassLocked()
+	b.flush.stateMu.Lock()
+	b.flush.err = err
+	b.flush.stateMu.Unlock()
+	return err
+}
+
+func (b *Broker) flushPassLocked() error {
+	L := b.wal.DurableLSN()
+	parts := b.partitionList(nil)
+	nexts := make([]uint64, len(parts))
+	for i, p := range parts {
+		nexts[i] = p.log.NextOffset()
+	}
+	queues := b.sortedQueues()
+	dlqNexts := make([]uint64, len(queues))
+	for i, q := range queues {
+		dlqNexts[i] = b.dlqNext(q)
+	}
+	if err := b.committer.Flush(); err != nil {
+		return fmt.Errorf("flush: sync logs: %w", err)
+	}
+	if err := b.flushDirs(); err != nil {
+		return fmt.Errorf("flush: sync directories: %w", err)
+	}
+	if err := b.writeSyncedSummaries(parts, nexts, queues, dlqNexts); err != nil {
+		return fmt.Errorf("flush: summaries: %w", err)
+	}
+	if err := b.snapshotMeta(L); err != nil {
+		return fmt.Errorf("flush: metadata snapshot: %w", err)
+	}
+	replayFrom, err := b.cur.Snapshot()
+	if err != nil {
+		return fmt.Errorf("flush: cursor snapshot: %w", err)
+	}
+	T := min(L+1, replayFrom)
+	b.flush.stateMu.Lock()
+	for lsn := range b.flush.inflight {
+		T = min(T, lsn)
+	}
+	b.flush.stateMu.Unlock()
+	if err := b.wal.TruncateBefore(T); err != nil {
+		return fmt.Errorf("flush: truncate the commit log: %w", err)
+	}
+	b.flush.lastLSN = L
+	return nil
+}
+
+// flushDirs makes the directories made since the last pass durable: each
+// one's DESCRIPTOR and entries, then their parents once each.
+func (b *Broker) flushDirs() error {
+	b.flush.stateMu.Lock()
+	dirs := b.flush.newDirs
+	b.flush.newDirs = nil
+	b.flush.stateMu.Unlock()
+	if len(dirs) == 0 || b.noSync() {
+		return nil
+	}
+	errs := make([]error, len(dirs))
+	parallelFor(len(dirs), func(i int) {
+		errs[i] = meta.SyncDescriptor(b.fs, dirs[i])
+	})
+	parents := map[string]bool{}
+	for _, d := range dirs {
+		parents[filepath.Dir(d)] = true
+	}
+	for p := range parents {
+		if err := b.fs.SyncDir(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		b.flush.stateMu.Lock()
+		b.flush.newDirs = append(dirs, b.flush.newDirs...)
+		b.flush.stateMu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// writeSyncedSummaries rewrites meta/summaries with, for every partition and
+// DLQ log, the next offset its file is durable up to (noted before the
+// sync), stamped when nothing was appended since so that start-up can skip
+// the file.
+func (b *Broker) writeSyncedSummaries(parts []*partition, nexts []uint64, queues []*queue, dlqNexts []uint64) error {
+	sums := make(map[[16]byte]segment.Summary, len(parts)+len(queues))
+	for i, p := range parts {
+		if p.isDamaged() {
+			continue
+		}
+		s, ok := b.partitionSummary(p)
+		if !ok || s.NextOffset != nexts[i] {
+			s = segment.Summary{FirstOffset: min(p.log.FirstOffset(), nexts[i]), NextOffset: nexts[i]}
+		}
+		p.sum = s
+		sums[p.id] = s
+	}
+	for i, q := range queues {
+		if dlqNexts[i] > 0 {
+			sums[q.id] = segment.Summary{FirstOffset: 1, NextOffset: dlqNexts[i]}
+		}
+	}
+	return b.writeSummaryFile(summariesFileName, sums)
+}
+
+// dlqNext is the next offset of q's DLQ log (0 = it has none).
+func (b *Broker) dlqNext(q *queue) uint64 {
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	if q.dlq == nil {
+		return 0
+	}
+	return q.dlq.NextOffset()
+}
+
+// snapshotMeta rewrites meta/journal as a snapshot of the registry covering
+// LSN L, when metadata changed since the last one. Metadata changes append
+// their entry and apply it under metaMu, so every entry up to L is in.
+func (b *Broker) snapshotMeta(L uint64) error {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if !b.flush.metaDirty {
+		return nil
+	}
+	st := b.registryState()
+	st.Covers = L
+	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, "meta"), st.Records(), b.noSync()); err != nil {
+		return err
+	}
+	b.flush.metaLSN, b.flush.metaDirty = L, false
+	return nil
+}

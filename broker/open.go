@@ -1,0 +1,285 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/segment"
+)
+
+// open recovers the data directory (docs/architecture.md, "Recovery"):
+//
+//  1. the metadata snapshot (meta/journal, its torn tail cut) and the cursor
+//     engine's newest snapshot;
+//  2. the commit log (its torn tail zeroed), numbering on from what both
+//     snapshots cover even if its directory was lost;
+//  3. a first read of the commit log: metadata entries after the snapshot
+//     are applied, and every log's first retained base is noted (walScan);
+//  4. the registry and every partition log, each cut to what is durable
+//     (openPartitionLog), then the start-up rule for stray directories;
+//  5. a second read, in LSN order: segments appended where their base is the
+//     log's next offset, checkpoints from the cursor snapshot's replay point
+//     applied, committed transactions finished (idempotently);
+//  6. the cursor engine started, legacy redo records replayed, cursors
+//     clamped (recover.go), and one flush pass, after which everything is
+//     durable outside the commit log and it is truncated.
+func (b *Broker) open() error {
+	st, err := b.openMeta()
+	if err != nil {
+		return err
+	}
+	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
+		FS:                 b.fs,
+		CheckpointInterval: b.cfg.CheckpointInterval,
+		NoSync:             b.noSync(),
+		Log:                cursorLog{b},
+	})
+	if err != nil {
+		return fmt.Errorf("broker: cursor engine: %w", err)
+	}
+	b.cur = cur
+	if err := b.openCommitLog(max(st.Covers+1, crep.ReplayFrom)); err != nil {
+		return err
+	}
+	if b.summaries, err = b.takeCleanMarker(); err != nil {
+		return err
+	}
+	if st, err = b.scanCommitLog(st); err != nil {
+		return err
+	}
+	if err := b.ensurePartitionsDir(); err != nil {
+		return err
+	}
+	err = b.applyMeta(st)
+	b.adoptSummaries()
+	if err != nil {
+		return err
+	}
+	b.describeCreated()
+	b.committer = segment.NewCommitter(segment.SyncNever, 0)
+	b.committer.OnSync(b.syncHist.observe)
+	if err := b.openDLQsForReplay(); err != nil {
+		return err
+	}
+	if err := b.replayCommitLog(crep.ReplayFrom); err != nil {
+		return err
+	}
+	b.walScan = walScan{}
+	cur.Start()
+	if err := b.recover(crep.LegacyRecords); err != nil {
+		return err
+	}
+	if err := b.describeAll(st); err != nil {
+		return err
+	}
+	if err := b.flushPass(); err != nil {
+		return fmt.Errorf("broker: recovery flush: %w", err)
+	}
+	return nil
+}
+
+// openCommitLog opens <data>/commitlog with the broker's sync policy; an
+// empty log numbers from start.
+func (b *Broker) openCommitLog(start uint64) error {
+	policy := commitlog.SyncAlways
+	switch b.syncMode {
+	case segment.SyncInterval:
+		policy = commitlog.SyncInterval
+	case segment.SyncNever:
+		policy = commitlog.SyncNever
+	}
+	l, rec, err := commitlog.Open(filepath.Join(b.dir, "commitlog"), commitlog.Options{
+		FS: b.fs, Sync: policy, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
+		QuarantineDir: filepath.Join(b.dir, "quarantine", "commitlog"), StartLSN: commitlog.LSN(start),
+	})
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.wal = localLog{l}
+	if rec.Repaired() {
+		b.log.Warn().Str("file", rec.CutFile).Int64("at", rec.CutAt).Int64("bytes", rec.CutBytes).Str("keptAt", rec.KeptAt).
+			Str("tail", rec.Tail.String()).Msg("commit log: zeroed a torn batch (its fdatasync never returned: never acknowledged); its bytes are kept")
+	}
+	return nil
+}
+
+// walScan is what the first read of the commit log found.
+type walScan struct {
+	bases   map[[16]byte]uint64 // base offset of the first retained segment, by partition or DLQ queue id
+	created map[[16]byte]bool   // partitions created by a retained entry (after the metadata snapshot)
+}
+
+// scanCommitLog applies the metadata entries after st's snapshot and notes
+// every log's first retained base (walScan), and returns the state.
+func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
+	b.walScan = walScan{bases: map[[16]byte]uint64{}, created: map[[16]byte]bool{}}
+	var later []meta.Record
+	err := b.wal.Read(b.wal.FirstLSN(), func(lsn uint64, kind byte, payload []byte) error {
+		switch kind {
+		case walMeta:
+			if lsn <= st.Covers {
+				return nil
+			}
+			recs, err := decodeMetaEntry(payload)
+			if err != nil {
+				return fmt.Errorf("commit log entry %d: %w", lsn, err)
+			}
+			for _, r := range recs {
+				if r.Kind == meta.KindPartitionCreate {
+					b.walScan.created[r.ID] = true
+				}
+			}
+			later = append(later, recs...)
+		case walPush, walDLQ:
+			id, seg, err := splitLogEntry(payload)
+			if err != nil {
+				return fmt.Errorf("commit log entry %d: %w", lsn, err)
+			}
+			base, _, _, err := segment.PeekSegment(seg)
+			if err != nil {
+				return fmt.Errorf("commit log entry %d: %w", lsn, err)
+			}
+			if _, ok := b.walScan.bases[id]; !ok {
+				b.walScan.bases[id] = base
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("broker: commit log: %w", err)
+	}
+	if len(later) == 0 {
+		return st, nil
+	}
+	return meta.Apply(append(st.Records(), later...)), nil
+}
+
+// openDLQsForReplay opens, before the replay, the DLQ logs the commit log or
+// the summaries know about, each cut to what is durable (as partitions).
+func (b *Broker) openDLQsForReplay() error {
+	for _, q := range b.queues {
+		_, hasSum := b.summaries[q.id]
+		_, hasBase := b.walScan.bases[q.id]
+		if !hasSum && !hasBase {
+			continue
+		}
+		q.dlqMu.Lock()
+		_, err := b.dlqLogLocked(q, true)
+		q.dlqMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayCommitLog is the second read (see open): in LSN order.
+func (b *Broker) replayCommitLog(replayFrom uint64) error {
+	var n, appended int
+	err := b.wal.Read(b.wal.FirstLSN(), func(lsn uint64, kind byte, payload []byte) error {
+		n++
+		switch kind {
+		case walPush:
+			id, seg, _ := splitLogEntry(payload)
+			p := b.parts[id]
+			if p == nil || p.isDamaged() {
+				return nil // its queue was deleted since, or the log is out of service
+			}
+			ok, err := b.replaySegment(p.log, seg)
+			if err != nil {
+				b.markDamaged(p, err)
+				return nil
+			}
+			if ok {
+				appended++
+			}
+		case walDLQ:
+			id, seg, _ := splitLogEntry(payload)
+			q := b.queueByID(id)
+			if q == nil {
+				return nil
+			}
+			q.dlqMu.Lock()
+			l, err := b.dlqLogLocked(q, true)
+			if err == nil {
+				_, err = b.replaySegment(l, seg)
+			}
+			q.dlqMu.Unlock()
+			if err != nil {
+				return fmt.Errorf("queue %s dlq: %w", q.name, err)
+			}
+		case walCheckpoint:
+			if lsn >= replayFrom {
+				if err := b.cur.ApplyCheckpoint(payload); err != nil {
+					return fmt.Errorf("commit log entry %d: %w", lsn, err)
+				}
+			}
+		case walTx:
+			rec, err := decodeRedoRecord(payload)
+			if err != nil {
+				return fmt.Errorf("commit log entry %d: %w", lsn, err)
+			}
+			if err := b.replayTx(&rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("broker: commit log replay: %w", err)
+	}
+	for _, p := range b.parts {
+		p.visible.Store(p.log.NextOffset())
+	}
+	if n > 0 {
+		b.log.Info().Int("entries", n).Int("segmentsAppended", appended).Msg("start-up: replayed the commit log")
+	}
+	return nil
+}
+
+// replaySegment appends seg to l when its base is l's next offset (it was
+// lost with the unsynced tail), skips it when l already has it, and reports
+// damage when l ends before it (a synced segment is missing).
+func (b *Broker) replaySegment(l *segment.Log, seg []byte) (bool, error) {
+	base, count, _, err := segment.PeekSegment(seg)
+	if err != nil {
+		return false, err
+	}
+	next := l.NextOffset()
+	switch {
+	case base+uint64(count) <= next:
+		return false, nil
+	case base == next:
+		if _, err := l.AppendSegment(seg); err != nil {
+			return false, err
+		}
+		b.committer.Mark(l)
+		return true, nil
+	}
+	return false, &segment.CorruptionError{File: l.Dir(), FirstOffset: next, LastOffset: base - 1,
+		Reason: fmt.Sprintf("the log ends at offset %d but the commit log continues at %d: offsets %d-%d are missing", next-1, base, next, base-1)}
+}
+
+// describeCreated gives every partition a retained commit-log entry created
+// its DESCRIPTOR again when a crash lost it (it was written without a sync);
+// the recovery flush makes it durable.
+func (b *Broker) describeCreated() {
+	for id := range b.walScan.created {
+		p := b.parts[id]
+		if p == nil {
+			continue
+		}
+		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+		if _, err := meta.ReadDescriptor(b.fs, dir); err == nil {
+			continue
+		}
+		if err := meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), true); err != nil {
+			b.log.Warn().Err(err).Str("dir", dir).Msg("start-up: could not write a lost DESCRIPTOR again")
+			continue
+		}
+		b.noteDir(dir)
+	}
+}

@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/combmq/comb/commitlog"
+)
+
+// Commit-log entry kinds: what the broker makes durable, in one log (issue
+// 14, docs/architecture.md "The commit log"). Payloads:
+//
+//	walMeta:       a meta.Record body (meta.Record.AppendBody)
+//	walPush:       partition id [16] | one segment exactly as appended to the
+//	               partition's file (its header holds the base offset)
+//	walDLQ:        queue id [16] | one segment as appended to the queue's DLQ log
+//	walCheckpoint: a cursor checkpoint body (package cursor)
+//	walTx:         a transaction commit (txRecord, tx_record.go)
+const (
+	walMeta       byte = 1
+	walPush       byte = 2
+	walDLQ        byte = 3
+	walCheckpoint byte = 4
+	walTx         byte = 5
+)
+
+// commitLog is the seam between the broker and its write-ahead log:
+// *commitlog.Log through localLog, and a replicated log (issue 15) may take
+// its place without the broker knowing. Append orders entries; a ticket's
+// Wait returns nil once its entry is durable (committed); Read replays
+// durable entries; TruncateBefore drops what everything else has made
+// durable.
+type commitLog interface {
+	Append(kind byte, payload []byte) (walTicket, error)
+	Read(from uint64, fn func(lsn uint64, kind byte, payload []byte) error) error
+	DurableLSN() uint64
+	FirstLSN() uint64
+	TruncateBefore(lsn uint64) error
+	// Err is nil while appends can succeed, else why not (a full disk is
+	// retryable, a failed sync is not).
+	Err() error
+	Close() error
+}
+
+// walTicket is what Append returns.
+type walTicket interface {
+	Wait() error
+	LSN() uint64
+}
+
+// localLog is the single-node commit log.
+type localLog struct{ l *commitlog.Log }
+
+type localTicket struct{ t commitlog.Ticket }
+
+func (t localTicket) Wait() error { return t.t.Wait() }
+func (t localTicket) LSN() uint64 { return uint64(t.t.LSN) }
+
+func (w localLog) Append(kind byte, payload []byte) (walTicket, error) {
+	t, err := w.l.Append(kind, payload)
+	if err != nil {
+		return nil, err
+	}
+	return localTicket{t}, nil
+}
+
+func (w localLog) Read(from uint64, fn func(lsn uint64, kind byte, payload []byte) error) error {
+	return w.l.Read(commitlog.LSN(from), func(e commitlog.Entry) error { return fn(uint64(e.LSN), e.Kind, e.Payload) })
+}
+
+func (w localLog) DurableLSN() uint64              { return uint64(w.l.DurableLSN()) }
+func (w localLog) FirstLSN() uint64                { return uint64(w.l.FirstLSN()) }
+func (w localLog) TruncateBefore(lsn uint64) error { return w.l.TruncateBefore(commitlog.LSN(lsn)) }
+func (w localLog) Err() error                      { return w.l.Err() }
+func (w localLog) Close() error                    { return w.l.Close() }
+
+// cursorLog hands the cursor engine's checkpoints to the broker's commit log
+// (set once Open has opened it; the engine writes none before Start).
+type cursorLog struct{ b *Broker }
+
+func (c cursorLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
+	t, err := c.b.wal.Append(walCheckpoint, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return t.LSN(), t.Wait, nil
+}
+
+// splitLogEntry reads the 16-byte id that starts a walPush or walDLQ payload.
+func splitLogEntry(payload []byte) (id [16]byte, seg []byte, err error) {
+	if len(payload) < 16 {
+		return id, nil, fmt.Errorf("broker: commit-log entry of %d bytes has no id", len(payload))
+	}
+	copy(id[:], payload)
+	return id, payload[16:], nil
+}
+
+// waitLast waits for the ticket with the highest LSN of ts: entries become
+// durable in LSN order, so it covers them all.
+func waitLast(ts []walTicket) error {
+	var last walTicket
+	for _, t := range ts {
+		if t != nil && (last == nil || t.LSN() > last.LSN()) {
+			last = t
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return last.Wait()
+}
