@@ -57,6 +57,8 @@ func (l *Log) commit(b *batch) {
 			err = fmt.Errorf("%w: write %s at byte %d: %v", ErrFailed, filepath.Base(w.path), w.end, werr)
 			break
 		}
+		putChunkBuf(frame)
+		c.buf = nil
 		l.mu.Lock()
 		w.end += int64(len(frame))
 		w.reserved -= int64(len(frame))
@@ -70,7 +72,12 @@ func (l *Log) commit(b *batch) {
 	}
 	if err == nil && l.opts.Sync == SyncAlways {
 		for _, w := range written {
-			if serr := w.f.Sync(); serr != nil {
+			start := time.Now()
+			serr := w.f.Sync()
+			if l.opts.OnSync != nil {
+				l.opts.OnSync(time.Since(start).Microseconds())
+			}
+			if serr != nil {
 				err = fmt.Errorf("%w: fdatasync %s: %v", ErrFailed, filepath.Base(w.path), serr)
 				break
 			}
