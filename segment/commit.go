@@ -334,6 +334,15 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 		}
 		err := k.fs.SyncFS(g[0].dir)
 		for i, l := range g {
+			if l.closed.Load() {
+				continue // as Sync's ErrClosed: Close synced it
+			}
+			if ferr := l.failed(); ferr != nil {
+				// Sticky (ErrSyncFailed): a later syncfs proves nothing
+				// about the pages an earlier failure may have dropped.
+				record(l, ferr)
+				continue
+			}
 			if err != nil {
 				l.syncMu.Lock()
 				ferr := l.failSyncLocked(fmt.Errorf("segment log %s: syncfs: %w", l.dir, err))
