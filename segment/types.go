@@ -72,6 +72,16 @@ type Options struct {
 	// RecoveryReport it returns.) It runs under the log's locks: it must
 	// not call back into the Log.
 	OnRecover func(dir string, rep *RecoveryReport)
+	// DeferRotationSync makes rotation write nothing durable: the sealed
+	// file is NOT fdatasynced and the directory NOT synced before the new
+	// file is created (without it they are, so that a crash never leaves a
+	// hole between files). The next Sync, Commit or Committer.Flush of the
+	// Log syncs the sealed files still open for it, the active file and the
+	// directory. Only for a caller that keeps what a crash may punch out of
+	// the files elsewhere (the broker's commit log, issue 14) and opens the
+	// log with OpenFrom, which cuts the unsynced region; docs/format.md
+	// section 6.
+	DeferRotationSync bool
 }
 
 // DefaultCodec is the codec the broker should ask for: measured on 100 × 200 B
@@ -177,6 +187,11 @@ var (
 	ErrWriteFailed = errors.New("segment: a failed append could not be cut back; the log refuses writes until reopened")
 	// ErrBadPolicy is returned by ParseSyncPolicy.
 	ErrBadPolicy = errors.New("segment: unknown sync policy")
+	// ErrSegmentMismatch is wrapped by AppendSegment when a whole, valid
+	// segment does not continue the log: its base offset is not
+	// NextOffset() (the error says both). Not damage: the segment belongs
+	// elsewhere in the log (already there, or after a gap).
+	ErrSegmentMismatch = errors.New("segment: segment does not continue the log")
 )
 
 // CorruptionError describes on-disk damage: which file, which bytes and, where
