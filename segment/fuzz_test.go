@@ -219,3 +219,37 @@ func FuzzAppendSegment(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenFrom: whatever follows the synced offsets (the tail of the file holding
+// keepBelow-1, and a newer file), OpenFrom keeps exactly the offsets below keepBelow.
+func FuzzOpenFrom(f *testing.F) {
+	m := vfs.NewMem()
+	l, _, _ := openLog(m, "/p", Options{})
+	_, _ = l.Append(100, recs(0, 3, 40))
+	_, _ = l.Append(200, recs(3, 3, 40))
+	prefix := m.Bytes("/p/" + segName(1))
+	_, next, _ := l.AppendTo(nil, 300, recs(6, 3, 40))
+	f.Add(next, next)
+	f.Add(append(make([]byte, 100), next...), []byte("garbage"))
+	f.Add(next[:60], []byte{})
+	f.Fuzz(func(t *testing.T, tail, newer []byte) {
+		fs := vfs.NewMem()
+		fs.SetBytes("/p/"+segName(1), append(append([]byte(nil), prefix...), tail...))
+		fs.SetBytes("/p/"+segName(7), newer)
+		l, rep, err := openLogFrom(fs, "/p", Options{}, 7)
+		if err != nil {
+			t.Fatalf("OpenFrom: %v", err)
+		}
+		if l.NextOffset() != 7 || len(fs.Bytes("/p/"+segName(1))) != len(prefix) {
+			t.Fatalf("next %d, file %d bytes: want 7, %d", l.NextOffset(), len(fs.Bytes("/p/"+segName(1))), len(prefix))
+		}
+		if rep.Unsynced.Bytes != int64(len(tail)) {
+			t.Fatalf("reported %d bytes cut, want %d", rep.Unsynced.Bytes, len(tail))
+		}
+		var rb ReadBuffer
+		if msgs, err := l.Read(1, 10, 0, &rb); err != nil || len(msgs) != 6 {
+			t.Fatalf("read %d of 6: %v", len(msgs), err)
+		}
+		_ = l.Close()
+	})
+}

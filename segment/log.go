@@ -133,6 +133,11 @@ func Open(dir string, opts Options) (*Log, *RecoveryReport, error) {
 }
 
 func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, error) {
+	return openLogReport(fsys, dir, opts, &RecoveryReport{})
+}
+
+// openLogReport is Open adding to rep (OpenFrom has filled part of it).
+func openLogReport(fsys fileSystem, dir string, opts Options, rep *RecoveryReport) (*Log, *RecoveryReport, error) {
 	l := newLog(fsys, dir, opts)
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -148,7 +153,7 @@ func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, 
 	}
 	l.loadMu.Lock()
 	defer l.loadMu.Unlock()
-	rep, err := l.listAndOpenNames(&RecoveryReport{}, names)
+	rep, err = l.listAndOpenNames(rep, names)
 	if err != nil {
 		return nil, rep, err
 	}
