@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/lease"
-	"github.com/combmq/comb/vfs"
 )
 
 func benchKeys(n int) []Key {
@@ -33,6 +33,38 @@ func p99(lat []time.Duration) time.Duration {
 	}
 	slices.Sort(lat)
 	return lat[len(lat)*99/100]
+}
+
+// discardLog takes every checkpoint at once and keeps nothing: the engine's
+// own cost, without a log's.
+type discardLog struct{ next atomic.Uint64 }
+
+func (l *discardLog) AppendCheckpoint([]byte) (uint64, func() error, error) {
+	return l.next.Add(1), func() error { return nil }, nil
+}
+func (*discardLog) Retryable(error) bool { return true }
+
+// benchEngine opens an engine in a fresh directory whose checkpoints go to
+// a real commit log on disk (fdatasync per group: SyncAlways), as the
+// broker's will, or to discardLog with log == "discard".
+func benchEngine(b *testing.B, log string) *Engine {
+	dir := b.TempDir()
+	var lg Log = &discardLog{}
+	if log == "commitlog" {
+		l, _, err := commitlog.Open(filepath.Join(dir, "commitlog"), commitlog.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = l.Close() })
+		lg = commitLog{l}
+	}
+	e, _, err := Open(filepath.Join(dir, "cursor"), Options{Log: lg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Start()
+	b.Cleanup(func() { _ = e.Close() })
+	return e
 }
 
 // runWorkers splits b.N operations over workers, each owning keys[w::workers]
@@ -74,51 +106,38 @@ func runWorkers(b *testing.B, e *Engine, keys []Key, workers, perWait int, unit 
 	b.ReportMetric(float64(p99(slices.Concat(lats...)).Microseconds())/1000, "p99-wait-ms")
 }
 
-// BenchmarkAcksThroughJournal: acks (lease.ApplyAcks + Set) from 64
-// concurrent callers over 10,000 (partition, group) pairs, each caller waiting
-// for durability after every `batch` acks (an HTTP ack batch), sync on.
-func BenchmarkAcksThroughJournal(b *testing.B) {
-	for _, mode := range syscallModes {
+// BenchmarkAcksThroughLog: acks (lease.ApplyAcks + Set) from 64 concurrent
+// callers over 10,000 (partition, group) pairs, each caller waiting for
+// durability after every `batch` acks (an HTTP ack batch), with the
+// checkpoints going to the commit log (fdatasync on) or discarded.
+func BenchmarkAcksThroughLog(b *testing.B) {
+	for _, log := range []string{"commitlog", "discard"} {
 		for _, batch := range []int{1, 10, 100} {
-			b.Run(fmt.Sprintf("%s/callers=64/pairs=10000/batch=%d", mode.name, batch), func(b *testing.B) {
-				benchAcks(b, mode.fs, batch)
+			b.Run(fmt.Sprintf("log=%s/callers=64/pairs=10000/batch=%d", log, batch), func(b *testing.B) {
+				e := benchEngine(b, log)
+				keys := benchKeys(10_000)
+				for _, k := range keys {
+					e.Set(k, lease.State{})
+				}
+				_ = e.Wait()
+				runWorkers(b, e, keys, 64, batch, "acks", func(k Key) {
+					s, _ := e.Get(k)
+					_, changed, _ := lease.ApplyAcks(&s, []lease.Ack{{Offset: s.Committed + 1}}, 3, 0, false)
+					if changed {
+						e.Set(k, s)
+					}
+				})
 			})
 		}
 	}
 }
 
-func benchAcks(b *testing.B, fsys vfs.FS, batch int) {
-	e, _, err := Open(b.TempDir(), Options{FS: fsys})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	keys := benchKeys(10_000)
-	for _, k := range keys {
-		e.Set(k, lease.State{})
-	}
-	_ = e.Wait()
-	seq0 := e.j.nextSeq
-	runWorkers(b, e, keys, 64, batch, "acks", func(k Key) {
-		s, _ := e.Get(k)
-		_, changed, _ := lease.ApplyAcks(&s, []lease.Ack{{Offset: s.Committed + 1}}, 3, 0, false)
-		if changed {
-			e.Set(k, s)
-		}
-	})
-	b.ReportMetric(float64(b.N)/float64(max(1, e.j.nextSeq-seq0)), "acks/checkpoint")
-}
-
 // BenchmarkClaimAckCycle: one op = claim (Grant + Set + Wait, as a pop) then
-// ack of the whole span (ApplyAcks + Set + Wait), sync on.
+// ack of the whole span (ApplyAcks + Set + Wait), through the commit log.
 func BenchmarkClaimAckCycle(b *testing.B) {
 	for _, callers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("callers=%d/pairs=10000", callers), func(b *testing.B) {
-			e, _, err := Open(b.TempDir(), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
+			e := benchEngine(b, "commitlog")
 			keys := benchKeys(10_000)
 			now := time.Now().UnixMicro()
 			runWorkers(b, e, keys, callers, 1, "cycles", func(k Key) {
@@ -143,11 +162,7 @@ func BenchmarkClaimAckCycle(b *testing.B) {
 // BenchmarkIdleMemory measures heap bytes per idle (partition, group) pair:
 // run with -benchtime=1000000x (b.N pairs).
 func BenchmarkIdleMemory(b *testing.B) {
-	e, _, err := Open(b.TempDir(), Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	e := benchEngine(b, "discard")
 	keys := benchKeys(b.N)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -164,14 +179,16 @@ func BenchmarkIdleMemory(b *testing.B) {
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/pair")
 }
 
-// BenchmarkRecovery: Open of a journal holding 1,000,000 changes after the
-// last snapshot (10,000 checkpoints of 100 changes over 100,000 pairs).
-func BenchmarkRecovery(b *testing.B) {
-	dir := b.TempDir()
-	e, _, err := Open(dir, Options{NoSync: true, SnapshotAfterBytes: 1 << 40})
+// BenchmarkReplay: recovery's replay of 1,000,000 changes (10,000
+// checkpoint bodies of 100 changes over 100,000 pairs) through
+// ApplyCheckpoint, as the broker feeds them from the commit log.
+func BenchmarkReplay(b *testing.B) {
+	log := newMemLog(1, nil)
+	e, _, err := Open(b.TempDir(), Options{Log: log, NoSync: true, CheckpointInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
+	e.Start()
 	keys := benchKeys(100_000)
 	for c := range 10_000 {
 		for i := range 100 {
@@ -182,20 +199,24 @@ func BenchmarkRecovery(b *testing.B) {
 		}
 		_ = e.Wait()
 	}
-	if err := e.Close(); err != nil {
-		b.Fatal(err)
+	_ = e.Close()
+	entries := log.crash(nil)
+	var size int64
+	for _, en := range entries {
+		size += int64(len(en.Body))
 	}
-	st, err := os.Stat(filepath.Join(dir, journalName(1)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(st.Size())
+	b.SetBytes(size)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		e, rep, err := Open(dir, Options{NoSync: true, SnapshotAfterBytes: 1 << 40})
-		if err != nil || rep.Checkpoints < 10_000 {
-			b.Fatal(err, rep)
+		e, _, err := Open(b.TempDir(), Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, en := range entries {
+			if err := e.ApplyCheckpoint(en.Body); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.StopTimer()
 		_ = e.Close()
@@ -204,31 +225,43 @@ func BenchmarkRecovery(b *testing.B) {
 	b.ReportMetric(1_000_000, "changes")
 }
 
-// BenchmarkCheckpointSync: one caller, one Set + Wait per op (one small
-// checkpoint: write + fdatasync), with the journal preallocated (the default)
-// and without (every checkpoint grows the file, so ext4 commits the size
-// change in its metadata journal at each fdatasync).
-func BenchmarkCheckpointSync(b *testing.B) {
-	for _, mode := range syscallModes {
-		for _, pre := range []struct {
-			name  string
-			bytes int64
-		}{{"prealloc=on", 0}, {"prealloc=off", -1}} {
-			b.Run(mode.name+"/"+pre.name, func(b *testing.B) { benchCheckpointSync(b, mode.fs, pre.bytes) })
-		}
-	}
-}
-
-func benchCheckpointSync(b *testing.B, fsys vfs.FS, prealloc int64) {
-	e, _, err := Open(b.TempDir(), Options{FS: fsys, PreallocBytes: prealloc})
+// BenchmarkSnapshot: one Snapshot of 1,000,000 (partition, group) cursors
+// (one in 20 holding a lease) on the real disk with fsync, as the broker's
+// flush pass takes one; reports the file's size and the time per snapshot.
+// An idle engine: the one checkpoint per snapshot goes to discardLog.
+func BenchmarkSnapshot(b *testing.B) {
+	dir := b.TempDir()
+	e, _, err := Open(dir, Options{Log: &discardLog{}})
 	if err != nil {
 		b.Fatal(err)
 	}
+	e.Start()
 	defer e.Close()
-	keys := benchKeys(1000)
-	runWorkers(b, e, keys, 1, 1, "checkpoints", func(k Key) {
-		s, _ := e.Get(k)
-		s.Committed++
+	now := time.Now().UnixMicro()
+	for i, k := range benchKeys(1_000_000) {
+		s := lease.State{Committed: uint64(1000 + i%5000)}
+		if i%20 == 0 {
+			lease.Grant(&s, [16]byte{0: 1, 15: byte(i)}, "worker-1", s.Committed+10, now+30_000_000)
+		}
 		e.Set(k, s)
-	})
+	}
+	if err := e.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var from uint64
+	for range b.N {
+		if from, err = e.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st, err := os.Stat(filepath.Join(dir, snapshotName(from)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	b.ReportMetric(float64(st.Size()), "file-bytes")
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/snapshot")
 }

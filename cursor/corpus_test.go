@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/combmq/comb/record"
 )
 
 // TestWriteFuzzCorpus regenerates testdata/fuzz (`go test -tags corpus -run TestWriteFuzzCorpus`).
@@ -24,24 +22,24 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", b), 0o644))
 	}
-	ck := checkpointFrame(7, sampleEntries())
+	ck := checkpointBody(sampleEntries())
 	write("FuzzDecodeCheckpoint", "every-entry-kind", ck)
-	write("FuzzDecodeCheckpoint", "torn-body", ck[:len(ck)-5])
-	write("FuzzDecodeCheckpoint", "header-only", ck[:record.HeaderSize])
-	write("FuzzDecodeCheckpoint", "no-entries", checkpointFrame(1, nil))
-	write("FuzzDecodeSnapshot", "every-entry-kind", snapshotFile(7, sampleEntries()))
-	write("FuzzDecodeSnapshot", "empty", snapshotFile(0, nil))
-	write("FuzzDecodeSnapshot", "checkpoint-not-snapshot", ck)
-	write("FuzzDecodeBody", "every-entry-kind", ck[record.HeaderSize+seqLen:])
-	write("FuzzDecodeBody", "unknown-tag", []byte{9})
+	write("FuzzDecodeCheckpoint", "cut", ck[:len(ck)-5])
+	write("FuzzDecodeCheckpoint", "empty", checkpointBody(nil))
+	write("FuzzDecodeCheckpoint", "format-2-version", append([]byte{2}, ck[1:]...))
+	write("FuzzDecodeCheckpoint", "record-tag", append(append([]byte(nil), ck...), tagRecord, 1, 1, 'x'))
+	snap := snapshotFile(7, sampleEntries(), [][]byte{[]byte("redo")})
+	write("FuzzDecodeSnapshot", "every-frame-kind", snap)
+	write("FuzzDecodeSnapshot", "empty", snapshotFile(1, nil, nil))
+	write("FuzzDecodeSnapshot", "cut-trailer", snap[:len(snap)-4])
+	write("FuzzSnapshotStructure", "header-entries-legacy-trailer", unframed(snapshotFormat, snapshotFile(7, sampleEntries()[:3], [][]byte{[]byte("r")})))
+	write("FuzzSnapshotStructure", "empty", unframed(snapshotFormat, snapshotFile(1, nil, nil)))
 	write("FuzzDecodeV1", "checkpoint", v1Frame(v1KindCheckpoint, 3, sampleV1Body()))
 	write("FuzzDecodeV1", "snapshot", v1Frame(v1KindSnapshot, 3, sampleV1Body()))
-	two := append(checkpointFrame(1, sampleEntries()[:2]), checkpointFrame(2, sampleEntries()[3:])...)
-	write("FuzzRecoverJournal", "two-checkpoints", two)
-	write("FuzzRecoverJournal", "torn-then-zeros", append(two[:len(two)-3], make([]byte, 40)...))
-	write("FuzzRecoverJournal", "zero-header-then-garbage", append(append(append([]byte(nil), two...), make([]byte, 16)...), 'x'))
-	write("FuzzSnapshotStructure", "header-entries-trailer", unframed(snapshotFormat, snapshotFile(7, sampleEntries()[:3])))
-	write("FuzzSnapshotStructure", "empty", unframed(snapshotFormat, snapshotFile(0, nil)))
-	write("FuzzReplayCheckpoints", "two-checkpoints", unframed(checkpointFormat, append(checkpointFrame(1, sampleEntries()[:2]), checkpointFrame(2, sampleEntries()[3:5])...)))
-	write("FuzzReplayCheckpoints", "sequence-gap", unframed(checkpointFormat, append(checkpointFrame(1, nil), checkpointFrame(3, nil)...)))
+	two := append(v2CheckpointFrame(1, sampleV2Entries()[:2]), v2CheckpointFrame(2, sampleV2Entries()[3:])...)
+	write("FuzzUpgradeV2Journal", "two-checkpoints", two)
+	write("FuzzUpgradeV2Journal", "torn-then-zeros", append(two[:len(two)-3], make([]byte, 40)...))
+	write("FuzzUpgradeV2Journal", "zero-header-then-garbage", append(append(append([]byte(nil), two...), make([]byte, 16)...), 'x'))
+	write("FuzzUpgradeV2Checkpoints", "two-checkpoints", unframed(v2CheckpointFormat, two))
+	write("FuzzUpgradeV2Checkpoints", "sequence-gap", unframed(v2CheckpointFormat, append(v2CheckpointFrame(1, nil), v2CheckpointFrame(3, nil)...)))
 }

@@ -14,66 +14,74 @@ import (
 // checkpoint writes it (seed 004: "at least every 5 ms").
 const DefaultCheckpointInterval = 5 * time.Millisecond
 
-// DefaultSnapshotAfterBytes is the journal size past which a snapshot is taken
-// and a new journal started.
-const DefaultSnapshotAfterBytes = 64 << 20
-
-// DefaultPreallocBytes is the largest extension of the preallocated journal
-// (bytes of zeros written and synced ahead of the checkpoints; see the
-// package comment).
-const DefaultPreallocBytes = 4 << 20
-
 // retryDelay is how long the writer waits after a failed checkpoint before the
-// ticker tries again on its own (a Wait tries at once), and how long a failed
-// extension, rotation or snapshot waits before the next attempt: while the
-// disk is full, each attempt costs a failed write, not a busy loop.
+// ticker tries again on its own (a Wait tries at once): while the disk is
+// full, each attempt costs a refused append, not a busy loop.
 const retryDelay = 250 * time.Millisecond
+
+// Log is where checkpoints become durable: the broker's commit log. The
+// engine calls it from its writer goroutine only, one checkpoint at a time:
+// it calls wait before it appends the next one.
+type Log interface {
+	// AppendCheckpoint hands one checkpoint body to the log; the log must
+	// not keep body after it returns (the engine reuses the buffer). The
+	// checkpoint is durable once wait returns nil; lsn (>= 1) orders it
+	// among everything in the log, and later checkpoints get higher ones.
+	// After a crash, every checkpoint whose wait returned nil is in the log;
+	// any other may or may not be.
+	AppendCheckpoint(body []byte) (lsn uint64, wait func() error, err error)
+	// Retryable reports whether err, from AppendCheckpoint or a wait,
+	// leaves the log usable, so that the same checkpoint may be tried again
+	// (a full disk: commitlog.ErrNoSpace). Otherwise the failure is sticky:
+	// every later Wait fails until a restart (commitlog.ErrFailed).
+	Retryable(err error) bool
+}
 
 // Options configure an Engine; zero values take the defaults.
 type Options struct {
-	// FS is the file system the journal lives on; nil = vfs.OS.
-	FS                 vfs.FS
 	CheckpointInterval time.Duration // default DefaultCheckpointInterval (5 ms)
-	SnapshotAfterBytes int64         // journal bytes that trigger a snapshot + new journal; default 64 MiB
-	NoSync             bool          // skip fdatasync (tests and benchmarks only: nothing survives a power loss)
-	// PreallocBytes is the most zeros one journal extension writes ahead of
-	// the checkpoints (each extension adds as much as the file already holds,
-	// 64 KiB at first); default DefaultPreallocBytes (4 MiB); < 0 = never
-	// preallocate (every checkpoint then grows the file).
-	PreallocBytes int64
+	// FS is the file system the snapshots live on; nil = vfs.OS.
+	FS     vfs.FS
+	NoSync bool // skip the snapshots' fsyncs (tests and benchmarks only; the Log decides the checkpoints' durability)
+	// Log receives the checkpoints; required before Start.
+	Log Log
 }
 
-// RecoveryReport says what Open found and repaired.
+// RecoveryReport says what Open found.
 type RecoveryReport struct {
-	Checkpoints    int    // journal checkpoints replayed after the snapshot
-	TornBytes      int64  // non-zero bytes after the last checkpoint that were zeroed: a torn or damaged last checkpoint
-	TornFile       string // journal file they were in ("" = none)
-	Quarantined    string // where a copy of those bytes was kept ("" = none, or the copy failed: see QuarantineErr)
-	QuarantineErr  error  // why the copy could not be made (a full disk); recovery went on without it
 	SnapshotLoaded string // snapshot file loaded ("" = none)
-	LastSeq        uint64 // sequence number of the last checkpoint recovered
-	Upgraded       bool   // the directory held format 1 files: they were read, written as a format 2 snapshot and removed
+	// ReplayFrom: the caller replays every checkpoint of the log with an LSN
+	// >= ReplayFrom, in LSN order, through ApplyCheckpoint; every checkpoint
+	// below it is covered by the snapshot. 1 when there is no snapshot.
+	ReplayFrom uint64
+	// Upgraded: the directory held format 1 or 2 files (journals of their
+	// own): they were read, written as one format 3 snapshot and removed.
+	Upgraded     bool
+	UpgradedFrom int    // with Upgraded: the format read (1 or 2)
+	LastSeq      uint64 // with Upgraded: the last checkpoint of the old journals
+	// LegacyRecords are the transaction redo records a format 1 or 2
+	// directory held, oldest first: committed transactions whose effects
+	// may be missing. The broker applies them (idempotently) and calls
+	// ForgetLegacyRecords once that is durable; until then every snapshot
+	// keeps them and every Open returns them again.
+	LegacyRecords [][]byte
 }
-
-// Repaired reports whether Open had to drop a torn tail.
-func (r *RecoveryReport) Repaired() bool { return r.TornBytes > 0 }
 
 // Failure is why checkpoints are failing (Engine.Failure).
 type Failure struct {
 	Err error // the last failed checkpoint's error
-	// Sticky: a journal fdatasync failed with an I/O error. What the file holds
-	// is unknown, so nothing more is written and every Wait fails until the
-	// engine is reopened (a restart). Otherwise (a full disk, a failed write)
-	// the writer retries and the failure ends with the first checkpoint that
-	// succeeds.
+	// Sticky: the Log said the error is not retryable (Log.Retryable): every
+	// Wait fails until the engine is reopened (a restart). Otherwise (a full
+	// disk) the writer retries and the failure ends with the first
+	// checkpoint that succeeds.
 	Sticky bool
 	Since  time.Time // when the current run of failures began
 }
 
 // Engine holds every (partition, group) cursor and lease in memory and makes
-// changes durable through the cursor journal (see the package comment). All
-// methods are safe for concurrent use; read-modify-write of one Key is the
-// caller's job (the broker holds the partition lock).
+// changes durable as checkpoints in the commit log (see the package
+// comment). All methods are safe for concurrent use; read-modify-write of
+// one Key is the caller's job (the broker holds the partition lock).
 type Engine struct {
 	fs   vfs.FS
 	dir  string
@@ -85,18 +93,13 @@ type Engine struct {
 	subs     map[subKey]Subscription
 	subDirty map[subKey]struct{}
 
-	recMu   sync.Mutex
-	recs    map[uint64][]byte // every record held, by id
-	recOps  []recOp           // adds and drops not yet collected by a checkpoint, in order
-	nextRec uint64            // id of the next AddRecord
-
 	// changed is set by every mutation after it is applied and cleared by the
 	// writer (under mu) just before it collects a checkpoint.
 	changed atomic.Bool
 
 	// Group commit bookkeeping, under mu. A generation is one collection by the
 	// writer: gen g collects every change made before the writer cleared
-	// `changed` for it. durableGen is the last generation on disk.
+	// `changed` for it. durableGen is the last generation in the log.
 	mu         sync.Mutex
 	cond       *sync.Cond
 	nextGen    uint64 // generation the next collection will have
@@ -106,27 +109,44 @@ type Engine struct {
 	failErr    error  // its error, for the Wait callers of generations up to failedGen
 	failing    bool   // the last checkpoint attempt failed
 	failSince  time.Time
-	err        error // sticky: a journal fdatasync failed
+	err        error // sticky: the Log failed for good
+	started    bool  // Start called: the writer runs
 	closed     bool  // Close called: no new Wait
 	finished   bool  // writer gone after its final checkpoint
+	// A Snapshot in progress (snapActive) needs the LSN of the first
+	// checkpoint whose collection ended after it began reading (snapFrom,
+	// 0 = none yet): its replayFrom (see snapshot.go).
+	snapActive bool
+	snapFrom   uint64
 
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
 
-	j *journal // owned by the writer goroutine after Open
+	enc        *encoder // the writer's checkpoint bodies
+	splitBytes int      // checkpointSplitBytes (tests make it small)
 
-	// fileMu serialises changes to the directory's files (a checkpoint write
-	// and sync, a rotation, a snapshot's rename and compaction), so a test can
-	// copy the directory as a crash would leave it between two of them.
-	fileMu sync.Mutex
+	snapMu sync.Mutex // one Snapshot at a time
+
+	legacyMu sync.Mutex
+	legacy   [][]byte // redo records of a format 1 or 2 directory, kept in snapshots until ForgetLegacyRecords
+
+	// snapshotReadHook, when set (tests), runs after a Snapshot read shard i.
+	snapshotReadHook func(i int)
 }
 
-// Open loads the engine in dir (created if missing): the newest valid snapshot,
-// then every later journal checkpoint. A torn or damaged last checkpoint
-// (never acknowledged: Wait returns only after its sync) is zeroed and
-// reported; damage elsewhere returns a *CorruptionError and changes nothing.
-// A directory of format 1 is upgraded in place first (see upgrade.go).
+// Open loads the newest snapshot in dir (created if missing); it starts no
+// goroutine and writes nothing unless the directory needs an upgrade. The
+// caller then replays the log's checkpoints from RecoveryReport.ReplayFrom
+// through ApplyCheckpoint and calls Start.
+//
+// A directory of format 1 or 2 (journal files) is upgraded first: its
+// snapshot and journals are replayed with their own rules, the result
+// written as one format 3 snapshot (crash-safe), the old files removed; the
+// redo records they held are in RecoveryReport.LegacyRecords.
+//
+// Errors: a *CorruptionError for a damaged snapshot or damaged old files
+// (nothing is changed), file system errors wrapped with the directory.
 func Open(dir string, opts Options) (*Engine, *RecoveryReport, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.OS
@@ -134,23 +154,12 @@ func Open(dir string, opts Options) (*Engine, *RecoveryReport, error) {
 	if opts.CheckpointInterval <= 0 {
 		opts.CheckpointInterval = DefaultCheckpointInterval
 	}
-	if opts.SnapshotAfterBytes <= 0 {
-		opts.SnapshotAfterBytes = DefaultSnapshotAfterBytes
-	}
-	switch {
-	case opts.PreallocBytes == 0:
-		opts.PreallocBytes = DefaultPreallocBytes
-	case opts.PreallocBytes < 0:
-		opts.PreallocBytes = 0
-	case opts.PreallocBytes < minPrealloc:
-		opts.PreallocBytes = minPrealloc
-	}
 	if err := opts.FS.MkdirAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("cursor engine %s: %w", dir, err)
 	}
 	if !opts.NoSync {
 		// The directory's own name must survive a crash before any
-		// checkpoint in it counts as durable.
+		// snapshot in it counts as durable.
 		if err := opts.FS.SyncDir(filepath.Dir(dir)); err != nil {
 			return nil, nil, fmt.Errorf("cursor engine %s: %w", dir, err)
 		}
@@ -162,14 +171,15 @@ func Open(dir string, opts Options) (*Engine, *RecoveryReport, error) {
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+		enc:  newEncoder(nil),
 	}
+	e.splitBytes = checkpointSplitBytes
 	e.cond = sync.NewCond(&e.mu)
 	e.reset()
 	rep, err := e.recover()
 	if err != nil {
 		return nil, nil, err
 	}
-	go e.writeLoop()
 	return e, rep, nil
 }
 
@@ -180,10 +190,25 @@ func (e *Engine) reset() {
 	}
 	e.subs = make(map[subKey]Subscription)
 	e.subDirty = make(map[subKey]struct{})
-	e.recs = make(map[uint64][]byte)
-	e.recOps = nil
-	e.nextRec = 1
+	e.legacy = nil
 	e.nextGen = 1
+}
+
+// Start starts the writer goroutine, after recovery (ApplyCheckpoint);
+// changes made before it (Set during recovery) go into its first
+// checkpoint. A second call does nothing. It panics without Options.Log: a
+// broken invariant of the caller, not a condition to handle.
+func (e *Engine) Start() {
+	if e.opts.Log == nil {
+		panic("cursor: Start without Options.Log")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started || e.closed {
+		return
+	}
+	e.started = true
+	go e.writeLoop()
 }
 
 func (e *Engine) markChanged() {
@@ -193,19 +218,23 @@ func (e *Engine) markChanged() {
 }
 
 // Wait blocks until a checkpoint holding every change made (by any caller)
-// before the call is durable: written and fdatasync'd, so it survives a crash
-// or power loss. It asks the writer for a checkpoint at once rather than waiting
-// for the interval.
+// before the call is durable in the Log (its wait returned nil), so it
+// survives a crash or power loss. It asks the writer for a checkpoint at once
+// rather than waiting for the interval.
 //
 // Errors: a *CheckpointError when the checkpoint that was to hold the changes
-// failed (the disk is full, a write failed: the changes stay in memory and a
-// later checkpoint retries them, but the caller must not promise durability;
-// or a failed fdatasync, Sticky, after which every Wait fails); ErrClosed.
+// failed (the log refused it, or its wait failed: the changes stay in memory
+// and a later checkpoint retries them, but the caller must not promise
+// durability; Sticky when the Log said the error is not retryable, after
+// which every Wait fails); ErrNotStarted before Start; ErrClosed.
 func (e *Engine) Wait() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	switch {
+	case e.closed:
 		return ErrClosed
+	case !e.started:
+		return ErrNotStarted
 	}
 	return e.waitLocked(e.targetLocked())
 }
@@ -262,11 +291,13 @@ func (e *Engine) Failure() (Failure, bool) {
 	return Failure{Err: e.failErr, Since: e.failSince}, true
 }
 
-// Close writes a final checkpoint of everything changed, syncs it and closes
-// the journal. Changes made before Close survive a restart when it returns nil.
+// Close hands a final checkpoint of everything changed to the Log, waits for
+// it, and stops the writer; a Snapshot in progress fails with ErrClosed.
+// Changes made before Close survive a restart when it returns nil. Close the
+// engine before the Log. An engine never started writes nothing.
 //
 // Errors: the final checkpoint's (a *CheckpointError: what changed since the
-// last good checkpoint is lost), the journal's close error, ErrClosed.
+// last good checkpoint is lost), ErrClosed.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -274,19 +305,27 @@ func (e *Engine) Close() error {
 		return ErrClosed
 	}
 	e.closed = true
+	started := e.started
 	e.mu.Unlock()
-	close(e.stop)
-	<-e.done
+	if started {
+		close(e.stop)
+		<-e.done
+	}
 	e.mu.Lock()
 	e.finished = true
 	e.cond.Broadcast()
-	err := e.err
-	if err == nil && e.durableGen < e.nextGen-1 {
-		err = e.failErr // the final checkpoint failed
+	var err error
+	if started {
+		err = e.err
+		if err == nil && e.durableGen < e.nextGen-1 {
+			err = e.failErr // the final checkpoint failed
+		}
 	}
 	e.mu.Unlock()
-	if cerr := e.j.close(); err == nil {
-		err = cerr
-	}
+	// A Snapshot that was waiting has seen finished; let it clean up before
+	// the caller closes what lies under the engine.
+	e.snapMu.Lock()
+	//nolint:staticcheck // an empty critical section: wait for the Snapshot in progress
+	e.snapMu.Unlock()
 	return err
 }

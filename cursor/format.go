@@ -8,44 +8,46 @@ import (
 	"github.com/combmq/comb/record"
 )
 
-// Format version 2 (see the package comment for the layout): every checkpoint
-// and every piece of a snapshot is one frame of package record.
-const formatVersion = 2
+// Format version 3 (see the package comment for the layout): the directory
+// holds snapshots only, each piece of a snapshot one frame of package record;
+// checkpoints are bodies handed to the commit log (Options.Log), which frames
+// and checksums them itself.
+const formatVersion = 3
 
-// The two record formats. A body is at most maxFrameBody bytes; the writer
-// splits a larger checkpoint into several (each a complete checkpoint of its
-// own) and a snapshot into pieces of about snapshotPieceBytes.
-var (
-	checkpointFormat = record.NewFormat("CCP2", maxFrameBody)
-	snapshotFormat   = record.NewFormat("CSN2", maxFrameBody)
-)
+// snapshotFormat frames every piece of a format 3 snapshot. A body is at most
+// maxFrameBody bytes (record's own limit).
+var snapshotFormat = record.NewFormat("CSN3", maxFrameBody)
 
 const (
-	maxFrameBody = 1 << 30 // record's own limit
-	// checkpointSplitBytes: the writer ends a checkpoint frame once its body
-	// passes this and puts what is left in the next one (same generation).
+	maxFrameBody = 1 << 30
+	// checkpointSplitBytes: the writer ends a checkpoint body once it passes
+	// this and puts what is left in the next one (same generation), well
+	// under the commit log's largest entry (256 MiB).
 	checkpointSplitBytes = 16 << 20
 	// snapshotPieceBytes: a snapshot entries frame ends once its body passes this.
 	snapshotPieceBytes = 1 << 20
-	// seqLen is the checkpoint sequence number at the start of a checkpoint body.
-	seqLen = 8
 )
 
-// Body entry tags (format 2; format 1 differs only in its record tags, see
-// format_v1.go).
+// Body entry tags. Format 3 bodies hold states and subscriptions only; the
+// record tags are read from format 1 and 2 files by the upgrade (format_v1.go,
+// format_v2.go).
 const (
 	tagState      = 1
 	tagSub        = 2
-	tagRecord     = 3 // v2: id, bytes
-	tagDropRecord = 4 // v2: id
+	tagRecord     = 3 // formats 1 and 2: an opaque redo record (format 2: with an id)
+	tagDropRecord = 4 // format 1: forget every record; format 2: forget one id
 )
 
 // Snapshot frame kinds (the first byte of a snapshot frame's body).
 const (
-	snapHeader  = 1 // upTo u64 LE
+	snapHeader  = 1 // format 3: the kind byte only (format 2: upTo u64 LE)
 	snapEntries = 2 // entries
-	snapTrailer = 3 // entry frames u64 LE, entries u64 LE
+	snapTrailer = 3 // format 3: entry frames u64, entries u64, legacy records u64, replayFrom u64 (LE)
+	snapLegacy  = 4 // format 3: one redo record of a format 1 or 2 directory (opaque bytes)
 )
+
+// trailerLen is the body length of a format 3 trailer frame.
+const trailerLen = 1 + 4*8
 
 // State entry flags.
 const (
@@ -57,52 +59,69 @@ const (
 	stKnown   = stDeleted | stSpan | stLeaseID | stWorker | stExpiry
 )
 
-// encoder builds frames in a reusable buffer. Group names are written once per
-// frame and referred to by index afterwards, so every frame decodes on its own.
+// encoder builds bodies in a reusable buffer: checkpoint bodies as they are
+// (f == nil: the commit log frames them), snapshot pieces as frames of f.
+// Group names are written once per body and referred to by index afterwards,
+// so every body decodes on its own.
 type encoder struct {
-	f       record.Format
+	f       *record.Format
 	buf     []byte
-	start   int // where the open frame starts in buf
+	start   int // where the open body (with f: its frame) starts in buf
 	groups  map[string]uint64
-	entries int // entries in the open frame
+	entries int // entries in the open body
 }
 
-func newEncoder(f record.Format) *encoder {
+func newEncoder(f *record.Format) *encoder {
 	return &encoder{f: f, groups: make(map[string]uint64)}
 }
 
-// reset drops every frame in the buffer.
-func (c *encoder) reset() { c.buf = c.buf[:0] }
+// reset drops everything in the buffer.
+func (c *encoder) reset() { c.buf, c.start = c.buf[:0], 0 }
 
-// begin opens a new frame after whatever the buffer holds.
+// begin opens a new body after whatever the buffer holds.
 func (c *encoder) begin() {
-	c.buf, c.start = c.f.Begin(c.buf)
+	if c.f != nil {
+		c.buf, c.start = c.f.Begin(c.buf)
+	} else {
+		c.start = len(c.buf)
+	}
 	clear(c.groups)
 	c.entries = 0
 }
 
-// beginCheckpoint opens a checkpoint frame with sequence number seq.
-func (c *encoder) beginCheckpoint(seq uint64) {
+// beginCheckpoint opens a checkpoint body: its version byte, then entries.
+func (c *encoder) beginCheckpoint() {
 	c.begin()
-	c.buf = binary.LittleEndian.AppendUint64(c.buf, seq)
+	c.buf = append(c.buf, formatVersion)
 }
 
-// bodyLen is the length of the open frame's body so far.
-func (c *encoder) bodyLen() int { return len(c.buf) - c.start - record.HeaderSize }
+func (c *encoder) headerLen() int {
+	if c.f != nil {
+		return record.HeaderSize
+	}
+	return 0
+}
 
-// finish closes the open frame. Errors: record.ErrTooLarge (a body over
-// 1 GiB; the writer splits long before that, so only a bug gets here).
+// bodyLen is the length of the open body so far.
+func (c *encoder) bodyLen() int { return len(c.buf) - c.start - c.headerLen() }
+
+// body returns the open body (without its frame header).
+func (c *encoder) body() []byte { return c.buf[c.start+c.headerLen():] }
+
+// finish closes the open frame (a no-op for unframed bodies). Errors:
+// record.ErrTooLarge (a body over 1 GiB; snapshots are cut into 1 MiB
+// pieces, so only a bug gets here).
 func (c *encoder) finish() error {
+	if c.f == nil {
+		return nil
+	}
 	b, err := c.f.Finish(c.buf, c.start)
 	if err != nil {
-		return err // the frame stays in buf (a failed checkpoint is requeued from it)
+		return err
 	}
 	c.buf = b
 	return nil
 }
-
-// frame returns the open frame's bytes (header and body).
-func (c *encoder) frame() []byte { return c.buf[c.start:] }
 
 func (c *encoder) str(s string) {
 	c.buf = binary.AppendUvarint(c.buf, uint64(len(s)))
@@ -173,33 +192,23 @@ func (c *encoder) sub(k subKey, s Subscription, deleted bool) {
 	c.buf = binary.AppendVarint(c.buf, s.CreatedAtMicros)
 }
 
-func (c *encoder) record(id uint64, r []byte) {
-	c.entries++
-	c.buf = append(c.buf, tagRecord)
-	c.buf = binary.AppendUvarint(c.buf, id)
-	c.buf = binary.AppendUvarint(c.buf, uint64(len(r)))
-	c.buf = append(c.buf, r...)
-}
-
-func (c *encoder) dropRecord(id uint64) {
-	c.entries++
-	c.buf = append(c.buf, tagDropRecord)
-	c.buf = binary.AppendUvarint(c.buf, id)
-}
-
-// checkpointBody splits a verified checkpoint frame body into its sequence
-// number and entries.
-func checkpointBody(body []byte) (seq uint64, entries []byte, err error) {
-	if len(body) < seqLen {
-		return 0, nil, fmt.Errorf("checkpoint body of %d bytes has no sequence number", len(body))
+// checkpointEntries checks the version byte of a format 3 checkpoint body
+// and returns its entries.
+func checkpointEntries(body []byte) ([]byte, error) {
+	switch {
+	case len(body) == 0:
+		return nil, fmt.Errorf("empty checkpoint body")
+	case body[0] != formatVersion:
+		return nil, fmt.Errorf("checkpoint body of format %d, want %d", body[0], formatVersion)
 	}
-	return binary.LittleEndian.Uint64(body), body[seqLen:], nil
+	return body[1:], nil
 }
 
 // visitor receives the entries of a body in order.
 type visitor interface {
 	state(k Key, s lease.State, deleted bool)
 	sub(k subKey, s Subscription, deleted bool)
+	// The record calls come from format 1 and 2 bodies only.
 	record(id uint64, r []byte) // r aliases the body; copy to keep. Format 1: id 0
 	dropRecord(id uint64)
 	dropAllRecords() // format 1 only
@@ -272,8 +281,9 @@ func (r *bodyReader) u32(what string) uint32 {
 }
 
 // decodeEntries replays the entries of a body of the given format version
-// (1 or 2) into v. It stops at the first malformed entry and returns an error;
-// entries before it have been visited.
+// (1, 2 or 3) into v. It stops at the first malformed entry and returns an
+// error; entries before it have been visited. Format 3 bodies hold no
+// records: a record tag there is an error.
 func decodeEntries(body []byte, version int, v visitor) error {
 	r := &bodyReader{b: body}
 	var groups []string
@@ -288,7 +298,7 @@ func decodeEntries(body []byte, version int, v visitor) error {
 			if r.err == nil {
 				v.record(0, rec)
 			}
-		case tag == tagRecord:
+		case tag == tagRecord && version == 2:
 			id := r.uvarint("record id")
 			rec := r.bytes(r.uvarint("record length"), "record")
 			if r.err == nil && id == 0 {
@@ -299,7 +309,7 @@ func decodeEntries(body []byte, version int, v visitor) error {
 			}
 		case tag == tagDropRecord && version == 1:
 			v.dropAllRecords()
-		case tag == tagDropRecord:
+		case tag == tagDropRecord && version == 2:
 			id := r.uvarint("record id")
 			if r.err == nil {
 				v.dropRecord(id)
@@ -384,3 +394,13 @@ func decodeSub(r *bodyReader, v visitor) {
 		r.fail("sub flags")
 	}
 }
+
+// nopVisitor checks a body without applying it (ApplyCheckpoint applies a
+// body only once all of it decodes).
+type nopVisitor struct{}
+
+func (nopVisitor) state(Key, lease.State, bool)   {}
+func (nopVisitor) sub(subKey, Subscription, bool) {}
+func (nopVisitor) record(uint64, []byte)          {}
+func (nopVisitor) dropRecord(uint64)              {}
+func (nopVisitor) dropAllRecords()                {}

@@ -1,9 +1,11 @@
 package cursor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -68,4 +70,95 @@ func decodeV1Frame(b []byte, wantKind byte) (seq uint64, body []byte, n int, err
 		return 0, nil, 0, fmt.Errorf("checksum mismatch")
 	}
 	return seq, body, n, nil
+}
+
+// readV1 loads a format 1 directory into the engine's maps and rv's records,
+// read only, with the rules of format 1: the newest snapshot, then every later
+// checkpoint; the first all-zero header ends a journal; a torn or corrupt last
+// checkpoint of the newest journal (no valid checkpoint after it) was never
+// acknowledged and is skipped; any other damage is a *CorruptionError. It
+// returns the last checkpoint's sequence number.
+func (e *Engine) readV1(files dirFiles, rv *legacyReader) (uint64, error) {
+	var last uint64
+	haveBase := false
+	if n := len(files.v1snapshots); n > 0 {
+		sf := files.v1snapshots[n-1]
+		path := filepath.Join(e.dir, sf.name)
+		b, err := e.fs.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("cursor snapshot: %w", err)
+		}
+		_, body, n, err := decodeV1Frame(b, v1KindSnapshot)
+		if err == nil && n != len(b) {
+			err = fmt.Errorf("%d bytes after the frame", len(b)-n)
+		}
+		if err == nil {
+			err = decodeEntries(body, 1, rv)
+		}
+		if err != nil {
+			return 0, &CorruptionError{File: path, EndByte: int64(len(b)), Reason: "format 1 snapshot: " + err.Error()}
+		}
+		last, haveBase = sf.seq, true
+	}
+	for i, jf := range files.v1journals {
+		isLast := i == len(files.v1journals)-1
+		path := filepath.Join(e.dir, jf.name)
+		b, err := e.fs.ReadFile(path)
+		if err != nil {
+			return 0, fmt.Errorf("cursor journal: %w", err)
+		}
+		for pos := 0; pos < len(b); {
+			if nonZeroLen(b[pos:min(len(b), pos+v1HeaderLen)]) == 0 {
+				// The end of the journal: preallocated zeros, or a checkpoint
+				// whose first bytes never reached the disk.
+				if tail := nonZeroLen(b[pos:]); tail > 0 && (!isLast || validV1FrameAfter(b[pos:])) {
+					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(pos + tail), AfterSeq: last, Reason: "non-zero bytes after the end of the journal"}
+				}
+				break
+			}
+			seq, body, n, ferr := decodeV1Frame(b[pos:], v1KindCheckpoint)
+			if ferr == nil && haveBase && seq > last && seq != last+1 {
+				ferr = fmt.Errorf("checkpoint %d follows %d", seq, last)
+			}
+			if ferr == nil && (seq > last || !haveBase) {
+				if berr := decodeEntries(body, 1, rv); berr != nil {
+					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(pos + n), AfterSeq: last, Reason: berr.Error()}
+				}
+				last, haveBase = seq, true
+			}
+			if ferr != nil {
+				if !isLast || validV1FrameAfter(b[pos+1:]) {
+					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(len(b)), AfterSeq: last, Reason: ferr.Error()}
+				}
+				break // a torn or corrupt final checkpoint: never acknowledged
+			}
+			pos += n
+		}
+	}
+	return last, nil
+}
+
+// nonZeroLen is the length of b up to and including its last non-zero byte
+// (0 when b is all zeros).
+func nonZeroLen(b []byte) int {
+	for len(b) > 0 && b[len(b)-1] == 0 {
+		b = b[:len(b)-1]
+	}
+	return len(b)
+}
+
+// validV1FrameAfter reports whether a valid format 1 checkpoint starts anywhere
+// in b: damage followed by good data is not a torn tail.
+func validV1FrameAfter(b []byte) bool {
+	magic := []byte("CCKP")
+	for {
+		i := bytes.Index(b, magic)
+		if i < 0 {
+			return false
+		}
+		if _, _, _, err := decodeV1Frame(b[i:], v1KindCheckpoint); err == nil {
+			return true
+		}
+		b = b[i+1:]
+	}
 }

@@ -40,7 +40,8 @@ func (r *recorder) dropRecord(id uint64) {
 }
 func (r *recorder) dropAllRecords() { r.got = append(r.got, entry{Kind: tagDropRecord, DropAll: true}) }
 
-// encodeEntries appends es to the open frame of enc.
+// encodeEntries appends es to the open body of enc; records are written in
+// format 2's shape (format 3 has none: only the old-format helpers use them).
 func encodeEntries(enc *encoder, es []entry) {
 	for _, x := range es {
 		switch x.Kind {
@@ -49,51 +50,70 @@ func encodeEntries(enc *encoder, es []entry) {
 		case tagSub:
 			enc.sub(x.Sub, x.SubVal, x.Deleted)
 		case tagRecord:
-			enc.record(x.RecID, []byte(x.Rec))
+			enc.entries++
+			enc.buf = append(enc.buf, tagRecord)
+			enc.buf = binary.AppendUvarint(enc.buf, x.RecID)
+			enc.buf = binary.AppendUvarint(enc.buf, uint64(len(x.Rec)))
+			enc.buf = append(enc.buf, x.Rec...)
 		case tagDropRecord:
-			enc.dropRecord(x.RecID)
+			enc.entries++
+			enc.buf = append(enc.buf, tagDropRecord)
+			enc.buf = binary.AppendUvarint(enc.buf, x.RecID)
 		}
 	}
 }
 
-// checkpointFrame is one format 2 checkpoint frame holding es.
-func checkpointFrame(seq uint64, es []entry) []byte {
-	enc := newEncoder(checkpointFormat)
-	enc.beginCheckpoint(seq)
+// checkpointBody is a format 3 checkpoint body holding es.
+func checkpointBody(es []entry) []byte {
+	enc := newEncoder(nil)
+	enc.beginCheckpoint()
 	encodeEntries(enc, es)
-	if err := enc.finish(); err != nil {
-		panic(err)
-	}
-	return append([]byte(nil), enc.frame()...)
+	return append([]byte(nil), enc.body()...)
 }
 
-// snapshotFile is a format 2 snapshot file holding es in one entries frame.
-func snapshotFile(upTo uint64, es []entry) []byte {
-	var b []byte
-	var err error
-	b, _ = snapshotFormat.Append(b, binary.LittleEndian.AppendUint64([]byte{snapHeader}, upTo))
+// snapshotFile is a format 3 snapshot file holding es in one entries frame
+// and the legacy records.
+func snapshotFile(replayFrom uint64, es []entry, legacy [][]byte) []byte {
+	b, _ := snapshotFormat.Append(nil, []byte{snapHeader})
 	frames := uint64(0)
 	if len(es) > 0 {
-		enc := newEncoder(snapshotFormat)
+		enc := newEncoder(&snapshotFormat)
 		enc.begin()
 		enc.buf = append(enc.buf, snapEntries)
 		encodeEntries(enc, es)
-		if err = enc.finish(); err != nil {
+		if err := enc.finish(); err != nil {
 			panic(err)
 		}
 		b = append(b, enc.buf...)
 		frames = 1
 	}
-	tr := binary.LittleEndian.AppendUint64([]byte{snapTrailer}, frames)
-	tr = binary.LittleEndian.AppendUint64(tr, uint64(len(es)))
-	b, err = snapshotFormat.Append(b, tr)
+	for _, rec := range legacy {
+		b, _ = snapshotFormat.Append(b, append([]byte{snapLegacy}, rec...))
+	}
+	tr := []byte{snapTrailer}
+	for _, v := range []uint64{frames, uint64(len(es)), uint64(len(legacy)), replayFrom} {
+		tr = binary.LittleEndian.AppendUint64(tr, v)
+	}
+	b, err := snapshotFormat.Append(b, tr)
 	if err != nil {
 		panic(err)
 	}
 	return b
 }
 
-// sampleEntries has one entry of every kind.
+// v2CheckpointFrame is one format 2 checkpoint frame holding es.
+func v2CheckpointFrame(seq uint64, es []entry) []byte {
+	enc := newEncoder(&v2CheckpointFormat)
+	enc.begin()
+	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, seq)
+	encodeEntries(enc, es)
+	if err := enc.finish(); err != nil {
+		panic(err)
+	}
+	return append([]byte(nil), enc.buf...)
+}
+
+// sampleEntries has one entry of every kind format 3 holds.
 func sampleEntries() []entry {
 	return []entry{
 		{Kind: tagState, Key: Key{pid(1), "billing"}, State: lease.State{Committed: 12}},
@@ -101,127 +121,61 @@ func sampleEntries() []entry {
 		{Kind: tagState, Key: Key{pid(3), "__QUEUE_MODE__"}, Deleted: true},
 		{Kind: tagSub, Sub: subKey{"orders", "billing"}, SubVal: Subscription{Mode: SubTimestamp, TimestampMicros: 5, CreatedAtMicros: 6}},
 		{Kind: tagSub, Sub: subKey{"orders", "old"}, Deleted: true},
-		{Kind: tagDropRecord, RecID: 4},
-		{Kind: tagRecord, RecID: 5, Rec: "redo"},
 	}
 }
 
-// FuzzDecodeCheckpoint: decoding a checkpoint frame never panics, and what
-// decodes re-encodes to a frame decoding to the same sequence and entries.
+// sampleV2Entries adds format 2's record entries.
+func sampleV2Entries() []entry {
+	return append(sampleEntries(), entry{Kind: tagDropRecord, RecID: 4}, entry{Kind: tagRecord, RecID: 5, Rec: "redo"})
+}
+
+// FuzzDecodeCheckpoint feeds ApplyCheckpoint: it never panics, refuses with
+// ErrCorrupt and changes nothing, or applies a body whose entries re-encode
+// to a body decoding to the same entries.
 func FuzzDecodeCheckpoint(f *testing.F) {
-	ck := checkpointFrame(7, sampleEntries())
-	f.Add(ck)
-	f.Add(ck[:40])
-	f.Add(checkpointFrame(1, nil))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		body, n, err := checkpointFormat.Next(data)
-		if err != nil {
+	f.Add(checkpointBody(sampleEntries()))
+	f.Add(checkpointBody(nil))
+	f.Add([]byte{formatVersion, 9})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e, _, err := Open("/c", Options{FS: vfs.NewMem(), NoSync: true})
+		require.NoError(t, err)
+		if err := e.ApplyCheckpoint(body); err != nil {
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Zero(t, e.Len(), "a refused body changes nothing")
 			return
 		}
-		require.LessOrEqual(t, n, len(data))
-		seq, entries, err := checkpointBody(body)
-		if err != nil {
-			return
-		}
+		entries, err := checkpointEntries(body)
+		require.NoError(t, err)
 		var r recorder
-		if decodeEntries(entries, formatVersion, &r) != nil {
-			return
-		}
-		again := checkpointFrame(seq, r.got)
-		body2, _, err := checkpointFormat.Next(again)
+		require.NoError(t, decodeEntries(entries, formatVersion, &r))
+		again, err := checkpointEntries(checkpointBody(r.got))
 		require.NoError(t, err)
-		seq2, entries2, err := checkpointBody(body2)
-		require.NoError(t, err)
-		require.Equal(t, seq, seq2)
 		var r2 recorder
-		require.NoError(t, decodeEntries(entries2, formatVersion, &r2))
+		require.NoError(t, decodeEntries(again, formatVersion, &r2))
 		require.Equal(t, r.got, r2.got)
 	})
 }
 
 // FuzzDecodeSnapshot: loading a snapshot file never panics, and what loads
-// re-encodes to a file loading to the same checkpoint and entries.
+// re-encodes to a file loading to the same replayFrom, entries and legacy
+// records.
 func FuzzDecodeSnapshot(f *testing.F) {
-	f.Add(snapshotFile(7, sampleEntries()))
-	f.Add(snapshotFile(0, nil))
+	f.Add(snapshotFile(7, sampleEntries(), [][]byte{[]byte("redo")}))
+	f.Add(snapshotFile(1, nil, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r recorder
-		upTo, err := loadSnapshot(data, "fuzz", &r)
+		from, legacy, err := loadSnapshot(data, "fuzz", &r)
 		if err != nil {
 			var ce *CorruptionError
 			require.ErrorAs(t, err, &ce, "every refusal is reported as damage")
 			return
 		}
 		var r2 recorder
-		upTo2, err := loadSnapshot(snapshotFile(upTo, r.got), "again", &r2)
+		from2, legacy2, err := loadSnapshot(snapshotFile(from, r.got, legacy), "again", &r2)
 		require.NoError(t, err)
-		require.Equal(t, upTo, upTo2)
+		require.Equal(t, from, from2)
 		require.Equal(t, r.got, r2.got)
-	})
-}
-
-// FuzzDecodeBody skips the checksum so the fuzzer reaches the entry decoder.
-func FuzzDecodeBody(f *testing.F) {
-	ck := checkpointFrame(7, sampleEntries())
-	f.Add(ck[record.HeaderSize+seqLen:])
-	f.Add([]byte{9})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var r recorder
-		if decodeEntries(body, formatVersion, &r) != nil {
-			return
-		}
-		enc := newEncoder(checkpointFormat)
-		enc.begin()
-		encodeEntries(enc, r.got)
-		var r2 recorder
-		require.NoError(t, decodeEntries(enc.buf[enc.start+record.HeaderSize:], formatVersion, &r2))
-		require.Equal(t, r.got, r2.got)
-	})
-}
-
-// FuzzDecodeV1 feeds the format 1 decoder (still used by the upgrade): it
-// never panics, and a frame it accepts has a body inside the input.
-func FuzzDecodeV1(f *testing.F) {
-	f.Add(v1Frame(v1KindCheckpoint, 3, sampleV1Body()))
-	f.Add(v1Frame(v1KindSnapshot, 3, sampleV1Body()))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, kind := range []byte{v1KindCheckpoint, v1KindSnapshot} {
-			_, body, n, err := decodeV1Frame(data, kind)
-			if err != nil {
-				continue
-			}
-			require.LessOrEqual(t, n, len(data))
-			require.Len(t, body, n-v1HeaderLen)
-			_ = decodeEntries(body, 1, &recorder{})
-		}
-	})
-}
-
-// FuzzRecoverJournal opens a directory whose only journal holds the fuzzed
-// bytes: Open never panics and either refuses with a *CorruptionError or
-// recovers a state that a second Open (after a clean Close) recovers again.
-func FuzzRecoverJournal(f *testing.F) {
-	two := append(checkpointFrame(1, sampleEntries()[:2]), checkpointFrame(2, sampleEntries()[3:])...)
-	f.Add(two)
-	f.Add(append(two[:len(two)-3], make([]byte, 40)...))
-	f.Add(append(append([]byte(nil), two...), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x'))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := vfs.NewMem()
-		fsys.SetBytes("/c/"+journalName(1), data)
-		opts := Options{FS: fsys, NoSync: true, CheckpointInterval: 1 << 40}
-		e, _, err := Open("/c", opts)
-		if err != nil {
-			var ce *CorruptionError
-			require.ErrorAs(t, err, &ce)
-			return
-		}
-		want := dumpOf(e)
-		require.NoError(t, e.Close())
-		e2, rep, err := Open("/c", opts)
-		require.NoError(t, err)
-		defer e2.Close()
-		require.Equal(t, want, dumpOf(e2))
-		require.Zero(t, rep.TornBytes, "the first Open left only zeros after the last checkpoint")
+		require.Equal(t, legacy, legacy2)
 	})
 }
 
@@ -257,49 +211,82 @@ func unframed(f record.Format, b []byte) []byte {
 }
 
 // FuzzSnapshotStructure frames fuzzed bodies into a snapshot file: loading
-// never panics, refuses anything but header, entries, trailer with matching
-// counts, and what loads re-encodes to the same entries.
+// never panics, refuses anything but header, entries and legacy frames,
+// trailer with matching counts, and what loads re-encodes to the same.
 func FuzzSnapshotStructure(f *testing.F) {
-	f.Add(unframed(snapshotFormat, snapshotFile(7, sampleEntries()[:3])))
-	f.Add(unframed(snapshotFormat, snapshotFile(0, nil)))
+	f.Add(unframed(snapshotFormat, snapshotFile(7, sampleEntries()[:3], [][]byte{[]byte("r")})))
+	f.Add(unframed(snapshotFormat, snapshotFile(1, nil, nil)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r recorder
-		upTo, err := loadSnapshot(framed(snapshotFormat, data), "fuzz", &r)
+		from, legacy, err := loadSnapshot(framed(snapshotFormat, data), "fuzz", &r)
 		if err != nil {
 			var ce *CorruptionError
 			require.ErrorAs(t, err, &ce)
 			return
 		}
 		var r2 recorder
-		upTo2, err := loadSnapshot(snapshotFile(upTo, r.got), "again", &r2)
+		from2, legacy2, err := loadSnapshot(snapshotFile(from, r.got, legacy), "again", &r2)
 		require.NoError(t, err)
-		require.Equal(t, upTo, upTo2)
+		require.Equal(t, from, from2)
 		require.Equal(t, r.got, r2.got)
+		require.Equal(t, legacy, legacy2)
 	})
 }
 
-// FuzzReplayCheckpoints frames fuzzed bodies into the only journal of a
-// directory: recovery (sequence checks, entry decoding) never panics, refuses
-// with a *CorruptionError or recovers a state a second Open recovers again.
-func FuzzReplayCheckpoints(f *testing.F) {
-	two := append(checkpointFrame(1, sampleEntries()[:2]), checkpointFrame(2, sampleEntries()[3:5])...)
-	f.Add(unframed(checkpointFormat, two))
-	f.Add(unframed(checkpointFormat, append(checkpointFrame(1, nil), checkpointFrame(3, nil)...)))
+// FuzzDecodeV1 feeds the format 1 decoder (used by the upgrade): it never
+// panics, and a frame it accepts has a body inside the input.
+func FuzzDecodeV1(f *testing.F) {
+	f.Add(v1Frame(v1KindCheckpoint, 3, sampleV1Body()))
+	f.Add(v1Frame(v1KindSnapshot, 3, sampleV1Body()))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fsys := vfs.NewMem()
-		fsys.SetBytes("/c/"+journalName(1), framed(checkpointFormat, data))
-		opts := Options{FS: fsys, NoSync: true, CheckpointInterval: 1 << 40}
-		e, _, err := Open("/c", opts)
-		if err != nil {
-			var ce *CorruptionError
-			require.ErrorAs(t, err, &ce)
-			return
+		for _, kind := range []byte{v1KindCheckpoint, v1KindSnapshot} {
+			_, body, n, err := decodeV1Frame(data, kind)
+			if err != nil {
+				continue
+			}
+			require.LessOrEqual(t, n, len(data))
+			require.Len(t, body, n-v1HeaderLen)
+			_ = decodeEntries(body, 1, &recorder{})
 		}
-		want := dumpOf(e)
-		require.NoError(t, e.Close())
-		e2, _, err := Open("/c", opts)
-		require.NoError(t, err)
-		defer e2.Close()
-		require.Equal(t, want, dumpOf(e2))
 	})
+}
+
+// upgradeOnce opens a directory holding the format 2 journal data: Open
+// either refuses with a *CorruptionError (and changes nothing) or upgrades
+// it to a snapshot that a second Open loads to the same state.
+func upgradeOnce(t *testing.T, journal []byte) {
+	fsys := vfs.NewMem()
+	fsys.SetBytes("/c/"+v2JournalName(1), journal)
+	e, rep, err := Open("/c", Options{FS: fsys, NoSync: true})
+	if err != nil {
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, journal, fsys.Bytes("/c/"+v2JournalName(1)), "a refused upgrade changes nothing")
+		return
+	}
+	require.True(t, rep.Upgraded)
+	want := dumpOf(e)
+	e2, rep2, err := Open("/c", Options{FS: fsys, NoSync: true})
+	require.NoError(t, err)
+	require.False(t, rep2.Upgraded, "upgraded once")
+	require.Equal(t, want, dumpOf(e2))
+	require.Equal(t, rep.LegacyRecords, rep2.LegacyRecords)
+}
+
+// FuzzUpgradeV2Journal upgrades a directory whose only journal holds the
+// fuzzed bytes (format 2 tail rules, sequence checks, entry decoding).
+func FuzzUpgradeV2Journal(f *testing.F) {
+	two := append(v2CheckpointFrame(1, sampleV2Entries()[:2]), v2CheckpointFrame(2, sampleV2Entries()[3:])...)
+	f.Add(two)
+	f.Add(append(two[:len(two)-3], make([]byte, 40)...))
+	f.Add(append(append([]byte(nil), two...), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'x'))
+	f.Fuzz(upgradeOnce)
+}
+
+// FuzzUpgradeV2Checkpoints frames fuzzed bodies into the only format 2
+// journal of a directory, so the fuzzer reaches past the checksums.
+func FuzzUpgradeV2Checkpoints(f *testing.F) {
+	f.Add(unframed(v2CheckpointFormat, append(v2CheckpointFrame(1, sampleV2Entries()[:2]), v2CheckpointFrame(2, sampleV2Entries()[3:])...)))
+	f.Add(unframed(v2CheckpointFormat, append(v2CheckpointFrame(1, nil), v2CheckpointFrame(3, nil)...)))
+	f.Fuzz(func(t *testing.T, data []byte) { upgradeOnce(t, framed(v2CheckpointFormat, data)) })
 }

@@ -2,10 +2,11 @@ package cursor
 
 import (
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,91 +16,202 @@ import (
 
 func pid(b byte) [16]byte { return [16]byte{0: 0x01, 15: b} }
 
-// openT opens an Engine in dir and closes it at the end of the test if the
-// test did not.
-func openT(t testing.TB, dir string, opts Options) (*Engine, *RecoveryReport) {
-	t.Helper()
-	e, rep, err := Open(dir, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = e.Close() })
-	return e, rep
+// The test log's errors: errLogFull is retryable (as commitlog.ErrNoSpace),
+// errLogFailed is not (as commitlog.ErrFailed).
+var (
+	errLogFull   = errors.New("test log: no space")
+	errLogFailed = errors.New("test log: failed")
+)
+
+// memEntry is one entry of a memLog.
+type memEntry struct {
+	LSN        uint64
+	Body       []byte
+	Checkpoint bool // else an entry of another kind (a push), which the engine never sees
+	durable    bool // its wait returned nil
 }
 
-// crashCopy copies dir as a crash would leave it: between two file-level
-// changes of the writer (fileMu), without Close's final checkpoint.
-func crashCopy(t testing.TB, e *Engine, dst string) {
-	t.Helper()
-	e.fileMu.Lock()
-	defer e.fileMu.Unlock()
-	copyDir(t, e.dir, dst)
+// memLog is the in-memory twin of the commit log: entries get increasing
+// LSNs, checkpoints and others alike. Crash returns what survives a crash:
+// every entry whose wait returned nil, and of the others those keep picks.
+type memLog struct {
+	mu        sync.Mutex
+	next      uint64
+	entries   []memEntry
+	appendErr error            // AppendCheckpoint fails with it while set
+	waitErr   error            // waits fail with it while set (the entry stays appended)
+	onAppend  func(lsn uint64) // called after an append, outside mu
 }
 
-func copyDir(t testing.TB, src, dst string) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(dst, 0o755))
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, ent := range ents {
-		b, err := os.ReadFile(filepath.Join(src, ent.Name()))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+// newMemLog is an empty log whose first LSN is first, or the log left by a
+// crash (entries in LSN order), continuing after its last entry.
+func newMemLog(first uint64, survivors []memEntry) *memLog {
+	l := &memLog{next: first}
+	for _, en := range survivors {
+		en.durable = true
+		l.entries = append(l.entries, en)
+		l.next = max(l.next, en.LSN+1)
+	}
+	return l
+}
+
+func (l *memLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
+	l.mu.Lock()
+	if err := l.appendErr; err != nil {
+		l.mu.Unlock()
+		return 0, nil, fmt.Errorf("append: %w", err)
+	}
+	lsn := l.next
+	l.next++
+	i := len(l.entries)
+	l.entries = append(l.entries, memEntry{LSN: lsn, Body: append([]byte(nil), body...), Checkpoint: true})
+	hook := l.onAppend
+	l.mu.Unlock()
+	if hook != nil {
+		hook(lsn)
+	}
+	return lsn, func() error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.waitErr != nil {
+			return fmt.Errorf("wait: %w", l.waitErr)
 		}
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dst, ent.Name()), b, 0o644))
+		l.entries[i].durable = true
+		return nil
+	}, nil
+}
+
+func (l *memLog) Retryable(err error) bool { return errors.Is(err, errLogFull) }
+
+// other appends n durable entries of another kind (pushes): they take LSNs.
+func (l *memLog) other(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for range n {
+		l.entries = append(l.entries, memEntry{LSN: l.next, durable: true})
+		l.next++
 	}
 }
 
-// dump is everything an Engine holds, in comparable form.
-type dump struct {
-	States  map[Key]lease.State
-	Subs    map[subKey]Subscription
-	Records []Record
+func (l *memLog) setAppendErr(err error) {
+	l.mu.Lock()
+	l.appendErr = err
+	l.mu.Unlock()
 }
 
-func dumpOf(e *Engine) dump {
-	d := dump{States: map[Key]lease.State{}, Subs: map[subKey]Subscription{}, Records: e.Records()}
-	e.Range(func(k Key, s lease.State) bool { d.States[k] = s; return true })
-	e.RangeSubscriptions(func(q, g string, s Subscription) bool { d.Subs[subKey{q, g}] = s; return true })
-	if len(d.Records) == 0 {
-		d.Records = nil
+func (l *memLog) setWaitErr(err error) {
+	l.mu.Lock()
+	l.waitErr = err
+	l.mu.Unlock()
+}
+
+// truncateBefore drops every entry below lsn (the broker's TruncateBefore).
+func (l *memLog) truncateBefore(lsn uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := 0
+	for i < len(l.entries) && l.entries[i].LSN < lsn {
+		i++
 	}
-	return d
+	l.entries = append([]memEntry(nil), l.entries[i:]...)
 }
 
-// listDir lists the journal and snapshot files in dir (on the real disk).
-func listDir(t testing.TB, dir string) dirFiles {
-	t.Helper()
-	files, err := (&Engine{fs: vfs.OS, dir: dir}).listFiles()
-	require.NoError(t, err)
-	return files
+// checkpoints counts the checkpoint entries held.
+func (l *memLog) checkpoints() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, en := range l.entries {
+		if en.Checkpoint {
+			n++
+		}
+	}
+	return n
 }
 
-// addRecord adds a redo record and returns its id.
-func addRecord(t testing.TB, e *Engine, rec string) uint64 {
-	t.Helper()
-	id, err := e.AddRecord([]byte(rec))
-	require.NoError(t, err)
-	return id
-}
-
-// journalFiles returns the journal file names in dir, oldest first.
-func journalFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	files := listDir(t, dir)
-	var out []string
-	for _, f := range files.journals {
-		out = append(out, f.name)
+// crash returns the entries that survive a crash now: every durable one,
+// and those of the others keep picks (nil: none).
+func (l *memLog) crash(keep func(memEntry) bool) []memEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []memEntry
+	for _, en := range l.entries {
+		if en.durable || keep != nil && keep(en) {
+			out = append(out, en)
+		}
 	}
 	return out
 }
 
-// journalEnd is the logical end of the journal at path: the byte after its
-// last whole checkpoint (the preallocated zeros after it are not counted).
-func journalEnd(t testing.TB, path string) int64 {
+// keepRandom keeps each entry that is not durable with probability 1/2.
+func keepRandom(rng *rand.Rand) func(memEntry) bool {
+	return func(memEntry) bool { return rng.IntN(2) == 0 }
+}
+
+// recoverT opens dir on fsys as the broker recovers: Open, then every
+// checkpoint of survivors with an LSN >= ReplayFrom through ApplyCheckpoint,
+// then Start with a log continuing after the survivors.
+func recoverT(t testing.TB, fsys vfs.FS, dir string, survivors []memEntry) (*Engine, *memLog, *RecoveryReport) {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	log := newMemLog(1, survivors)
+	e, rep, err := Open(dir, Options{FS: fsys, Log: log, CheckpointInterval: time.Hour})
 	require.NoError(t, err)
-	s, err := checkpointFormat.Scan(b, nil)
+	for _, en := range survivors {
+		if en.Checkpoint && en.LSN >= rep.ReplayFrom {
+			require.NoError(t, e.ApplyCheckpoint(en.Body))
+		}
+	}
+	e.Start()
+	t.Cleanup(func() { _ = e.Close() })
+	return e, log, rep
+}
+
+// startT opens an engine on a fresh strict twin with a fresh log.
+func startT(t testing.TB) (*Engine, *memLog, *vfs.Mem) {
+	t.Helper()
+	m := vfs.NewStrictMem("/data")
+	log := newMemLog(1, nil)
+	e, _, err := Open("/data/cursor", Options{FS: m, Log: log, CheckpointInterval: time.Hour})
 	require.NoError(t, err)
-	return s.End
+	e.Start()
+	t.Cleanup(func() { _ = e.Close() })
+	return e, log, m
+}
+
+// dump is everything an Engine holds, in comparable form.
+type dump struct {
+	States map[Key]lease.State
+	Subs   map[subKey]Subscription
+}
+
+func dumpOf(e *Engine) dump {
+	d := dump{States: map[Key]lease.State{}, Subs: map[subKey]Subscription{}}
+	e.Range(func(k Key, s lease.State) bool { d.States[k] = s; return true })
+	e.RangeSubscriptions(func(q, g string, s Subscription) bool { d.Subs[subKey{q, g}] = s; return true })
+	return d
+}
+
+// listMem lists the snapshot and old-format files of dir on fsys.
+func listMem(t testing.TB, fsys vfs.FS, dir string) dirFiles {
+	t.Helper()
+	files, err := (&Engine{fs: fsys, dir: dir}).listFiles()
+	require.NoError(t, err)
+	return files
+}
+
+// keyIn returns a key whose shard is i.
+func keyIn(i int, group string) Key {
+	for n := 0; ; n++ {
+		k := Key{Partition: [16]byte{0: 0x02, 1: byte(n >> 8), 2: byte(n)}, Group: group}
+		if shardIndex(k) == i {
+			return k
+		}
+	}
+}
+
+// lastLSN is the LSN of the newest entry (0 = none yet).
+func (l *memLog) lastLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
 }

@@ -3,7 +3,7 @@ package cursor
 // subKey names one (queue, group) subscription record.
 type subKey struct{ queue, group string }
 
-// subChange is one journaled subscription change.
+// subChange is one subscription change.
 type subChange struct {
 	key     subKey
 	sub     Subscription
@@ -18,7 +18,7 @@ func (e *Engine) Subscription(queue, group string) (Subscription, bool) {
 	return s, ok
 }
 
-// SetSubscription stores the record in memory at once; journaled (durable)
+// SetSubscription stores the record in memory at once; durable
 // with the next checkpoint.
 func (e *Engine) SetSubscription(queue, group string, s Subscription) {
 	k := subKey{queue, group}
@@ -30,7 +30,7 @@ func (e *Engine) SetSubscription(queue, group string, s Subscription) {
 }
 
 // DeleteSubscription removes the record, so the next first contact decides
-// again (spec 3.8, 7.3); journaled with the next checkpoint.
+// again (spec 3.8, 7.3); durable with the next checkpoint.
 func (e *Engine) DeleteSubscription(queue, group string) {
 	k := subKey{queue, group}
 	e.subMu.Lock()

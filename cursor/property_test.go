@@ -3,7 +3,6 @@ package cursor
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,8 +32,7 @@ type holder struct {
 
 func runProperty(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	opts := Options{SnapshotAfterBytes: 1500, NoSync: true}
-	e, _ := openT(t, t.TempDir(), opts)
+	e, log, m := startT(t)
 	const leaseMicros = 30_000_000
 	now := int64(1_000_000_000_000)
 	keys := []Key{{pid(1), "a"}, {pid(1), "b"}, {pid(2), "a"}, {pid(3), "__QUEUE_MODE__"}}
@@ -90,17 +88,21 @@ func runProperty(t *testing.T, seed uint64) {
 				h.expires = s.Lease.ExpiresAtMicros
 				holders[k] = h
 			}
-		case op < 17: // time passes, sometimes past every lease
+		case op < 16: // time passes, sometimes past every lease
 			now += rng.Int64N(2 * leaseMicros)
+		case op < 17: // the broker's flush pass
+			from, err := e.Snapshot()
+			require.NoError(t, err)
+			log.truncateBefore(from)
 		case op < 18: // clean restart
 			require.NoError(t, e.Close())
-			e, _ = openT(t, e.dir, opts)
+			e, log, _ = recoverT(t, m, "/data/cursor", log.crash(nil))
 			checkRestart(t, e, keys, durable, holders, now)
-		default: // crash: a copy of the files as they are, no final checkpoint
-			dst := filepath.Join(t.TempDir(), fmt.Sprintf("crash-%d", step))
-			crashCopy(t, e, dst)
+		default: // crash: the files as a power loss leaves them, part of the unacknowledged checkpoints
+			survivors := log.crash(keepRandom(rng))
+			m = m.Crash(false)
 			require.NoError(t, e.Close())
-			e, _ = openT(t, dst, opts)
+			e, log, _ = recoverT(t, m, "/data/cursor", survivors)
 			checkRestart(t, e, keys, durable, holders, now)
 		}
 		// Re-baseline every key: after a crash unacknowledged commits may be

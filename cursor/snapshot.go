@@ -1,221 +1,220 @@
 package cursor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
 
-// rotate starts a new journal after the checkpoint just written and takes a
-// snapshot of everything up to it in the background. Older files are deleted
-// only once the snapshot is durable, so a crash at any point recovers.
+// snapshotTmp is where a snapshot is written before its name (its
+// replayFrom) is known; Open removes it when a crash left it behind.
+const snapshotTmp = "snapshot-next.v3.snap.tmp"
+
+// Snapshot writes a snapshot of all state durably and returns the LSN from
+// which a recovery must replay checkpoints: every checkpoint with a lower LSN
+// is covered by it, so the broker may truncate its log up to there (and
+// replaying a covered one anyway is harmless: last writer wins). Safe
+// concurrently with everything; one at a time (a second call waits).
 //
-// A rotation that fails (a full disk: the new file or its directory entry
-// cannot be made) changes nothing: checkpoints go on into the current
-// journal, and the rotation is tried again retryDelay later.
-func (e *Engine) rotate() {
-	j := e.j
-	if time.Now().Before(j.rotateRetryAt) {
-		return
+// How replayFrom is found: the snapshot reads live state, shard by shard,
+// while the writer goes on collecting checkpoints. A checkpoint whose
+// collection ended before the read began holds nothing newer than what the
+// read finds; one that ended after may (it can collect a shard after the
+// read passed it). So replayFrom is the LSN of the first checkpoint whose
+// collection ended after the read began. Live state may also hold changes
+// no checkpoint holds yet, and even changes a caller will undo (a claim whose
+// checkpoint failed), so the snapshot is installed only once a checkpoint
+// holding every change made before the read ended is durable. When no
+// checkpoint was collected since the read began, the writer appends one,
+// empty if nothing changed: an idle engine's replayFrom still advances past
+// everything the log holds, so it never pins the log.
+//
+// Durability: the frames go to a temporary file, which is fsync'd, renamed
+// to snapshot-<replayFrom>.v3.snap, and the directory fsync'd; a crash at
+// any point leaves the previous snapshot or this one. Older snapshots are
+// then removed (best effort: a leftover is removed by the next Snapshot).
+// The legacy records of an upgrade are carried until ForgetLegacyRecords.
+//
+// Errors: the failed checkpoint's *CheckpointError (nothing is installed:
+// retry later), file system errors wrapped with the file, ErrNotStarted,
+// ErrClosed.
+func (e *Engine) Snapshot() (replayFrom uint64, err error) {
+	e.snapMu.Lock()
+	defer e.snapMu.Unlock()
+	e.mu.Lock()
+	switch {
+	case e.closed:
+		e.mu.Unlock()
+		return 0, ErrClosed
+	case !e.started:
+		e.mu.Unlock()
+		return 0, ErrNotStarted
 	}
-	j.snapMu.Lock()
-	busy := j.snapBusy
-	j.snapMu.Unlock()
-	if busy {
-		return
-	}
-	upTo := j.nextSeq - 1
-	name := journalName(j.nextSeq)
-	f, err := j.create(name)
-	if err != nil {
-		j.rotateRetryAt = time.Now().Add(retryDelay)
-		return
-	}
-	old := j.f
-	j.f, j.name, j.size, j.alloc, j.dirtyEnd = f, name, 0, 0, 0
-	// Every checkpoint in the old file is synced; closing it changes nothing
-	// on disk, whatever Close says.
-	_ = old.Close()
-	e.startSnapshot(upTo)
-}
-
-// retrySnapshot starts the snapshot of the last rotation again if it failed
-// at least retryDelay ago.
-func (e *Engine) retrySnapshot() {
-	j := e.j
-	j.snapMu.Lock()
-	upTo := j.snapUpTo
-	due := upTo != 0 && !j.snapBusy && !time.Now().Before(j.snapRetryAt)
-	j.snapMu.Unlock()
-	if due {
-		e.startSnapshot(upTo)
-	}
-}
-
-// startSnapshot writes the snapshot of rotation boundary upTo in the
-// background, with the redo records as of the last written checkpoint
-// (replaying the journal after upTo adds and drops the later ones again).
-func (e *Engine) startSnapshot(upTo uint64) {
-	j := e.j
-	j.snapMu.Lock()
-	if j.snapBusy {
-		j.snapMu.Unlock()
-		return
-	}
-	j.snapBusy, j.snapUpTo = true, upTo
-	j.snapMu.Unlock()
-	recs := maps.Clone(j.logRecs)
-	j.snapWG.Add(1)
-	go func() {
-		defer j.snapWG.Done()
-		err := e.writeSnapshot(upTo, recs, true)
-		j.snapMu.Lock()
-		j.snapBusy, j.snapErr = false, err
-		switch {
-		case err == nil && j.snapUpTo == upTo:
-			j.snapUpTo = 0
-		case err != nil:
-			j.snapRetryAt = time.Now().Add(retryDelay)
-		}
-		j.snapMu.Unlock()
+	// From here every checkpoint collected is a candidate for replayFrom.
+	e.snapActive, e.snapFrom = true, 0
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.snapActive = false
+		e.mu.Unlock()
 	}()
+	e.legacyMu.Lock()
+	legacy := e.legacy
+	e.legacyMu.Unlock()
+	return e.writeSnapshot(legacy, e.snapshotCovered)
 }
 
-// writeSnapshot writes all state as of (at least) checkpoint upTo, with the
-// redo records recs, to snapshot-<upTo>.v2.snap and then deletes the files it
-// replaces.
-//
-// Durability: the frames go to a .tmp file, which is fsync'd, renamed into
-// place, and the directory fsync'd; a crash at any point leaves either no
-// snapshot (the journals it would replace are still there) or a complete one.
-// States and subscriptions are read live, so the snapshot may hold changes
-// made after upTo; such a key is also in a later checkpoint and replay is
-// last-writer-wins. But a change read live may not be durable yet, and may
-// even be undone (a claim whose checkpoint failed), so the snapshot is
-// renamed into place only once a checkpoint holding every change made before
-// it was read is durable (with live, it waits for that): from then on every
-// key whose live state the snapshot holds and the journal does not is
-// written again after upTo.
-func (e *Engine) writeSnapshot(upTo uint64, recs map[uint64][]byte, live bool) error {
-	final := filepath.Join(e.dir, snapshotName(upTo))
-	tmp := final + ".tmp"
+// snapshotCovered waits, after the snapshot read all state, until a
+// checkpoint holding every change made so far is durable and returns the
+// snapshot's replayFrom (see Snapshot). Errors: the failed generation's
+// *CheckpointError, the sticky error, ErrClosed.
+func (e *Engine) snapshotCovered() (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	target := e.targetLocked()
+	if e.snapFrom == 0 {
+		// No checkpoint collected since the read began: ask for one, which
+		// the writer appends even if it is empty.
+		target = max(target, e.nextGen)
+	}
+	if err := e.waitLocked(target); err != nil {
+		return 0, err
+	}
+	if e.snapFrom == 0 {
+		// waitLocked returned for a generation collected after the read,
+		// and every such generation is appended while snapFrom is 0.
+		return 0, errors.New("cursor snapshot: no checkpoint LSN after the read (a bug)")
+	}
+	return e.snapFrom, nil
+}
+
+// writeSnapshot writes all state and the legacy records to a temporary
+// file, asks covered for the replayFrom (after reading the state), writes
+// the trailer, syncs the file, renames it to its name and syncs the
+// directory, then removes the other snapshots. See Snapshot for durability.
+func (e *Engine) writeSnapshot(legacy [][]byte, covered func() (uint64, error)) (uint64, error) {
+	tmp := filepath.Join(e.dir, snapshotTmp)
 	f, err := e.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
-		return fmt.Errorf("cursor snapshot %s: %w", final, err)
+		return 0, fmt.Errorf("cursor snapshot %s: %w", tmp, err)
 	}
-	target, err := e.encodeSnapshot(f, upTo, recs)
+	w := &snapshotWriter{f: f, enc: newEncoder(&snapshotFormat), hook: e.snapshotReadHook}
+	var from uint64
+	err = w.state(e, legacy)
+	if err == nil {
+		from, err = covered()
+	}
+	if err == nil {
+		err = w.trailer(from)
+	}
 	if err == nil && !e.opts.NoSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && live {
-		err = e.waitCovered(target)
-	}
+	name := snapshotName(from)
 	if err == nil {
-		e.fileMu.Lock()
-		err = e.fs.Rename(tmp, final)
-		if err == nil && !e.opts.NoSync {
-			err = e.fs.SyncDir(e.dir)
-		}
-		if err == nil {
-			err = e.removeBefore(upTo)
-		}
-		e.fileMu.Unlock()
+		err = e.fs.Rename(tmp, filepath.Join(e.dir, name))
+	}
+	if err == nil && !e.opts.NoSync {
+		err = e.fs.SyncDir(e.dir)
 	}
 	if err != nil {
 		_ = e.fs.Remove(tmp)
-		return fmt.Errorf("cursor snapshot %s: %w", final, err)
+		return 0, fmt.Errorf("cursor snapshot %s: %w", tmp, err)
+	}
+	e.removeSnapshotsBut(name)
+	return from, nil
+}
+
+// removeSnapshotsBut removes every snapshot but keep, once keep is durable.
+// Best effort: a snapshot left behind is older than keep, never loaded, and
+// removed by the next Snapshot.
+func (e *Engine) removeSnapshotsBut(keep string) {
+	files, err := e.listFiles()
+	if err != nil {
+		return
+	}
+	for _, sf := range files.snapshots {
+		if sf.name != keep {
+			_ = e.fs.Remove(filepath.Join(e.dir, sf.name))
+		}
+	}
+}
+
+// snapshotWriter writes the frames of one snapshot file: a header, the
+// states and subscriptions in pieces of about snapshotPieceBytes, one frame
+// per legacy record, a trailer with the counts and replayFrom.
+type snapshotWriter struct {
+	f                       vfs.File
+	enc                     *encoder
+	frames, entries, legacy uint64
+	hook                    func(shard int)
+}
+
+// flush writes every finished frame in the buffer and keeps the open one.
+func (w *snapshotWriter) flush() error {
+	enc := w.enc
+	if enc.start == 0 {
+		return nil
+	}
+	if _, err := w.f.Write(enc.buf[:enc.start]); err != nil {
+		return err
+	}
+	enc.buf = enc.buf[:copy(enc.buf, enc.buf[enc.start:])]
+	enc.start = 0
+	return nil
+}
+
+// closeEntries finishes the open entries frame (drops it when empty) and,
+// with reopen, opens the next one.
+func (w *snapshotWriter) closeEntries(reopen bool) error {
+	enc := w.enc
+	if enc.entries == 0 {
+		enc.buf = enc.buf[:enc.start]
+	} else {
+		w.frames++
+		w.entries += uint64(enc.entries)
+		if err := enc.finish(); err != nil {
+			return err
+		}
+	}
+	if reopen {
+		enc.begin()
+		enc.buf = append(enc.buf, snapEntries)
 	}
 	return nil
 }
 
-// waitCovered blocks until generation target is durable; a failed generation
-// is not the end (its changes go into the next one). Errors: the sticky
-// error, or ErrClosed once the writer is gone without it.
-func (e *Engine) waitCovered(target uint64) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for {
-		switch {
-		case e.durableGen >= target:
-			return nil
-		case e.err != nil:
-			return e.err
-		case e.finished:
-			return ErrClosed
-		}
-		if target > e.wantGen {
-			e.wantGen = target
-			select {
-			case e.kick <- struct{}{}:
-			default:
-			}
-		}
-		e.cond.Wait()
-	}
-}
-
-// encodeSnapshot writes the snapshot frames to f: a header, the states and
-// subscriptions in pieces of about snapshotPieceBytes (each shard encoded
-// under its lock, written after), the records, a trailer with the counts.
-// It returns the generation whose durability covers everything it read.
-func (e *Engine) encodeSnapshot(f vfs.File, upTo uint64, recs map[uint64][]byte) (uint64, error) {
-	enc := newEncoder(snapshotFormat)
-	var frames, entries uint64
-	// flush writes every finished frame in the buffer and keeps the open one.
-	flush := func() error {
-		if enc.start == 0 {
-			return nil
-		}
-		if _, err := f.Write(enc.buf[:enc.start]); err != nil {
-			return err
-		}
-		enc.buf = enc.buf[:copy(enc.buf, enc.buf[enc.start:])]
-		enc.start = 0
-		return nil
-	}
-	closeEntries := func(reopen bool) error {
-		if enc.entries == 0 {
-			enc.buf = enc.buf[:enc.start]
-		} else {
-			frames++
-			entries += uint64(enc.entries)
-			if err := enc.finish(); err != nil {
-				return err
-			}
-		}
-		if reopen {
-			enc.begin()
-			enc.buf = append(enc.buf, snapEntries)
-		}
-		return nil
-	}
+// state writes the header, every state (each shard encoded under its lock,
+// written after), the subscriptions and the legacy records.
+func (w *snapshotWriter) state(e *Engine, legacy [][]byte) error {
+	enc := w.enc
 	enc.begin()
 	enc.buf = append(enc.buf, snapHeader)
-	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, upTo)
 	if err := enc.finish(); err != nil {
-		return 0, err
+		return err
 	}
 	enc.begin()
 	enc.buf = append(enc.buf, snapEntries)
-	full := func() error { return closeEntries(true) }
+	full := func() error { return w.closeEntries(true) }
 	for i := range e.shards {
 		if err := encodeShard(&e.shards[i], enc, full); err != nil {
-			return 0, err
+			return err
 		}
-		if err := flush(); err != nil {
-			return 0, err
+		if err := w.flush(); err != nil {
+			return err
+		}
+		if w.hook != nil {
+			w.hook(i)
 		}
 	}
 	e.subMu.Lock()
@@ -223,34 +222,40 @@ func (e *Engine) encodeSnapshot(f vfs.File, upTo uint64, recs map[uint64][]byte)
 		enc.sub(k, s, false)
 	}
 	e.subMu.Unlock()
-	// Everything live has been read: the generation that collects the changes
-	// made so far covers it.
-	e.mu.Lock()
-	target := e.targetLocked()
-	e.mu.Unlock()
-	for _, id := range slices.Sorted(maps.Keys(recs)) {
-		enc.record(id, recs[id])
-		if enc.bodyLen() >= snapshotPieceBytes {
-			if err := closeEntries(true); err != nil {
-				return 0, err
-			}
-			if err := flush(); err != nil {
-				return 0, err
-			}
+	if err := w.closeEntries(false); err != nil {
+		return err
+	}
+	for _, rec := range legacy {
+		enc.begin()
+		enc.buf = append(enc.buf, snapLegacy)
+		enc.buf = append(enc.buf, rec...)
+		if err := enc.finish(); err != nil {
+			return err
+		}
+		w.legacy++
+		enc.start = len(enc.buf)
+		if err := w.flush(); err != nil {
+			return err
 		}
 	}
-	if err := closeEntries(false); err != nil {
-		return 0, err
-	}
+	enc.start = len(enc.buf)
+	return w.flush()
+}
+
+// trailer writes the last frame: the counts and replayFrom.
+func (w *snapshotWriter) trailer(replayFrom uint64) error {
+	enc := w.enc
 	enc.begin()
 	enc.buf = append(enc.buf, snapTrailer)
-	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, frames)
-	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, entries)
+	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, w.frames)
+	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, w.entries)
+	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, w.legacy)
+	enc.buf = binary.LittleEndian.AppendUint64(enc.buf, replayFrom)
 	if err := enc.finish(); err != nil {
-		return 0, err
+		return err
 	}
 	enc.start = len(enc.buf)
-	return target, flush()
+	return w.flush()
 }
 
 // encodeShard encodes every state of sh under its lock, calling full whenever
@@ -277,30 +282,37 @@ func encodeShard(sh *shard, enc *encoder, full func() error) error {
 	return nil
 }
 
-// loadSnapshot checks a snapshot file's bytes and applies its entries to v; it
-// returns the checkpoint the snapshot covers. The file must be exactly a
-// header, entry frames and a trailer whose counts match: it was synced before
-// its rename, so anything else is damage (a *CorruptionError).
-func loadSnapshot(data []byte, path string, v visitor) (uint64, error) {
-	var upTo, frames, entries uint64
+// loadSnapshot checks a format 3 snapshot file's bytes and applies its
+// entries to v; it returns the snapshot's replayFrom and its legacy records
+// (copies). The file must be exactly a header, entry and legacy frames and a
+// trailer whose counts match: it was synced before its rename, so anything
+// else is damage (a *CorruptionError).
+func loadSnapshot(data []byte, path string, v visitor) (replayFrom uint64, legacy [][]byte, err error) {
+	var frames uint64
 	var header, trailer bool
 	cv := &countingVisitor{visitor: v}
 	scan, err := snapshotFormat.Scan(data, func(pos int64, body []byte) error {
 		switch {
 		case trailer:
 			return errors.New("a frame after the trailer")
-		case body[0] == snapHeader && !header && pos == 0 && len(body) == 1+8:
-			upTo, header = binary.LittleEndian.Uint64(body[1:]), true
+		case len(body) == 0:
+			return errors.New("an empty frame")
+		case body[0] == snapHeader && !header && pos == 0 && len(body) == 1:
+			header = true
 		case body[0] == snapEntries && header:
 			frames++
 			return decodeEntries(body[1:], formatVersion, cv)
-		case body[0] == snapTrailer && header && len(body) == 1+16:
-			wantFrames, wantEntries := binary.LittleEndian.Uint64(body[1:]), binary.LittleEndian.Uint64(body[9:])
-			entries = cv.n
-			if wantFrames != frames || wantEntries != entries {
-				return fmt.Errorf("trailer counts %d frames, %d entries; the file holds %d, %d", wantFrames, wantEntries, frames, entries)
+		case body[0] == snapLegacy && header:
+			legacy = append(legacy, bytes.Clone(body[1:]))
+		case body[0] == snapTrailer && header && len(body) == trailerLen:
+			wantFrames := binary.LittleEndian.Uint64(body[1:])
+			wantEntries := binary.LittleEndian.Uint64(body[9:])
+			wantLegacy := binary.LittleEndian.Uint64(body[17:])
+			if wantFrames != frames || wantEntries != cv.n || wantLegacy != uint64(len(legacy)) {
+				return fmt.Errorf("trailer counts %d frames, %d entries, %d legacy records; the file holds %d, %d, %d",
+					wantFrames, wantEntries, wantLegacy, frames, cv.n, len(legacy))
 			}
-			trailer = true
+			replayFrom, trailer = binary.LittleEndian.Uint64(body[25:]), true
 		default:
 			return fmt.Errorf("unexpected snapshot frame (kind %d, %d bytes)", body[0], len(body))
 		}
@@ -310,9 +322,9 @@ func loadSnapshot(data []byte, path string, v visitor) (uint64, error) {
 		err = fmt.Errorf("snapshot ends early (%s after %d frames)", scan.Tail, scan.Frames)
 	}
 	if err != nil {
-		return 0, &CorruptionError{File: path, StartByte: scan.End, EndByte: int64(len(data)), Reason: err.Error()}
+		return 0, nil, &CorruptionError{File: path, StartByte: scan.End, EndByte: int64(len(data)), Reason: err.Error()}
 	}
-	return upTo, nil
+	return replayFrom, legacy, nil
 }
 
 // countingVisitor counts the entries it passes on.
@@ -339,29 +351,4 @@ func (c *countingVisitor) record(id uint64, r []byte) {
 func (c *countingVisitor) dropRecord(id uint64) {
 	c.n++
 	c.visitor.dropRecord(id)
-}
-
-// removeBefore deletes the journals whose checkpoints are all <= upTo (those
-// that start at or before it: the journal after a rotation starts at upTo+1)
-// and the snapshots older than upTo, once snapshot-<upTo> is durable.
-func (e *Engine) removeBefore(upTo uint64) error {
-	files, err := e.listFiles()
-	if err != nil {
-		return err
-	}
-	for _, jf := range files.journals {
-		if jf.seq <= upTo {
-			if err := e.fs.Remove(filepath.Join(e.dir, jf.name)); err != nil {
-				return fmt.Errorf("cursor journal compaction: %w", err)
-			}
-		}
-	}
-	for _, sf := range files.snapshots {
-		if sf.seq < upTo {
-			if err := e.fs.Remove(filepath.Join(e.dir, sf.name)); err != nil {
-				return fmt.Errorf("cursor snapshot compaction: %w", err)
-			}
-		}
-	}
-	return nil
 }

@@ -72,15 +72,20 @@ func (sh *shard) internLocked(k Key) Key {
 	return k
 }
 
-// setLocked stores s under k (sh.mu held) and reports nothing: every call is a
-// change for the journal.
+// setLocked stores s under k (sh.mu held) and marks k for the next
+// checkpoint: every call is a change.
 func (sh *shard) setLocked(k Key, s lease.State) {
+	sh.dirty[sh.putLocked(k, s)] = struct{}{}
+}
+
+// putLocked stores s under k (sh.mu held) without marking it dirty (recovery:
+// the state is durable already). It returns k with its group name interned.
+func (sh *shard) putLocked(k Key, s lease.State) Key {
 	if s.Idle() {
 		// The ack path: an idle cursor moves forward and stays idle.
 		if _, ok := sh.cold[k]; ok {
 			sh.cold[k] = s.Committed
-			sh.dirty[k] = struct{}{}
-			return
+			return k
 		}
 	}
 	old, existed := sh.getLocked(k)
@@ -106,10 +111,21 @@ func (sh *shard) setLocked(k Key, s lease.State) {
 		}
 		sh.hot[k] = s
 	}
-	sh.dirty[k] = struct{}{}
+	return k
 }
 
+// deleteLocked removes k (sh.mu held) and marks it for the next checkpoint;
+// it reports whether k existed.
 func (sh *shard) deleteLocked(k Key) bool {
+	if !sh.removeLocked(k) {
+		return false
+	}
+	sh.dirty[k] = struct{}{}
+	return true
+}
+
+// removeLocked removes k without marking it dirty (recovery).
+func (sh *shard) removeLocked(k Key) bool {
 	old, existed := sh.getLocked(k)
 	if !existed {
 		return false
@@ -119,7 +135,6 @@ func (sh *shard) deleteLocked(k Key) bool {
 	}
 	delete(sh.cold, k)
 	delete(sh.hot, k)
-	sh.dirty[k] = struct{}{}
 	return true
 }
 
@@ -159,7 +174,7 @@ func (e *Engine) Set(k Key, s lease.State) {
 }
 
 // Delete removes the cursor and lease of k (group deletion, queue deletion);
-// journaled in the next checkpoint.
+// carried by the next checkpoint.
 func (e *Engine) Delete(k Key) {
 	sh := e.shardFor(k)
 	sh.mu.Lock()

@@ -5,39 +5,59 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 )
 
-// upgrade brings a directory holding format 1 files to format 2, in place and
-// crash-safely:
+// upgrade brings a directory holding format 1 or 2 files (journals and their
+// snapshots) to format 3, in place and crash-safely:
 //
-//  1. the format 1 snapshot and journals are read with the format 1 decoder
+//  1. the newest format's snapshot and journals are read with its decoder
 //     (read only: a torn last checkpoint is skipped, not cut);
-//  2. all of it is written as the format 2 snapshot of the last checkpoint
-//     (temporary file, fsync, rename, fsync of the directory);
-//  3. only then are the format 1 files removed, and the directory synced.
+//  2. all of it is written as one format 3 snapshot with replayFrom 1 (the
+//     commit log holds no checkpoint older than the upgrade), the redo
+//     records those files held kept in it as legacy records (temporary
+//     file, fsync, rename, fsync of the directory);
+//  3. only then are the format 1 and 2 files removed, and the directory synced.
 //
-// A crash before 2 ends leaves the format 1 files as they were (the next Open
-// upgrades again); a crash after it leaves a format 2 snapshot beside format 1
+// A crash before 2 ends leaves the old files as they were (the next Open
+// upgrades again); a crash after it leaves a format 3 snapshot beside old
 // files, which the next Open removes as the leftovers of a finished upgrade.
-// Damage in the format 1 files is a *CorruptionError, and nothing is changed.
+// Damage in the old files is a *CorruptionError, and nothing is changed.
+// The legacy records stay in every snapshot until ForgetLegacyRecords: the
+// broker applies them (idempotently) at every Open that returns them.
 func (e *Engine) upgrade(files dirFiles, rep *RecoveryReport) error {
 	if len(files.snapshots) == 0 {
-		if len(files.journals) > 0 {
-			return &CorruptionError{File: e.dir, Reason: "format 1 files beside format 2 journals, but no format 2 snapshot: not a directory comb wrote"}
+		rv := &legacyReader{replayer: replayer{e}, recs: make(map[uint64][]byte), nextID: 1}
+		var last uint64
+		var err error
+		from := 2
+		switch {
+		case len(files.v2snapshots)+len(files.v2journals) == 0:
+			from = 1
+			last, err = e.readV1(files, rv)
+		case len(files.v2snapshots) == 0 && len(files.v1journals)+len(files.v1snapshots) > 0:
+			// Format 1 files are left beside format 2 ones only by a crash
+			// after the format 2 upgrade's snapshot, which is missing here.
+			err = &CorruptionError{File: e.dir, Reason: "format 1 files beside format 2 journals, but no format 2 snapshot: not a directory comb wrote"}
+		default:
+			last, err = e.readV2(files, rv)
 		}
-		last, err := e.readV1(files)
 		if err != nil {
 			return err
 		}
-		if err := e.writeSnapshot(last, maps.Clone(e.recs), false); err != nil {
-			return fmt.Errorf("cursor engine %s: upgrade to format %d: %w", e.dir, formatVersion, err)
+		legacy := make([][]byte, 0, len(rv.recs))
+		for _, id := range slices.Sorted(maps.Keys(rv.recs)) {
+			legacy = append(legacy, rv.recs[id])
 		}
-		rep.Upgraded = true
+		if _, err := e.writeSnapshot(legacy, func() (uint64, error) { return 1, nil }); err != nil {
+			return fmt.Errorf("cursor engine %s: upgrade from format %d to %d: %w", e.dir, from, formatVersion, err)
+		}
+		rep.Upgraded, rep.UpgradedFrom, rep.LastSeq = true, from, last
 	}
-	for _, l := range [][]seqFile{files.v1journals, files.v1snapshots} {
+	for _, l := range [][]seqFile{files.v1journals, files.v1snapshots, files.v2journals, files.v2snapshots} {
 		for _, f := range l {
 			if err := e.fs.Remove(filepath.Join(e.dir, f.name)); err != nil {
-				return fmt.Errorf("cursor engine %s: remove format 1 file after the upgrade: %w", e.dir, err)
+				return fmt.Errorf("cursor engine %s: remove a format %d file after the upgrade: %w", e.dir, f.format, err)
 			}
 		}
 	}
@@ -49,94 +69,36 @@ func (e *Engine) upgrade(files dirFiles, rep *RecoveryReport) error {
 	return nil
 }
 
-// readV1 loads a format 1 directory into the engine's maps, with the rules of
-// format 1: the newest snapshot, then every later checkpoint; the first
-// all-zero header ends a journal; a torn or corrupt last checkpoint of the
-// newest journal (no valid checkpoint after it) was never acknowledged and is
-// skipped; any other damage is a *CorruptionError. It returns the last
-// checkpoint's sequence number.
-func (e *Engine) readV1(files dirFiles) (uint64, error) {
-	rv := replayer{e}
-	var last uint64
-	haveBase := false
-	if n := len(files.v1snapshots); n > 0 {
-		sf := files.v1snapshots[n-1]
-		path := filepath.Join(e.dir, sf.name)
-		b, err := e.fs.ReadFile(path)
-		if err != nil {
-			return 0, fmt.Errorf("cursor snapshot: %w", err)
-		}
-		_, body, n, err := decodeV1Frame(b, v1KindSnapshot)
-		if err == nil && n != len(b) {
-			err = fmt.Errorf("%d bytes after the frame", len(b)-n)
-		}
-		if err == nil {
-			err = decodeEntries(body, 1, rv)
-		}
-		if err != nil {
-			return 0, &CorruptionError{File: path, EndByte: int64(len(b)), Reason: "format 1 snapshot: " + err.Error()}
-		}
-		last, haveBase = sf.seq, true
-	}
-	for i, jf := range files.v1journals {
-		isLast := i == len(files.v1journals)-1
-		path := filepath.Join(e.dir, jf.name)
-		b, err := e.fs.ReadFile(path)
-		if err != nil {
-			return 0, fmt.Errorf("cursor journal: %w", err)
-		}
-		for pos := 0; pos < len(b); {
-			if nonZeroLen(b[pos:min(len(b), pos+v1HeaderLen)]) == 0 {
-				// The end of the journal: preallocated zeros, or a checkpoint
-				// whose first bytes never reached the disk.
-				if tail := nonZeroLen(b[pos:]); tail > 0 && (!isLast || validV1FrameAfter(b[pos:])) {
-					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(pos + tail), AfterSeq: last, Reason: "non-zero bytes after the end of the journal"}
-				}
-				break
-			}
-			seq, body, n, ferr := decodeV1Frame(b[pos:], v1KindCheckpoint)
-			if ferr == nil && haveBase && seq > last && seq != last+1 {
-				ferr = fmt.Errorf("checkpoint %d follows %d", seq, last)
-			}
-			if ferr == nil && (seq > last || !haveBase) {
-				if berr := decodeEntries(body, 1, rv); berr != nil {
-					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(pos + n), AfterSeq: last, Reason: berr.Error()}
-				}
-				last, haveBase = seq, true
-			}
-			if ferr != nil {
-				if !isLast || validV1FrameAfter(b[pos+1:]) {
-					return 0, &CorruptionError{File: path, StartByte: int64(pos), EndByte: int64(len(b)), AfterSeq: last, Reason: ferr.Error()}
-				}
-				break // a torn or corrupt final checkpoint: never acknowledged
-			}
-			pos += n
-		}
-	}
-	return last, nil
+// legacyReader applies the entries of format 1 and 2 files to the engine's
+// maps, as replayer does, and keeps their redo records by id.
+type legacyReader struct {
+	replayer
+	recs   map[uint64][]byte
+	nextID uint64 // format 1 records have no id: they take the next one
 }
 
-// nonZeroLen is the length of b up to and including its last non-zero byte
-// (0 when b is all zeros).
-func nonZeroLen(b []byte) int {
-	for len(b) > 0 && b[len(b)-1] == 0 {
-		b = b[:len(b)-1]
+func (r *legacyReader) record(id uint64, rec []byte) {
+	if id == 0 {
+		id = r.nextID
 	}
-	return len(b)
+	r.recs[id] = bytes.Clone(rec)
+	r.nextID = max(r.nextID, id+1)
 }
 
-// validV1FrameAfter reports whether a valid format 1 checkpoint starts anywhere
-// in b: damage followed by good data is not a torn tail.
-func validV1FrameAfter(b []byte) bool {
-	magic := []byte("CCKP")
-	for {
-		i := bytes.Index(b, magic)
-		if i < 0 {
-			return false
-		}
-		if _, _, _, err := decodeV1Frame(b[i:], v1KindCheckpoint); err == nil {
-			return true
-		}
-		b = b[i+1:]
-	}
+func (r *legacyReader) dropRecord(id uint64) {
+	delete(r.recs, id)
+	r.nextID = max(r.nextID, id+1)
+}
+
+func (r *legacyReader) dropAllRecords() { clear(r.recs) }
+
+// ForgetLegacyRecords drops the redo records a format 1 or 2 directory held
+// (RecoveryReport.LegacyRecords) from the snapshots taken after it returns.
+// Call it once their effects are durable (the pushes they re-append synced,
+// the states they re-apply through a Wait): until then every snapshot keeps
+// them, and every Open hands them out again.
+func (e *Engine) ForgetLegacyRecords() {
+	e.legacyMu.Lock()
+	e.legacy = nil
+	e.legacyMu.Unlock()
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/combmq/comb/lease"
-	"github.com/combmq/comb/record"
 )
 
 // writeLoop is the single writer: it writes a checkpoint at once when a Wait
@@ -48,22 +47,21 @@ func (e *Engine) writeLoop() {
 	}
 }
 
-// collector walks the changes of one generation across the frames it takes.
+// collector walks the changes of one generation across the bodies it takes.
 type collector struct {
-	ops     []recOp // record changes taken from the engine, not yet encoded
-	inFrame []recOp // record changes encoded into the open frame
-	shard   int     // next shard to collect
-	subs    bool    // subscriptions collected
+	shard int  // next shard to collect
+	subs  bool // subscriptions collected
 }
 
 // checkpoint collects every change since the previous collection into one
-// checkpoint frame (several, past checkpointSplitBytes), writes and syncs it,
-// then releases the Wait callers of its generation. It reports whether the
-// generation is durable.
+// checkpoint body (several, past checkpointSplitBytes), hands it to the Log
+// and waits until it is durable, then releases the Wait callers of its
+// generation. It reports whether the generation is durable.
 //
-// On failure every change of the generation that is not on disk is handed
+// On failure every change of the generation that is not durable is handed
 // back (marked changed again) for the next attempt, and the generation's
-// waiters get a *CheckpointError. Only a failed fdatasync makes that sticky.
+// waiters get a *CheckpointError, sticky when the Log says the error is not
+// retryable.
 func (e *Engine) checkpoint() bool {
 	e.mu.Lock()
 	if e.err != nil {
@@ -77,16 +75,14 @@ func (e *Engine) checkpoint() bool {
 	e.changed.Store(false)
 	e.mu.Unlock()
 
-	e.fileMu.Lock()
-	defer e.fileMu.Unlock()
-	wrote, err := e.writeGeneration()
+	err := e.writeGeneration()
 
 	e.mu.Lock()
 	if err == nil {
 		e.durableGen = gen
 		e.failing = false
 	} else {
-		cerr := &CheckpointError{Err: err, Sticky: sticky(err)}
+		cerr := &CheckpointError{Err: err, Sticky: !e.opts.Log.Retryable(err)}
 		e.failedGen, e.failErr = gen, cerr
 		if cerr.Sticky {
 			e.err = cerr
@@ -97,78 +93,55 @@ func (e *Engine) checkpoint() bool {
 	}
 	e.cond.Broadcast()
 	e.mu.Unlock()
-	if err != nil || !wrote {
-		return err == nil
-	}
-	// After the waiters are released: nobody waits for these.
-	if ferr := e.afterCheckpoint(); ferr != nil {
-		e.mu.Lock()
-		e.err = &CheckpointError{Err: ferr, Sticky: true}
-		e.failing, e.failSince = true, time.Now()
-		e.cond.Broadcast()
-		e.mu.Unlock()
-	}
-	return true
+	return err == nil
 }
 
-// writeGeneration writes the changes collected now as one or more checkpoint
-// frames. wrote: at least one frame is on disk.
-func (e *Engine) writeGeneration() (wrote bool, err error) {
-	j := e.j
-	e.recMu.Lock()
-	c := collector{ops: e.recOps}
-	e.recOps = nil
-	e.recMu.Unlock()
+// writeGeneration hands the changes collected now to the Log as one or more
+// checkpoint bodies, each waited for before the next is collected.
+//
+// A body is appended even with no entries when a Snapshot is waiting for
+// the LSN of a checkpoint collected after it began reading (an idle engine
+// must still let its replayFrom advance; see Snapshot).
+func (e *Engine) writeGeneration() error {
+	enc := e.enc
+	var c collector
 	for {
-		j.enc.reset()
-		j.enc.beginCheckpoint(j.nextSeq)
-		c.inFrame = c.inFrame[:0]
-		more := e.collect(&c, j.enc)
-		if j.enc.entries == 0 {
-			return wrote, nil
+		enc.reset()
+		enc.beginCheckpoint()
+		more := e.collect(&c, enc)
+		e.mu.Lock()
+		mark := e.snapActive && e.snapFrom == 0
+		e.mu.Unlock()
+		if enc.entries == 0 && !mark {
+			return nil
 		}
-		err := j.enc.finish()
+		lsn, wait, err := e.opts.Log.AppendCheckpoint(enc.body())
 		if err == nil {
-			err = j.append(j.enc.frame())
+			if mark {
+				e.mu.Lock()
+				if e.snapActive && e.snapFrom == 0 {
+					e.snapFrom = lsn
+				}
+				e.mu.Unlock()
+			}
+			err = wait()
 		}
 		if err != nil {
-			e.requeue(j.enc, &c)
-			return wrote, err
-		}
-		wrote = true
-		for _, op := range c.inFrame {
-			if op.data != nil {
-				j.logRecs[op.id] = op.data
-			} else {
-				delete(j.logRecs, op.id)
-			}
+			e.requeue(enc)
+			return err
 		}
 		if !more {
-			return true, nil
+			return nil
 		}
 	}
 }
 
-// collect encodes changes into the open frame until it passes
-// checkpointSplitBytes: record changes first (in order), then the dirty states
-// shard by shard, then the subscriptions. It reports whether changes are
-// left for another frame.
+// collect encodes changes into the open body until it passes
+// checkpointSplitBytes: the dirty states shard by shard, then the
+// subscriptions. It reports whether changes are left for another body.
 func (e *Engine) collect(c *collector, enc *encoder) bool {
-	for len(c.ops) > 0 {
-		if enc.entries > 0 && enc.bodyLen() >= checkpointSplitBytes {
-			return true
-		}
-		op := c.ops[0]
-		c.ops = c.ops[1:]
-		c.inFrame = append(c.inFrame, op)
-		if op.data != nil {
-			enc.record(op.id, op.data)
-		} else {
-			enc.dropRecord(op.id)
-		}
-	}
 	for ; c.shard < numShards; c.shard++ {
-		if enc.entries > 0 && enc.bodyLen() >= checkpointSplitBytes {
+		if enc.entries > 0 && enc.bodyLen() >= e.splitBytes {
 			return true
 		}
 		sh := &e.shards[c.shard]
@@ -199,26 +172,18 @@ func (e *Engine) collect(c *collector, enc *encoder) bool {
 	return false
 }
 
-// requeue hands the changes of a frame that did not become durable, and those
-// not collected yet, back to the engine: the keys are marked dirty again (the
-// next checkpoint writes their state as it is then) and the record changes go
-// back to the front of the queue, before any made since.
-func (e *Engine) requeue(enc *encoder, c *collector) {
-	// The frame is whole in the buffer even when Finish refused it: its body
-	// starts after the header room Begin left.
-	if _, entries, err := checkpointBody(enc.buf[enc.start+record.HeaderSize:]); err == nil {
+// requeue hands the changes of a body that did not become durable back to
+// the engine: its keys are marked dirty again, so the next checkpoint
+// writes their state as it is then. Changes not collected yet are still
+// dirty.
+func (e *Engine) requeue(enc *encoder) {
+	if entries, err := checkpointEntries(enc.body()); err == nil {
 		_ = decodeEntries(entries, formatVersion, requeuer{e})
-	}
-	if ops := append(c.inFrame, c.ops...); len(ops) > 0 {
-		e.recMu.Lock()
-		e.recOps = append(ops, e.recOps...)
-		e.recMu.Unlock()
 	}
 	e.markChanged()
 }
 
-// requeuer marks the keys of a failed frame dirty (its record changes are in
-// the collector).
+// requeuer marks the keys of a failed body dirty.
 type requeuer struct{ e *Engine }
 
 func (r requeuer) state(k Key, _ lease.State, _ bool) {
@@ -237,15 +202,3 @@ func (r requeuer) sub(k subKey, _ Subscription, _ bool) {
 func (requeuer) record(uint64, []byte) {}
 func (requeuer) dropRecord(uint64)     {}
 func (requeuer) dropAllRecords()       {}
-
-// afterCheckpoint extends the preallocated journal, or rotates it past
-// SnapshotAfterBytes, or retries a snapshot that failed. Errors: only sticky
-// ones (a failed fdatasync of the journal).
-func (e *Engine) afterCheckpoint() error {
-	if e.j.size >= e.opts.SnapshotAfterBytes {
-		e.rotate()
-	} else {
-		e.retrySnapshot()
-	}
-	return e.j.extendAhead()
-}

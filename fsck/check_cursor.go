@@ -10,24 +10,20 @@ type cursorKey struct {
 	Group     string
 }
 
-// checkCursors turns the cursor journal's recovery into findings and checks every
-// cursor and leased span against its partition's high-water mark.
+// checkCursors turns the cursor engine's recovery into findings and checks every
+// cursor and leased span against its partition's high-water mark. Snapshot only:
+// the cursor checkpoints in the commit log after the snapshot are not read yet
+// (a cursor they moved is judged as of the snapshot).
 func (c *checker) checkCursors() {
 	v := c.cursors
 	if v == nil || !v.Present {
 		return
 	}
 	c.rep.Totals.Cursors = len(v.Entries)
-	if v.TornBytes > 0 {
-		f := Finding{Kind: KindJournalTornTail, Severity: SeverityRepairable, File: filepath.Join(dirCursor, v.TornFile),
-			Detail: fmt.Sprintf("cursor journal ends in %d bytes of a partial checkpoint (a crash mid-write; never acknowledged)", v.TornBytes),
-			Repair: "zero the partial checkpoint (a copy is kept in cursor/quarantine/)"}
-		c.plan(f, repairPlan{kind: planReopenCursor})
-	}
 	if d := v.Corrupt; d != nil {
 		c.rep.add(Finding{Kind: KindJournalCorrupt, Severity: SeverityDamaged, File: filepath.Join(dirCursor, d.File),
 			StartByte: d.StartByte, EndByte: d.EndByte,
-			Detail: fmt.Sprintf("cursor journal or snapshot damaged with valid data after it (%s): cursors and leases checkpointed there would be lost", d.Reason)})
+			Detail: fmt.Sprintf("cursor snapshot (or a format 1 or 2 journal) damaged (%s): cursors and leases stored there would be lost", d.Reason)})
 		return
 	}
 	c.clampFindings = map[cursorKey]int{}

@@ -19,8 +19,9 @@
 //	<data>/partitions/<id>/dedup.idx  header and entry checks (damage vs torn tail), entry order, nothing past the high-water mark
 //	<data>/partitions/<id>/QUARANTINE offset ranges an earlier repair moved aside (segment.ReadQuarantine)
 //	<data>/dlq/<queueId>/          the same for dead-letter logs
-//	<data>/cursor/                 recovered on a temporary copy by cursor.Open; every cursor and
-//	                               leased span ≤ its partition's high-water mark
+//	<data>/cursor/                 the snapshot, recovered on a temporary copy by cursor.Open; every
+//	                               cursor and leased span ≤ its partition's high-water mark (snapshot
+//	                               only: the cursor checkpoints in the commit log are not read yet)
 //
 // # Verdicts and exit codes
 //
@@ -42,9 +43,9 @@
 // file kept in quarantine/meta/, the new one renamed into place); quarantines damage; reopens each
 // affected segment log with segment.Open (which truncates its torn tail and
 // rebuilds indexes, with fsyncs) and loads its dedup index once (which drops
-// stale entries); re-scans those logs; reopens the cursor journal with cursor.Open
-// (truncating a torn checkpoint) and clamps every cursor past its possibly lowered
-// high-water mark, made durable by the engine's final checkpoint. Each step is
+// stale entries); re-scans those logs; reopens the cursor state with cursor.Open and clamps
+// every cursor past its possibly lowered high-water mark, made durable as a new
+// cursor snapshot with the old one's replayFrom. Each step is
 // the storage package's own crash-safe recovery, so a crash mid-repair leaves a
 // directory the next run (or the server) repairs the same way.
 //

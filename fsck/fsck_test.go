@@ -110,13 +110,13 @@ func TestVerdicts(t *testing.T) {
 		{"a leased span past the high-water mark is dropped", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 100, Lease: lease.Lease{ID: [16]byte{1}, Start: 101, End: 950, ExpiresAtMicros: ts0}})
 		}, []Kind{KindCursorPastEnd}, ExitRepairable, ExitClean},
-		{"a torn cursor checkpoint is zeroed", func(d *testDir, id uuid.UUID) {
+		{"a damaged cursor snapshot needs a person", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 10})
-			j, err := filepath.Glob(filepath.Join(d.root, dirCursor, "journal-*.v2.log"))
+			s, err := filepath.Glob(filepath.Join(d.root, dirCursor, "snapshot-*.v3.snap"))
 			require.NoError(t, err)
-			require.NotEmpty(t, j)
-			d.appendBytes(j[len(j)-1], []byte("CCP2\x40\x00\x00\x00torn"))
-		}, []Kind{KindJournalTornTail}, ExitRepairable, ExitClean},
+			require.Len(t, s, 1)
+			d.flipBit(s[0], 20)
+		}, []Kind{KindJournalCorrupt}, ExitDamaged, ExitDamaged},
 		{"a flipped bit in a sealed file needs a person", func(d *testDir, id uuid.UUID) {
 			d.flipBit(d.segFiles(id)[1], 200)
 		}, []Kind{KindCorruptSegment}, ExitDamaged, ExitClean}, // quarantined and listed in QUARANTINE: info after

@@ -116,13 +116,18 @@ func (d *testDir) writeLog(segments, perSeg int, fileBytes int64, tsMicros int64
 	return id
 }
 
-// setCursor journals one (partition, group) state.
+// setCursor stores one (partition, group) state in the cursor snapshot (the
+// commit log is not read by fsck yet: snapshotOnlyLog).
 func (d *testDir) setCursor(id uuid.UUID, group string, s lease.State) {
 	d.t.Helper()
-	e, _, err := cursor.Open(filepath.Join(d.root, dirCursor), cursor.Options{})
+	log := &snapshotOnlyLog{}
+	e, rep, err := cursor.Open(filepath.Join(d.root, dirCursor), cursor.Options{Log: log})
 	require.NoError(d.t, err)
+	log.lsn = rep.ReplayFrom
+	e.Start()
 	e.Set(cursor.Key{Partition: id, Group: group}, s)
-	require.NoError(d.t, e.Wait())
+	_, err = e.Snapshot()
+	require.NoError(d.t, err)
 	require.NoError(d.t, e.Close())
 }
 

@@ -19,7 +19,6 @@ const (
 	planQuarantine
 	planQuarantineTail
 	planReopenLog
-	planReopenCursor
 	planMarkQuarantined
 	planFinishSplits
 )
@@ -48,9 +47,6 @@ func (c *checker) plan(f Finding, p repairPlan) {
 func (c *checker) repair() {
 	touched := map[string]bool{}
 	for _, p := range c.plans {
-		if p.kind == planReopenCursor {
-			continue
-		}
 		err := c.apply(p)
 		c.mark(p.findings, err)
 		if p.kind == planReopenLog && err == nil {
@@ -84,8 +80,8 @@ func (c *checker) mark(findings []int, err error) {
 	}
 }
 
-// repairCursors truncates a torn cursor journal and clamps the cursors past their
-// high-water marks as they are after the log repairs, in one open of the engine.
+// repairCursors clamps the cursors past their high-water marks as they are after
+// the log repairs, written as a new cursor snapshot in one open of the engine.
 func (c *checker) repairCursors() {
 	v := c.cursors
 	if v == nil || !v.Present || v.Corrupt != nil {
@@ -93,11 +89,6 @@ func (c *checker) repairCursors() {
 	}
 	c.clamps = c.pastEnd()
 	var fixes []int
-	for _, p := range c.plans {
-		if p.kind == planReopenCursor {
-			fixes = append(fixes, p.findings...)
-		}
-	}
 	for _, i := range c.clampFindings {
 		fixes = append(fixes, i)
 	}

@@ -110,7 +110,7 @@ func (c *checker) check() error {
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor))
 	if err != nil && !errors.Is(err, ErrNotWired) {
-		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor journal: %v", err)})
+		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor state: %v", err)})
 	}
 	c.cursors = cur
 	c.checkCursors()

@@ -82,11 +82,10 @@ type cursorEntry struct {
 	State     lease.State
 }
 
-// cursorView is the read-only recovery of the cursor journal and snapshots.
+// cursorView is the read-only recovery of the cursor snapshot (format 3),
+// or of the journals of a format 1 or 2 directory.
 type cursorView struct {
-	Present   bool
-	Entries   []cursorEntry
-	TornBytes int64
-	TornFile  string
-	Corrupt   *damage // mid-journal or snapshot damage
+	Present bool
+	Entries []cursorEntry
+	Corrupt *damage // a damaged snapshot, or damage in format 1 or 2 journals
 }
