@@ -282,3 +282,24 @@ func TestFilesGrowThenRotate(t *testing.T) {
 	checkEntries(t, readAll(t, l2, 1), 1, 3000)
 	require.NoError(t, l2.Close())
 }
+
+// Truncating past every entry seals the newest file: it is dropped too, and
+// a restart finds nothing to replay and numbers on.
+func TestTruncateEverything(t *testing.T) {
+	m := vfs.NewStrictMem("/data")
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	for i := 1; i <= 10; i++ {
+		appendWait(t, l, i)
+	}
+	require.NoError(t, l.TruncateBefore(11))
+	require.Empty(t, readAll(t, l, 1))
+	require.Equal(t, LSN(11), l.FirstLSN())
+	require.Equal(t, LSN(11), appendWait(t, l, 11))
+	require.NoError(t, l.TruncateBefore(12))
+	require.NoError(t, l.Close())
+	l2, rec := open(t, m.Crash(false), Options{FileBytes: 1 << 20})
+	require.Equal(t, LSN(0), rec.Last)
+	require.Empty(t, readAll(t, l2, 1))
+	require.Equal(t, LSN(12), appendWait(t, l2, 12))
+	require.NoError(t, l2.Close())
+}

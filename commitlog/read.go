@@ -94,6 +94,10 @@ func (l *Log) FirstLSN() LSN {
 // Errors: the file system's (files not yet removed stay in the log).
 func (l *Log) TruncateBefore(lsn LSN) error {
 	l.mu.Lock()
+	if err := l.sealLocked(lsn); err != nil {
+		l.mu.Unlock()
+		return err
+	}
 	var drop []*walFile
 	for len(l.files) > 1 {
 		w, next := l.files[0], l.files[1]
@@ -115,5 +119,47 @@ func (l *Log) TruncateBefore(lsn LSN) error {
 			return fmt.Errorf("commitlog: truncate: %w", err)
 		}
 	}
+	return nil
+}
+
+// sealLocked starts a new file when every entry of the newest one is below
+// lsn and no entry is pending, so that truncation can drop it too (a clean
+// shutdown then leaves a log with nothing to replay). The new file is named
+// now, so that recovery numbers on from it.
+func (l *Log) sealLocked(lsn LSN) error {
+	w := l.files[len(l.files)-1]
+	if w.first == 0 || w.last == 0 || w.last >= lsn || l.next != w.last+1 || l.pend != nil || l.closed || l.err != nil {
+		return nil
+	}
+	nw := l.spare
+	if nw == nil {
+		var err error
+		l.spares++
+		if nw, err = prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), l.opts.InitialBytes, l.noSync()); err != nil {
+			l.noSpace = err
+			return nil // nothing to drop this time; a later pass seals it
+		}
+	}
+	if !w.synced && !l.noSync() {
+		if err := w.f.Sync(); err != nil {
+			return fmt.Errorf("commitlog: seal %s: %w", filepath.Base(w.path), err)
+		}
+		w.synced = true
+	}
+	path := filepath.Join(l.dir, fileName(l.next))
+	if err := l.fs.Rename(nw.path, path); err != nil {
+		return fmt.Errorf("commitlog: seal: %w", err)
+	}
+	if !l.noSync() {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("commitlog: seal: %w", err)
+		}
+	}
+	nw.path, nw.first = path, l.next
+	if nw == l.spare {
+		l.spare = nil
+	}
+	l.files = append(l.files, nw)
+	l.kickPreparer()
 	return nil
 }
