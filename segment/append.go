@@ -38,39 +38,51 @@ const maxPooledBuf = 4 << 20
 // ErrSyncFailed): it never appends after garbage. A failed rotation sync is
 // sticky (ErrSyncFailed).
 //
-// Not safe for concurrent use with itself, DeleteFilesBefore or Close.
+// Not safe for concurrent use with itself, AppendTo, AppendSegment,
+// DeleteFilesBefore or Close.
 func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err error) {
+	firstOffset, _, err = l.appendRecords(tsMicros, recs, nil, false)
+	return firstOffset, err
+}
+
+// AppendTo is Append that also appends to dst a copy of the segment it
+// wrote, byte for byte as in the file (the 48-byte header and the stored,
+// maybe compressed, record block), and returns the extended slice: what a
+// commit log keeps so that AppendSegment can write the same segment again
+// after a crash (issue 14). It costs one copy of the segment; nothing is
+// encoded or compressed twice.
+//
+// Durability and errors are Append's. When the segment did not reach the
+// file, out is dst unchanged and firstOffset is 0. When it did and only the
+// segment index (a cache) failed to take its entry, the error says so and
+// firstOffset and out are still set: the segment is in the file, so the
+// caller must keep it like any other (it is part of the log from now on).
+//
+// Not safe for concurrent use with itself, Append, AppendSegment,
+// DeleteFilesBefore or Close.
+func (l *Log) AppendTo(dst []byte, tsMicros int64, recs []Record) (firstOffset uint64, out []byte, err error) {
+	return l.appendRecords(tsMicros, recs, dst, true)
+}
+
+// appendRecords is Append and AppendTo: it encodes recs into a pooled
+// buffer, writes and publishes the segment, and, with copyOut, appends the
+// segment's bytes to dst.
+func (l *Log) appendRecords(tsMicros int64, recs []Record, dst []byte, copyOut bool) (uint64, []byte, error) {
 	if len(recs) == 0 {
-		return 0, ErrEmptySegment
+		return 0, dst, ErrEmptySegment
 	}
-	if l.closed.Load() {
-		return 0, ErrClosed
-	}
-	if err := l.failed(); err != nil {
-		return 0, err
+	if err := l.writable(); err != nil {
+		return 0, dst, err
 	}
 	if err := l.pin(); err != nil {
-		return 0, fmt.Errorf("segment log %s: %w", l.dir, err)
+		return 0, dst, fmt.Errorf("segment log %s: %w", l.dir, err)
 	}
 	defer l.unpin()
 	if tsMicros < l.lastTs {
 		tsMicros = l.lastTs
 	}
-	if err := l.maybeRotate(tsMicros); err != nil {
-		return 0, fmt.Errorf("segment log %s: rotate: %w", l.dir, err)
-	}
-
-	wb := writeBufs.Get().(*writeBuf)
-	defer func() {
-		if cap(wb.raw) <= maxPooledBuf && cap(wb.out) <= maxPooledBuf {
-			writeBufs.Put(wb)
-		}
-	}()
-
-	base := l.next
-	h := header{codec: CodecNone, base: base, count: uint32(len(recs)), tsMicros: tsMicros}
 	if uint64(len(recs)) > 1<<31 {
-		return 0, ErrTooLarge
+		return 0, dst, ErrTooLarge
 	}
 	rawLen := 0
 	for i := range recs {
@@ -78,10 +90,15 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 		rawLen += uvarintLen(uint64(n)) + n
 	}
 	if rawLen > MaxSegmentBytes {
-		return 0, fmt.Errorf("segment log %s: %d bytes of records: %w", l.dir, rawLen, ErrTooLarge)
+		return 0, dst, fmt.Errorf("segment log %s: %d bytes of records: %w", l.dir, rawLen, ErrTooLarge)
 	}
-	h.rawLen = uint32(rawLen)
+	if err := l.maybeRotate(tsMicros); err != nil {
+		return 0, dst, fmt.Errorf("segment log %s: rotate: %w", l.dir, err)
+	}
 
+	wb := writeBufs.Get().(*writeBuf)
+	defer wb.put()
+	h := header{codec: CodecNone, base: l.next, count: uint32(len(recs)), rawLen: uint32(rawLen), tsMicros: tsMicros}
 	codec := l.opts.Codec
 	if codec != CodecNone && rawLen < l.opts.MinCompressBytes {
 		codec = CodecNone
@@ -110,116 +127,71 @@ func (l *Log) Append(tsMicros int64, recs []Record) (firstOffset uint64, err err
 	putHeader(out, h)
 	binary.LittleEndian.PutUint64(out[40:], checksum(out, out[HeaderSize:]))
 
+	written, err := l.writeSegment(out, h)
+	if written && copyOut {
+		dst = append(dst, out...)
+	}
+	if !written {
+		return 0, dst, err
+	}
+	l.dedupAppend(h.base, recs)
+	return h.base, dst, err
+}
+
+// put returns wb to the pool unless one huge append grew it.
+func (wb *writeBuf) put() {
+	if cap(wb.raw) <= maxPooledBuf && cap(wb.out) <= maxPooledBuf {
+		writeBufs.Put(wb)
+	}
+}
+
+// writable returns why the Log cannot be appended to, or nil.
+func (l *Log) writable() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.failed()
+}
+
+// writeSegment writes the whole segment seg (header h, checksum set) at the
+// end of the active file and publishes it: index entry, file size, next
+// offset, timestamps, the append count a Sync covers. The caller has pinned
+// the Log and rotated. written reports that the segment is in the file; err
+// is then only the index's (a cache: the segment is published, and recovery
+// rebuilds the entry). A failed write is cut back to the previous end (see
+// Append).
+func (l *Log) writeSegment(seg []byte, h header) (written bool, err error) {
 	act := l.active
 	fi := act.info
-	if _, err := act.seg.Write(out); err != nil {
-		err = fmt.Errorf("segment log %s: append at offset %d (byte %d of %s): %w", l.dir, base, fi.size, segName(fi.base), err)
+	if _, err := act.seg.Write(seg); err != nil {
+		err = fmt.Errorf("segment log %s: append at offset %d (byte %d of %s): %w", l.dir, h.base, fi.size, segName(fi.base), err)
 		// Cut any partial write so the next segment starts on a boundary.
 		if terr := act.seg.Truncate(fi.size); terr != nil {
-			return 0, l.fail(ErrWriteFailed, errors.Join(err, fmt.Errorf("cut back to byte %d: %w", fi.size, terr)))
+			return false, l.fail(ErrWriteFailed, errors.Join(err, fmt.Errorf("cut back to byte %d: %w", fi.size, terr)))
 		}
-		return 0, err
+		return false, err
 	}
 
 	l.mu.Lock()
-	err = act.idx.Append(index.Entry{Base: base, Pos: fi.size, TimestampMicros: tsMicros, Count: h.count})
-	if err == nil && fi.heap != nil && lazyIndexDue(act.idx.Len(), fi.size+int64(len(out))) {
+	err = act.idx.Append(index.Entry{Base: h.base, Pos: fi.size, TimestampMicros: h.tsMicros, Count: h.count})
+	if err == nil && fi.heap != nil && lazyIndexDue(act.idx.Len(), fi.size+int64(len(seg))) {
 		// The in-memory index is due for its file. A failure keeps it in
 		// memory (it is a cache); the next append tries again.
 		_ = l.writeIndexLocked(act)
 	}
 	if fi.next == fi.base {
-		fi.firstTs = tsMicros
+		fi.firstTs = h.tsMicros
 	}
-	fi.size += int64(len(out))
-	fi.next += uint64(len(recs))
-	fi.lastTs = tsMicros
+	fi.size += int64(len(seg))
+	fi.next += uint64(h.count)
+	fi.lastTs = h.tsMicros
 	l.next = fi.next
-	l.lastTs = tsMicros
+	l.lastTs = h.tsMicros
 	l.mu.Unlock()
 	l.appendSeq.Add(1)
 	if err != nil {
 		// The segment is on disk; only the cache failed. Recovery rebuilds it.
-		return base, fmt.Errorf("segment log %s: index: %w", l.dir, err)
+		return true, fmt.Errorf("segment log %s: index: %w", l.dir, err)
 	}
-	l.dedupAppend(base, recs)
-	return base, nil
-}
-
-// maybeRotate starts a new active file when there is none, or when the
-// active one has reached MaxFileBytes or spans MaxFileAge of segment
-// timestamps. The old file is fdatasynced (and the directory, if it has an
-// unsynced entry) before the new file exists, whatever the sync policy: a
-// crash can then only tear the newest file, never leave a gap between files.
-// That is one sync per MaxFileBytes of data.
-func (l *Log) maybeRotate(tsMicros int64) error {
-	old := l.active
-	if old != nil {
-		fi := old.info
-		if fi.next == fi.base {
-			return nil // empty: keep filling it
-		}
-		full := fi.size >= l.opts.MaxFileBytes
-		aged := l.opts.MaxFileAge > 0 && tsMicros-fi.firstTs >= l.opts.MaxFileAge.Microseconds()
-		if !full && !aged {
-			return nil
-		}
-		if err := old.seg.Sync(); err != nil {
-			// As in Sync: the pages of a failed fdatasync may be gone.
-			return l.fail(ErrSyncFailed, fmt.Errorf("sync %s before rotation: %w", segName(fi.base), err))
-		}
-		if fi.heap != nil {
-			// A sealed file always has its index file (Open checks sealed
-			// files against it with one header read).
-			l.mu.Lock()
-			err := l.writeIndexLocked(old)
-			l.mu.Unlock()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.needDirSync {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.failLocked(ErrSyncFailed, fmt.Errorf("sync directory before rotation: %w", err))
-		}
-		l.needDirSync = false
-	}
-	fi := &fileInfo{base: l.next, next: l.next}
-	seg, err := openAppend(l.fs, join(l.dir, segName(fi.base)), true)
-	if err != nil {
-		return err
-	}
-	if err := seg.Truncate(0); err != nil { // a leftover of a crashed rotation holds nothing we keep
-		_ = seg.Close()
-		return err
-	}
-	// The index starts in memory (lazyindex.go): no second file per new
-	// segment file until it has LazyIndexSegments segments or is sealed.
-	// A stale index file of that name (a crashed rotation of an older
-	// version) is checked against the segments by Open like any other.
-	fi.heap = &heapBacking{}
-	idx, _, err := index.Load(fi.heap, fi.base)
-	if err != nil {
-		_ = seg.Close()
-		return err
-	}
-	of := &openFile{info: fi, seg: seg, idx: idx}
-	of.refs.Store(1)
-	l.needDirSync = true
-	l.mu.Lock()
-	l.files = append(l.files, fi)
-	l.active = of
-	l.mu.Unlock()
-	if old != nil {
-		// No reader holds old: readers hold mu shared for as long as they use
-		// a file, and from now on reach this one through the sealed cache.
-		// No Sync holds it either: Sync runs under syncMu.
-		old.close(true)
-	} else {
-		l.cache.adjust(l, 2) // the first active file since Open or a load
-	}
-	return nil
+	return true, nil
 }

@@ -83,7 +83,8 @@ type Committer struct {
 
 	mu      sync.Mutex
 	dirty   map[*Log]struct{}
-	next    *pass // the pass that will pick up logs marked dirty now
+	marked  map[*Log]struct{} // Mark's set, taken by Flush (flush.go)
+	next    *pass             // the pass that will pick up logs marked dirty now
 	closed  bool
 	closedA atomic.Bool // closed, readable without mu (the direct path takes no lock)
 	kick    chan struct{}
@@ -131,7 +132,7 @@ func NewCommitter(p SyncPolicy, interval time.Duration) *Committer {
 	if interval <= 0 {
 		interval = 10 * time.Millisecond
 	}
-	c := &Committer{policy: p, interval: interval, dirty: map[*Log]struct{}{}, next: newPass(),
+	c := &Committer{policy: p, interval: interval, dirty: map[*Log]struct{}{}, marked: map[*Log]struct{}{}, next: newPass(),
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}), direct: make(chan struct{}, directSyncs)}
 	if p == SyncNever {
 		close(c.stopped)
@@ -334,6 +335,15 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 		}
 		err := k.fs.SyncFS(g[0].dir)
 		for i, l := range g {
+			if l.closed.Load() {
+				continue // as Sync's ErrClosed: Close synced it
+			}
+			if ferr := l.failed(); ferr != nil {
+				// Sticky (ErrSyncFailed): a later syncfs proves nothing
+				// about the pages an earlier failure may have dropped.
+				record(l, ferr)
+				continue
+			}
 			if err != nil {
 				l.syncMu.Lock()
 				ferr := l.failSyncLocked(fmt.Errorf("segment log %s: syncfs: %w", l.dir, err))

@@ -330,3 +330,12 @@ func (l *Log) dedupFlushNow() error {
 	defer d.mu.Unlock()
 	return d.flushLocked(l)
 }
+
+// dedupLoaded reports whether the dedup table is in memory (Append keeps it
+// current only then).
+func (l *Log) dedupLoaded() bool {
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.loaded
+}

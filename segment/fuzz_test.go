@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -170,5 +171,85 @@ func FuzzPlanSplit(f *testing.F) {
 		if got != want {
 			t.Fatalf("served %d records, the runs hold %d", got, want)
 		}
+	})
+}
+
+// FuzzAppendSegment: any bytes replayed into a log either go in whole (one segment
+// that continues the log, read back record for record) or are refused with
+// ErrSegmentMismatch or ErrCorrupt, leaving the file as it was; never a panic.
+func FuzzAppendSegment(f *testing.F) {
+	for _, codec := range []Codec{CodecNone, CodecS2, CodecZstd} {
+		s, _, _ := openLog(vfs.NewMem(), "/p", Options{Codec: codec, MinCompressBytes: -1})
+		_, _ = s.Append(100, recs(0, 3, 40))
+		_, seg, _ := s.AppendTo(nil, 200, recs(3, 4, 30))
+		f.Add(seg)
+	}
+	f.Add([]byte("CMBS\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, seg []byte) {
+		fs := vfs.NewMem()
+		l, _, err := openLog(fs, "/p", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(100, recs(0, 3, 40)); err != nil {
+			t.Fatal(err)
+		}
+		before := fs.Bytes("/p/" + segName(1))
+		first, err := l.AppendSegment(seg)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrSegmentMismatch) {
+				t.Fatalf("refusal %v is neither ErrCorrupt nor ErrSegmentMismatch", err)
+			}
+			if !bytes.Equal(before, fs.Bytes("/p/"+segName(1))) || l.NextOffset() != 4 {
+				t.Fatal("a refused segment changed the log")
+			}
+			return
+		}
+		h, _ := parseHeader(seg)
+		if first != 4 || l.NextOffset() != 4+uint64(h.count) {
+			t.Fatalf("appended at %d, next %d, for %d records", first, l.NextOffset(), h.count)
+		}
+		if got := fs.Bytes("/p/" + segName(1)); !bytes.Equal(got[len(before):], seg) {
+			t.Fatal("the file does not hold the segment byte for byte")
+		}
+		var rb ReadBuffer
+		msgs, err := l.Read(4, int(h.count)+1, 0, &rb)
+		if err != nil || len(msgs) != int(h.count) {
+			t.Fatalf("read back %d of %d records: %v", len(msgs), h.count, err)
+		}
+	})
+}
+
+// FuzzOpenFrom: whatever follows the synced offsets (the tail of the file holding
+// keepBelow-1, and a newer file), OpenFrom keeps exactly the offsets below keepBelow.
+func FuzzOpenFrom(f *testing.F) {
+	m := vfs.NewMem()
+	l, _, _ := openLog(m, "/p", Options{})
+	_, _ = l.Append(100, recs(0, 3, 40))
+	_, _ = l.Append(200, recs(3, 3, 40))
+	prefix := m.Bytes("/p/" + segName(1))
+	_, next, _ := l.AppendTo(nil, 300, recs(6, 3, 40))
+	f.Add(next, next)
+	f.Add(append(make([]byte, 100), next...), []byte("garbage"))
+	f.Add(next[:60], []byte{})
+	f.Fuzz(func(t *testing.T, tail, newer []byte) {
+		fs := vfs.NewMem()
+		fs.SetBytes("/p/"+segName(1), append(append([]byte(nil), prefix...), tail...))
+		fs.SetBytes("/p/"+segName(7), newer)
+		l, rep, err := openLogFrom(fs, "/p", Options{}, 7)
+		if err != nil {
+			t.Fatalf("OpenFrom: %v", err)
+		}
+		if l.NextOffset() != 7 || len(fs.Bytes("/p/"+segName(1))) != len(prefix) {
+			t.Fatalf("next %d, file %d bytes: want 7, %d", l.NextOffset(), len(fs.Bytes("/p/"+segName(1))), len(prefix))
+		}
+		if rep.Unsynced.Bytes != int64(len(tail)) {
+			t.Fatalf("reported %d bytes cut, want %d", rep.Unsynced.Bytes, len(tail))
+		}
+		var rb ReadBuffer
+		if msgs, err := l.Read(1, 10, 0, &rb); err != nil || len(msgs) != 6 {
+			t.Fatalf("read %d of 6: %v", len(msgs), err)
+		}
+		_ = l.Close()
 	})
 }

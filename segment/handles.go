@@ -278,6 +278,7 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 	_ = l.dedupFlush()
 	l.syncMu.Lock()
 	l.mu.Lock()
+	l.closePendingLocked() // synced above when there was anything to sync
 	if l.active != nil {
 		l.active.close(false)
 		l.active = nil

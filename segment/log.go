@@ -47,6 +47,14 @@ type Log struct {
 	failedFlag  atomic.Bool  // failure != nil, readable without syncMu
 	needDirSync bool         // a file was created since the last directory sync (under syncMu)
 	syncers     atomic.Int32 // Sync calls in flight or queued on syncMu (Committer: follow, don't start)
+	// pending holds the handles of files sealed by a rotation that did not
+	// sync them (Options.DeferRotationSync), oldest first, until a sync
+	// covers them; fdatasync must go through the handle that was open when
+	// the pages were written (a later open may not see a writeback error).
+	// Changed with syncMu and mu held; read under either.
+	pending   []pendingFile
+	sealedSeq uint64      // rotations that left a file pending, ever (under syncMu and mu)
+	marked    atomic.Bool // in its Committer's marked set (Mark, Flush)
 
 	appendSeq atomic.Uint64 // segments appended
 	syncedSeq atomic.Uint64 // appendSeq covered by the last successful Sync
@@ -125,6 +133,11 @@ func Open(dir string, opts Options) (*Log, *RecoveryReport, error) {
 }
 
 func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, error) {
+	return openLogReport(fsys, dir, opts, &RecoveryReport{})
+}
+
+// openLogReport is Open adding to rep (OpenFrom has filled part of it).
+func openLogReport(fsys fileSystem, dir string, opts Options, rep *RecoveryReport) (*Log, *RecoveryReport, error) {
 	l := newLog(fsys, dir, opts)
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -140,7 +153,7 @@ func openLog(fsys fileSystem, dir string, opts Options) (*Log, *RecoveryReport, 
 	}
 	l.loadMu.Lock()
 	defer l.loadMu.Unlock()
-	rep, err := l.listAndOpenNames(&RecoveryReport{}, names)
+	rep, err = l.listAndOpenNames(rep, names)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -287,6 +300,7 @@ func OpenSummary(dir string, opts Options, s Summary) *Log {
 
 // closeAll drops every handle (Open failure and Close).
 func (l *Log) closeAll() {
+	l.closePendingLocked()
 	if l.active != nil {
 		l.active.close(true)
 		l.active = nil
@@ -391,6 +405,8 @@ func (l *Log) Close() error {
 	if serr := l.syncNow(); err == nil && !errors.Is(serr, fs.ErrClosed) {
 		err = serr
 	}
+	l.syncMu.Lock() // closeAll drops the pending handles a racing Sync reads under syncMu
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a := l.active; a != nil && a.info.heap != nil && lazyIndexDue(a.idx.Len(), a.info.size) {

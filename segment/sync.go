@@ -3,9 +3,11 @@ package segment
 import "fmt"
 
 // Sync makes everything appended before the call durable: fdatasync of the
-// active segment file (rotation already synced the older ones) and of the
-// directory when a file was created since the last Sync. Index and dedup files are caches and are never synced. Safe
-// concurrently with Append and Read.
+// sealed files a deferred rotation left unsynced (Options.DeferRotationSync;
+// otherwise rotation synced them), of the active segment file, and of the
+// directory when a file was created since the last Sync. Index and dedup
+// files are caches and are never synced. Safe concurrently with Append and
+// Read.
 func (l *Log) Sync() error {
 	if l.closed.Load() {
 		return ErrClosed
@@ -22,7 +24,7 @@ func (l *Log) syncNow() error {
 	if l.failure != nil {
 		return l.failure
 	}
-	if l.syncedSeq.Load() >= seq && !l.needDirSync {
+	if l.syncedSeq.Load() >= seq && !l.needDirSync && len(l.pending) == 0 {
 		// A sync that ran while we queued for syncMu covered our appends:
 		// concurrent callers on one log share one fdatasync.
 		return nil
@@ -30,6 +32,9 @@ func (l *Log) syncNow() error {
 	// Cover everything appended so far, so the callers queued behind us
 	// find their appends synced.
 	seq = l.appendSeq.Load()
+	if err := l.syncPendingLocked(); err != nil {
+		return err
+	}
 	l.mu.RLock()
 	act := l.active
 	l.mu.RUnlock()
@@ -50,6 +55,45 @@ func (l *Log) syncNow() error {
 			return nil
 		}
 	}
+}
+
+// pendingFile is a sealed file a deferred rotation left unsynced: its
+// handle, and its number in the order of such rotations (Log.sealedSeq).
+type pendingFile struct {
+	f   file
+	seq uint64
+}
+
+// syncPendingLocked fdatasyncs the sealed files a deferred rotation left
+// unsynced, oldest first, and closes each once it is durable (syncMu held).
+// A failure is sticky (failSyncLocked) and leaves that file and the newer
+// ones pending.
+func (l *Log) syncPendingLocked() error {
+	for len(l.pending) > 0 {
+		p := l.pending[0]
+		if err := p.f.Sync(); err != nil {
+			return l.failSyncLocked(fmt.Errorf("segment log %s: sync sealed file %s: %w", l.dir, p.f.Name(), err))
+		}
+		l.mu.Lock()
+		l.pending = l.pending[1:]
+		if len(l.pending) == 0 {
+			l.pending = nil // let the array go
+		}
+		l.mu.Unlock()
+		_ = p.f.Close()
+		l.cache.adjust(l, -1)
+	}
+	return nil
+}
+
+// closePendingLocked closes the pending handles without syncing them (Close
+// and Release after their sync, or after a failed one: the log is done with
+// them). syncMu and mu held; the caller settles the handle count.
+func (l *Log) closePendingLocked() {
+	for _, p := range l.pending {
+		_ = p.f.Close()
+	}
+	l.pending = nil
 }
 
 // failSyncLocked makes a sync failure sticky (syncMu held): Linux may drop
@@ -91,29 +135,42 @@ func (l *Log) failed() error {
 func (l *Log) dirty() bool { return l.appendSeq.Load() > l.syncedSeq.Load() }
 
 // syncPoint is what a file-system-wide sync must cover for one log: the
-// appends counted so far and the active file then.
+// appends counted so far, the active file then and the deferred rotations
+// so far (the sealed files pending then).
 type syncPoint struct {
-	seq    uint64
-	active *openFile
+	seq       uint64
+	active    *openFile
+	sealedSeq uint64
 }
 
 func (l *Log) syncPointNow() syncPoint {
 	p := syncPoint{seq: l.appendSeq.Load()}
 	l.mu.RLock()
-	p.active = l.active
+	p.active, p.sealedSeq = l.active, l.sealedSeq
 	l.mu.RUnlock()
 	return p
 }
 
 // markSynced records that a SyncFS which started after p covered the log. The
-// directory counts as synced only if no rotation created a file since p.
+// directory counts as synced only if no rotation created a file since p; the
+// sealed files pending at p are durable, and closed.
 func (l *Log) markSynced(p syncPoint) {
 	l.syncMu.Lock()
-	l.mu.RLock()
+	l.mu.Lock()
 	if l.active == p.active {
 		l.needDirSync = false
 	}
-	l.mu.RUnlock()
+	n := 0
+	for n < len(l.pending) && l.pending[n].seq <= p.sealedSeq {
+		n++
+	}
+	done := l.pending[:n:n]
+	l.pending = l.pending[n:]
+	l.mu.Unlock()
+	for _, d := range done {
+		_ = d.f.Close()
+	}
+	l.cache.adjust(l, -len(done))
 	l.syncMu.Unlock()
 	for {
 		cur := l.syncedSeq.Load()

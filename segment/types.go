@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/combmq/comb/record"
@@ -72,6 +73,16 @@ type Options struct {
 	// RecoveryReport it returns.) It runs under the log's locks: it must
 	// not call back into the Log.
 	OnRecover func(dir string, rep *RecoveryReport)
+	// DeferRotationSync makes rotation write nothing durable: the sealed
+	// file is NOT fdatasynced and the directory NOT synced before the new
+	// file is created (without it they are, so that a crash never leaves a
+	// hole between files). The next Sync, Commit or Committer.Flush of the
+	// Log syncs the sealed files still open for it, the active file and the
+	// directory. Only for a caller that keeps what a crash may punch out of
+	// the files elsewhere (the broker's commit log, issue 14) and opens the
+	// log with OpenFrom, which cuts the unsynced region; docs/format.md
+	// section 6.
+	DeferRotationSync bool
 }
 
 // DefaultCodec is the codec the broker should ask for: measured on 100 × 200 B
@@ -116,11 +127,58 @@ type RecoveryReport struct {
 	// DedupRebuilt says why dedup.idx was rebuilt, in whole or from some
 	// byte on, when it was loaded; "" when it was whole.
 	DedupRebuilt string
+	// Unsynced is what OpenFrom cut at and after its keepBelow offset (the
+	// zero value for Open, and when there was nothing to cut).
+	Unsynced UnsyncedCut
 }
 
-// Repaired reports whether Open changed anything on disk.
+// UnsyncedCut is what OpenFrom removed from a log: bytes and files holding
+// offsets at or after KeepBelow, written but never known to be synced. They
+// are not lost: the caller's commit log holds those appends and replays
+// them (docs/format.md section 5, "Opening below a commit log").
+type UnsyncedCut struct {
+	KeepBelow uint64 // OpenFrom's keepBelow
+	// File is the segment file cut right after the segment ending at
+	// KeepBelow-1 ("" when no file was cut); At its size afterwards, Bytes
+	// how many bytes were cut from it (whatever they were: whole segments,
+	// torn ones, zeros or garbage).
+	File      string
+	At, Bytes int64
+	// Removed lists the segment files removed whole (their first offset was
+	// at or after KeepBelow), with their sizes in RemovedBytes.
+	Removed      []string
+	RemovedBytes int64
+	// DedupEntries counts the dedup.idx entries dropped (offsets at or
+	// after KeepBelow).
+	DedupEntries int
+}
+
+// Any reports whether the cut changed anything.
+func (u UnsyncedCut) Any() bool {
+	return u.Bytes > 0 || len(u.Removed) > 0 || u.DedupEntries > 0
+}
+
+// String words the cut for logs ("" when nothing was cut).
+func (u UnsyncedCut) String() string {
+	if !u.Any() {
+		return ""
+	}
+	s := fmt.Sprintf("offsets from %d on were written but not synced; the commit log holds them and replays them:", u.KeepBelow)
+	if u.File != "" {
+		s += fmt.Sprintf(" cut %d bytes of %s at byte %d;", u.Bytes, u.File, u.At)
+	}
+	if len(u.Removed) > 0 {
+		s += fmt.Sprintf(" removed %d files (%d bytes);", len(u.Removed), u.RemovedBytes)
+	}
+	if u.DedupEntries > 0 {
+		s += fmt.Sprintf(" dropped %d dedup entries;", u.DedupEntries)
+	}
+	return strings.TrimSuffix(s, ";")
+}
+
+// Repaired reports whether Open (or OpenFrom) changed anything on disk.
 func (r *RecoveryReport) Repaired() bool {
-	return r != nil && (r.TruncatedBytes > 0 || len(r.IndexesRebuilt) > 0 || r.DedupRebuilt != "")
+	return r != nil && (r.TruncatedBytes > 0 || len(r.IndexesRebuilt) > 0 || r.DedupRebuilt != "" || r.Unsynced.Any())
 }
 
 // TailText says in words what a cut tail was, for logs and fsck ("" when
@@ -177,6 +235,11 @@ var (
 	ErrWriteFailed = errors.New("segment: a failed append could not be cut back; the log refuses writes until reopened")
 	// ErrBadPolicy is returned by ParseSyncPolicy.
 	ErrBadPolicy = errors.New("segment: unknown sync policy")
+	// ErrSegmentMismatch is wrapped by AppendSegment when a whole, valid
+	// segment does not continue the log: its base offset is not
+	// NextOffset() (the error says both). Not damage: the segment belongs
+	// elsewhere in the log (already there, or after a gap).
+	ErrSegmentMismatch = errors.New("segment: segment does not continue the log")
 )
 
 // CorruptionError describes on-disk damage: which file, which bytes and, where

@@ -1,0 +1,73 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Mark notes that l has appends to make durable at the next Flush. It costs
+// an atomic load when l is already marked, and one short lock otherwise.
+// Whatever the policy, SyncNever included: Mark and Flush are the caller's
+// own schedule (the broker's background flush pass, issue 14), beside the
+// policy's Commits. Safe for concurrent use. A Log is marked through one
+// Committer only.
+func (c *Committer) Mark(l *Log) {
+	if l.marked.Load() {
+		return
+	}
+	c.mu.Lock()
+	if !l.marked.Load() {
+		l.marked.Store(true)
+		c.marked[l] = struct{}{}
+	}
+	c.mu.Unlock()
+}
+
+// Flush makes every marked log durable now: everything appended to it
+// before it was marked (and before Flush started) is on stable storage when
+// Flush returns nil. Each log is synced as Log.Sync does (the sealed files a
+// deferred rotation left unsynced, the active file, and the directory when a
+// file was created in it), with up to 64 fdatasyncs in flight, or one
+// syncfs(2) for 8 or more logs on one file system, as a sync pass does.
+//
+// The marks are taken when Flush starts: a Mark during the Flush is for the
+// next one. A log whose sync fails stays marked (its failure is sticky, see
+// ErrSyncFailed: it fails every later Flush until the caller closes it); a
+// closed log is dropped (Close synced it). Returns the failures, joined;
+// ErrClosed after Close (the logs' own Close syncs what is still marked).
+// Safe for concurrent use, with itself too.
+func (c *Committer) Flush() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	logs := c.marked
+	if len(logs) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	c.marked = make(map[*Log]struct{}, len(logs))
+	for l := range logs {
+		// Unmarked before its sync starts: an append marked from now on
+		// may come after the sync's start, so it marks l again.
+		l.marked.Store(false)
+	}
+	c.mu.Unlock()
+
+	p := newPass()
+	c.syncAll(p, logs)
+	if len(p.errs) == 0 {
+		return nil
+	}
+	var err error
+	for l, e := range p.errs {
+		c.Mark(l)
+		err = errors.Join(err, e)
+	}
+	return fmt.Errorf("segment: flush of %d logs: %d failed: %w", len(logs), len(p.errs), err)
+}
+
+// Dirty reports whether l has appends that no sync covers yet (what Mark
+// and Flush are for); !Synced().
+func (l *Log) Dirty() bool { return l.dirty() }
