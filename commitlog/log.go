@@ -67,6 +67,7 @@ type Log struct {
 	files   []*walFile // in LSN order; the last is the one appends go to
 	spare   *walFile   // prepared, not yet in use (nil = none ready)
 	next    LSN        // LSN of the next Append
+	start   LSN        // the last truncation point (entries below it are gone); start.go
 	pend    *batch     // being gathered (nil = none)
 	err     error      // sticky failure
 	closed  bool

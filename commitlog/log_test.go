@@ -303,3 +303,22 @@ func TestTruncateEverything(t *testing.T) {
 	require.Equal(t, LSN(12), appendWait(t, l2, 12))
 	require.NoError(t, l2.Close())
 }
+
+// The truncation point survives a restart: entries below it that share the
+// newest file with later ones are not read again.
+func TestTruncationPointPersists(t *testing.T) {
+	m := vfs.NewStrictMem("/data")
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	for i := 1; i <= 10; i++ {
+		appendWait(t, l, i)
+	}
+	require.NoError(t, l.TruncateBefore(7))
+	require.Equal(t, LSN(7), l.FirstLSN())
+	checkEntries(t, readAll(t, l, 1), 7, 10)
+	require.NoError(t, l.Close())
+	l2, rec := open(t, m.Crash(false), Options{FileBytes: 1 << 20})
+	require.Equal(t, LSN(7), rec.First)
+	require.Equal(t, LSN(7), l2.FirstLSN())
+	checkEntries(t, readAll(t, l2, 1), 7, 10)
+	require.NoError(t, l2.Close())
+}

@@ -16,6 +16,7 @@ import (
 func (l *Log) Read(from LSN, fn func(Entry) error) error {
 	durable := l.DurableLSN()
 	l.mu.Lock()
+	from = max(from, l.start)
 	type span struct {
 		w   *walFile
 		end int64
@@ -74,13 +75,15 @@ func (stopError) Error() string { return "stop" }
 
 var errStop error = stopError{}
 
-// FirstLSN returns the first LSN the log still holds (NextLSN when none).
+// FirstLSN returns the first LSN the log still holds (NextLSN when none):
+// entries below the last TruncateBefore are not held, even where they still
+// share a file with later ones.
 func (l *Log) FirstLSN() LSN {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, w := range l.files {
-		if w.first != 0 && w.last != 0 {
-			return w.first
+		if w.first != 0 && w.last != 0 && w.last >= l.start {
+			return min(max(w.first, l.start), l.next)
 		}
 	}
 	return l.next
@@ -97,6 +100,15 @@ func (l *Log) TruncateBefore(lsn LSN) error {
 	if err := l.sealLocked(lsn); err != nil {
 		l.mu.Unlock()
 		return err
+	}
+	if lsn > l.start {
+		// Entries below lsn may stay in a file that also holds later ones:
+		// the start mark keeps Read and recovery from returning them.
+		if err := writeStart(l.fs, l.dir, lsn, l.noSync()); err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("commitlog: truncate: %w", err)
+		}
+		l.start = lsn
 	}
 	var drop []*walFile
 	for len(l.files) > 1 {

@@ -40,6 +40,9 @@ func (l *Log) recover() (*Recovery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
+	if l.start, err = readStart(l.fs, l.dir); err != nil {
+		return nil, err
+	}
 	type named struct {
 		name  string
 		first LSN
@@ -75,7 +78,13 @@ func (l *Log) recover() (*Recovery, error) {
 	rec.Files = len(l.files)
 	l.next = expect
 	if len(found) == 0 {
-		l.next = max(l.opts.StartLSN, 1)
+		l.next = max(l.opts.StartLSN, l.start, 1)
+	}
+	if rec.First != 0 && rec.First < l.start {
+		rec.First = min(l.start, rec.Last+1)
+		if rec.First > rec.Last {
+			rec.First, rec.Last = 0, 0
+		}
 	}
 	if len(l.files) == 0 || l.files[len(l.files)-1].room() < frameOverhead+64 {
 		l.spares++

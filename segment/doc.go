@@ -5,6 +5,19 @@
 // for fsck: Verify (full scan), Scan (segment iterator) and the QUARANTINE
 // marker (ReadQuarantine, AddQuarantined).
 //
+// Behind a commit log (issue 14) the log is the materialized read store: the
+// caller appends with AppendTo, which hands back the segment's bytes for the
+// commit log, and makes the files durable later on its own schedule
+// (Committer.Mark and Flush; Options.DeferRotationSync keeps rotation off
+// the sync path too). After a crash, OpenFrom(dir, opts, keepBelow) keeps
+// only the offsets below keepBelow, the ones the caller knows were synced,
+// and cuts whatever is at or after it without judging it (it may be
+// anything: torn, zeros, garbage, whole files of an unsynced rotation); the
+// caller then replays its commit log's segments with AppendSegment, which
+// verifies each one and writes it byte for byte (openfrom.go, replay.go).
+// It must not know about the commit log itself: keepBelow and the segment
+// bytes are all it is told.
+//
 // Logs may share a HandleCache (handles.go) that bounds their open files
 // together: a Log whose handles were closed (Release, or cache pressure)
 // reopens its active file on its next use; OpenSummary opens a Log without
@@ -59,6 +72,10 @@
 // (file, byte range, offsets; errors.Is ErrCorrupt) and changes nothing, so
 // acknowledged data is never dropped silently. Open reads only the tail after
 // the newest file's last indexed segment unless it finds damage.
+//
+// OpenFrom (docs/format.md section 5, "Opening below a commit log") applies
+// these rules below keepBelow only: a synced offset that is missing or damaged
+// is a *CorruptionError there too.
 //
 // Writes never leave garbage behind an append: a failed write is cut back to
 // the file's previous end (and may be retried); a failed cut, like a failed

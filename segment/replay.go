@@ -91,8 +91,11 @@ func eachRecord(h header, seg []byte, wb *writeBuf, fn func(*rawRecord)) error {
 		}
 	}
 	n := uint32(0)
+	var r rawRecord // one for the loop: fn's pointer makes it escape
 	for len(block) > 0 {
-		r, rest, err := nextRecord(block)
+		var rest []byte
+		var err error
+		r, rest, err = nextRecord(block)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", h.base+uint64(n), err)
 		}
