@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/combmq/comb/commitlog"
@@ -108,3 +109,7 @@ func waitLast(ts []walTicket) error {
 	}
 	return last.Wait()
 }
+
+// Retryable: a full disk leaves the commit log usable (commitlog.ErrNoSpace:
+// nothing was appended); anything else failed it for good.
+func (c cursorLog) Retryable(err error) bool { return errors.Is(err, commitlog.ErrNoSpace) }
