@@ -58,7 +58,8 @@
 // collected since the read began, the writer appends one checkpoint, empty
 // if nothing changed, so an idle engine's replayFrom still moves to the end
 // of the log and never pins it. One snapshot of 1,000,000 cursors is about
-// 24 MB and 85-130 ms (BenchmarkSnapshot, docs/benchmarks.md).
+// 24 MB, 73-86 ms to encode and write and 83-230 ms with its fsyncs on the
+// benchmark machine (BenchmarkSnapshot, docs/benchmarks.md).
 //
 // # On disk (format 3)
 //

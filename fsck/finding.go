@@ -49,8 +49,8 @@ const (
 	// segments, so no transactionId can be stored twice); repair does the same now.
 	// Repairable (nothing acknowledged is lost), but the disk deserves a look.
 	KindDedupDamaged Kind = "dedup_damaged"
-	// KindJournalTornTail: the cursor or metadata journal ends in a partial or bad
-	// frame (a crash mid-checkpoint). Repair truncates it; it was never acknowledged.
+	// KindJournalTornTail: the metadata journal ends in a partial or bad frame (a
+	// crash mid-write). Repair truncates it; it was never acknowledged.
 	KindJournalTornTail Kind = "journal_torn_tail"
 	// KindJournalDamagedTail: a journal's last frame is whole but fails its checksum:
 	// a torn write, or damage to an acknowledged record. Repair copies its bytes to
@@ -58,9 +58,10 @@ const (
 	// then rebuilt from their directories' descriptors).
 	KindJournalDamagedTail Kind = "journal_damaged_tail"
 	// KindJournalCorrupt: a journal frame is damaged with valid frames after it, or a
-	// snapshot is damaged. For the cursor journal it needs a person (cursors would be
-	// lost); the metadata journal is rebuilt from its valid records and the
-	// directories' descriptors (the old file kept in <data>/quarantine/meta/).
+	// snapshot is damaged. For the cursor snapshot (or a format 1 or 2 cursor journal
+	// not yet upgraded) it needs a person (cursors would be lost); the metadata
+	// journal is rebuilt from its valid records and the directories' descriptors (the
+	// old file kept in <data>/quarantine/meta/).
 	KindJournalCorrupt Kind = "journal_corrupt"
 	// KindJournalMissing: meta/journal is missing while log directories exist. Repair
 	// rebuilds it from the directories' descriptors (queue options fall back to the
