@@ -41,11 +41,12 @@ type Broker struct {
 
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (startup.go).
-	summaries map[[16]byte]segment.Summary
-	sums      summaryState // summary checkpoints (summaries.go)
-	maint     maintenance  // idle eviction and retention (evict.go, retention.go)
-	mm        maintMode    // push and pop maintenance modes (maintmode.go)
-	rates     rateSample   // throughput of the resources overview (resources.go)
+	summaries  map[[16]byte]segment.Summary
+	cleanStart bool         // the summaries came from a clean shutdown's marker
+	sums       summaryState // summary checkpoints (summaries.go)
+	maint      maintenance  // idle eviction and retention (evict.go, retention.go)
+	mm         maintMode    // push and pop maintenance modes (maintmode.go)
+	rates      rateSample   // throughput of the resources overview (resources.go)
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
 	// queues and partitions): each appends its commit-log entry and applies

@@ -146,6 +146,7 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	if err := b.syncDir(dir); err != nil {
 		return nil, err
 	}
+	b.cleanStart = derr == nil
 	return sums, nil
 }
 
@@ -180,6 +181,13 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 	switch {
 	case hasSum && !hasBase && s.Stamp != 0 && segment.SummaryMatches(dir, s):
 		return segment.OpenSummary(dir, opts, s), &segment.RecoveryReport{}, nil
+	case hasSum && !hasBase && b.cleanStart:
+		// After a clean shutdown everything was synced: files that changed
+		// since were changed by someone (restored from a copy): they are
+		// verified and trusted as they are, and cursors past them clamped.
+		b.log.Warn().Str("id", uuidString(id)).Str("dir", dir).
+			Msg("start-up: files changed since the clean shutdown; verifying the log")
+		return segment.Open(dir, opts)
 	case hasSum || hasBase || b.walScan.created[id]:
 		keep := uint64(1)
 		if hasSum {

@@ -83,9 +83,10 @@ type Failure struct {
 // comment). All methods are safe for concurrent use; read-modify-write of
 // one Key is the caller's job (the broker holds the partition lock).
 type Engine struct {
-	fs   vfs.FS
-	dir  string
-	opts Options
+	abandoned atomic.Bool // Abandon: the writer exits with no final checkpoint
+	fs        vfs.FS
+	dir       string
+	opts      Options
 
 	shards [numShards]shard
 
@@ -289,6 +290,14 @@ func (e *Engine) Failure() (Failure, bool) {
 		return Failure{}, false
 	}
 	return Failure{Err: e.failErr, Since: e.failSince}, true
+}
+
+// Abandon stops the engine as a crash (kill -9) would: the writer exits
+// without a final checkpoint and nothing more is written. Waiters get
+// ErrClosed. For crash tests of the callers.
+func (e *Engine) Abandon() {
+	e.abandoned.Store(true)
+	_ = e.Close()
 }
 
 // Close hands a final checkpoint of everything changed to the Log, waits for

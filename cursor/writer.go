@@ -23,6 +23,9 @@ func (e *Engine) writeLoop() {
 				continue
 			}
 		case <-e.stop:
+			if e.abandoned.Load() {
+				return
+			}
 			final = true
 		}
 		for {
