@@ -19,6 +19,10 @@ func (l *Log) commitLoop() {
 			stopping = true
 		}
 		l.mu.Lock()
+		if l.abandoned {
+			l.mu.Unlock()
+			return
+		}
 		b := l.pend
 		l.pend = nil
 		l.mu.Unlock()

@@ -63,15 +63,16 @@ type Log struct {
 	opts Options
 	fs   vfs.FS
 
-	mu      sync.Mutex
-	files   []*walFile // in LSN order; the last is the one appends go to
-	spare   *walFile   // prepared, not yet in use (nil = none ready)
-	next    LSN        // LSN of the next Append
-	start   LSN        // the last truncation point (entries below it are gone); start.go
-	pend    *batch     // being gathered (nil = none)
-	err     error      // sticky failure
-	closed  bool
-	noSpace error // the last failure to prepare a file (nil = none since the last success)
+	mu        sync.Mutex
+	files     []*walFile // in LSN order; the last is the one appends go to
+	spare     *walFile   // prepared, not yet in use (nil = none ready)
+	next      LSN        // LSN of the next Append
+	start     LSN        // the last truncation point (entries below it are gone); start.go
+	pend      *batch     // being gathered (nil = none)
+	err       error      // sticky failure
+	closed    bool
+	abandoned bool  // Abandon: the committer writes nothing more
+	noSpace   error // the last failure to prepare a file (nil = none since the last success)
 
 	durable atomic.Uint64 // every LSN up to this is durable (per the sync policy)
 
@@ -326,6 +327,29 @@ func (l *Log) Err() error {
 		return fmt.Errorf("%w: %v", ErrNoSpace, l.noSpace)
 	}
 	return nil
+}
+
+// Abandon stops the log as a crash (kill -9) would: the batch being
+// gathered is not written (its tickets get ErrClosed), nothing is synced,
+// the files are closed. For crash tests of the callers.
+func (l *Log) Abandon() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed, l.abandoned = true, true
+	l.mu.Unlock()
+	close(l.stop)
+	l.done.Wait()
+	l.mu.Lock()
+	if b := l.pend; b != nil {
+		l.pend = nil
+		b.err = ErrClosed
+		close(b.done)
+	}
+	l.mu.Unlock()
+	_ = l.closeFiles()
 }
 
 // Close writes and syncs what was appended, stops the goroutines and closes
