@@ -123,3 +123,28 @@ func cursorKey(e *env, queue, partition, group string) cursor.Key {
 	p := e.b.lookupQueue(queue).partition(partition)
 	return cursor.Key{Partition: p.id, Group: group}
 }
+
+// crash stops the broker as kill -9 would: no flush pass, no final
+// checkpoint, no clean marker; what was written stays as the page cache holds
+// it. The LOCK is released so the directory can be opened again.
+func (e *env) crash() {
+	e.t.Helper()
+	b := e.b
+	e.b = nil
+	b.closed.Store(true)
+	close(b.closing)
+	b.stopMaintenance()
+	b.stopFlusher()
+	b.inflight.Wait()
+	b.wake.close()
+	b.cur.Abandon()
+	if l, ok := b.wal.(localLog); ok {
+		l.l.Abandon()
+	}
+	b.mu.Lock()
+	for _, p := range b.parts {
+		p.log.Close()
+	}
+	b.mu.Unlock()
+	require.NoError(e.t, b.lockFile.Close())
+}
