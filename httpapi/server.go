@@ -12,6 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
+
+	"github.com/combmq/comb/auth"
 )
 
 // Defaults of Config's zero values.
@@ -38,6 +40,9 @@ type Config struct {
 	// body and closed (listener.go). ≤ 0 means no cap: running out of descriptors is then only
 	// ridden out by the accept back-off. `comb serve` derives it from RLIMIT_NOFILE.
 	MaxConns int
+	// Auth authenticates requests (spec 9.1); nil means JWT auth off: every route open and no
+	// producerSub stamped.
+	Auth *auth.Authenticator
 	// Version is reported by GET /health.
 	Version string
 	Logger  zerolog.Logger
@@ -83,6 +88,11 @@ type Server struct {
 	// Requests per operation as routed, whatever their outcome (400, 500, 204 included), for
 	// the *_requests_total families of /metrics/prometheus.
 	pushRequests, popRequests, ackRequests atomic.Uint64
+
+	// auth checks tokens (nil or disabled: every route open, no producerSub); the counters are
+	// its refusals for /metrics/prometheus.
+	auth                                       *auth.Authenticator
+	authRefused401, authRefused403, authErrors atomic.Uint64
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -99,7 +109,7 @@ func New(b Backend, cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now()}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
@@ -152,7 +162,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	s.requests.Add(1)
 	defer s.recoverPanic(ctx)
 	setCORS(ctx)
-	s.route(ctx)
+	s.dispatch(ctx)
 }
 
 // recoverPanic turns a panic in a handler into a logged 500 with a JSON body, so no input can
