@@ -70,6 +70,7 @@ type Broker struct {
 	txPending atomic.Int64 // committed transactions whose redo records are still held
 
 	stats counters
+	rest  atRest // payload encryption at rest (atrest.go)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error
