@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -43,6 +44,9 @@ type Config struct {
 	// Auth authenticates requests (spec 9.1); nil means JWT auth off: every route open and no
 	// producerSub stamped.
 	Auth *auth.Authenticator
+	// TLS, when set, serves HTTPS on the listener (Certificate.TLSConfig); nil serves plain
+	// HTTP.
+	TLS *tls.Config
 	// Version is reported by GET /health.
 	Version string
 	Logger  zerolog.Logger
@@ -136,7 +140,14 @@ func New(b Backend, cfg Config) *Server {
 // Serve answers requests on ln until Shutdown. It returns nil after a clean Shutdown. Running
 // out of file descriptors does not end it (listener.go); Config.MaxConns caps the connections.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log))
+	capped := newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log)
+	if s.cfg.TLS == nil {
+		return s.http.Serve(capped)
+	}
+	// The cap counts TCP connections under TLS; a refused one is closed without the plain-text
+	// 503, which a TLS client could not read (it sees a network error and retries, spec 0.2).
+	capped.closeRefused = true
+	return s.http.Serve(tls.NewListener(capped, s.cfg.TLS))
 }
 
 // ListenAndServe listens on addr (host:port) and serves until Shutdown.
