@@ -63,4 +63,12 @@
 // holding their change is durable. DLQ entries are synced before the cursor
 // passes their message. A transaction's commit point is its durable redo
 // record (see Transaction and docs/architecture.md).
+//
+// # Encryption at rest
+//
+// atrest.go (spec 9.2, issue 11): a payload pushed to a queue with
+// encryptionEnabled is sealed with Config.Keys (package seal) before it goes
+// into a redo record or a segment, so no file holds it in clear; pop and the
+// DLQ listing open it again, and a payload no configured key opens is handed
+// out as Message.PayloadError, never as ciphertext.
 package broker

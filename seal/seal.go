@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,11 +121,36 @@ func (r *Keyring) IDs() []string {
 // IsSealed reports whether stored is a sealed payload (its first byte is the 0x00 marker).
 func IsSealed(stored []byte) bool { return len(stored) > 0 && stored[0] == 0 }
 
-// queenForm is Queen's stored form (spec 9.2).
-type queenForm struct {
-	Encrypted string `json:"encrypted"`
-	IV        string `json:"iv"`
-	AuthTag   string `json:"authTag"`
+// The constant parts of the JSON form Seal writes (Queen's stored form, spec 9.2).
+const (
+	formEncrypted = `{"encrypted":"`
+	formIV        = `","iv":"`
+	formAuthTag   = `","authTag":"`
+	formEnd       = `"}`
+)
+
+// splitForm returns the three base64 fields of the exact JSON form Seal writes. Open reads
+// only what Seal wrote (the 0x00 header guarantees it), so it need not accept other spellings
+// of the same JSON; FuzzOpen covers this decoder.
+func splitForm(form []byte) (ct, iv, tag []byte, ok bool) {
+	field := func(prefix string) []byte {
+		if !ok || !bytes.HasPrefix(form, []byte(prefix)) {
+			ok = false
+			return nil
+		}
+		form = form[len(prefix):]
+		end := bytes.IndexByte(form, '"')
+		if end < 0 {
+			ok = false
+			return nil
+		}
+		f := form[:end]
+		form = form[end:]
+		return f
+	}
+	ok = true
+	ct, iv, tag = field(formEncrypted), field(formIV), field(formAuthTag)
+	return ct, iv, tag, ok && string(form) == formEnd
 }
 
 // Seal encrypts plaintext with the current key and a fresh random IV and returns the sealed
@@ -142,18 +166,18 @@ func (r *Keyring) Seal(plaintext []byte) ([]byte, error) {
 	sealed := r.current.aead.Seal(make([]byte, 0, len(plaintext)+TagSize), iv[:], plaintext, nil)
 	ct, tag := sealed[:len(plaintext)], sealed[len(plaintext):]
 	enc := base64.StdEncoding
-	n := headerSize + len(`{"encrypted":"","iv":"","authTag":""}`) +
+	n := headerSize + len(formEncrypted+formIV+formAuthTag+formEnd) +
 		enc.EncodedLen(len(ct)) + enc.EncodedLen(IVSize) + enc.EncodedLen(TagSize)
 	out := make([]byte, 0, n)
 	out = append(out, 0, version)
 	out = append(out, r.current.id[:]...)
-	out = append(out, `{"encrypted":"`...)
+	out = append(out, formEncrypted...)
 	out = enc.AppendEncode(out, ct)
-	out = append(out, `","iv":"`...)
+	out = append(out, formIV...)
 	out = enc.AppendEncode(out, iv[:])
-	out = append(out, `","authTag":"`...)
+	out = append(out, formAuthTag...)
 	out = enc.AppendEncode(out, tag)
-	out = append(out, `"}`...)
+	out = append(out, formEnd...)
 	return out, nil
 }
 
@@ -185,19 +209,22 @@ func (r *Keyring) Open(stored []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: version %d", ErrMalformed, stored[1])
 	}
 	id := stored[2:headerSize]
-	var f queenForm
-	dec := json.NewDecoder(bytes.NewReader(stored[headerSize:]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil || dec.More() {
-		return nil, fmt.Errorf("key %x: %w: the JSON form does not parse", id, ErrMalformed)
+	ctB64, ivB64, tagB64, ok := splitForm(stored[headerSize:])
+	if !ok {
+		return nil, fmt.Errorf("key %x: %w: not the JSON form Seal writes", id, ErrMalformed)
 	}
+	// One allocation: the ciphertext and the tag decoded back to back (GCM's input), opened in
+	// place. The IV goes to the stack.
 	enc := base64.StdEncoding
-	ct, err1 := enc.DecodeString(f.Encrypted)
-	iv, err2 := enc.DecodeString(f.IV)
-	tag, err3 := enc.DecodeString(f.AuthTag)
-	if err1 != nil || err2 != nil || err3 != nil || len(iv) != IVSize || len(tag) != TagSize {
+	buf := make([]byte, enc.DecodedLen(len(ctB64))+enc.DecodedLen(len(tagB64)))
+	n, err1 := enc.Decode(buf, ctB64)
+	t, err2 := enc.Decode(buf[n:], tagB64)
+	var ivBuf [IVSize + 2]byte
+	v, err3 := enc.Decode(ivBuf[:], ivB64)
+	if err1 != nil || err2 != nil || err3 != nil || t != TagSize || v != IVSize {
 		return nil, fmt.Errorf("key %x: %w: bad base64, IV or tag size", id, ErrMalformed)
 	}
+	sealed := buf[:n+t]
 	if r == nil {
 		return nil, fmt.Errorf("key %x: %w", id, ErrNoKey)
 	}
@@ -207,7 +234,7 @@ func (r *Keyring) Open(stored []byte) ([]byte, error) {
 			continue
 		}
 		found = true
-		pt, err := k.aead.Open(nil, iv, append(ct, tag...), nil)
+		pt, err := k.aead.Open(sealed[:0], ivBuf[:IVSize], sealed, nil)
 		if err == nil {
 			return pt, nil
 		}
