@@ -79,3 +79,20 @@ func (b *Broker) readPayload(q *queue, id [16]byte, stored []byte) ([]byte, stri
 		Msg("cannot decrypt a stored payload; delivered without it")
 	return nil, reason
 }
+
+// warnEncryptionWithoutKey says at Open which queues have encryptionEnabled while no key is
+// configured: the most common mistake (a restart without QUEEN_ENCRYPTION_KEY) makes their
+// encrypted payloads unreadable and their new ones plaintext, so it is said before the first
+// consumer sees a decryptionError.
+func (b *Broker) warnEncryptionWithoutKey() {
+	if b.cfg.Keys != nil {
+		return
+	}
+	for _, q := range b.sortedQueues() {
+		if q.options().EncryptionEnabled {
+			b.rest.warnOnce.Store(q.name, struct{}{})
+			b.log.Warn().Str("queue", q.name).
+				Msg("queue has encryptionEnabled but no QUEEN_ENCRYPTION_KEY is configured: payloads it holds encrypted cannot be read (delivered as data null with decryptionError) and new ones are stored in plaintext")
+		}
+	}
+}

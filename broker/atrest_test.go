@@ -205,3 +205,22 @@ func TestEncryptedTransactionRecoveredFromRedo(t *testing.T) {
 	require.Equal(t, `{"pin":"redo-secret-1234"}`, string(res.Messages[0].Payload))
 	require.Empty(t, filesHolding(t, dir, "redo-secret-1234"))
 }
+
+// A restart without the key names the encrypted queues at Open, once each.
+func TestOpenWarnsEncryptedQueuesWithoutKey(t *testing.T) {
+	dir := t.TempDir()
+	b := openKeyed(t, dir, keyring(t, keyA))
+	configureEncrypted(t, b, "enc", true)
+	configureEncrypted(t, b, "plain", false)
+	require.NoError(t, b.Close())
+
+	var logs bytes.Buffer
+	b, err := Open(Config{DataDir: dir, Sync: "never", Logger: zerolog.New(&logs), WakeTick: time.Millisecond})
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, 1, strings.Count(logs.String(), "no QUEEN_ENCRYPTION_KEY"), logs.String())
+	require.Contains(t, logs.String(), `"queue":"enc"`)
+	_, err = b.Push([]PushItem{{Queue: "enc", Payload: []byte("1")}})
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(logs.String(), "no QUEEN_ENCRYPTION_KEY"), "not warned again on the first push")
+}

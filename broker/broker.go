@@ -218,6 +218,7 @@ func Open(cfg Config) (*Broker, error) {
 	b.wake = newWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
+	b.warnEncryptionWithoutKey()
 	return b, nil
 }
 
