@@ -134,6 +134,9 @@ func New(b Backend, cfg Config) *Server {
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{s},
 	}
+	if s.auth.Enabled() {
+		s.http.HeaderReceived = s.headerReceived
+	}
 	return s
 }
 
@@ -201,6 +204,11 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		// Over the cap of a request auth refuses (headerReceived): answer the refusal.
+		if _, aerr := s.checkHeader(&ctx.Request.Header); aerr != nil {
+			s.refuse(ctx, aerr)
+			return
+		}
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "Payload too large")
 	case errors.As(err, &small):
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request headers too large")
