@@ -39,3 +39,14 @@ func TestDecryptionErrorEncoded(t *testing.T) {
 	require.Nil(t, entry["data"])
 	require.Equal(t, reason, entry["decryptionError"])
 }
+
+// The encryption counters reach /metrics/prometheus.
+func TestEncryptionMetrics(t *testing.T) {
+	fake := newFake()
+	fake.stats = broker.Stats{PayloadsSealed: 7, PayloadOpenFailures: 2, PayloadsStoredPlain: 3}
+	ts := startServer(t, fake, Config{})
+	body := string(ts.do("GET", "/metrics/prometheus", "").body)
+	require.Contains(t, body, `comb_payloads_sealed_total{scope="cluster"} 7`)
+	require.Contains(t, body, `comb_payload_decrypt_failures_total{scope="cluster"} 2`)
+	require.Contains(t, body, `comb_payloads_stored_plain_total{scope="cluster"} 3`)
+}
