@@ -126,7 +126,7 @@ func normalizeAlgorithm(a string) (string, error) {
 }
 
 // validate refuses a configuration that cannot verify any token (issue 11: refuse to start
-// rather than answer 500 to every request). keys are the parsed static keys.
+// rather than answer 500 to every request). static is JWT_PUBLIC_KEY parsed (nil when unset).
 func (c *Config) validate(static *staticKey) error {
 	if c.JWKSURL != "" {
 		u, err := url.Parse(c.JWKSURL)

@@ -17,9 +17,11 @@
 //	no Authorization header          401 Authentication required
 //	bad signature                    401 Invalid token signature
 //	exp passed (with the skew)       401 Token has expired
+//	nbf or iat still ahead           401 Token is not valid yet
 //	iss / aud not the configured one 401 Invalid token issuer / Invalid token audience
 //	kid not in the JWKS              401 Unknown key ID: <kid>
 //	alg not the configured one       401 Token uses <alg>, expected <cfg>
+//	alg outside Queen's set (auto)   401 Unsupported algorithm: <alg>
 //	anything else undecodable        401 Invalid token: <detail>
 //	no role that reaches the level   403 Insufficient permissions
 //	JWKS cannot be fetched           500 Failed to fetch JWKS
