@@ -75,6 +75,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "comb serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	secFlags.noteCommandLine(fs)
 	if err := applyEnv(fs, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2

@@ -55,6 +55,8 @@ type securityFlags struct {
 	jwksTimeout         unitDuration
 	encKey, encPrevious string
 	tlsCert, tlsKey     string
+	// onCommandLine names the secrets given as flags rather than in the environment.
+	onCommandLine []string
 }
 
 func (s *securityFlags) register(fs *flag.FlagSet) {
@@ -84,11 +86,25 @@ func (s *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key file of --tls-cert (env COMB_TLS_KEY)")
 }
 
+// noteCommandLine records which secrets were given as flags (visible to every user in ps), for
+// the start-up warning; call it after fs.Parse and before the environment is applied.
+func (s *securityFlags) noteCommandLine(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "jwt-secret", "encryption-key", "encryption-previous-keys":
+			s.onCommandLine = append(s.onCommandLine, "--"+f.Name)
+		}
+	})
+}
+
 // security is what the flags build.
 type security struct {
 	auth *auth.Authenticator // nil: JWT auth off
 	keys *seal.Keyring       // nil: no encryption key
 	cert *httpapi.Certificate
+
+	shortSecret   bool     // an HS256 secret under 32 bytes
+	onCommandLine []string // secrets given as flags
 }
 
 // build validates the flags and makes the authenticator (fetching the JWK set once), the key
@@ -107,6 +123,8 @@ func (s *securityFlags) build(log zerolog.Logger) (security, error) {
 		return out, err
 	}
 	cfg.PublicKeyPEM = pk
+	out.onCommandLine = s.onCommandLine
+	out.shortSecret = cfg.Enabled && cfg.Secret != "" && len(cfg.Secret) < 32
 	if cfg.Enabled {
 		a, err := auth.New(cfg, log)
 		if err != nil {
@@ -174,6 +192,14 @@ func (sec security) logPosture(log zerolog.Logger, ln net.Addr, dataDir string) 
 	}
 	if sec.auth != nil {
 		log.Info().Msg("JWT auth on")
+	}
+	if sec.shortSecret {
+		// RFC 7518 3.2: an HS256 key must be at least as long as the hash (256 bits); a short
+		// one can be found by guessing offline from any token.
+		log.Warn().Msg("JWT_SECRET is shorter than 32 bytes: HS256 tokens signed with it can be forged by an offline search; use a random secret of 32 bytes or more")
+	}
+	if len(sec.onCommandLine) > 0 {
+		log.Warn().Strs("flags", sec.onCommandLine).Msg("secrets given on the command line are visible to every user of this machine (ps); pass them in the environment instead")
 	}
 	if sec.keys != nil {
 		log.Info().Str("key_id", sec.keys.CurrentID()).Strs("key_ids", sec.keys.IDs()).

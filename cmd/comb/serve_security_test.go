@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -212,4 +213,47 @@ func writeTestCert(t *testing.T, dir string, serial int64) (string, string, *x50
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return cf, kf, pool
+}
+
+// issue 11, safe defaults: the start-up log warns about a reachable listener without auth, a
+// short HS256 secret, and secrets on the command line; a loopback listener with auth is quiet.
+func TestSecurityPostureWarnings(t *testing.T) {
+	private := filepath.Join(t.TempDir(), "private")
+	require.NoError(t, os.Mkdir(private, 0o700))
+	dataDir := private
+	logOf := func(args []string, env map[string]string, addr string) string {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		var sf securityFlags
+		sf.register(fs)
+		require.NoError(t, fs.Parse(args))
+		sf.noteCommandLine(fs)
+		for _, fe := range securityEnv {
+			if v := env[fe[1]]; v != "" {
+				require.NoError(t, fs.Set(fe[0], v))
+			}
+		}
+		sec, err := sf.build(zerolog.Nop())
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		require.NoError(t, err)
+		sec.logPosture(zerolog.New(&buf), a, dataDir)
+		return buf.String()
+	}
+	open := logOf(nil, nil, "0.0.0.0:6632")
+	require.Contains(t, open, "JWT auth is off and the listener is reachable from other hosts")
+	require.NotContains(t, logOf(nil, nil, "127.0.0.1:6632"), "JWT auth is off")
+
+	short := logOf([]string{"--jwt-secret", "tiny"}, map[string]string{"JWT_ENABLED": "true"}, "127.0.0.1:6632")
+	require.Contains(t, short, "JWT_SECRET is shorter than 32 bytes")
+	require.Contains(t, short, `"flags":["--jwt-secret"]`)
+	require.Contains(t, logOf(nil, map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": "tiny"}, "0.0.0.0:6632"),
+		"JWT auth is on without TLS")
+
+	quiet := logOf(nil, map[string]string{"JWT_ENABLED": "true", "JWT_SECRET": strings.Repeat("k", 32)}, "127.0.0.1:6632")
+	require.NotContains(t, quiet, `"level":"warn"`, quiet)
+
+	dataDir = t.TempDir()
+	require.NoError(t, os.Chmod(dataDir, 0o755))
+	require.Contains(t, logOf(nil, nil, "127.0.0.1:6632"), "the data directory is accessible to other users")
 }
