@@ -64,6 +64,7 @@ type Broker struct {
 	anyGate *wakeGate // signalled by every push: discovery pops park here
 
 	stats counters
+	rest  atRest // payload encryption at rest (atrest.go)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error
@@ -213,6 +214,7 @@ func Open(cfg Config) (*Broker, error) {
 	b.wake = newWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
+	b.warnEncryptionWithoutKey()
 	return b, nil
 }
 

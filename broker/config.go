@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
 
@@ -46,6 +47,10 @@ type Config struct {
 	// FS is the file system under every journal and log (metadata, cursor,
 	// segments); nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
 	FS vfs.FS
+	// Keys seal the payloads of queues with encryptionEnabled and open sealed
+	// payloads on every read (spec 9.2; atrest.go). nil: no key, such queues
+	// store plaintext (warned) and sealed payloads cannot be read.
+	Keys *seal.Keyring
 }
 
 // Defaults applied by Open.
