@@ -60,8 +60,9 @@ type Config struct {
 	Prefill  int           // consume: backlog size in messages
 	WaitMs   int           // long-poll timeout of a pop, ms
 
-	ServerPID int  // 0 = discover the local process listening on the target port
-	Progress  bool // print a live progress line on stderr once a second
+	Token     string // driver comb: sent as "Authorization: Bearer <Token>" (JWT auth, spec 9.1); "" = none
+	ServerPID int    // 0 = discover the local process listening on the target port
+	Progress  bool   // print a live progress line on stderr once a second
 	RunID     string
 }
 

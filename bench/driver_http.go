@@ -24,6 +24,16 @@ type HTTPDriver struct {
 	hc     *fasthttp.HostClient
 	queues []string
 	parts  []string
+	// authorization is the Authorization header of every request; nil = none.
+	authorization []byte
+}
+
+// bearerHeader is the Authorization value for a token, nil for none.
+func bearerHeader(token string) []byte {
+	if token == "" {
+		return nil
+	}
+	return []byte("Bearer " + token)
 }
 
 // NewHTTPDriver connects to rawURL (http://host:port) with up to conns connections. dial,
@@ -105,6 +115,9 @@ func (w *httpWorker) do(op Op, method string, uri []byte, body []byte, timeout t
 	w.req.Header.SetMethod(method)
 	w.req.SetRequestURIBytes(uri)
 	w.req.Header.SetHost(w.d.host)
+	if w.d.authorization != nil {
+		w.req.Header.SetBytesV("Authorization", w.d.authorization)
+	}
 	if body != nil {
 		w.req.Header.SetContentTypeBytes([]byte("application/json"))
 		w.req.SetBodyRaw(body)

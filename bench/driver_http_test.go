@@ -29,9 +29,10 @@ type fakeQueen struct {
 }
 
 type recorded struct {
-	method, path string
-	query        url.Values
-	body         []byte
+	method, path  string
+	authorization string
+	query         url.Values
+	body          []byte
 }
 
 type fakeMsg struct {
@@ -49,7 +50,7 @@ func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests = append(f.requests, recorded{method: r.Method, path: r.URL.Path, query: r.URL.Query(), body: body})
+	f.requests = append(f.requests, recorded{method: r.Method, path: r.URL.Path, authorization: r.Header.Get("Authorization"), query: r.URL.Query(), body: body})
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/push":
 		if f.pushFails {
@@ -252,4 +253,19 @@ func TestRunPushCountsWhatTheServerStored(t *testing.T) {
 	assert.Equal(t, res.Messages, res.RequestLatencyMs["push"].Count*10, "each recorded request carried one batch")
 	assert.Equal(t, WorkloadPush, res.Workload)
 	assert.Equal(t, DriverComb, res.Driver)
+}
+
+// comb bench --token: every request carries the Bearer token (servers with JWT auth, spec 9.1).
+func TestHTTPDriverSendsToken(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	d.authorization = bearerHeader("tok.en.sig")
+	require.NoError(t, d.Setup(context.Background(), Topology{RunID: "r", Queues: 1, Partitions: 1}))
+	w, err := d.NewWorker(0)
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Push(context.Background(), Dest{}, []byte(`1`), 1)
+	require.NoError(t, err)
+	assert.Equal(t, "Bearer tok.en.sig", f.last().authorization)
+	assert.Nil(t, bearerHeader(""), "no token, no header")
 }

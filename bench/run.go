@@ -16,7 +16,11 @@ import (
 func NewDriver(cfg Config, conns int) (Driver, error) {
 	switch cfg.Driver {
 	case DriverComb:
-		return NewHTTPDriver(cfg.URL, conns, nil)
+		d, err := NewHTTPDriver(cfg.URL, conns, nil)
+		if err == nil {
+			d.authorization = bearerHeader(cfg.Token)
+		}
+		return d, err
 	case DriverRedis:
 		return NewRedisDriver(cfg.RedisAddr, conns), nil
 	case DriverNATS:

@@ -126,11 +126,14 @@ type PopRequest struct {
 // Message is one delivered message (spec 3.3). Payload may alias broker-owned
 // memory: it is valid until PopResult.Release.
 type Message struct {
-	ID              string
-	TransactionID   string
-	TraceID         string // "" means null
-	ProducerSub     string // "" means null
-	Payload         []byte
+	ID            string
+	TransactionID string
+	TraceID       string // "" means null
+	ProducerSub   string // "" means null
+	Payload       []byte
+	// PayloadError is set, and Payload nil, when the stored payload is encrypted
+	// and no configured key opens it (spec 9.2; atrest.go): never ciphertext.
+	PayloadError    string
 	CreatedAtMicros int64 // the segment timestamp, µs since the Unix epoch
 	Queue           string
 	Partition       string
@@ -253,6 +256,7 @@ type DLQEntry struct {
 	ErrorMessage    string
 	RetryCount      int64
 	Payload         []byte
+	PayloadError    string // as Message.PayloadError
 	ProducerSub     string
 	CreatedAtMicros int64
 	FailedAtMicros  int64
@@ -297,4 +301,9 @@ type Stats struct {
 	// DamagedPartitions counts partitions out of service because their log
 	// reported on-disk damage (Broker.Damaged lists them).
 	DamagedPartitions int
+
+	// Issue 11, encryption at rest (atrest.go): payloads sealed, sealed payloads
+	// a read could not open, payloads of encryptionEnabled queues stored plain
+	// because no key is configured.
+	PayloadsSealed, PayloadOpenFailures, PayloadsStoredPlain uint64
 }

@@ -77,6 +77,7 @@ type Broker struct {
 	anyGate *wakeGate // signalled by every push: discovery pops park here
 
 	stats counters
+	rest  atRest // payload encryption at rest (atrest.go)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error
@@ -227,6 +228,7 @@ func Open(cfg Config) (*Broker, error) {
 	b.initScale()
 	b.startMaintenance()
 	b.startFlusher()
+	b.warnEncryptionWithoutKey()
 	return b, nil
 }
 

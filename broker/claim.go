@@ -142,9 +142,10 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	retries := int64(st.Retries)
 	for i := range msgs {
 		m := &msgs[i]
+		payload, payloadErr := b.readPayload(p.q, m.ID, m.Payload) // spec 9.2: decrypted on pop
 		res.Messages = append(res.Messages, Message{
 			ID: uuidString(m.ID), TransactionID: m.TransactionID, TraceID: m.TraceID, ProducerSub: m.ProducerSub,
-			Payload: m.Payload, CreatedAtMicros: m.TimestampMicros, Queue: p.q.name, Partition: p.name,
+			Payload: payload, PayloadError: payloadErr, CreatedAtMicros: m.TimestampMicros, Queue: p.q.name, Partition: p.name,
 			PartitionID: p.idStr, RetryCount: retries, Offset: m.Offset,
 		})
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
 
@@ -55,6 +56,10 @@ type Config struct {
 	// CommitLogFileBytes is the most one commit-log file grows to; default
 	// 64 MiB (commitlog.DefaultFileBytes). Tests make it small.
 	CommitLogFileBytes int64
+	// Keys seal the payloads of queues with encryptionEnabled and open sealed
+	// payloads on every read (spec 9.2; atrest.go). nil: no key, such queues
+	// store plaintext (warned) and sealed payloads cannot be read.
+	Keys *seal.Keyring
 }
 
 // Defaults applied by Open.

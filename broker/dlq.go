@@ -287,10 +287,11 @@ func (b *Broker) readDLQ(q *queue, f DLQFilter) ([]DLQEntry, error) {
 				f.ToMicros != 0 && meta.FailedAt > f.ToMicros:
 				continue
 			}
+			payload, payloadErr := b.readPayload(q, m.ID, m.Payload) // spec 9.2, 11 #41: DLQ reads decrypt too
 			out = append(out, DLQEntry{
 				ID: uuidString(m.ID), TransactionID: meta.TransactionID, PartitionID: uuidString(meta.PartitionID),
 				Queue: q.name, Partition: pname, Group: meta.Group, ErrorMessage: meta.Error, RetryCount: meta.RetryCount,
-				Payload: append([]byte(nil), m.Payload...), ProducerSub: strings.Clone(m.ProducerSub),
+				Payload: append([]byte(nil), payload...), PayloadError: payloadErr, ProducerSub: strings.Clone(m.ProducerSub),
 				CreatedAtMicros: meta.CreatedAt, FailedAtMicros: meta.FailedAt,
 			})
 		}

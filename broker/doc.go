@@ -71,4 +71,12 @@
 // succeed; an ack (except one that dead-lettered: its DLQ copies are durable
 // already), an extend and a seek are undone; a transaction drops its redo
 // record. CheckpointFailure reports the state for GET /health.
+//
+// # Encryption at rest
+//
+// atrest.go (spec 9.2, issue 11): a payload pushed to a queue with
+// encryptionEnabled is sealed with Config.Keys (package seal) before it goes
+// into a redo record or a segment, so no file holds it in clear; pop and the
+// DLQ listing open it again, and a payload no configured key opens is handed
+// out as Message.PayloadError, never as ciphertext.
 package broker

@@ -124,6 +124,8 @@ func (b *Broker) Stats() Stats {
 		AckRequests: b.stats.ackRequests.Load(), AckMessages: b.stats.ackMessages.Load(),
 		AckSuccess: b.stats.ackSuccess.Load(), AckFailed: b.stats.ackFailed.Load(),
 		DLQMessages: b.stats.dlqMessages.Load(), ParkedPops: b.stats.parkedPops.Load(),
+		PayloadsSealed: b.rest.sealed.Load(), PayloadOpenFailures: b.rest.openFailures.Load(),
+		PayloadsStoredPlain: b.rest.plainStores.Load(),
 	}
 	b.mu.RLock()
 	s.Queues, s.Partitions, s.OpenPartitions = len(b.queues), b.nParts, b.nParts

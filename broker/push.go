@@ -198,6 +198,10 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		if payload == nil {
 			payload = nullJSON
 		}
+		payload, err = b.storedPayload(p.q, payload) // spec 9.2: sealed before anything is written
+		if err != nil {
+			return err
+		}
 		g.recs = append(g.recs, segment.Record{ID: id, TransactionID: txid, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
 	}
 	// Timestamps of a partition never go backwards, even when a concurrent

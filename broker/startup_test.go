@@ -99,7 +99,7 @@ func TestCrashRestartTrustsCheckpointedSummaries(t *testing.T) {
 	require.NoError(t, e.b.flushPass())
 	e.push("q", "1", "late") // after the checkpoint: must be verified
 	torn := e.part("q", "3").log.Dir()
-	e.env.crash()
+	e.crash()
 	f, err := os.OpenFile(filepath.Join(torn, "00000000000000000001.seg"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.Write([]byte("CMBS torn"))

@@ -178,6 +178,10 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		if payload == nil {
 			payload = nullJSON
 		}
+		// spec 9.2: sealed before the redo record, so the journal never holds the plaintext.
+		if payload, err = b.storedPayload(p.q, payload); err != nil {
+			return res, err
+		}
 		j, ok := pushIdx[p]
 		if !ok {
 			j = len(rec.Pushes)

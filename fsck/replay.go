@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/combmq/comb/seal"
 )
 
 // ReplayOptions configures Replay. Exactly one of DataDir and DumpFile is the source.
@@ -40,6 +42,11 @@ type ReplayOptions struct {
 	// so an interrupted replay resumes after it. Messages re-sent around an
 	// interruption keep their transactionIds, so the target's dedup drops them.
 	StateFile string
+
+	// Keys open the encrypted payloads of a data directory (queues with encryptionEnabled,
+	// spec 9.2), which are pushed to the target in clear (it seals them again if its queue is
+	// encrypted). nil: the first encrypted payload stops the replay with an error.
+	Keys *seal.Keyring
 
 	Progress io.Writer    // progress bar destination (nil = none)
 	Client   *http.Client // nil = a client with a 60 s timeout

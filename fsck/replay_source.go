@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 )
 
@@ -93,9 +94,16 @@ func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
 			if m.Offset < from {
 				continue
 			}
+			payload := m.Payload
+			if seal.IsSealed(payload) { // encryption at rest (issue 11): push the plaintext
+				if payload, err = r.opts.Keys.Open(payload); err != nil {
+					err = fmt.Errorf("%s offset %d: encrypted payload (set QUEEN_ENCRYPTION_KEY, and COMB_ENCRYPTION_PREVIOUS_KEYS for retired keys): %w", d.Rel, m.Offset, err)
+					return false
+				}
+			}
 			// The payload bytes alias scan memory valid only inside this callback.
 			rec := replayRecord{Offset: m.Offset, TsMicros: m.TimestampMicros, TransactionID: m.TransactionID,
-				TraceID: m.TraceID, Payload: append(json.RawMessage(nil), m.Payload...)}
+				TraceID: m.TraceID, Payload: append(json.RawMessage(nil), payload...)}
 			if err = s.add(ctx, rec); err != nil {
 				return false
 			}

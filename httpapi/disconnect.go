@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"syscall"
 	"time"
@@ -34,7 +35,11 @@ type disconnectWatch struct {
 // connection, and a stop function to call when the pop returns. Connections that are not
 // sockets (in-memory listeners in tests) are not watched.
 func (s *Server) watchDisconnect(ctx *fasthttp.RequestCtx) (context.Context, func()) {
-	sc, ok := ctx.Conn().(syscall.Conn)
+	conn := ctx.Conn()
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn() // HTTPS: watch the TCP socket under the TLS session
+	}
+	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return s.popCtx, func() {}
 	}
@@ -79,6 +84,19 @@ func (w *disconnectWatch) stop() {
 	w.cancel()
 }
 
+// peerShutDown reports whether the peer has closed its side (FIN received, POLLRDHUP) or the
+// socket failed, whatever unread bytes are still queued.
+func peerShutDown(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
+	}
+}
+
 func peerConnected(rc syscall.RawConn) bool {
 	connected := true
 	var buf [1]byte
@@ -94,6 +112,10 @@ func peerConnected(rc syscall.RawConn) bool {
 				connected = false // ECONNRESET and the like
 			case n == 0:
 				connected = false // orderly close by the peer
+			default:
+				// Bytes are pending: a pipelined request, or (HTTPS) a TLS close_notify alert
+				// followed by the peer's FIN. The FIN is what tells them apart.
+				connected = !peerShutDown(int(fd))
 			}
 			// Always true: RawConn.Read would otherwise wait for readability.
 			return true

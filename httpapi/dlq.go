@@ -76,6 +76,9 @@ func appendDLQ(b []byte, entries []broker.DLQEntry, total, limit, offset int) []
 		b = appendInt(b, e.RetryCount)
 		b = append(b, `,"data":`...)
 		b = appendRaw(b, e.Payload)
+		if e.PayloadError != "" {
+			b = appendDecryptionError(b, e.PayloadError)
+		}
 		b = append(b, `,"producerSub":`...)
 		b = appendStringOrNull(b, e.ProducerSub)
 		b = append(b, `,"createdAt":`...)

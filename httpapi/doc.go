@@ -9,6 +9,13 @@
 // survives running out of file descriptors (listener.go), UTF-8 payloads, label lengths, the cap
 // on an ack's error text, and integer lease-extend seconds.
 //
+// Security (issue 11): every route is a row of the table in routes.go with the auth level its
+// caller's token needs (spec 9.1); dispatch checks the Authorization header against it with
+// package auth before the handler runs, answers Queen's refusal bodies, and hands the token's
+// `sub` to /push and /transaction, which stamp it as producerSub (spec 1.5, 11 #45). A message
+// the broker could not decrypt is encoded with "data": null and "decryptionError" (spec 9.2).
+// Config.TLS serves HTTPS on the same listener (tls.go: a certificate reloadable on SIGHUP).
+//
 // It must not know how messages are stored, how cursors move or what a lease is: every rule of
 // spec sections 1-8 lives behind the Backend interface (satisfied by *broker.Broker). The only
 // broker knowledge here is the request/result types of broker/api.go and its sentinel errors.

@@ -228,3 +228,11 @@ func (c *createdAtCache) append(b []byte, tsMicros int64) []byte {
 	}
 	return append(b, c.arr[:c.n]...)
 }
+
+// appendDecryptionError adds the flag of a message whose stored payload is encrypted and could
+// not be decrypted (issue 11; spec 9.2): "data" is then null, never the ciphertext, and
+// "decryptionError" says why. Clients ignore fields they do not know.
+func appendDecryptionError(b []byte, reason string) []byte {
+	b = append(b, `,"decryptionError":`...)
+	return appendString(b, reason)
+}

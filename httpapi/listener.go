@@ -79,8 +79,11 @@ type capListener struct {
 	stats    *connStats
 	log      zerolog.Logger
 	refusing chan struct{} // semaphore: refusals being answered
-	closed   chan struct{}
-	once     sync.Once
+	// closeRefused closes a connection past the cap without answering (under TLS, where the
+	// plain-text 503 would be garbage to the client).
+	closeRefused bool
+	closed       chan struct{}
+	once         sync.Once
 
 	logMu      sync.Mutex
 	lastLog    map[string]time.Time // by warning kind
@@ -152,6 +155,10 @@ func resourceExhausted(err error) bool {
 func (l *capListener) refuse(c net.Conn) {
 	l.stats.refused.Add(1)
 	l.warn("refuse", nil, 0)
+	if l.closeRefused {
+		_ = c.Close()
+		return
+	}
 	select {
 	case l.refusing <- struct{}{}:
 		go func() {

@@ -7,17 +7,9 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// routeMaintenance serves GET/POST /api/v1/system/maintenance and .../maintenance/pop (spec 8.8).
-func (s *Server) routeMaintenance(ctx *fasthttp.RequestCtx, post bool, segs [][]byte) {
-	pop := false
-	switch {
-	case len(segs) == 2:
-	case len(segs) == 3 && string(segs[2]) == "pop":
-		pop = true
-	default:
-		notFound(ctx)
-		return
-	}
+// maintenance serves GET/POST /api/v1/system/maintenance and, with pop, .../maintenance/pop
+// (spec 8.8).
+func (s *Server) maintenance(ctx *fasthttp.RequestCtx, post, pop bool) {
 	st := s.b.Maintenance()
 	if post {
 		on, ok := decodeEnabled(ctx)

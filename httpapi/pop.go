@@ -204,6 +204,9 @@ func appendPopResult(b []byte, r *broker.PopResult, group string) []byte {
 		b = appendStringOrNull(b, m.TraceID)
 		b = append(b, `,"data":`...)
 		b = appendRaw(b, m.Payload)
+		if m.PayloadError != "" {
+			b = appendDecryptionError(b, m.PayloadError)
+		}
 		b = append(b, `,"producerSub":`...)
 		b = appendStringOrNull(b, m.ProducerSub)
 		b = append(b, `,"createdAt":`...)

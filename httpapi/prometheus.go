@@ -57,6 +57,13 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.gauge("comb_max_connections", "Cap on open HTTP connections (--max-conns); 0 = no cap.", float64(max(s.cfg.MaxConns, 0)))
 	w.counter("comb_connections_refused_total", "Connections answered 503 and closed because --max-conns were open.", s.conns.refused.Load())
 	w.counter("comb_accept_errors_total", "Accept failures ridden out by backing off: out of file descriptors (EMFILE, ENFILE) or kernel memory.", s.conns.acceptErrors.Load())
+	w.counter("comb_payloads_sealed_total", "Payloads encrypted at rest (queues with encryptionEnabled, spec 9.2).", st.PayloadsSealed)
+	w.counter("comb_payload_decrypt_failures_total", "Encrypted payloads a read could not decrypt (wrong or missing key, or altered bytes); served as data null with decryptionError.", st.PayloadOpenFailures)
+	w.counter("comb_payloads_stored_plain_total", "Payloads of encryptionEnabled queues stored in plaintext because no QUEEN_ENCRYPTION_KEY is configured.", st.PayloadsStoredPlain)
+	w.family("comb_auth_refused_total", "counter", "Requests refused by JWT auth (spec 9.1): 401 no or bad token, 403 role below the route's level, 500 JWKS unavailable.")
+	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="401"`, s.authRefused401.Load())
+	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="403"`, s.authRefused403.Load())
+	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="500"`, s.authErrors.Load())
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 
 	*p = w.b

@@ -18,7 +18,8 @@ type pushBody struct {
 	Items []pushItemJSON `json:"items"`
 }
 
-// pushItemJSON is one item. Payload is a json.RawMessage: the decoder validates it and gives
+// pushItemJSON is one item; it has no producerSub field, so a body value never reaches the
+// broker (spec 1.5). Payload is a json.RawMessage: the decoder validates it and gives
 // it its own copy of the bytes (never an alias of the request buffer, which fasthttp reuses),
 // so the broker may keep it and stores exactly what was pushed.
 type pushItemJSON struct {
@@ -182,7 +183,9 @@ func checkItemsNotReplaced(items []broker.PushItem, body []byte) string {
 }
 
 // push serves POST /api/v1/push: 201 with one result per item in input order (spec 1.6).
-func (s *Server) push(ctx *fasthttp.RequestCtx) {
+// Every item carries producerSub, the `sub` of the request's token ("" = null without auth);
+// the body cannot set it (spec 1.5: anti-impersonation, with or without auth).
+func (s *Server) push(ctx *fasthttp.RequestCtx, producerSub string) {
 	body, ok := requireBody(ctx)
 	if !ok {
 		return
@@ -197,6 +200,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx) {
 		*p = append(*p, '[', ']')
 		sendJSON(ctx, fasthttp.StatusCreated, p)
 		return
+	}
+	for i := range items {
+		items[i].ProducerSub = producerSub
 	}
 	results, err := s.b.Push(items)
 	if err != nil {

@@ -9,28 +9,8 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// routeResources serves the read-only GET /api/v1/resources/* routes (spec 8.4). The counts
-// come from the broker's in-memory marks (approximate is allowed); timestamps have 3
-// fractional digits (spec 0.4).
-func (s *Server) routeResources(ctx *fasthttp.RequestCtx, p pathParams, segs [][]byte) {
-	n := len(segs)
-	switch {
-	case n == 2 && string(segs[1]) == "overview":
-		s.resourcesOverview(ctx)
-	case n == 2 && string(segs[1]) == "queues":
-		s.resourceQueues(ctx)
-	case n == 3 && string(segs[1]) == "queues":
-		if q, ok := p.decode(segs[2]); ok {
-			s.resourceQueue(ctx, q)
-		}
-	case n == 2 && string(segs[1]) == "namespaces":
-		s.resourceLabels(ctx, "namespaces", "namespace", s.b.ResourceNamespaces())
-	case n == 2 && string(segs[1]) == "tasks":
-		s.resourceLabels(ctx, "tasks", "task", s.b.ResourceTasks())
-	default:
-		notFound(ctx)
-	}
-}
+// The read-only GET /api/v1/resources/* routes (spec 8.4; routes.go) count from the broker's
+// in-memory marks (approximate is allowed); timestamps have 3 fractional digits (spec 0.4).
 
 func (s *Server) resourcesOverview(ctx *fasthttp.RequestCtx) {
 	o := s.b.ResourcesOverview()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
+
+	"github.com/combmq/comb/auth"
 )
 
 // Defaults of Config's zero values.
@@ -38,6 +41,12 @@ type Config struct {
 	// body and closed (listener.go). ≤ 0 means no cap: running out of descriptors is then only
 	// ridden out by the accept back-off. `comb serve` derives it from RLIMIT_NOFILE.
 	MaxConns int
+	// Auth authenticates requests (spec 9.1); nil means JWT auth off: every route open and no
+	// producerSub stamped.
+	Auth *auth.Authenticator
+	// TLS, when set, serves HTTPS on the listener (Certificate.TLSConfig); nil serves plain
+	// HTTP.
+	TLS *tls.Config
 	// Version is reported by GET /health.
 	Version string
 	Logger  zerolog.Logger
@@ -83,6 +92,11 @@ type Server struct {
 	// Requests per operation as routed, whatever their outcome (400, 500, 204 included), for
 	// the *_requests_total families of /metrics/prometheus.
 	pushRequests, popRequests, ackRequests atomic.Uint64
+
+	// auth checks tokens (nil or disabled: every route open, no producerSub); the counters are
+	// its refusals for /metrics/prometheus.
+	auth                                       *auth.Authenticator
+	authRefused401, authRefused403, authErrors atomic.Uint64
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -99,7 +113,7 @@ func New(b Backend, cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now()}
+	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
@@ -120,13 +134,23 @@ func New(b Backend, cfg Config) *Server {
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{s},
 	}
+	if s.auth.Enabled() {
+		s.http.HeaderReceived = s.headerReceived
+	}
 	return s
 }
 
 // Serve answers requests on ln until Shutdown. It returns nil after a clean Shutdown. Running
 // out of file descriptors does not end it (listener.go); Config.MaxConns caps the connections.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.http.Serve(newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log))
+	capped := newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log)
+	if s.cfg.TLS == nil {
+		return s.http.Serve(capped)
+	}
+	// The cap counts TCP connections under TLS; a refused one is closed without the plain-text
+	// 503, which a TLS client could not read (it sees a network error and retries, spec 0.2).
+	capped.closeRefused = true
+	return s.http.Serve(tls.NewListener(capped, s.cfg.TLS))
 }
 
 // ListenAndServe listens on addr (host:port) and serves until Shutdown.
@@ -152,7 +176,7 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	s.requests.Add(1)
 	defer s.recoverPanic(ctx)
 	setCORS(ctx)
-	s.route(ctx)
+	s.dispatch(ctx)
 }
 
 // recoverPanic turns a panic in a handler into a logged 500 with a JSON body, so no input can
@@ -180,6 +204,11 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		// Over the cap of a request auth refuses (headerReceived): answer the refusal.
+		if _, aerr := s.checkHeader(&ctx.Request.Header); aerr != nil {
+			s.refuse(ctx, aerr)
+			return
+		}
 		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "Payload too large")
 	case errors.As(err, &small):
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request headers too large")

@@ -132,7 +132,8 @@ func decodeTransaction(body []byte) ([]broker.TxOp, string) {
 }
 
 // transaction serves POST /api/v1/transaction: 200 once validated, success or not (spec 5.3).
-func (s *Server) transaction(ctx *fasthttp.RequestCtx) {
+// Its pushes are stamped with producerSub as /push's are (spec 11 #45).
+func (s *Server) transaction(ctx *fasthttp.RequestCtx, producerSub string) {
 	body, ok := requireBody(ctx)
 	if !ok {
 		return
@@ -141,6 +142,11 @@ func (s *Server) transaction(ctx *fasthttp.RequestCtx) {
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
+	}
+	for i := range ops {
+		if ops[i].Type == "push" {
+			ops[i].Push.ProducerSub = producerSub
+		}
 	}
 	res, err := s.b.Transaction(ops)
 	if err != nil {

@@ -57,6 +57,7 @@ func cmdBench(args []string) int {
 	fs.IntVar(&cfg.WaitMs, "wait-ms", cfg.WaitMs, "long-poll timeout of a pop, ms (e2e, fanout, longpoll)")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "server process for RSS/CPU; 0 = find the local listener of the target port")
 	fs.StringVar(&cfg.RunID, "run-id", "", "name prefix of queues/streams; default random")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("COMB_BENCH_TOKEN"), "driver comb: JWT sent as a Bearer token to a server with JWT auth on (env COMB_BENCH_TOKEN)")
 	variant := fs.String("variant", "", "label of the server's setting in the report, e.g. \"appendfsync always\"")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object, the last line of stdout")
 	progress := fs.Bool("progress", false, "print a progress line on stderr every second even when stderr is not a terminal")

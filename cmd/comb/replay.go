@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/combmq/comb/fsck"
+	"github.com/combmq/comb/seal"
 )
 
 func init() {
@@ -24,6 +25,8 @@ func runReplay(args []string) int {
 Pushes messages to a running comb or Queen-compatible broker over HTTP, keeping each
 partition's order and each message's transactionId (so the target's dedup drops what it
 already has). With --state, an interrupted replay resumes where the target last answered 201.
+Encrypted payloads of a data directory (queues with encryptionEnabled) are decrypted with the
+server's keys, taken from QUEEN_ENCRYPTION_KEY and COMB_ENCRYPTION_PREVIOUS_KEYS.
 Examples:
   comb replay --target http://127.0.0.1:6632 --data-dir ./old-data --queue orders --state replay.json
   comb dump --queue orders --payload ./comb-data > orders.jsonl
@@ -70,6 +73,14 @@ flags:`)
 	}
 	if !*noProgress && onTerminal(os.Stderr) {
 		o.Progress = os.Stderr
+	}
+	// Encrypted payloads of a data directory (issue 11) open with the server's keys, from the
+	// server's environment: QUEEN_ENCRYPTION_KEY and COMB_ENCRYPTION_PREVIOUS_KEYS.
+	if k := os.Getenv("QUEEN_ENCRYPTION_KEY"); k != "" {
+		if o.Keys, err = seal.ParseKeyring(k, splitList(os.Getenv("COMB_ENCRYPTION_PREVIOUS_KEYS"))); err != nil {
+			fmt.Fprintln(os.Stderr, "comb replay: QUEEN_ENCRYPTION_KEY:", err)
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

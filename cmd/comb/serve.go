@@ -63,6 +63,8 @@ func runServe(args []string) int {
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
+	var secFlags securityFlags
+	secFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -73,6 +75,7 @@ func runServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "comb serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	secFlags.noteCommandLine(fs)
 	if err := applyEnv(fs, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
@@ -89,6 +92,11 @@ func runServe(args []string) int {
 		return 2
 	}
 	log := newLogger(level)
+	sec, err := secFlags.build(log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		return 2
+	}
 	if *pprofAddr != "" {
 		at, stopPprof, err := startPprof(*pprofAddr)
 		if err != nil {
@@ -99,7 +107,8 @@ func runServe(args []string) int {
 		log.Info().Str("addr", at.String()).Msg("pprof listening (block and mutex sampling on)")
 	}
 
-	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+	// 0700: the data directory holds payloads (in clear for queues without encryption).
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
 		return 1
 	}
@@ -113,6 +122,7 @@ func runServe(args []string) int {
 		MaxOpenFiles:       *maxOpenFiles,
 		IdleEvict:          *idleEvict,
 		MaxSegmentFileSize: int64(maxSegFile),
+		Keys:               sec.keys,
 	})
 	if err != nil {
 		ev := log.Error().Err(err).Str("data_dir", *dataDir)
@@ -131,6 +141,8 @@ func runServe(args []string) int {
 		MaxBatch:     *maxBatch,
 		MaxConns:     conns,
 		Logger:       log,
+		Auth:         sec.auth,
+		TLS:          sec.tlsConfig(),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -139,7 +151,9 @@ func runServe(args []string) int {
 		return 1
 	}
 	log.Info().Str("addr", ln.Addr().String()).Str("data_dir", *dataDir).Str("sync", *syncMode).
-		Int64("max_body_bytes", int64(maxBody)).Int("max_conns", conns).Msg("comb listening")
+		Int64("max_body_bytes", int64(maxBody)).Int("max_conns", conns).Bool("tls", sec.cert != nil).Msg("comb listening")
+	sec.logPosture(log, ln.Addr(), *dataDir)
+	defer sec.reloadOnHUP(log)()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -180,7 +194,7 @@ func closeBroker(b *broker.Broker, log zerolog.Logger) bool {
 func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, fe := range serveEnv {
+	for _, fe := range append(serveEnv, securityEnv...) {
 		name, env := fe[0], fe[1]
 		if given[name] {
 			continue
