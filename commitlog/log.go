@@ -252,7 +252,7 @@ func (l *Log) rotateLocked(need int64) (*walFile, error) {
 		l.spares++
 		if w, err = prepareFile(l.fs, filepath.Join(l.dir, spareName(l.spares)), l.opts.InitialBytes, l.noSync()); err != nil {
 			l.noSpace = err
-			return nil, fmt.Errorf("%w: %v", ErrNoSpace, err)
+			return nil, fmt.Errorf("%w: %w", ErrNoSpace, err)
 		}
 	}
 	if over := need + frameOverhead; over > w.room() {
@@ -278,7 +278,7 @@ func (l *Log) extendLocked(w *walFile, need int64) error {
 	size := max(need, min(2*w.size.Load(), max(l.opts.FileBytes, need)))
 	if err := w.extend(size, l.noSync()); err != nil {
 		l.noSpace = err
-		return fmt.Errorf("%w: %v", ErrNoSpace, err)
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	return nil
 }
@@ -324,7 +324,7 @@ func (l *Log) Err() error {
 	case l.err != nil:
 		return l.err
 	case l.noSpace != nil:
-		return fmt.Errorf("%w: %v", ErrNoSpace, l.noSpace)
+		return fmt.Errorf("%w: %w", ErrNoSpace, l.noSpace)
 	}
 	return nil
 }
