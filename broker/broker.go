@@ -469,9 +469,10 @@ func (b *Broker) Close() error {
 func (b *Broker) closeFiles() error {
 	var errs []error
 	b.stopFlusher()
-	if b.wal != nil && b.cur != nil && b.wake != nil && b.wal.Err() == nil {
+	if b.wal != nil && b.cur != nil && b.wake != nil {
 		// Everything durable outside the commit log, so the next start
-		// replays (almost) nothing.
+		// replays (almost) nothing. Without it (a failed log, a full disk)
+		// no clean marker is written: the next start recovers from the log.
 		if err := b.flushPass(); err != nil {
 			errs = append(errs, err)
 		}

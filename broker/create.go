@@ -14,14 +14,13 @@ import (
 // syncs below never hold the registry lock, so pushes, pops and acks on
 // existing partitions do not wait for them.
 //
-// Durability: each new partition's directory is made with its DESCRIPTOR (no
-// sync: the flush pass syncs them, flushDirs) and their metadata records go
-// to the commit log as one entry; then they enter the registry. Nobody waits
-// here: the push that made them waits for its own, later entry, which
-// covers this one (a configure waits for its own). Recovery makes a
-// directory a crash lost again from the durable entry; a directory without
-// a durable entry holds no acknowledged record, and the next start removes
-// it. A new partition costs a commit-log record and two inodes, no fsync.
+// Durability: the metadata records go to the commit log as one entry and are
+// waited for (one group commit, shared with everything else in flight; the
+// metadata lock is held across it, the registry lock is not); then each new
+// partition's directory is made with its DESCRIPTOR, without a sync (the
+// flush pass syncs them, flushDirs), and they enter the registry. Recovery
+// makes a directory a crash lost again from the durable entry. A new
+// partition costs a commit-log record and two inodes, no fsync of its own.
 func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*partition, error) {
 	nowMicros := b.now().UnixMicro()
 	var recs []meta.Record
@@ -69,12 +68,28 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 	for i, np := range order {
 		parts[i] = np.p
 	}
-	if err := b.makePartitionDirs(parts); err != nil {
+	// The records are durable before any directory exists: a directory
+	// (and the records a push writes into it) can then never outlive a
+	// creation the commit log lost, which the start-up rule would have to
+	// take for a lost journal.
+	t, err := b.logMetaLocked(recs...)
+	if err == nil {
+		err = t.Wait()
+	}
+	if err != nil {
 		return nil, err
 	}
-	if _, err := b.logMetaLocked(recs...); err != nil {
-		b.discardPartitionDirs(parts)
-		return nil, err
+	dirErr := b.makePartitionDirs(parts)
+	if dirErr != nil {
+		// Durable records without directories: the partitions exist (a
+		// request naming them again must find these, not make others), out
+		// of service until a restart makes their directories.
+		for _, p := range parts {
+			dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+			p.log = segment.OpenSummary(dir, b.segOpts, segment.Summary{})
+			p.visible.Store(p.log.NextOffset())
+			b.markDamaged(p, &segment.CorruptionError{File: dir, Reason: "its directory could not be made (" + dirErr.Error() + "); restart the server to make it"})
+		}
 	}
 	b.mu.Lock()
 	for name, q := range newQueues {
@@ -87,6 +102,9 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 		}
 	}
 	b.mu.Unlock()
+	if dirErr != nil {
+		return nil, dirErr
+	}
 	return out, nil
 }
 
@@ -133,11 +151,24 @@ func (b *Broker) discardPartitionDirs(parts []*partition) {
 	}
 }
 
-// ensurePartitionsDir creates <data>/partitions at Open, so creating a
-// partition is a single mkdir.
+// ensurePartitionsDir creates <data>/partitions and <data>/dlq at Open (and
+// syncs the data directory when it made one), so creating a partition or a
+// DLQ is a single mkdir whose parent is durable.
 func (b *Broker) ensurePartitionsDir() error {
-	if err := b.fs.MkdirAll(filepath.Join(b.dir, meta.PartitionsDir)); err != nil {
-		return fmt.Errorf("broker: %w", err)
+	made := false
+	for _, sub := range []string{meta.PartitionsDir, meta.DLQDir} {
+		dir := filepath.Join(b.dir, sub)
+		ok, err := existsDir(b.fs, dir)
+		if err == nil && !ok {
+			err = b.fs.MkdirAll(dir)
+			made = true
+		}
+		if err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
+	if made && !b.noSync() {
+		return b.syncDir(b.dir)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ type walkAcked struct {
 	acked  map[string]bool // transactionIds whose completed ack was acknowledged (group g)
 }
 
+var closeErr error
+
 func walkScenario(fsys vfs.FS) (walkAcked, error) {
 	a := walkAcked{pushed: map[string]bool{}, acked: map[string]bool{}}
 	b, err := Open(Config{DataDir: "/data", FS: fsys, Sync: "always", Logger: zerolog.Nop(),
@@ -33,7 +35,7 @@ func walkScenario(fsys vfs.FS) (walkAcked, error) {
 	if err != nil {
 		return a, err
 	}
-	defer b.Close()
+	defer func() { closeErr = b.Close() }()
 	push := func(part string, ids ...string) {
 		items := make([]PushItem, len(ids))
 		for i, id := range ids {

@@ -15,8 +15,11 @@ import (
 	"github.com/combmq/comb/vfs"
 )
 
-// fullDiskEnv is an env whose cursor journal fails every write with ENOSPC
-// while full is on: the disk after the journal's preallocated space ran out.
+// fullDiskEnv is an env whose disk can be filled: the commit log's files are
+// at their largest size from the start (CommitLogFileBytes = the initial
+// size), so once no new file can be made (fill) and the one in use is full,
+// every append fails with commitlog.ErrNoSpace (wrapping ENOSPC), as on a
+// disk that filled up.
 type fullDiskEnv struct {
 	*env
 	f    *vfs.Faulty
@@ -28,7 +31,7 @@ func newFullDiskEnv(t *testing.T) *fullDiskEnv {
 	e := &env{t: t, dir: t.TempDir(), clk: newTestClock()}
 	f := vfs.NewFaulty(vfs.OS)
 	b, err := Open(Config{DataDir: e.dir, Sync: "never", Now: e.clk.Now, Logger: zerolog.Nop(), WakeTick: time.Millisecond,
-		CheckpointInterval: time.Hour, FS: f})
+		CheckpointInterval: time.Hour, FS: f, CommitLogFileBytes: 64 << 10})
 	require.NoError(t, err)
 	e.b = b
 	t.Cleanup(func() {
@@ -39,11 +42,30 @@ func newFullDiskEnv(t *testing.T) *fullDiskEnv {
 	return &fullDiskEnv{env: e, f: f}
 }
 
+// fill makes the disk full: no commit-log file can be made any more, and the
+// room left (the file in use and a spare made before) is taken by filler
+// entries (a kind recovery ignores).
 func (e *fullDiskEnv) fill() {
-	e.stop = e.f.Inject(vfs.Fault{Op: vfs.OpWrite, Under: "cursor", Err: unix.ENOSPC})
+	e.stop = e.f.Inject(vfs.Fault{Op: vfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
+	size := 4 << 10
+	for i := 0; size > 0; i++ {
+		require.Less(e.t, i, 10000, "the commit log never ran out of room")
+		t, err := e.b.wal.Append(walFiller, make([]byte, size))
+		if err != nil {
+			require.ErrorIs(e.t, err, unix.ENOSPC)
+			size /= 2 // what is left may still hold a smaller entry
+			continue
+		}
+		require.NoError(e.t, t.Wait())
+	}
 }
 
+// free ends the full disk: the commit log makes a new file again (its
+// preparer retries every second; appenders make one themselves at once).
 func (e *fullDiskEnv) free() { e.stop() }
+
+// walFiller is a commit-log entry kind recovery skips (tests only).
+const walFiller byte = 250
 
 // issue 10: pops and acks on a full disk answer errors and claim nothing; once
 // space is back every group is served at once (no phantom lease), a new group

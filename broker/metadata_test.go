@@ -3,7 +3,8 @@ package broker
 import (
 	"os"
 	"path/filepath"
-	"sync"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,63 +142,66 @@ func TestDescriptors(t *testing.T) {
 	require.True(t, m.Described)
 }
 
-// gateFS holds every fsync of <data>/partitions until released: a partition
-// creation stuck in its directory sync.
+// gateFS holds the next fdatasync of a commit-log file once armed, until
+// released: a partition creation stuck in its commit-log wait.
 type gateFS struct {
 	vfs.FS
-	dir     string
+	armed   atomic.Bool
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (g *gateFS) SyncDir(dir string) error {
-	if dir == g.dir {
-		g.entered <- struct{}{}
-		<-g.release
+func (g *gateFS) OpenFile(name string, flag int) (vfs.File, error) {
+	f, err := g.FS.OpenFile(name, flag)
+	if err != nil || !strings.Contains(name, "commitlog") {
+		return f, err
 	}
-	return g.FS.SyncDir(dir)
+	return gateFile{f, g}, nil
 }
 
-// Creating a partition holds no registry lock across its syncs: while one is
-// stuck in its directory fsync, pushes, pops and acks on existing partitions
-// are served.
+type gateFile struct {
+	vfs.File
+	g *gateFS
+}
+
+func (f gateFile) Sync() error {
+	if f.g.armed.CompareAndSwap(true, false) {
+		f.g.entered <- struct{}{}
+		<-f.g.release
+	}
+	return f.File.Sync()
+}
+
+// Creating a partition holds no registry lock across its sync (issue 10):
+// while one waits for its commit-log entry, existing partitions are found at
+// once (a push or pop on them then shares the very same commit-log flush).
 func TestCreationDoesNotBlockExistingPartitions(t *testing.T) {
 	dir := t.TempDir()
-	g := &gateFS{FS: vfs.OS, dir: filepath.Join(dir, "partitions"), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	g := &gateFS{FS: vfs.OS, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	b, err := Open(Config{DataDir: dir, Sync: "always", Logger: zerolog.Nop(), FS: g})
 	require.NoError(t, err)
 	defer b.Close()
-	// The first partition: let its creation through.
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, err := b.Push([]PushItem{{Queue: "q", Partition: "old", Payload: []byte(`1`)}})
-		require.NoError(t, err)
-	}()
-	<-g.entered
-	g.release <- struct{}{}
-	wg.Wait()
+	_, err = b.Push([]PushItem{{Queue: "q", Partition: "old", Payload: []byte(`1`)}})
+	require.NoError(t, err)
 
+	g.armed.Store(true)
 	created := make(chan error, 1)
 	go func() {
 		_, err := b.Push([]PushItem{{Queue: "q", Partition: "new", Payload: []byte(`2`)}})
 		created <- err
 	}()
-	<-g.entered // the creation is now inside its directory fsync
-	done := make(chan error, 1)
+	<-g.entered // the creation now waits for its commit-log entry, holding the metadata lock
+	found := make(chan []*partition, 1)
 	go func() {
-		_, err := b.Push([]PushItem{{Queue: "q", Partition: "old", Payload: []byte(`3`)}})
-		if err == nil {
-			_, err = b.Pop(t.Context(), PopRequest{Queue: "q", Partition: "old", Batch: 10, AutoAck: true})
-		}
-		done <- err
+		parts, err := b.ensurePartitions([]partKey{{"q", "old"}})
+		require.NoError(t, err)
+		found <- parts
 	}()
 	select {
-	case err := <-done:
-		require.NoError(t, err)
+	case parts := <-found:
+		require.Equal(t, "old", parts[0].name)
 	case <-time.After(10 * time.Second):
-		t.Fatal("a push and a pop on an existing partition waited for another partition's creation")
+		t.Fatal("looking up an existing partition waited for another partition's creation")
 	}
 	g.release <- struct{}{}
 	require.NoError(t, <-created)

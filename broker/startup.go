@@ -196,6 +196,14 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 		if hasBase {
 			keep = max(keep, base)
 		}
+		if keep == 1 {
+			// Made after the last flush pass: a crash may have taken its
+			// (unsynced) directory; the commit log replays it into a new one.
+			if err := b.fs.MkdirAll(dir); err != nil {
+				return nil, nil, err
+			}
+			b.noteDir(dir)
+		}
 		return segment.OpenFrom(dir, opts, keep)
 	}
 	return segment.Open(dir, opts)
