@@ -201,8 +201,11 @@ func Open(cfg Config) (*Broker, error) {
 		now:      cfg.Now,
 		dir:      cfg.DataDir,
 		syncMode: policy,
+		// Rotation syncs nothing (DeferRotationSync): the commit log covers
+		// a new file's predecessor until the flush pass syncs both, and
+		// recovery cuts what no sync covered (segment.OpenFrom).
 		segOpts: segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec,
-			QuarantineDir: filepath.Join(cfg.DataDir, "quarantine", "partitions")},
+			QuarantineDir: filepath.Join(cfg.DataDir, "quarantine", "partitions"), DeferRotationSync: true},
 		lockFile: lock,
 		fs:       fsys,
 		queues:   make(map[string]*queue),

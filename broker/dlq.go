@@ -130,7 +130,7 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 			return nil, err
 		}
 	}
-	opts := segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs,
+	opts := segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs, DeferRotationSync: true,
 		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery}
 	var l *segment.Log
 	var rep *segment.RecoveryReport
