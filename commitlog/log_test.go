@@ -322,3 +322,34 @@ func TestTruncationPointPersists(t *testing.T) {
 	checkEntries(t, readAll(t, l2, 1), 7, 10)
 	require.NoError(t, l2.Close())
 }
+
+// Inspect reads what Open would keep without writing anything, and reports a
+// torn tail instead of zeroing it.
+func TestInspect(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{FileBytes: 1 << 20})
+	for i := 1; i <= 5; i++ {
+		appendWait(t, l, i)
+	}
+	require.NoError(t, l.TruncateBefore(3))
+	w := l.files[len(l.files)-1]
+	end := w.end
+	require.NoError(t, l.Close())
+	data := m.Bytes(w.path)
+	copy(data[end:], []byte("CMWBgarbage-garbage-garbage"))
+	m.SetBytes(w.path, data)
+	before := m.Bytes(w.path)
+	var got []Entry
+	in, err := Inspect(m, testDir, func(e Entry) error {
+		e.Payload = bytes.Clone(e.Payload)
+		got = append(got, e)
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, in.Err)
+	checkEntries(t, got, 3, 5)
+	require.Equal(t, LSN(3), in.Start)
+	require.Equal(t, record.TailDamaged, in.Tail)
+	require.Equal(t, end, in.TailStart)
+	require.Equal(t, before, m.Bytes(w.path), "nothing written")
+}
