@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/walentry"
 )
 
 // QueueOptions are a queue's options (package meta owns their encoding).
@@ -192,14 +192,9 @@ func (b *Broker) describeAll(st *meta.State) error {
 //
 // Errors: meta.ErrRecordTooLarge (nothing appended), or the commit log's.
 func (b *Broker) logMetaLocked(recs ...meta.Record) (walTicket, error) {
-	payload := binary.AppendUvarint(nil, uint64(len(recs)))
-	for i := range recs {
-		body, err := recs[i].AppendBody(nil)
-		if err != nil {
-			return nil, err
-		}
-		payload = binary.AppendUvarint(payload, uint64(len(body)))
-		payload = append(payload, body...)
+	payload, err := walentry.EncodeMeta(recs...)
+	if err != nil {
+		return nil, err
 	}
 	t, err := b.wal.Append(walMeta, payload)
 	if err != nil {
@@ -210,22 +205,7 @@ func (b *Broker) logMetaLocked(recs ...meta.Record) (walTicket, error) {
 }
 
 // decodeMetaEntry decodes a walMeta payload.
-func decodeMetaEntry(payload []byte) ([]meta.Record, error) {
-	d := record.Fields{B: payload}
-	n := d.Uvarint()
-	var out []meta.Record
-	for i := uint64(0); i < n && d.Err == nil; i++ {
-		r, err := meta.DecodeBody(d.Bytes())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := d.End(); err != nil {
-		return nil, fmt.Errorf("broker: metadata entry: %w", err)
-	}
-	return out, nil
-}
+func decodeMetaEntry(payload []byte) ([]meta.Record, error) { return walentry.DecodeMeta(payload) }
 
 // registryState is the registry as a meta.State (the caller holds metaMu):
 // what a metadata snapshot writes.

@@ -2,26 +2,18 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/walentry"
 )
 
-// Commit-log entry kinds: what the broker makes durable, in one log (issue
-// 14, docs/architecture.md "The commit log"). Payloads:
-//
-//	walMeta:       a meta.Record body (meta.Record.AppendBody)
-//	walPush:       partition id [16] | one segment exactly as appended to the
-//	               partition's file (its header holds the base offset)
-//	walDLQ:        queue id [16] | one segment as appended to the queue's DLQ log
-//	walCheckpoint: a cursor checkpoint body (package cursor)
-//	walTx:         a transaction commit (txRecord, tx_record.go)
+// Commit-log entry kinds (package walentry has their payload layouts).
 const (
-	walMeta       byte = 1
-	walPush       byte = 2
-	walDLQ        byte = 3
-	walCheckpoint byte = 4
-	walTx         byte = 5
+	walMeta       = walentry.Meta
+	walPush       = walentry.Push
+	walDLQ        = walentry.DLQ
+	walCheckpoint = walentry.Checkpoint
+	walTx         = walentry.Tx
 )
 
 // commitLog is the seam between the broker and its write-ahead log:
@@ -87,13 +79,7 @@ func (c cursorLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
 }
 
 // splitLogEntry reads the 16-byte id that starts a walPush or walDLQ payload.
-func splitLogEntry(payload []byte) (id [16]byte, seg []byte, err error) {
-	if len(payload) < 16 {
-		return id, nil, fmt.Errorf("broker: commit-log entry of %d bytes has no id", len(payload))
-	}
-	copy(id[:], payload)
-	return id, payload[16:], nil
-}
+func splitLogEntry(payload []byte) ([16]byte, []byte, error) { return walentry.SplitLog(payload) }
 
 // waitLast waits for the ticket with the highest LSN of ts: entries become
 // durable in LSN order, so it covers them all.
