@@ -42,6 +42,7 @@ var serveEnv = [][2]string{
 	{"pprof", "COMB_PPROF"},
 	{"max-open-files", "COMB_MAX_OPEN_FILES"},
 	{"idle-evict", "COMB_IDLE_EVICT"},
+	{"flush-interval", "COMB_FLUSH_INTERVAL"},
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 	{"max-conns", "COMB_MAX_CONNS"},
 }
@@ -59,6 +60,7 @@ func runServe(args []string) int {
 	maxBatch := fs.Int("max-batch", httpapi.DefaultMaxBatch, "cap on a pop's batch (env COMB_MAX_BATCH)")
 	maxOpenFiles := fs.Int("max-open-files", segment.DefaultMaxHandles, "cap on partition segment and index files held open at once; colder logs are closed and reopened on demand; < 0 = no cap (env COMB_MAX_OPEN_FILES)")
 	idleEvict := fs.Duration("idle-evict", broker.DefaultIdleEvict, "a partition unused this long leaves memory (files closed, dedup table dropped); < 0 = never (env COMB_IDLE_EVICT)")
+	flushInterval := fs.Duration("flush-interval", broker.DefaultFlushInterval, "longest the commit log goes without a flush pass (partition files synced, snapshots written, the log truncated); one runs sooner once it grew 256 MiB (env COMB_FLUSH_INTERVAL)")
 	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
@@ -121,6 +123,7 @@ func runServe(args []string) int {
 		Logger:             log,
 		MaxOpenFiles:       *maxOpenFiles,
 		IdleEvict:          *idleEvict,
+		FlushInterval:      *flushInterval,
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
 	})
