@@ -206,3 +206,16 @@ func TestCreationDoesNotBlockExistingPartitions(t *testing.T) {
 	g.release <- struct{}{}
 	require.NoError(t, <-created)
 }
+
+// A partition made after the last metadata snapshot lives only in the commit
+// log until a flush pass snapshots it: a crash, a recovery (which truncates
+// the log) and another restart must still know it.
+func TestCreationSurvivesTwoRestartsAfterACrash(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p", "a")
+	e.crash()
+	e.open()
+	e.crash()
+	e.open()
+	require.Equal(t, []string{"a"}, txids(e.pop(PopRequest{Queue: "q", Partition: "p", Batch: 10, AutoAck: true})))
+}

@@ -154,6 +154,9 @@ func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
 	if len(later) == 0 {
 		return st, nil
 	}
+	// The registry now holds entries no snapshot has: the recovery flush
+	// must write one before it truncates them away.
+	b.flush.metaDirty = true
 	return meta.Apply(append(st.Records(), later...)), nil
 }
 
