@@ -97,7 +97,7 @@ func (b *Broker) startFlusher() {
 				return
 			case <-tick.C:
 			}
-			grown := b.wal.DurableLSN() > b.flush.lastLSN && b.walBytesSinceFlush() >= b.cfg.FlushBytes
+			grown := b.wal.RetainedBytes() >= b.cfg.FlushBytes
 			if !grown && time.Since(last) < b.cfg.FlushInterval {
 				continue
 			}
@@ -115,13 +115,6 @@ func (b *Broker) stopFlusher() {
 		<-b.flush.done
 		b.flush.stop = nil
 	}
-}
-
-// walBytesSinceFlush estimates how much the commit log grew since the last
-// pass truncated it (entries are counted, not bytes: an entry is at most a
-// request, and the estimate only decides when to flush early).
-func (b *Broker) walBytesSinceFlush() int64 {
-	return int64(b.wal.DurableLSN()-b.flush.lastLSN) * 4096
 }
 
 // flushPass runs one pass (see the top of this file). Safe to call

@@ -28,6 +28,8 @@ type commitLog interface {
 	DurableLSN() uint64
 	FirstLSN() uint64
 	TruncateBefore(lsn uint64) error
+	// RetainedBytes is what the log holds since its last truncation.
+	RetainedBytes() int64
 	// Err is nil while appends can succeed, else why not (a full disk is
 	// retryable, a failed sync is not).
 	Err() error
@@ -64,6 +66,7 @@ func (w localLog) DurableLSN() uint64              { return uint64(w.l.DurableLS
 func (w localLog) FirstLSN() uint64                { return uint64(w.l.FirstLSN()) }
 func (w localLog) TruncateBefore(lsn uint64) error { return w.l.TruncateBefore(commitlog.LSN(lsn)) }
 func (w localLog) Err() error                      { return w.l.Err() }
+func (w localLog) RetainedBytes() int64            { return w.l.RetainedBytes() }
 func (w localLog) Close() error                    { return w.l.Close() }
 
 // cursorLog hands the cursor engine's checkpoints to the broker's commit log
