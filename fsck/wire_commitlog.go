@@ -1,7 +1,6 @@
 package fsck
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -39,7 +38,7 @@ type walView struct {
 	PushRecords  int64                // records in push and DLQ entries
 	TxEntries    int
 	Checkpoints  int
-	keepSegBytes func(id [16]byte) bool
+	keepSegBytes func(id [16]byte, base, end uint64) bool
 }
 
 // walLog is one log's push or DLQ entries, in LSN order.
@@ -72,9 +71,10 @@ func (l *walLog) firstBase() (uint64, bool) {
 
 // readWAL reads <data>/commitlog read-only. Metadata entries after covers (the
 // snapshot's LSN) are kept, as the server applies them; keepSegBytes (nil =
-// none) says for which logs the segments' bytes are kept (dump and replay
-// read their records). Damage is reported in the view; the error is for I/O.
-func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte) bool) (*walView, error) {
+// none) says which segments' bytes are kept, by log id and offsets [base,
+// end) (dump and replay read their records). Damage is reported in the view;
+// the error is for I/O.
+func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base, end uint64) bool) (*walView, error) {
 	v := &walView{Covers: covers, Kinds: map[byte]int{}, Created: map[[16]byte]bool{}, Logs: map[[16]byte]*walLog{}, keepSegBytes: keepSegBytes}
 	dir := filepath.Join(dataDir, dirCommitLog)
 	if ok, err := isDir(dir); err != nil || !ok {
@@ -144,7 +144,7 @@ func (v *walView) addSegment(lsn uint64, id [16]byte, dlq bool, seg []byte) erro
 	}
 	s := walSeg{LSN: lsn, Base: base, Count: count, TsMicros: ts}
 	copy(s.Header[:], seg)
-	if v.keepSegBytes != nil && v.keepSegBytes(id) {
+	if v.keepSegBytes != nil && v.keepSegBytes(id, base, base+uint64(count)) {
 		s.Bytes = append([]byte(nil), seg...)
 	}
 	l.Segs = append(l.Segs, s)
@@ -168,10 +168,6 @@ func eachCheckpoint(dataDir string, from uint64, fn func(lsn uint64, body []byte
 	})
 	return err
 }
-
-// errCommitLogCorrupt is what a damaged commit log makes of the checks that
-// read it: they judge the entries before the damage.
-var errCommitLogCorrupt = errors.New("the commit log is damaged: judged on the entries before the damage")
 
 // repairCommitLog runs the commit log's own recovery (commitlog.Open, then
 // Close): a torn last batch is copied to <data>/quarantine/commitlog/ and
