@@ -68,10 +68,8 @@ func (c *checker) region(d logDir) *durableRegion {
 
 func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	t := &c.rep.Totals
-	for _, f := range s.Files {
-		t.Files++
-		t.Bytes += f.Bytes
-	}
+	t.Files += s.ScannedFiles
+	t.Bytes += s.ScannedBytes
 	t.Segments += s.Segments
 	t.Records += s.Records
 	var fixedByOpen []int // findings a segment.Open of this log repairs

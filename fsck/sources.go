@@ -63,7 +63,9 @@ type damage struct {
 type logScan struct {
 	Files                   []fileSummary
 	FirstOffset, NextOffset uint64 // of the valid data; NextOffset-1 is the high-water mark
-	Segments, Records       int64
+	Segments, Records       int64  // every whole segment found, unsynced ones included
+	ScannedFiles            int    // segment files read (unsynced ones included)
+	ScannedBytes            int64
 	Torn                    *damage
 	Corrupt                 []damage
 	StaleIndexes            []string // base names of index files to rebuild

@@ -107,7 +107,8 @@ func scanLogBelow(dir string, region *durableRegion, onBytes func(int64)) (*logS
 		return nil, err
 	}
 	s := &logScan{Files: files, FirstOffset: st.FirstOffset, NextOffset: st.NextOffset,
-		Segments: int64(st.Segments), Records: int64(st.Records), Region: region}
+		Segments: int64(st.Segments), Records: int64(st.Records), Region: region,
+		ScannedFiles: st.Files, ScannedBytes: st.Bytes}
 	if onBytes != nil {
 		onBytes(st.Bytes)
 	}
