@@ -228,47 +228,6 @@ func TestCrashRestartVerifiesTails(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, txids(res))
 }
 
-func TestCleanMarkerDecoding(t *testing.T) {
-	good := encodeCleanMarker(nil)
-	cases := []struct {
-		name string
-		data []byte
-		ok   bool
-	}{
-		{"empty marker decodes", good, true},
-		{"short marker is refused", good[:5], false},
-		{"flipped byte fails the checksum", append(append([]byte{}, good[:len(good)-1]...), good[len(good)-1]^1), false},
-		{"wrong magic is refused", append([]byte("XXXX"), good[4:]...), false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodeCleanMarker(tc.data)
-			if tc.ok {
-				assert.NoError(t, err)
-			} else {
-				assert.ErrorIs(t, err, errBadCleanMarker)
-			}
-		})
-	}
-}
-
-func FuzzCleanMarker(f *testing.F) {
-	f.Add(encodeCleanMarker(nil))
-	f.Add([]byte("CMBC\x01\x00\x00\x00\x01\x00\x00\x00"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		sums, err := decodeCleanMarker(b)
-		if err == nil {
-			require.Equal(t, sums, mustDecode(t, encodeCleanMarker(sums)))
-		}
-	})
-}
-
-func mustDecode(t *testing.T, b []byte) any {
-	s, err := decodeCleanMarker(b)
-	require.NoError(t, err)
-	return s
-}
-
 func TestMaxSizeCounter(t *testing.T) {
 	e := newScaleEnv(t, nil)
 	e.configure("small", func(o *QueueOptions) { o.MaxSize = 3 })

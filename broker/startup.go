@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -10,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
@@ -21,97 +18,18 @@ import (
 // disk always describes the logs exactly. After a crash there is no marker
 // and every log is opened and its tail verified as before.
 //
-// Each record carries the partition's newest file name and a stamp (two
-// stats: segment.Stamp) taken after the log was closed. Open trusts a
-// record only when the stamp still matches the directory; files replaced
+// Each entry carries the partition's newest file name and a stamp (two
+// stats: segment.Stamp) taken after the log was closed. Open trusts an
+// entry only when the stamp still matches the directory; files replaced
 // since (restored from an older copy, edited by hand) fall back to the
 // normal tail-verifying open, so their cursors are clamped to the real
 // high-water mark.
 //
-// The file is one frame of package record (magic "CMSM") whose body is
-//
-//	0        1          5
-//	+--------+----------+------------------------------------+
-//	| ver=3  | count u32| count × record (56 bytes)          |
-//	+--------+----------+------------------------------------+
-//	record: partition id [16] | first offset u64 | next offset u64 | last segment timestamp µs i64
-//	        | newest file's first offset u64 (0 = no file) | stamp u64 (0 = none: not trusted)
-//
-// Little-endian. A marker that does not verify, or has another version, is
-// ignored (and removed): Open then verifies every log (markers of versions 1
-// and 2, which had their own framing, included: the file is a cache).
-const (
-	cleanFileName   = "clean"
-	cleanVersion    = 3
-	cleanHeaderSize = 5
-	cleanRecordSize = 56
-)
-
-// summaryFormat frames the clean-shutdown marker and the summary checkpoint.
-var summaryFormat = record.NewFormat("CMSM", 1<<30)
-
-// errBadCleanMarker is wrapped by decodeCleanMarker.
-var errBadCleanMarker = errors.New("broker: damaged clean-shutdown marker")
-
-func encodeCleanMarker(sums map[[16]byte]segment.Summary) []byte {
-	return appendSummaries(make([]byte, 0, record.HeaderSize+cleanHeaderSize+len(sums)*cleanRecordSize), len(sums),
-		func(yield func([16]byte, segment.Summary)) {
-			for id, s := range sums {
-				yield(id, s)
-			}
-		})
-}
-
-// appendSummaries appends the frame of the n entries each yields to b.
-func appendSummaries(b []byte, n int, each func(yield func([16]byte, segment.Summary))) []byte {
-	b, start := summaryFormat.Begin(b)
-	b = append(b, cleanVersion)
-	b = binary.LittleEndian.AppendUint32(b, uint32(n))
-	each(func(id [16]byte, s segment.Summary) {
-		b = append(b, id[:]...)
-		b = binary.LittleEndian.AppendUint64(b, s.FirstOffset)
-		b = binary.LittleEndian.AppendUint64(b, s.NextOffset)
-		b = binary.LittleEndian.AppendUint64(b, uint64(s.LastTimestampMicros))
-		b = binary.LittleEndian.AppendUint64(b, s.ActiveBase)
-		b = binary.LittleEndian.AppendUint64(b, s.Stamp)
-	})
-	// Past 19 M partitions the entries do not fit one frame: Finish cuts
-	// them off, the file is empty, and the next start verifies every log.
-	b, _ = summaryFormat.Finish(b, start)
-	return b
-}
-
-func decodeCleanMarker(data []byte) (map[[16]byte]segment.Summary, error) {
-	b, size, err := summaryFormat.Next(data)
-	if err != nil || size != len(data) {
-		return nil, fmt.Errorf("%w: %v (%d of %d bytes framed)", errBadCleanMarker, err, size, len(data))
-	}
-	if len(b) < cleanHeaderSize || b[0] != cleanVersion {
-		return nil, fmt.Errorf("%w: bad header", errBadCleanMarker)
-	}
-	n := int(binary.LittleEndian.Uint32(b[1:]))
-	if len(b) != cleanHeaderSize+n*cleanRecordSize {
-		return nil, fmt.Errorf("%w: %d bytes for %d records", errBadCleanMarker, len(b), n)
-	}
-	body := b
-	out := make(map[[16]byte]segment.Summary, n)
-	for r := body[cleanHeaderSize:]; len(r) >= cleanRecordSize; r = r[cleanRecordSize:] {
-		var id [16]byte
-		copy(id[:], r)
-		s := segment.Summary{
-			FirstOffset:         binary.LittleEndian.Uint64(r[16:]),
-			NextOffset:          binary.LittleEndian.Uint64(r[24:]),
-			LastTimestampMicros: int64(binary.LittleEndian.Uint64(r[32:])),
-			ActiveBase:          binary.LittleEndian.Uint64(r[40:]),
-			Stamp:               binary.LittleEndian.Uint64(r[48:]),
-		}
-		if s.NextOffset == 0 || s.FirstOffset > s.NextOffset {
-			return nil, fmt.Errorf("%w: partition %s offsets %d..%d", errBadCleanMarker, uuidString(id), s.FirstOffset, s.NextOffset)
-		}
-		out[id] = s
-	}
-	return out, nil
-}
+// The file is a summaries file of package segment (EncodeSummaries,
+// DecodeSummaries: one record frame, magic "CMSM"), shared with the summary
+// checkpoint (summaries.go) and read offline by comb fsck. A marker that
+// does not decode is ignored (and removed): Open then verifies every log.
+const cleanFileName = "clean"
 
 // takeCleanMarker reads and removes the clean-shutdown marker. When there is
 // none (a crash) it returns the last summary checkpoint (summaries.go), and
@@ -128,7 +46,7 @@ func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	sums, derr := decodeCleanMarker(data)
+	sums, derr := segment.DecodeSummaries(data)
 	if derr != nil {
 		b.log.Warn().Err(derr).Msg("start-up: ignoring the clean-shutdown marker; verifying every partition log")
 	}
@@ -290,7 +208,7 @@ func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
 	if err != nil {
 		return nil
 	}
-	sums, err := decodeCleanMarker(data)
+	sums, err := segment.DecodeSummaries(data)
 	if err != nil {
 		b.log.Warn().Err(err).Msg("start-up: ignoring the summary checkpoint; verifying every partition log")
 		return nil

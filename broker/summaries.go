@@ -12,11 +12,12 @@ import (
 // checkpoint are read). Every flush pass (flush.go) records in
 // <data>/meta/summaries, for every partition and DLQ log, the next offset its
 // file is durable up to, and for each log nothing was appended to since, its
-// segment.Summary with the stamp of its files (segment.Stamp); same format as
-// the clean-shutdown marker (startup.go). After a crash Open trusts a stamped
-// entry exactly like a clean-shutdown record, only while the stamp still
-// matches (the log is then not opened at all), and cuts every other log to
-// its entry's durable offset or its first commit-log base (openLogAt).
+// segment.Summary with the stamp of its files (segment.Stamp): a summaries
+// file of package segment, like the clean-shutdown marker (startup.go).
+// After a crash Open trusts a stamped entry exactly like a clean-shutdown
+// record, only while the stamp still matches (the log is then not opened at
+// all), and cuts every other log to its entry's durable offset or its first
+// commit-log base (openLogAt).
 const summariesFileName = "summaries"
 
 // summaryState is the summaries' reuse state. Each partition keeps its last
@@ -56,7 +57,7 @@ func (b *Broker) partitionSummary(p *partition) (segment.Summary, bool) {
 // writeSummaryFile replaces meta/<name> with sums: temporary file, fsync,
 // rename, directory fsync (a crash leaves the old file or the new one).
 func (b *Broker) writeSummaryFile(name string, sums map[[16]byte]segment.Summary) error {
-	return b.writeSummaryBytes(name, encodeCleanMarker(sums))
+	return b.writeSummaryBytes(name, segment.EncodeSummaries(sums))
 }
 
 // writeSummaryBytes replaces meta/<name> with data (see writeSummaryFile).

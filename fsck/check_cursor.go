@@ -11,15 +11,20 @@ type cursorKey struct {
 }
 
 // checkCursors turns the cursor engine's recovery into findings and checks every
-// cursor and leased span against its partition's high-water mark. Snapshot only:
-// the cursor checkpoints in the commit log after the snapshot are not read yet
-// (a cursor they moved is judged as of the snapshot).
+// cursor and leased span against its partition's high-water mark after the
+// server's recovery: the cursors are the snapshot's with the commit log's later
+// checkpoints applied, and a partition's high-water mark counts the records
+// only the commit log holds (a cursor may already point into them).
 func (c *checker) checkCursors() {
 	v := c.cursors
 	if v == nil || !v.Present {
 		return
 	}
 	c.rep.Totals.Cursors = len(v.Entries)
+	if v.CheckpointErr != nil {
+		c.rep.add(Finding{Kind: KindCommitLogCorrupt, Severity: SeverityDamaged, File: dirCommitLog,
+			Detail: fmt.Sprintf("a cursor checkpoint in the commit log does not decode (%v): the server refuses to start; the cursors are judged as of the checkpoints before it", v.CheckpointErr)})
+	}
 	if d := v.Corrupt; d != nil {
 		c.rep.add(Finding{Kind: KindJournalCorrupt, Severity: SeverityDamaged, File: filepath.Join(dirCursor, d.File),
 			StartByte: d.StartByte, EndByte: d.EndByte,
@@ -54,12 +59,19 @@ func (c *checker) pastEnd() []cursorEntry {
 		var hwm uint64
 		damagedLog := false
 		queue, part := "", ""
+		rec, replayed := c.recovered[e.Partition]
+		if replayed {
+			hwm, damagedLog = rec.next-1, rec.damaged
+		}
 		if haveDir {
 			s := c.scans[d.Rel]
 			if s == nil {
 				continue // unreadable log, reported
 			}
-			hwm, damagedLog = s.highWater(), len(s.Corrupt) > 0
+			if !replayed {
+				hwm = s.highWater()
+			}
+			damagedLog = damagedLog || len(s.Corrupt) > 0
 			queue, part = c.names(d)
 		} else if p, ok := c.meta.Partitions[e.Partition]; ok {
 			queue, part = p.Queue, p.Name

@@ -28,7 +28,7 @@ func (c *checker) checkLogs() error {
 		} else {
 			c.rep.Totals.Partitions++
 		}
-		s, err := scanLog(d.Path, func(bytes int64) {
+		s, err := scanLogBelow(d.Path, c.region(d), func(bytes int64) {
 			if bar != nil {
 				_ = bar.Add64(bytes)
 			}
@@ -54,12 +54,22 @@ func (c *checker) checkLogs() error {
 	return nil
 }
 
+// region is the durable region the server keeps of d's log (recoveryRule),
+// nil when it verifies the whole log (segment.Open).
+func (c *checker) region(d logDir) *durableRegion {
+	keep, ok := c.rule.keepBelow(d.ID)
+	if !ok {
+		return nil
+	}
+	r := &durableRegion{Keep: keep}
+	r.Cut, r.Err = segment.PlanFrom(d.Path, keep)
+	return r
+}
+
 func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	t := &c.rep.Totals
-	for _, f := range s.Files {
-		t.Files++
-		t.Bytes += f.Bytes
-	}
+	t.Files += s.ScannedFiles
+	t.Bytes += s.ScannedBytes
 	t.Segments += s.Segments
 	t.Records += s.Records
 	var fixedByOpen []int // findings a segment.Open of this log repairs
@@ -116,6 +126,12 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		case planned[dm.File]:
 			f.Repair = "covered by the quarantine of " + f.File + " above"
 			c.rep.add(f)
+		case dm.File == newest && s.Region != nil:
+			// Below a commit log these bytes were synced, and the server keeps the
+			// file up to its durable end: cutting at the damage would only make
+			// the offsets after it missing too.
+			f.Detail += fmt.Sprintf("; the file was synced up to offset %d, so the server takes the log out of service", s.Region.Keep-1)
+			c.rep.add(f)
 		case dm.File == newest:
 			// Mid-file damage in the file being appended to: the server's recovery
 			// would cut it there. Keep everything from the damage on in quarantine
@@ -152,7 +168,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		add(f)
 	}
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
-		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, findings: fixedByOpen})
+		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, region: s.Region, findings: fixedByOpen})
 	}
 }
 

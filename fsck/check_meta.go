@@ -41,8 +41,9 @@ func (c *checker) checkMeta() {
 	c.rep.add(f)
 }
 
-// checkOrphans compares the partition and DLQ directories with the metadata:
-// a directory the journal does not name is rebuilt into it from its
+// checkOrphans compares the partition and DLQ directories with the metadata
+// (the journal's snapshot and the commit log's metadata entries after it):
+// a directory neither names is rebuilt into it from its
 // descriptor (repairable), is harmless without records (info), and needs a
 // person when it holds records and no descriptor says what it is.
 func (c *checker) checkOrphans() {
@@ -50,14 +51,7 @@ func (c *checker) checkOrphans() {
 	if m == nil {
 		return
 	}
-	if !m.Present && len(c.logs) > 0 {
-		f := Finding{Kind: KindJournalMissing, Severity: SeverityRepairable, File: filepath.Join(dirMeta, metaJournalFile),
-			Detail: fmt.Sprintf("the metadata journal is missing and %d log directories exist", len(c.logs)),
-			Repair: "rebuild meta/journal from the directories' descriptors (queue options fall back to the defaults)"}
-		c.metaFindings = append(c.metaFindings, len(c.rep.Findings))
-		c.rep.add(f)
-		c.rebuild = true
-	}
+	var unnamed []logDir
 	for _, d := range c.logs {
 		known := false
 		if d.DLQ {
@@ -65,9 +59,22 @@ func (c *checker) checkOrphans() {
 		} else {
 			_, known = m.Partitions[d.ID]
 		}
-		if known {
-			continue
+		if !known {
+			unnamed = append(unnamed, d)
 		}
+	}
+	// Without a journal, the commit log's metadata entries may still name
+	// every directory (a server killed before its first flush pass wrote a
+	// snapshot): the server rebuilds the registry from them.
+	if !m.Present && len(unnamed) > 0 {
+		f := Finding{Kind: KindJournalMissing, Severity: SeverityRepairable, File: filepath.Join(dirMeta, metaJournalFile),
+			Detail: fmt.Sprintf("the metadata journal is missing and %d log directories exist that the commit log does not name either", len(unnamed)),
+			Repair: "rebuild meta/journal from the directories' descriptors (queue options fall back to the defaults)"}
+		c.metaFindings = append(c.metaFindings, len(c.rep.Findings))
+		c.rep.add(f)
+		c.rebuild = true
+	}
+	for _, d := range unnamed {
 		var records int64
 		if s := c.scans[d.Rel]; s != nil {
 			records = s.Records

@@ -32,11 +32,15 @@ type DumpOptions struct {
 	Records  bool // print one line per record
 	Index    bool // print one line per index entry
 	Payload  bool // include payloads in record lines
+	// CommitLog prints the commit log's entries instead of the logs: one
+	// "commitlog" line per entry, and with Payload the records of each push
+	// and DLQ entry (what the server's recovery would replay).
+	CommitLog bool
 }
 
 // DumpStats counts what Dump printed.
 type DumpStats struct {
-	Partitions, Segments, Records, IndexEntries int64
+	Partitions, Segments, Records, IndexEntries, Entries int64
 }
 
 // Dump line shapes (JSON lines, one object each, usable with jq; the "type" field
@@ -66,6 +70,28 @@ type (
 		CreatedAt   string `json:"createdAt"`
 		TsMicros    int64  `json:"tsMicros"`
 		Codec       string `json:"codec,omitempty"`
+		LSN         uint64 `json:"lsn,omitempty"` // a segment only the commit log holds (file "commitlog")
+	}
+	// dumpWALEntry is one commit-log entry (--commit-log).
+	dumpWALEntry struct {
+		Type        string `json:"type"` // "commitlog"
+		LSN         uint64 `json:"lsn"`
+		Kind        string `json:"kind"` // meta, push, dlq, checkpoint, tx
+		Bytes       int    `json:"bytes"`
+		Queue       string `json:"queue,omitempty"`
+		Partition   string `json:"partition,omitempty"`
+		PartitionID string `json:"partitionId,omitempty"` // push: the partition; dlq: the queue id
+		DLQ         bool   `json:"dlq,omitempty"`
+		FirstOffset uint64 `json:"firstOffset,omitempty"`
+		LastOffset  uint64 `json:"lastOffset,omitempty"`
+		Count       uint32 `json:"count,omitempty"`
+		CreatedAt   string `json:"createdAt,omitempty"`
+		TsMicros    int64  `json:"tsMicros,omitempty"`
+		// Replay (push, dlq): the server's recovery appends the entry to its
+		// log (false: the log's files hold it already).
+		Replay  *bool  `json:"replay,omitempty"`
+		Records int    `json:"records,omitempty"` // meta: metadata records in it
+		Error   string `json:"error,omitempty"`   // the entry does not decode
 	}
 	// dumpRecord is also what Replay reads back from a dump file.
 	dumpRecord struct {
@@ -84,6 +110,7 @@ type (
 		PayloadBytes  int             `json:"payloadBytes"`
 		Payload       json.RawMessage `json:"payload,omitempty"` // with --payload only
 		Extra         string          `json:"extra,omitempty"`   // base64; DLQ metadata
+		LSN           uint64          `json:"lsn,omitempty"`     // a record only the commit log holds: its entry
 	}
 	dumpIndex struct {
 		Type        string `json:"type"` // "index"
@@ -98,10 +125,15 @@ type (
 	}
 )
 
-// Dump prints the selected logs of dataDir as JSON lines to w. It never writes to
-// dataDir and takes no lock, so it is safe on a live server's directory (the newest
-// segment being appended may then be cut short). A filter that names a queue,
-// partition or id the directory does not hold returns ErrNotFound.
+// Dump prints the selected logs of dataDir as JSON lines to w, as the server
+// would serve them after recovery: the segments of each log's files below its
+// durable end, then the segments only the commit log holds (their lines carry
+// the entry's "lsn"); unsynced bytes past the durable end are not read. It
+// never writes to dataDir and takes no lock, so it is safe on a live server's
+// directory (the newest segment being appended may then be cut short). A
+// filter that names a queue, partition or id the directory does not hold
+// returns ErrNotFound. With CommitLog it prints the commit log's entries
+// instead (dumpCommitLog).
 func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	var st DumpStats
 	if !opts.Segments && !opts.Records && !opts.Index {
@@ -114,15 +146,30 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	if err := isDataDir(abs); err != nil {
 		return st, err
 	}
-	logs, names, err := selectLogs(abs, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ)
+	var want func([16]byte) bool
+	if opts.Records || opts.Segments {
+		want = func([16]byte) bool { return true }
+	}
+	v, err := loadView(abs, want)
+	if err != nil {
+		return st, err
+	}
+	logs, names, err := selectLogs(abs, v, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ || opts.CommitLog)
 	if err != nil {
 		return st, err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
+	if opts.CommitLog {
+		err := dumpCommitLog(abs, v, logs, names, opts, enc, &st)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+		return st, err
+	}
 	for _, d := range logs {
-		if err := dumpLog(abs, d, names[d.Rel], opts, enc, &st); err != nil {
+		if err := dumpLog(v, d, names[d.Rel], opts, enc, &st); err != nil {
 			_ = bw.Flush()
 			return st, fmt.Errorf("%s: %w", d.Rel, err)
 		}
@@ -130,13 +177,16 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	return st, bw.Flush()
 }
 
-// selectLogs returns the log directories a filter selects, with their names.
-func selectLogs(dataDir, queue, partition, partitionID string, dlq bool) ([]logDir, map[string]partInfo, error) {
+// selectLogs returns the log directories a filter selects, with their names:
+// those on disk, and those of live partitions and queues only the commit log
+// holds records of (their directory is made at the server's next start).
+func selectLogs(dataDir string, v *dirView, queue, partition, partitionID string, dlq bool) ([]logDir, map[string]partInfo, error) {
 	all, err := listLogs(dataDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, merr := readMeta(dataDir)
+	all = append(all, v.walOnlyLogs(dataDir, all)...)
+	meta := v.meta
 	names := map[string]partInfo{}
 	for _, d := range all {
 		if meta == nil {
@@ -162,7 +212,7 @@ func selectLogs(dataDir, queue, partition, partitionID string, dlq bool) ([]logD
 		}
 	case queue != "" || partition != "":
 		if meta == nil {
-			return nil, nil, fmt.Errorf("selecting by queue or partition name needs the metadata journal: %w (use --partition-id)", merr)
+			return nil, nil, fmt.Errorf("selecting by queue or partition name needs the metadata journal: %w (use --partition-id)", v.metaErr)
 		}
 		for _, d := range all {
 			n := names[d.Rel]
@@ -183,9 +233,9 @@ func selectLogs(dataDir, queue, partition, partitionID string, dlq bool) ([]logD
 	return out, names, nil
 }
 
-func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
+func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
 	files, err := listSegFiles(d.Path)
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	st.Partitions++
@@ -202,6 +252,10 @@ func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.E
 	if len(files) > 0 {
 		next = indexEnd(d.Path, files[len(files)-1])
 	}
+	next, keep := v.recoveredNext(d, next)
+	if keep > 0 && (first == 0 || first >= keep) {
+		first = min(keep, next) // nothing kept of the files: the log starts at keep
+	}
 	part.FirstOffset, part.NextOffset = first, next
 	if err := enc.Encode(part); err != nil {
 		return err
@@ -217,7 +271,7 @@ func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.E
 		return nil
 	}
 	var werr error
-	err = scanSegments(d.Path, opts.FromOffset, func(s segInfo, msgs []segment.Message) bool {
+	err = v.eachRecovered(d, opts.FromOffset, func(s segInfo, lsn uint64, msgs []segment.Message) bool {
 		last := s.FirstOffset + uint64(s.Count) - 1
 		if opts.ToOffset != 0 && s.FirstOffset > opts.ToOffset {
 			return false
@@ -229,17 +283,10 @@ func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.E
 		if opts.Segments {
 			st.Segments++
 			werr = enc.Encode(dumpSegment{Type: "segment", PartitionID: pid, File: s.File, Pos: s.Pos, Bytes: s.Bytes,
-				FirstOffset: s.FirstOffset, LastOffset: last, Count: s.Count, CreatedAt: created, TsMicros: s.TsMicros, Codec: s.Codec})
+				FirstOffset: s.FirstOffset, LastOffset: last, Count: s.Count, CreatedAt: created, TsMicros: s.TsMicros, Codec: s.Codec, LSN: lsn})
 		}
 		if opts.Records {
-			for i := range msgs {
-				m := &msgs[i]
-				if m.Offset < opts.FromOffset || (opts.ToOffset != 0 && m.Offset > opts.ToOffset) || werr != nil {
-					continue
-				}
-				st.Records++
-				werr = enc.Encode(recordLine(n, pid, d.DLQ, created, m, opts.Payload))
-			}
+			werr = dumpRecords(n, pid, d.DLQ, created, lsn, msgs, opts, enc, st, werr)
 		}
 		return werr == nil
 	})
@@ -247,6 +294,22 @@ func dumpLog(dataDir string, d logDir, n partInfo, opts DumpOptions, enc *json.E
 		return werr
 	}
 	return err
+}
+
+// dumpRecords prints the record lines of one segment's messages in the
+// selected offset range.
+func dumpRecords(n partInfo, pid string, dlq bool, created string, lsn uint64, msgs []segment.Message, opts DumpOptions, enc *json.Encoder, st *DumpStats, werr error) error {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Offset < opts.FromOffset || (opts.ToOffset != 0 && m.Offset > opts.ToOffset) || werr != nil {
+			continue
+		}
+		st.Records++
+		r := recordLine(n, pid, dlq, created, m, opts.Payload)
+		r.LSN = lsn
+		werr = enc.Encode(r)
+	}
+	return werr
 }
 
 func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) dumpRecord {

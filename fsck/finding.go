@@ -77,6 +77,39 @@ const (
 	// journal); info when it holds no records or belongs to a deleted queue (the
 	// server removes it); needs a person when it holds records and no descriptor.
 	KindOrphanPartition Kind = "orphan_partition"
+	// KindCommitLogTornTail: the commit log's newest file ends in a batch that is
+	// incomplete or fails its checksum with nothing verified after it: a torn
+	// write of a batch whose fdatasync never returned (never acknowledged). The
+	// server zeroes it at start; repair does it now (commitlog.Open), keeping
+	// its bytes in <data>/quarantine/commitlog/.
+	KindCommitLogTornTail Kind = "commitlog_torn_tail"
+	// KindCommitLogCorrupt: the commit log is damaged where a crash cannot
+	// have torn it: damage with a verified batch after it, a file that does
+	// not continue the one before it, a damaged header or truncation point, an
+	// entry that does not decode. The server refuses to start (under --sync
+	// always); the entries after the damage were acknowledged. Needs a person.
+	KindCommitLogCorrupt Kind = "commitlog_corrupt"
+	// KindCommitLogMismatch: a segment the commit log holds (an acknowledged
+	// push) differs from the segment at the same offsets in the partition
+	// file's durable region, or that region has no segment there. Needs a
+	// person.
+	KindCommitLogMismatch Kind = "commitlog_mismatch"
+	// KindMissingOffsets: offsets the server must find in a log's files (below
+	// its durable end: the summary the last flush pass wrote, or the first
+	// commit-log entry of the log) are missing or cut short, or the commit log
+	// continues past the end of the file's durable region: offsets in neither.
+	// The server takes the partition out of service. Needs a person.
+	KindMissingOffsets Kind = "missing_offsets"
+	// KindUnsyncedTail: what the server's recovery does with a log written
+	// behind the commit log: the bytes past its durable end were written but
+	// never synced (a kill -9 or power loss leaves them whole, torn, zeros or
+	// garbage) and are cut at start, and the records only the commit log holds
+	// are appended again from it. Informational: nothing acknowledged is lost.
+	KindUnsyncedTail Kind = "unsynced_tail"
+	// KindSummariesIgnored: meta/clean or meta/summaries does not decode; the
+	// server ignores it and verifies every log in full at start (they are
+	// caches). Informational.
+	KindSummariesIgnored Kind = "summaries_ignored"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.

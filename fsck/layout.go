@@ -83,3 +83,15 @@ func idString(id [16]byte) string {
 }
 
 func shortHex(b []byte) string { return hex.EncodeToString(b) }
+
+// isDir reports whether path is an existing directory.
+func isDir(path string) (bool, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return st.IsDir(), nil
+}

@@ -21,6 +21,7 @@ const (
 	planReopenLog
 	planMarkQuarantined
 	planFinishSplits
+	planCommitLogTail
 )
 
 // repairPlan is one repair step; findings are the indexes (in Report.Findings) of
@@ -30,6 +31,9 @@ type repairPlan struct {
 	findings []int
 	log      logDir // planQuarantine, planQuarantineTail, planReopenLog, planMarkQuarantined
 	dmg      damage // planQuarantine, planQuarantineTail, planMarkQuarantined
+	// region: planReopenLog of a log written behind the commit log, reopened
+	// below its keep offset as the server does (segment.OpenFrom).
+	region *durableRegion
 }
 
 // plan records a finding together with the step that repairs it.
@@ -95,7 +99,11 @@ func (c *checker) repairCursors() {
 	if len(fixes) == 0 {
 		return
 	}
-	c.mark(fixes, reopenCursors(filepath.Join(c.dir, dirCursor), c.clamps))
+	var next uint64
+	if c.wal != nil && c.wal.Last != 0 {
+		next = c.wal.Last + 1
+	}
+	c.mark(fixes, reopenCursors(filepath.Join(c.dir, dirCursor), c.checkpoints, next, c.clamps))
 }
 
 func (c *checker) apply(p repairPlan) error {
@@ -132,8 +140,14 @@ func (c *checker) apply(p repairPlan) error {
 	case planFinishSplits:
 		_, err := segment.FinishSplits(p.log.Path)
 		return err
+	case planCommitLogTail:
+		return repairCommitLog(c.dir)
 	case planReopenLog:
-		rep, err := reopenLog(p.log.Path, filepath.Join(c.dir, dirQuarantine, filepath.Dir(p.log.Rel)))
+		keep := uint64(0)
+		if p.region != nil {
+			keep = p.region.Keep
+		}
+		rep, err := reopenLog(p.log.Path, filepath.Join(c.dir, dirQuarantine, filepath.Dir(p.log.Rel)), keep)
 		if err == nil && rep.KeptAt != "" {
 			err = c.listKeptTail(p, rep)
 		}

@@ -16,6 +16,9 @@ import (
 
 // fromDataDir replays the selected partitions of an offline data directory,
 // Concurrency partitions at a time, each from its resume offset in offset order.
+// A partition's records are those the server would serve after recovery
+// (dirView.eachRecovered): its files below their durable end, then the records
+// only the commit log holds, which were acknowledged too.
 func (r *replayer) fromDataDir(ctx context.Context) error {
 	abs, err := filepath.Abs(r.opts.DataDir)
 	if err != nil {
@@ -24,18 +27,23 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	if err := isDataDir(abs); err != nil {
 		return err
 	}
-	logs, names, err := selectLogs(abs, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
+	v, err := loadView(abs, func([16]byte) bool { return true })
+	if err != nil {
+		return err
+	}
+	logs, names, err := selectLogs(abs, v, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
 	if err != nil {
 		return err
 	}
 	var total int64
 	for _, d := range logs {
-		files, err := listSegFiles(d.Path)
-		if err != nil || len(files) == 0 {
-			continue
+		first, fileNext := uint64(0), uint64(0)
+		if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 {
+			first, fileNext = files[0].FirstOffset, indexEnd(d.Path, files[len(files)-1])
 		}
-		from := max(files[0].FirstOffset, r.state.done(logKey(d))+1)
-		if end := indexEnd(d.Path, files[len(files)-1]); end > from {
+		end, _ := v.recoveredNext(d, fileNext)
+		from := max(first, r.state.done(logKey(d))+1)
+		if end > from {
 			total += int64(end - from)
 		}
 	}
@@ -53,7 +61,7 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for d := range work {
-				if err := r.replayLog(ctx, d, names[d.Rel]); err != nil {
+				if err := r.replayLog(ctx, v, d, names[d.Rel]); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 				}
 			}
@@ -75,7 +83,7 @@ feed:
 	return ctx.Err()
 }
 
-func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
+func (r *replayer) replayLog(ctx context.Context, v *dirView, d logDir, n partInfo) error {
 	s := r.newSender(logKey(d), n.Queue, n.Name)
 	if s.queue == "" || s.partition == "" {
 		return fmt.Errorf("%s: the metadata does not name this partition; give --to-queue and --to-partition", d.Rel)
@@ -85,7 +93,7 @@ func (r *replayer) replayLog(ctx context.Context, d logDir, n partInfo) error {
 		r.skip.Add(int64(from - files[0].FirstOffset))
 	}
 	var err error
-	serr := scanSegments(d.Path, from, func(seg segInfo, msgs []segment.Message) bool {
+	serr := v.eachRecovered(d, from, func(seg segInfo, _ uint64, msgs []segment.Message) bool {
 		if r.opts.ToMicros != 0 && seg.TsMicros > r.opts.ToMicros {
 			return false // timestamps never decrease within a partition
 		}

@@ -35,6 +35,20 @@ type Totals struct {
 	Bytes      int64 `json:"bytes"`
 	Queues     int   `json:"queues"`
 	Cursors    int   `json:"cursors"`
+	// CommitLog counts what <data>/commitlog holds (issue 14).
+	CommitLog CommitLogTotals `json:"commitLog"`
+}
+
+// CommitLogTotals counts the commit log's entries.
+type CommitLogTotals struct {
+	Files           int    `json:"files"`
+	Entries         int    `json:"entries"`
+	FirstLSN        uint64 `json:"firstLsn,omitempty"`
+	LastLSN         uint64 `json:"lastLsn,omitempty"`
+	PushRecords     int64  `json:"pushRecords"`     // records in push and DLQ entries
+	OnlyInCommitLog int64  `json:"onlyInCommitLog"` // of those, records no partition file holds (the server appends them at start)
+	Transactions    int    `json:"transactions"`    // transaction entries (their effects are re-applied by the server, by transactionId)
+	Checkpoints     int    `json:"checkpoints"`     // cursor checkpoint entries
 }
 
 // Report is the outcome of one run, printed as a human summary or as JSON.
@@ -101,6 +115,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  %d queues, %d partitions, %d DLQ logs, %d files, %d segments, %d records, %s; %d cursors\n",
 		t.Queues, t.Partitions, t.DLQLogs, t.Files, t.Segments, t.Records, humanBytes(t.Bytes), t.Cursors)
+	if c := t.CommitLog; c.Files > 0 {
+		lsns := "none"
+		if c.LastLSN != 0 {
+			lsns = fmt.Sprintf("LSN %d-%d", c.FirstLSN, c.LastLSN)
+		}
+		fmt.Fprintf(&b, "  commit log: %d files, %d entries (%s): %d records pushed, %d of them only in the commit log; %d transactions, %d checkpoints\n",
+			c.Files, c.Entries, lsns, c.PushRecords, c.OnlyInCommitLog, c.Transactions, c.Checkpoints)
+	}
 	for _, f := range r.Findings {
 		state := ""
 		switch {

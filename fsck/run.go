@@ -65,6 +65,8 @@ type checker struct {
 	rep  *Report
 
 	meta    *metaView
+	wal     *walView
+	rule    *recoveryRule
 	logs    []logDir
 	scans   map[string]*logScan // by logDir.Rel
 	cursors *cursorView
@@ -78,6 +80,9 @@ type checker struct {
 	// clamps are the cursors past their high-water mark; clampFindings their findings.
 	clamps        []cursorEntry
 	clampFindings map[cursorKey]int
+	// recovered is every partition's state after the server's start-up
+	// would have recovered it (checkReplay): its next offset.
+	recovered map[[16]byte]walLogState
 }
 
 func (c *checker) check() error {
@@ -86,7 +91,25 @@ func (c *checker) check() error {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirMeta, Detail: fmt.Sprintf("metadata journal: %v", err)})
 	}
 	c.meta = meta
+	var covers uint64
+	if meta != nil {
+		covers = meta.Covers
+	}
+	if c.wal, err = readWAL(c.dir, covers, nil); err != nil {
+		return err
+	}
+	c.checkCommitLog()
+	if meta != nil {
+		meta.applyCommitLog(c.wal.Meta)
+	}
 	c.checkMeta()
+	if c.rule, err = readRecoveryRule(c.dir, c.wal); err != nil {
+		return err
+	}
+	if c.rule.ignored != "" {
+		c.rep.add(Finding{Kind: KindSummariesIgnored, Severity: SeverityInfo, File: c.rule.ignored,
+			Detail: fmt.Sprintf("does not decode (%v): the server ignores it and verifies every log in full at start", c.rule.ignoredErr)})
+	}
 
 	c.quar, err = readQuarantine(c.dir)
 	if err != nil {
@@ -105,16 +128,23 @@ func (c *checker) check() error {
 	if err := c.checkLogs(); err != nil {
 		return err
 	}
+	c.checkReplay()
 	c.checkOrphans()
 	c.planMeta()
 
-	cur, err := readCursors(filepath.Join(c.dir, dirCursor))
+	cur, err := readCursors(filepath.Join(c.dir, dirCursor), c.checkpoints)
 	if err != nil && !errors.Is(err, ErrNotWired) {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor state: %v", err)})
 	}
 	c.cursors = cur
 	c.checkCursors()
 	return nil
+}
+
+// checkpoints passes the commit log's cursor checkpoints from LSN from on to
+// fn (the cursor view replays them over the snapshot, as the server does).
+func (c *checker) checkpoints(from uint64, fn func(lsn uint64, body []byte) error) error {
+	return eachCheckpoint(c.dir, from, fn)
 }
 
 // names returns the queue and partition names of a log directory for reports.

@@ -32,6 +32,12 @@ type metaView struct {
 	Records    []meta.Record     // the valid records, what a rebuild keeps
 	Salvaged   []meta.Record     // records after damage that still verify (TailCorrupt)
 	Deleted    map[[16]byte]bool // ids of deleted queues and their partitions
+	// Covers is the commit-log LSN the journal (a snapshot) covers; the
+	// commit log's metadata entries after it are part of the registry
+	// (applyCommitLog), FromCommitLog of them.
+	Covers        uint64
+	FromCommitLog int
+	state         *meta.State
 }
 
 // fileSummary is one segment file as scanned. LastOffset is derived from the next
@@ -57,7 +63,9 @@ type damage struct {
 type logScan struct {
 	Files                   []fileSummary
 	FirstOffset, NextOffset uint64 // of the valid data; NextOffset-1 is the high-water mark
-	Segments, Records       int64
+	Segments, Records       int64  // every whole segment found, unsynced ones included
+	ScannedFiles            int    // segment files read (unsynced ones included)
+	ScannedBytes            int64
 	Torn                    *damage
 	Corrupt                 []damage
 	StaleIndexes            []string // base names of index files to rebuild
@@ -66,6 +74,10 @@ type logScan struct {
 	// An interrupted split (segment.PendingSplits): pending marker ranges, copies.
 	PendingSplits []segment.OffsetRange
 	SplitCopies   []string
+	// Region is set for a log its server opens below a commit log
+	// (recoveryRule.keepBelow); Unsynced counts the bytes past it.
+	Region   *durableRegion
+	Unsynced int64
 }
 
 func (s *logScan) highWater() uint64 {
@@ -88,4 +100,10 @@ type cursorView struct {
 	Present bool
 	Entries []cursorEntry
 	Corrupt *damage // a damaged snapshot, or damage in format 1 or 2 journals
+	// ReplayFrom is the snapshot's; Replayed counts the commit log's
+	// checkpoints applied over it. CheckpointErr: one does not decode (the
+	// server refuses to start).
+	ReplayFrom    uint64
+	Replayed      int
+	CheckpointErr error
 }

@@ -12,15 +12,17 @@ import (
 	"github.com/combmq/comb/vfs"
 )
 
+// checkpointSource passes the commit log's cursor checkpoints with an LSN >=
+// from to fn, in LSN order (checker.checkpoints; nil = none).
+type checkpointSource func(from uint64, fn func(lsn uint64, body []byte) error) error
+
 // readCursors recovers the cursor state without touching dir: the files are
 // copied into an in-memory file system (vfs.Mem) and recovered there by
-// cursor.Open itself, so fsck judges them with exactly the server's recovery
-// code (a format 1 or 2 directory is upgraded in the copy, as the next server
-// start would do on disk).
-//
-// Snapshot only: the checkpoints the commit log holds after the snapshot's
-// replayFrom are not read yet, so the cursors are as of the last snapshot.
-func readCursors(dir string) (*cursorView, error) {
+// cursor.Open itself, then the commit log's checkpoints from the snapshot's
+// replayFrom on are applied (cursor.Engine.ApplyCheckpoint), so fsck judges
+// them with exactly the server's recovery code (a format 1 or 2 directory is
+// upgraded in the copy, as the next server start would do on disk).
+func readCursors(dir string, checkpoints checkpointSource) (*cursorView, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return &cursorView{}, nil
@@ -45,7 +47,7 @@ func readCursors(dir string) (*cursorView, error) {
 		mem.SetBytes(filepath.Join(memDir, name), b)
 	}
 	v := &cursorView{Present: true}
-	eng, _, err := cursor.Open(memDir, cursor.Options{FS: mem, NoSync: true})
+	eng, rep, err := cursor.Open(memDir, cursor.Options{FS: mem, NoSync: true})
 	if err != nil {
 		var ce *cursor.CorruptionError
 		if errors.As(err, &ce) {
@@ -53,6 +55,22 @@ func readCursors(dir string) (*cursorView, error) {
 			return v, nil
 		}
 		return nil, err
+	}
+	v.ReplayFrom = rep.ReplayFrom
+	if checkpoints != nil {
+		err := checkpoints(rep.ReplayFrom, func(lsn uint64, body []byte) error {
+			if err := eng.ApplyCheckpoint(body); err != nil {
+				return fmt.Errorf("checkpoint LSN %d: %w", lsn, err)
+			}
+			v.Replayed++
+			return nil
+		})
+		if errors.Is(err, cursor.ErrCorrupt) {
+			v.CheckpointErr = err
+		} else if err != nil {
+			_ = eng.Close()
+			return nil, err
+		}
 	}
 	eng.Range(func(k cursor.Key, s lease.State) bool {
 		v.Entries = append(v.Entries, cursorEntry{Partition: k.Partition, Group: k.Group, State: s})
@@ -78,17 +96,25 @@ func (l *snapshotOnlyLog) AppendCheckpoint([]byte) (uint64, func() error, error)
 func (*snapshotOnlyLog) Retryable(error) bool { return false }
 
 // reopenCursors runs the cursor engine's own recovery on dir (which upgrades
-// a format 1 or 2 directory), applies clamps, and writes them durably as a
-// new snapshot with the old one's replayFrom. A checkpoint in the commit log
-// after it may still move a clamped cursor past the high-water mark again;
-// the server's recovery clamps those.
-func reopenCursors(dir string, clamps []cursorEntry) error {
+// a format 1 or 2 directory), applies the commit log's checkpoints from its
+// replayFrom on (as the server would), applies clamps, and writes them
+// durably as a new snapshot whose replayFrom is past the commit log's last
+// entry (nextLSN): the snapshot holds every checkpoint the log does, so the
+// server does not replay them over the clamps. nextLSN 0 keeps the old
+// replayFrom.
+func reopenCursors(dir string, checkpoints checkpointSource, nextLSN uint64, clamps []cursorEntry) error {
 	log := &snapshotOnlyLog{}
 	eng, rep, err := cursor.Open(dir, cursor.Options{Log: log})
 	if err != nil {
 		return err
 	}
-	log.lsn = rep.ReplayFrom
+	log.lsn = max(rep.ReplayFrom, nextLSN)
+	if checkpoints != nil {
+		if err := checkpoints(rep.ReplayFrom, func(lsn uint64, body []byte) error { return eng.ApplyCheckpoint(body) }); err != nil {
+			_ = eng.Close()
+			return fmt.Errorf("cursor checkpoints of the commit log: %w", err)
+		}
+	}
 	eng.Start()
 	for _, c := range clamps {
 		eng.Set(cursor.Key{Partition: c.Partition, Group: c.Group}, c.State)

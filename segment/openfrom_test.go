@@ -115,9 +115,12 @@ func TestOpenFromCutsTheUnsyncedRegion(t *testing.T) {
 					}
 				}
 			}
+			plan, err := planFrom(tf.mem, "/p", tc.keepBelow)
+			require.NoError(t, err)
 			l, rep, err := openLogFrom(tf.mem, "/p", Options{MaxFileBytes: 900}, tc.keepBelow)
 			require.NoError(t, err)
 			u := rep.Unsynced
+			assert.Equal(t, u, plan, "PlanFrom says, reading only, what OpenFrom cuts")
 			assert.Equal(t, tc.keepBelow, u.KeepBelow)
 			assert.Equal(t, tc.cutFile, u.File)
 			if tc.cutFile != "" {
@@ -202,10 +205,13 @@ func TestOpenFromRefusesMissingSyncedOffsets(t *testing.T) {
 			tf := newTwoFiles(t, Options{})
 			tc.edit(tf)
 			before := pDirState(t, tf.mem)
+			_, perr := planFrom(tf.mem, "/p", tc.keepBelow)
 			_, _, err := openLogFrom(tf.mem, "/p", Options{}, tc.keepBelow)
 			require.Error(t, err)
-			var ce *CorruptionError
+			var ce, pce *CorruptionError
 			require.True(t, errors.As(err, &ce), "%v", err)
+			require.True(t, errors.As(perr, &pce), "PlanFrom refuses as OpenFrom does: %v", perr)
+			assert.Equal(t, ce, pce)
 			assert.ErrorIs(t, err, ErrCorrupt)
 			assert.Equal(t, tc.file, ce.File)
 			assert.Equal(t, [2]uint64{tc.first, tc.last}, [2]uint64{ce.FirstOffset, ce.LastOffset})
@@ -219,6 +225,11 @@ func TestOpenFromRefusesMissingSyncedOffsets(t *testing.T) {
 		var ce *CorruptionError
 		require.True(t, errors.As(err, &ce), "%v", err)
 		assert.Equal(t, [2]uint64{1, 4}, [2]uint64{ce.FirstOffset, ce.LastOffset})
+		_, perr := planFrom(vfs.NewMem(), "/p", 5)
+		assert.Equal(t, err.Error(), "segment log /p: "+perr.Error())
+		plan, perr := planFrom(vfs.NewMem(), "/p", 1)
+		assert.NoError(t, perr)
+		assert.False(t, plan.Any())
 		l, _, err := openLogFrom(vfs.NewMem(), "/p", Options{}, 1)
 		require.NoError(t, err, "keeping nothing of a log never created is a fresh log")
 		assert.Equal(t, uint64(1), l.NextOffset())
@@ -236,8 +247,11 @@ func TestOpenFromCarriesTheNextOffset(t *testing.T) {
 	t.Run("retention removed every older file", func(t *testing.T) {
 		tf := newTwoFiles(t, Options{})
 		require.NoError(t, tf.mem.Remove(file1))
+		plan, err := planFrom(tf.mem, "/p", 10)
+		require.NoError(t, err)
 		l, rep, err := openLogFrom(tf.mem, "/p", Options{}, 10)
 		require.NoError(t, err)
+		assert.Equal(t, rep.Unsynced, plan)
 		assert.Equal(t, file10, rep.Unsynced.File)
 		assert.Equal(t, int64(len(tf.segs[3])+len(tf.segs[4])), rep.Unsynced.Bytes)
 		assert.Equal(t, [2]uint64{10, 10}, [2]uint64{l.FirstOffset(), l.NextOffset()})
@@ -254,8 +268,11 @@ func TestOpenFromCarriesTheNextOffset(t *testing.T) {
 	}
 	t.Run("a quarantined gap just below keepBelow", func(t *testing.T) {
 		tf := quarantined(t)
+		plan, err := planFrom(tf.mem, "/p", 16)
+		require.NoError(t, err)
 		l, rep, err := openLogFrom(tf.mem, "/p", Options{}, 16)
 		require.NoError(t, err)
+		assert.Equal(t, rep.Unsynced, plan)
 		assert.Equal(t, "/p/"+segName(16), rep.Unsynced.File)
 		assert.Equal(t, uint64(16), l.NextOffset())
 		assert.Len(t, readAll(t, l, 1), 12)
@@ -291,6 +308,9 @@ func TestOpenFromDropsDedupEntries(t *testing.T) {
 	tf := newTwoFiles(t, Options{})
 	dedup := tf.mem.Bytes("/p/" + dedupFileName)
 	require.Len(t, dedup, index.DedupHeaderSize+15*index.DedupEntrySize, "every record's entry is in the file")
+	plan, err := planFrom(tf.mem, "/p", 10)
+	require.NoError(t, err)
+	assert.Equal(t, 6, plan.DedupEntries)
 	l, rep, err := openLogFrom(tf.mem, "/p", Options{}, 10)
 	require.NoError(t, err)
 	assert.Equal(t, 6, rep.Unsynced.DedupEntries)

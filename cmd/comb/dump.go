@@ -20,10 +20,14 @@ func runDump(args []string) int {
 		fmt.Fprintln(fs.Output(), `usage: comb dump [flags] DATA-DIR
 
 Prints one JSON object per line ("type": partition, segment, record or index), read-only
-(safe on a live server's directory). Examples:
+(safe on a live server's directory). Each log is read as the server would serve it after a
+restart: its files up to their durable end, then the records only the commit log holds (their
+lines carry the commit log's "lsn"). With --commit-log it prints the commit log's entries
+instead ("type": commitlog; with --payload each push's records too). Examples:
   comb dump --queue orders --partition cust-42 --payload ./comb-data | jq -c 'select(.type=="record")'
   comb dump --partition-id 0198e4c1-0000-7000-8000-00000000aa01 --what index ./comb-data
   comb dump --queue orders --from 2026-07-30T09:00:00Z --to 2026-07-30T10:00:00Z --payload ./comb-data > orders.jsonl
+  comb dump --commit-log ./comb-data | jq -c 'select(.replay)'
 
 flags:`)
 		fs.PrintDefaults()
@@ -39,6 +43,7 @@ flags:`)
 	to := fs.String("to", "", "last segment timestamp (inclusive)")
 	what := fs.String("what", "segments,records", "comma list of: segments, records, index")
 	fs.BoolVar(&o.Payload, "payload", false, "include each record's payload (needed for comb replay from a dump)")
+	fs.BoolVar(&o.CommitLog, "commit-log", false, "print the commit log's entries (kind, LSN, partition and offsets of pushes, whether a restart replays them) instead of the logs")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

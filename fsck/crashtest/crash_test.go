@@ -42,13 +42,17 @@ type fsckJSON struct {
 	} `json:"findings"`
 }
 
-// afterKillKinds are the findings a kill -9 may leave behind: the next start repairs them.
+// afterKillKinds are the findings a kill -9 may leave behind: the next start repairs them
+// (issue 14: a batch of the commit log torn mid-write, never acknowledged) or recovers them
+// (the unsynced tails of logs written behind the commit log, replayed from it: info).
 var afterKillKinds = map[string]bool{
-	"torn_tail":         true,
-	"index_missing":     true,
-	"index_stale":       true,
-	"dedup_stale":       true,
-	"journal_torn_tail": true,
+	"torn_tail":           true,
+	"index_missing":       true,
+	"index_stale":         true,
+	"dedup_stale":         true,
+	"journal_torn_tail":   true,
+	"commitlog_torn_tail": true,
+	"unsynced_tail":       true,
 }
 
 type crashFigures struct {

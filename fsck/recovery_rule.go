@@ -1,0 +1,89 @@
+package fsck
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/combmq/comb/segment"
+)
+
+// The broker's start-up caches of every log's durable end (broker/startup.go,
+// broker/summaries.go): one summaries file each (segment.DecodeSummaries).
+const (
+	cleanFile     = "clean"     // written at a clean shutdown, taken at the next start
+	summariesFile = "summaries" // rewritten by every flush pass
+)
+
+// recoveryRule is the rule the server's start-up applies to each partition
+// and DLQ log written behind the commit log (broker/startup.go, openLogAt):
+// the files are trusted below a keep offset, everything they hold from it on
+// was written unsynced (cut, segment.OpenFrom), and the commit log's
+// segments from there on are appended again.
+type recoveryRule struct {
+	sums  map[[16]byte]segment.Summary // by partition id, or queue id for a DLQ
+	clean bool                         // sums come from meta/clean: a clean shutdown
+	wal   *walView
+	// ignored is the summaries file that does not decode ("" = none), and why.
+	ignored    string
+	ignoredErr error
+}
+
+// readRecoveryRule reads the summaries the server would read: meta/clean when
+// present (a clean shutdown; when it does not decode the server removes it
+// and trusts no summary), else meta/summaries (when missing or damaged: no
+// summary).
+func readRecoveryRule(dataDir string, wal *walView) (*recoveryRule, error) {
+	r := &recoveryRule{wal: wal}
+	for _, name := range []string{cleanFile, summariesFile} {
+		rel := filepath.Join(dirMeta, name)
+		data, err := os.ReadFile(filepath.Join(dataDir, rel))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sums, err := segment.DecodeSummaries(data)
+		if err != nil {
+			r.ignored, r.ignoredErr = rel, err
+			return r, nil
+		}
+		r.sums, r.clean = sums, name == cleanFile
+		return r, nil
+	}
+	return r, nil
+}
+
+// keepBelow returns the offset below which the server trusts log id's files,
+// and ok=false when it opens the log as segment.Open does (verifying its
+// tail, cutting a torn one):
+//
+//   - a summary and no commit-log entry after a clean shutdown: everything
+//     was synced, the files are verified as they are;
+//   - a summary, a retained commit-log entry, or a partition created by a
+//     retained metadata entry: max(the summary's next offset, the first
+//     entry's base), or 1 (nothing of it was synced);
+//   - neither: a log from before the commit log, verified as it is.
+//
+// (A summary whose stamp still matches the directory is opened without
+// reading it; its files then end exactly at the summary's next offset, which
+// the same keep describes.)
+func (r *recoveryRule) keepBelow(id [16]byte) (uint64, bool) {
+	s, hasSum := r.sums[id]
+	base, hasBase := r.wal.Logs[id].firstBase()
+	switch {
+	case hasSum && !hasBase && r.clean:
+		return 0, false
+	case hasSum || hasBase || r.wal.Created[id]:
+		keep := uint64(1)
+		if hasSum {
+			keep = s.NextOffset
+		}
+		if hasBase {
+			keep = max(keep, base)
+		}
+		return keep, true
+	}
+	return 0, false
+}

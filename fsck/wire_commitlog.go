@@ -1,0 +1,183 @@
+package fsck
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/walentry"
+)
+
+// dirCommitLog is the commit log's directory (package commitlog; the broker
+// names it).
+const dirCommitLog = "commitlog"
+
+// walView is what the commit log holds, read as the server's recovery reads
+// it (broker/open.go: scanCommitLog, replayCommitLog) but without writing
+// anything (commitlog.Inspect: no torn tail zeroed).
+type walView struct {
+	Present      bool // <data>/commitlog exists
+	Files        int
+	Start        uint64 // the recorded truncation point (0 = none)
+	First, Last  uint64 // LSNs of the entries the log keeps (0 = none)
+	Entries      int
+	Kinds        map[byte]int // entries by walentry kind
+	Tail         record.Tail  // what follows the newest file's last batch (Torn, Damaged, Corrupt; Clean otherwise)
+	TailFile     string       // base name
+	TailStart    int64
+	TailEnd      int64
+	Err          error    // damage that is not a tail (wraps commitlog.ErrCorrupt)
+	BadEntries   []string // entries that do not decode (the server refuses them)
+	Covers       uint64   // the metadata snapshot's covers LSN the Meta entries follow
+	Meta         []meta.Record
+	Created      map[[16]byte]bool    // partitions a Meta entry created
+	Logs         map[[16]byte]*walLog // push and DLQ entries, by partition or queue id
+	PushRecords  int64                // records in push and DLQ entries
+	TxEntries    int
+	Checkpoints  int
+	keepSegBytes func(id [16]byte, base, end uint64) bool
+}
+
+// walLog is one log's push or DLQ entries, in LSN order.
+type walLog struct {
+	DLQ  bool
+	Segs []walSeg
+}
+
+// walSeg is one push or DLQ entry: the segment exactly as appended to the
+// log's file. Bytes is kept only for the logs readWAL was asked to keep.
+type walSeg struct {
+	LSN      uint64
+	Base     uint64
+	Count    uint32
+	TsMicros int64
+	Header   [segment.HeaderSize]byte // compared with the file's segment at Base
+	Bytes    []byte
+}
+
+func (s walSeg) end() uint64 { return s.Base + uint64(s.Count) }
+
+// firstBase is the base offset of the log's first retained entry: the server
+// keeps the log's files below it (everything from it on is replayed).
+func (l *walLog) firstBase() (uint64, bool) {
+	if l == nil || len(l.Segs) == 0 {
+		return 0, false
+	}
+	return l.Segs[0].Base, true
+}
+
+// readWAL reads <data>/commitlog read-only. Metadata entries after covers (the
+// snapshot's LSN) are kept, as the server applies them; keepSegBytes (nil =
+// none) says which segments' bytes are kept, by log id and offsets [base,
+// end) (dump and replay read their records). Damage is reported in the view;
+// the error is for I/O.
+func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base, end uint64) bool) (*walView, error) {
+	v := &walView{Covers: covers, Kinds: map[byte]int{}, Created: map[[16]byte]bool{}, Logs: map[[16]byte]*walLog{}, keepSegBytes: keepSegBytes}
+	dir := filepath.Join(dataDir, dirCommitLog)
+	if ok, err := isDir(dir); err != nil || !ok {
+		return v, err
+	}
+	v.Present = true
+	in, err := commitlog.Inspect(nil, dir, v.add)
+	if err != nil {
+		return nil, fmt.Errorf("commit log: %w", err)
+	}
+	v.Files, v.Start, v.First, v.Last = in.Files, uint64(in.Start), uint64(in.First), uint64(in.Last)
+	v.Err = in.Err
+	if in.Tail != record.TailClean && in.Tail != record.TailZeros {
+		v.Tail, v.TailFile, v.TailStart, v.TailEnd = in.Tail, in.TailFile, in.TailStart, in.TailEnd
+	}
+	return v, nil
+}
+
+// add takes one entry, as scanCommitLog does.
+func (v *walView) add(e commitlog.Entry) error {
+	v.Entries++
+	v.Kinds[e.Kind]++
+	bad := func(err error) {
+		v.BadEntries = append(v.BadEntries, fmt.Sprintf("entry %d (kind %d): %v", e.LSN, e.Kind, err))
+	}
+	switch e.Kind {
+	case walentry.Meta:
+		if uint64(e.LSN) <= v.Covers {
+			return nil
+		}
+		recs, err := walentry.DecodeMeta(e.Payload)
+		if err != nil {
+			bad(err)
+			return nil
+		}
+		for _, r := range recs {
+			if r.Kind == meta.KindPartitionCreate {
+				v.Created[r.ID] = true
+			}
+		}
+		v.Meta = append(v.Meta, recs...)
+	case walentry.Push, walentry.DLQ:
+		id, seg, err := walentry.SplitLog(e.Payload)
+		if err == nil {
+			err = v.addSegment(uint64(e.LSN), id, e.Kind == walentry.DLQ, seg)
+		}
+		if err != nil {
+			bad(err)
+		}
+	case walentry.Checkpoint:
+		v.Checkpoints++
+	case walentry.Tx:
+		v.TxEntries++
+	}
+	return nil
+}
+
+func (v *walView) addSegment(lsn uint64, id [16]byte, dlq bool, seg []byte) error {
+	base, count, ts, err := segment.PeekSegment(seg)
+	if err != nil {
+		return err
+	}
+	l := v.Logs[id]
+	if l == nil {
+		l = &walLog{DLQ: dlq}
+		v.Logs[id] = l
+	}
+	s := walSeg{LSN: lsn, Base: base, Count: count, TsMicros: ts}
+	copy(s.Header[:], seg)
+	if v.keepSegBytes != nil && v.keepSegBytes(id, base, base+uint64(count)) {
+		s.Bytes = append([]byte(nil), seg...)
+	}
+	l.Segs = append(l.Segs, s)
+	v.PushRecords += int64(count)
+	return nil
+}
+
+// eachCheckpoint calls fn with every cursor checkpoint of the commit log with
+// an LSN >= from, in LSN order (what the server replays through
+// cursor.Engine.ApplyCheckpoint). Damage ends it quietly (readWAL reports it).
+func eachCheckpoint(dataDir string, from uint64, fn func(lsn uint64, body []byte) error) error {
+	dir := filepath.Join(dataDir, dirCommitLog)
+	if ok, err := isDir(dir); err != nil || !ok {
+		return err
+	}
+	_, err := commitlog.Inspect(nil, dir, func(e commitlog.Entry) error {
+		if e.Kind != walentry.Checkpoint || uint64(e.LSN) < from {
+			return nil
+		}
+		return fn(uint64(e.LSN), e.Payload)
+	})
+	return err
+}
+
+// repairCommitLog runs the commit log's own recovery (commitlog.Open, then
+// Close): a torn last batch is copied to <data>/quarantine/commitlog/ and
+// zeroed, synced. Damage before a verified batch makes it refuse, changing
+// nothing.
+func repairCommitLog(dataDir string) error {
+	l, _, err := commitlog.Open(filepath.Join(dataDir, dirCommitLog), commitlog.Options{
+		QuarantineDir: filepath.Join(dataDir, dirQuarantine, dirCommitLog)})
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
