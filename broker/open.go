@@ -94,6 +94,10 @@ func (b *Broker) openCommitLog(start uint64) error {
 	l, rec, err := commitlog.Open(filepath.Join(b.dir, "commitlog"), commitlog.Options{
 		FS: b.fs, Sync: policy, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
 		QuarantineDir: filepath.Join(b.dir, "quarantine", "commitlog"), StartLSN: commitlog.LSN(start),
+		// The commit log's group-commit syncs are the ones a push waits on:
+		// they go to the same histogram as the segment committer's, so
+		// /metrics and `comb bench compare` count syncs per request.
+		OnSync: b.syncHist.observe,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
