@@ -83,13 +83,14 @@ func (c BinaryCompare) Run(ctx context.Context, progress io.Writer, onRun func(C
 // Describe is the Comparison before any run: the binaries with their hashes and the settings.
 func (c BinaryCompare) Describe() *Comparison {
 	return &Comparison{
-		Workload:  c.Config.Workload,
-		Baseline:  Binary{Path: c.Baseline, SHA256: fileSHA256(c.Baseline)},
-		Candidate: Binary{Path: c.Candidate, SHA256: fileSHA256(c.Candidate)},
-		Serve:     append([]string{}, c.Serve...),
-		DataRoot:  c.DataRoot,
-		Rounds:    c.Rounds,
-		Date:      time.Now().UTC().Format("2006-01-02"),
+		Workload:   c.Config.Workload,
+		Baseline:   Binary{Path: c.Baseline, SHA256: fileSHA256(c.Baseline)},
+		Candidate:  Binary{Path: c.Candidate, SHA256: fileSHA256(c.Candidate)},
+		Serve:      append([]string{}, c.Serve...),
+		DataRoot:   c.DataRoot,
+		SyncMetric: c.Config.SyncMetric,
+		Rounds:     c.Rounds,
+		Date:       time.Now().UTC().Format("2006-01-02"),
 	}
 }
 

@@ -10,16 +10,18 @@ import (
 // Comparison is the report of `comb bench compare`: what was compared, every run, and the
 // ratios. With --json it is printed as one JSON object on the last line of stdout.
 type Comparison struct {
-	Workload  Workload      `json:"workload"`
-	Baseline  Binary        `json:"baseline"`
-	Candidate Binary        `json:"candidate"`
-	Serve     []string      `json:"serve"`    // serve flags both sides got, besides --addr and --data-dir
-	DataRoot  string        `json:"dataRoot"` // where each run's fresh data directory was made
-	Rounds    int           `json:"rounds"`   // asked for; Runs holds fewer when one failed
-	Runs      []CompareRun  `json:"runs"`
-	Ratios    []MetricRatio `json:"ratios"`
-	Date      string        `json:"date"`
-	Error     string        `json:"error,omitempty"` // why the comparison stopped before Rounds rounds
+	Workload  Workload `json:"workload"`
+	Baseline  Binary   `json:"baseline"`
+	Candidate Binary   `json:"candidate"`
+	Serve     []string `json:"serve"`    // serve flags both sides got, besides --addr and --data-dir
+	DataRoot  string   `json:"dataRoot"` // where each run's fresh data directory was made
+	// SyncMetric is the server counter behind syncs/request ("" = not read).
+	SyncMetric string        `json:"syncMetric,omitempty"`
+	Rounds     int           `json:"rounds"` // asked for; Runs holds fewer when one failed
+	Runs       []CompareRun  `json:"runs"`
+	Ratios     []MetricRatio `json:"ratios"`
+	Date       string        `json:"date"`
+	Error      string        `json:"error,omitempty"` // why the comparison stopped before Rounds rounds
 }
 
 // Binary names a compared executable.
@@ -52,6 +54,9 @@ func (c *Comparison) WriteHeader(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  serve      %s, a fresh data directory under %s and a free loopback port per run\n", strings.Join(c.Serve, " "), c.DataRoot)
+	if c.SyncMetric != "" {
+		fmt.Fprintf(w, "  syncs/req  growth of the server's %s over the window, per request\n", c.SyncMetric)
+	}
 	fmt.Fprintf(w, "%-5s %-9s %10s %8s %8s %8s %7s %8s %9s %6s %7s %7s\n",
 		"round", "side", "msg/s", "p50 ms", "p99 ms", "e2e p99", "srv CPU", "µs/req", "syncs/req", "errors", "others", "load 1m")
 }
@@ -116,7 +121,7 @@ func (c *Comparison) runsWithErrors() int {
 // read it.
 func fmtFigure(v float64) string {
 	switch {
-	case v >= 1000:
+	case v >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)

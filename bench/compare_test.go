@@ -205,7 +205,7 @@ func TestComparisonTextAndJSON(t *testing.T) {
 	cand.LoadAvg = &la
 	runs := []CompareRun{{1, Baseline, base}, {1, Candidate, cand}}
 	c := &Comparison{Workload: WorkloadPush, Baseline: Binary{Path: "/old/comb", SHA256: "0123456789abcdef"},
-		Candidate: Binary{Path: "/new/comb"}, Serve: []string{"--sync", "always"}, DataRoot: "/var/tmp", Rounds: 1,
+		Candidate: Binary{Path: "/new/comb"}, Serve: []string{"--sync", "always"}, DataRoot: "/var/tmp", SyncMetric: DefaultSyncMetric, Rounds: 1,
 		Runs: runs, Ratios: Summarize(runs)}
 
 	var text bytes.Buffer
@@ -217,9 +217,10 @@ func TestComparisonTextAndJSON(t *testing.T) {
 	out := text.String()
 	assert.Contains(t, out, "baseline   /old/comb (sha256 0123456789ab)")
 	assert.Contains(t, out, "serve      --sync always, a fresh data directory under /var/tmp")
+	assert.Contains(t, out, "syncs/req  growth of the server's comb_sync_latency_seconds_count over the window, per request")
 	lines := strings.Split(out, "\n")
-	require.GreaterOrEqual(t, len(lines), 8)
-	assert.Equal(t, strings.Fields("1 baseline 100000 5.00 10.00 - 100% 500 1.000 0 30% 2.50"), strings.Fields(lines[5]),
+	require.GreaterOrEqual(t, len(lines), 9)
+	assert.Equal(t, strings.Fields("1 baseline 100000 5.00 10.00 - 100% 500 1.000 0 30% 2.50"), strings.Fields(lines[6]),
 		"others = host 190 − server 100 − client 60")
 	assert.Contains(t, out, "msg/s                    2.50×  (2.50–2.50, 1 rounds)  100000 → 250000  higher is better")
 	assert.Contains(t, out, "server syncs/request     0.05×  (0.05–0.05, 1 rounds)  1.000 → 0.050  lower is better")
