@@ -4,7 +4,7 @@ DATA_DIR  ?= ./comb-data
 FUZZTIME  ?= 10s
 BIN       ?= bin/comb
 
-.PHONY: build run test bench fuzz crashtest bench-all vet
+.PHONY: build run test bench fuzz crashtest bench-all bench-compare vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/comb
@@ -39,3 +39,9 @@ crashtest:
 # Reproduces docs/benchmarks.md side by side with the peers (needs redis-server and nats-server).
 bench-all:
 	bash bench/run-all.sh
+
+# Issue 14's shapes as same-round comparisons of this checkout against another comb binary:
+# `make bench-compare BASELINE=/path/to/old/comb` (knobs: ROUNDS, SHAPES, BENCH_DURATION, ...
+# in bench/compare.sh). One shape by hand: `comb bench compare --baseline OLD --workload push`.
+bench-compare:
+	bash bench/compare.sh

@@ -60,10 +60,11 @@ type Config struct {
 	Prefill  int           // consume: backlog size in messages
 	WaitMs   int           // long-poll timeout of a pop, ms
 
-	Token     string // driver comb: sent as "Authorization: Bearer <Token>" (JWT auth, spec 9.1); "" = none
-	ServerPID int    // 0 = discover the local process listening on the target port
-	Progress  bool   // print a live progress line on stderr once a second
-	RunID     string
+	Token      string // driver comb: sent as "Authorization: Bearer <Token>" (JWT auth, spec 9.1); "" = none
+	ServerPID  int    // 0 = discover the local process listening on the target port
+	SyncMetric string // driver comb: counter of /metrics/prometheus read at the window's edges for syncs per request; "" = none
+	Progress   bool   // print a live progress line on stderr once a second
+	RunID      string
 }
 
 // DefaultConfig is what `comb bench` uses when a flag is not given.
@@ -85,6 +86,7 @@ func DefaultConfig() Config {
 		Warmup:      time.Second,
 		Prefill:     1_000_000,
 		WaitMs:      1000,
+		SyncMetric:  DefaultSyncMetric,
 	}
 }
 

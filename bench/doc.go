@@ -4,17 +4,24 @@
 // and NATS JetStream) with the same workload shapes through their official Go clients.
 //
 // What it owns:
-//   - the workloads: push, consume, e2e, fanout and longpoll (workload_*.go);
+//   - the workloads: push, consume, e2e, fanout and longpoll (config.go, run.go, workers.go);
 //   - the Driver seam and its three implementations (driver_http.go, driver_redis.go,
 //     driver_nats.go);
 //   - measurement: HDR histograms of request and end-to-end latency, counters, the open-loop
-//     timeline that keeps coordinated omission from hiding latency (schedule.go), sampling of a
-//     local server's RSS and CPU from /proc (procstat.go);
-//   - the report: text, one JSON object, and the markdown table of docs/benchmarks.md.
+//     timeline that keeps coordinated omission from hiding latency (schedule.go), sampling at
+//     the window's edges (probe.go) of a local server's RSS and CPU from /proc (procstat.go),
+//     of the host's busy CPU and load average (hoststat.go), and of a comb server's sync
+//     counter from its /metrics/prometheus (prom.go), which give CPU µs and syncs per request;
+//   - the report: text, one JSON object, and the markdown table of docs/benchmarks.md;
+//   - the same-round comparison of two comb binaries (issue 14): the interleaving and the
+//     median ratios (compare.go, compare_report.go), and the `comb serve` child process each
+//     run starts on a fresh data directory and a free loopback port (server.go,
+//     compare_binaries.go).
 //
 // What it must not know about: comb's internals. It imports nothing of comb's; everything it
-// learns about a server comes over the wire or from /proc. That is what makes the comparison
-// with Queen-compatible servers and with the peers honest.
+// learns about a server comes over the wire, from /proc, or from the command line it starts
+// a comb binary with. That is what makes the comparison with Queen-compatible servers, with
+// the peers and with another build of comb honest.
 //
 // Units: latencies are recorded in microseconds and reported in milliseconds; rates are
 // messages per second; MB is 10^6 bytes; payload sizes are bytes of the JSON value pushed.

@@ -33,6 +33,16 @@ func CPUPercent(a, b ProcSample) float64 {
 	return float64(b.CPUTicks-a.CPUTicks) / clockTicks / wall * 100
 }
 
+// CPUMicrosPer is the CPU time between two samples in µs, divided by n (requests); 0 when n
+// is not positive. Its resolution is one tick (10 ms) over the whole window, so a window
+// needs thousands of requests for a per-request figure to be exact to the µs.
+func CPUMicrosPer(a, b ProcSample, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(b.CPUTicks-a.CPUTicks) * (1e6 / clockTicks) / float64(n)
+}
+
 // ReadProc samples /proc/<pid>/status and /proc/<pid>/stat (pid 0 = this process).
 func ReadProc(pid int) (ProcSample, error) {
 	dir := "/proc/self"

@@ -50,6 +50,15 @@ func TestCPUPercent(t *testing.T) {
 	assert.Equal(t, 0.0, CPUPercent(b, b), "no wall time")
 }
 
+// Issue 14's "CPU per 100-message push request": the server's CPU over the window, per
+// request of the window.
+func TestCPUMicrosPer(t *testing.T) {
+	a := ProcSample{CPUTicks: 1000}
+	b := ProcSample{CPUTicks: 1450}
+	assert.InDelta(t, 300.0, CPUMicrosPer(a, b, 15_000), 1e-9, "4.5 s of CPU over 15,000 requests")
+	assert.Equal(t, 0.0, CPUMicrosPer(a, b, 0), "no requests, no figure")
+}
+
 func TestListenInodes(t *testing.T) {
 	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:19E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1111 1 0 100 0 0 10 0

@@ -81,7 +81,23 @@ type Result struct {
 	ServerRssBytes     int64   `json:"serverRssBytes,omitempty"`     // at the end of the window
 	ServerPeakRssBytes int64   `json:"serverPeakRssBytes,omitempty"` // VmHWM over the server's life
 	ServerCPUPercent   float64 `json:"serverCpuPercent,omitempty"`   // 100 = one core busy
-	ClientCPUPercent   float64 `json:"clientCpuPercent"`
+	// ServerCPUMicrosPerRequest is the server's CPU time over the window (user + system, all
+	// threads, /proc/<pid>/stat, 10 ms ticks) divided by the requests completed in it: µs per
+	// push request for push, per pop or ack request otherwise (issue 14's "CPU per
+	// 100-message push request").
+	ServerCPUMicrosPerRequest float64 `json:"serverCpuMicrosPerRequest,omitempty"`
+	ClientCPUPercent          float64 `json:"clientCpuPercent"`
+	// HostCPUPercent is every core's busy time over the window (/proc/stat; 100 = one core):
+	// with the server's and the client's taken away, what other processes used.
+	HostCPUPercent float64  `json:"hostCpuPercent,omitempty"`
+	LoadAvg        *LoadAvg `json:"loadAvg,omitempty"` // at the end of the window
+
+	// ServerSyncs is how much SyncMetric (a counter of the server's /metrics/prometheus, by
+	// default DefaultSyncMetric) grew over the window, and ServerSyncsPerRequest that over the
+	// requests; both absent when the server does not expose it.
+	SyncMetric            string   `json:"syncMetric,omitempty"`
+	ServerSyncs           *int64   `json:"serverSyncs,omitempty"`
+	ServerSyncsPerRequest *float64 `json:"serverSyncsPerRequest,omitempty"`
 
 	Date string `json:"date"`
 }
@@ -127,10 +143,35 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  errors: %d %v\n", r.ErrorsTotal, r.Errors)
 	}
 	if r.ServerPID > 0 {
-		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (peak %.1f MB), CPU %.0f %%\n", r.ServerPID,
-			float64(r.ServerRssBytes)/1e6, float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent)
+		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (peak %.1f MB), CPU %.0f %% = %.0f µs per request\n", r.ServerPID,
+			float64(r.ServerRssBytes)/1e6, float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent, r.ServerCPUMicrosPerRequest)
 	}
-	fmt.Fprintf(w, "  client CPU %.0f %%\n", r.ClientCPUPercent)
+	if r.ServerSyncs != nil {
+		fmt.Fprintf(w, "  server syncs: %d (%s), %s per request\n", *r.ServerSyncs, r.SyncMetric, fmtOptional(r.ServerSyncsPerRequest, "%.3f"))
+	}
+	fmt.Fprintf(w, "  client CPU %.0f %%", r.ClientCPUPercent)
+	if r.HostCPUPercent > 0 {
+		fmt.Fprintf(w, ", host CPU %.0f %% (others %.0f %%)", r.HostCPUPercent, r.OthersCPUPercent())
+	}
+	if r.LoadAvg != nil {
+		fmt.Fprintf(w, ", load average %.2f %.2f %.2f", r.LoadAvg.One, r.LoadAvg.Five, r.LoadAvg.Fifteen)
+	}
+	fmt.Fprintln(w)
+}
+
+// OthersCPUPercent is the host's busy CPU over the window that neither the server (when its
+// process was found) nor this client used; 100 = one core. Never below 0: the three samples
+// are taken microseconds apart and tick in 10 ms steps.
+func (r *Result) OthersCPUPercent() float64 {
+	return max(r.HostCPUPercent-r.ServerCPUPercent-r.ClientCPUPercent, 0)
+}
+
+// fmtOptional formats *v, or "n/a" for nil.
+func fmtOptional(v *float64, format string) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, *v)
 }
 
 func writePercentiles(w io.Writer, name string, p Percentiles) {

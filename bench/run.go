@@ -87,15 +87,15 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	if serverPID == 0 {
 		serverPID = discoverServer(cfg)
 	}
+	metricsURL := ""
+	if drv.Name() == DriverComb {
+		metricsURL = drv.Target()
+	}
+	pr := newProbe(cfg, serverPID, metricsURL)
 	var c0 Counters
-	var cl0, sv0 ProcSample
-	svErr := error(ErrNoServerProcess)
 	openWindow := func() {
+		pr.open(ctx)
 		c0 = st.Snapshot()
-		cl0, _ = ReadProc(0)
-		if serverPID > 0 {
-			sv0, svErr = ReadProc(serverPID)
-		}
 		st.measuring.Store(true)
 	}
 	if cfg.Warmup == 0 {
@@ -142,11 +142,8 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	})
 	st.measuring.Store(false)
 	c1 := st.Snapshot()
-	cl1, _ := ReadProc(0)
-	sv1, svErr2 := ReadProc(serverPID)
-	if serverPID == 0 {
-		svErr2 = ErrNoServerProcess
-	}
+	res := &Result{Requests: st.winRequests.Load()}
+	pr.close(ctx, res, res.Requests)
 	stopProgress()
 	cancel()
 	wg.Wait()
@@ -158,17 +155,13 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		}
 	}
 	window := end.Sub(c0.At)
-	res := &Result{
-		Workload: cfg.Workload, Driver: drv.Name(), Target: drv.Target(),
-		Queues: cfg.Queues, Partitions: cfg.Partitions, Batch: cfg.Batch, Size: cfg.Size,
-		Concurrency: cfg.Concurrency, Groups: cfg.Groups, TargetRate: cfg.Rate,
-		WindowSec: window.Seconds(), Drained: drained,
-		Requests:         st.winRequests.Load(),
-		RequestLatencyMs: map[string]Percentiles{},
-		Errors:           st.Errors(),
-		ClientCPUPercent: CPUPercent(cl0, cl1),
-		Date:             time.Now().UTC().Format("2006-01-02"),
-	}
+	res.Workload, res.Driver, res.Target = cfg.Workload, drv.Name(), drv.Target()
+	res.Queues, res.Partitions, res.Batch, res.Size = cfg.Queues, cfg.Partitions, cfg.Batch, cfg.Size
+	res.Concurrency, res.Groups, res.TargetRate = cfg.Concurrency, cfg.Groups, cfg.Rate
+	res.WindowSec, res.Drained = window.Seconds(), drained
+	res.RequestLatencyMs = map[string]Percentiles{}
+	res.Errors = st.Errors()
+	res.Date = time.Now().UTC().Format("2006-01-02")
 	if cfg.Workload != WorkloadPush && cfg.Workload != WorkloadConsume {
 		res.Producers = cfg.Producers
 	}
@@ -194,12 +187,6 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		main = string(OpPush)
 	}
 	res.LatencyMs = res.RequestLatencyMs[main]
-	if svErr == nil && svErr2 == nil {
-		res.ServerPID = serverPID
-		res.ServerRssBytes = sv1.RSSBytes
-		res.ServerPeakRssBytes = sv1.PeakRSSBytes
-		res.ServerCPUPercent = CPUPercent(sv0, sv1)
-	}
 	return res, nil
 }
 

@@ -21,12 +21,16 @@ func init() {
 }
 
 const benchUsage = `usage: comb bench <push|consume|e2e|fanout|longpoll> [flags]
+       comb bench compare --baseline OLD_COMB [--candidate NEW_COMB] --workload W [--rounds N] [flags]
        comb bench table FILE...   (markdown table from --json result lines)
 `
 
 func cmdBench(args []string) int {
 	if len(args) > 0 && args[0] == "table" {
 		return benchTable(args[1:], os.Stdout, os.Stderr)
+	}
+	if len(args) > 0 && args[0] == "compare" {
+		return benchCompare(args[1:], os.Stdout, os.Stderr)
 	}
 	cfg := bench.DefaultConfig()
 	workloadGiven := len(args) > 0 && !strings.HasPrefix(args[0], "-")
@@ -43,21 +47,8 @@ func cmdBench(args []string) int {
 	fs.StringVar(&cfg.Driver, "driver", cfg.Driver, "comb (any Queen v1 HTTP server) | redis | nats")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", cfg.RedisAddr, "redis-server host:port (driver redis)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "nats-server URL (driver nats)")
-	fs.IntVar(&cfg.Queues, "queues", cfg.Queues, "queues (longpoll: one per consumer)")
-	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions per queue")
-	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "messages per push request and most messages per pop")
-	fs.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes per message")
-	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "connections of the main role: pushers (push) or consumers (other workloads; fanout splits them over the groups)")
-	fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "pushers in e2e, fanout and longpoll")
-	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "consumer groups; 0 = queue mode (fanout default 10)")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured window")
-	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured run before the window")
-	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "open-loop target msg/s over all pushers, latency from the intended send time; 0 = closed loop (longpoll default 1000)")
-	fs.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "consume: backlog messages pushed before the clock starts")
-	fs.IntVar(&cfg.WaitMs, "wait-ms", cfg.WaitMs, "long-poll timeout of a pop, ms (e2e, fanout, longpoll)")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "server process for RSS/CPU; 0 = find the local listener of the target port")
-	fs.StringVar(&cfg.RunID, "run-id", "", "name prefix of queues/streams; default random")
-	fs.StringVar(&cfg.Token, "token", os.Getenv("COMB_BENCH_TOKEN"), "driver comb: JWT sent as a Bearer token to a server with JWT auth on (env COMB_BENCH_TOKEN)")
+	workloadFlags(fs, &cfg)
 	variant := fs.String("variant", "", "label of the server's setting in the report, e.g. \"appendfsync always\"")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object, the last line of stdout")
 	progress := fs.Bool("progress", false, "print a progress line on stderr every second even when stderr is not a terminal")
@@ -112,6 +103,26 @@ func cmdBench(args []string) int {
 	}
 	res.WriteText(os.Stdout)
 	return 0
+}
+
+// workloadFlags registers the flags that shape a workload and what is measured of it: the
+// same for one run and for a comparison, so a comparison repeats a single run's command line.
+func workloadFlags(fs *flag.FlagSet, cfg *bench.Config) {
+	fs.IntVar(&cfg.Queues, "queues", cfg.Queues, "queues (longpoll: one per consumer)")
+	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions per queue")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "messages per push request and most messages per pop")
+	fs.IntVar(&cfg.Size, "size", cfg.Size, "payload bytes per message")
+	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "connections of the main role: pushers (push) or consumers (other workloads; fanout splits them over the groups)")
+	fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "pushers in e2e, fanout and longpoll")
+	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "consumer groups; 0 = queue mode (fanout default 10)")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured window")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured run before the window")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "open-loop target msg/s over all pushers, latency from the intended send time; 0 = closed loop (longpoll default 1000)")
+	fs.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "consume: backlog messages pushed before the clock starts")
+	fs.IntVar(&cfg.WaitMs, "wait-ms", cfg.WaitMs, "long-poll timeout of a pop, ms (e2e, fanout, longpoll)")
+	fs.StringVar(&cfg.RunID, "run-id", "", "name prefix of queues/streams; default random")
+	fs.StringVar(&cfg.Token, "token", os.Getenv("COMB_BENCH_TOKEN"), "driver comb: JWT sent as a Bearer token to a server with JWT auth on (env COMB_BENCH_TOKEN)")
+	fs.StringVar(&cfg.SyncMetric, "sync-metric", cfg.SyncMetric, "driver comb: counter of the server's /metrics/prometheus read at the window's edges for syncs per request; empty = none")
 }
 
 // benchTable reads result JSON lines (the last JSON object line of each file) and prints the

@@ -24,8 +24,12 @@ import (
 
 // Child-process mode: with COMB_TEST_SERVE_NOFILE set, the test binary lowers its own
 // RLIMIT_NOFILE (soft and hard) to that value and runs `comb serve` with the arguments in
-// COMB_TEST_SERVE_ARGS (one per line), as a shell's `ulimit -n` would.
+// COMB_TEST_SERVE_ARGS (one per line), as a shell's `ulimit -n` would. With COMB_TEST_AS_COMB
+// set it is the comb binary itself: `<test binary> serve ...` (bench compare's test).
 func TestMain(m *testing.M) {
+	if os.Getenv("COMB_TEST_AS_COMB") != "" {
+		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if n := os.Getenv("COMB_TEST_SERVE_NOFILE"); n != "" {
 		limit, err := strconv.ParseUint(n, 10, 64)
 		if err == nil {

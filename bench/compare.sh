@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `make bench-compare`: issue 14's benchmark shapes, each as a same-round comparison of this
+# checkout's comb (the candidate) against BASELINE, another comb binary (typically the previous
+# release), through `comb bench compare`: a fresh `comb serve --sync always` per run, rounds
+# alternating baseline-candidate and candidate-baseline, the median ratio per figure.
+#
+# Bounded: ROUNDS (default 3) × 2 runs × each shape's BENCH_WARMUP + BENCH_DURATION (default
+# 1s + 5s), plus the consume prefill per run, plus a server start and stop per run (well under
+# a second each): about 5 minutes for the six shapes at the defaults.
+# Knobs (environment): BASELINE (required), CANDIDATE (default: this checkout's build, which
+# runs the comparisons either way),
+# SHAPES (default all six below), ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_PREFILL
+# (consume backlog, default 2000000), SERVE (serve flags, default "--sync always"),
+# DATA_ROOT (default $TMPDIR or /tmp; must be the disk under test), BENCH_OUT (result
+# directory: one JSON comparison per shape).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+: "${BASELINE:?set BASELINE=/path/to/the/other/comb}"
+rounds=${ROUNDS:-3}
+dur=${BENCH_DURATION:-5s}
+warm=${BENCH_WARMUP:-1s}
+prefill=${BENCH_PREFILL:-2000000}
+serve=${SERVE:---sync always}
+shapes=${SHAPES:-"push16 push64 consume fanout e2e longpoll"}
+data_root=${DATA_ROOT:-${TMPDIR:-/tmp}}
+out=${BENCH_OUT:-$(mktemp -d -t comb-bench-compare.XXXXXX)}
+mkdir -p "$out"
+# This checkout's comb runs every comparison (the load generator is the same for both sides)
+# and is the candidate unless CANDIDATE names another build.
+comb="$out/comb"
+go build -o "$comb" ./cmd/comb
+candidate=${CANDIDATE:-$comb}
+
+# Issue 14's shapes: 200-byte payloads, batch 100, 1 queue × 16 partitions.
+flags_for() {
+  case "$1" in
+    push16)   echo "--workload push --batch 100 --size 200 --partitions 16 --concurrency 16" ;;
+    push64)   echo "--workload push --batch 100 --size 200 --partitions 16 --concurrency 64" ;;
+    consume)  echo "--workload consume --batch 100 --size 200 --partitions 16 --concurrency 16 --groups 1 --prefill $prefill" ;;
+    fanout)   echo "--workload fanout --batch 100 --size 200 --partitions 16 --concurrency 20 --producers 4 --groups 10 --wait-ms 1000" ;;
+    e2e)      echo "--workload e2e --batch 100 --size 200 --partitions 16 --concurrency 16 --producers 4 --rate 100000 --wait-ms 1000" ;;
+    longpoll) echo "--workload longpoll --batch 100 --size 200 --concurrency 200 --producers 4 --rate 1000 --wait-ms 2000" ;;
+    *) echo "compare.sh: unknown shape $1 (want push16 push64 consume fanout e2e longpoll)" >&2; exit 2 ;;
+  esac
+}
+
+echo "baseline $BASELINE, candidate $candidate, $rounds rounds, serve $serve, data under $data_root; results in $out" >&2
+for shape in $shapes; do
+  echo "== $shape" >&2
+  # shellcheck disable=SC2046
+  "$comb" bench compare --baseline "$BASELINE" --candidate "$candidate" --rounds "$rounds" \
+    --serve "$serve" --data-root "$data_root" --duration "$dur" --warmup "$warm" \
+    $(flags_for "$shape") --json >"$out/$shape.json"
+done
+echo "Results in $out ($(date -u +%Y-%m-%d), $(nproc) vCPU)" >&2
