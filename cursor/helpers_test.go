@@ -63,7 +63,6 @@ func (l *memLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
 	}
 	lsn := l.next
 	l.next++
-	i := len(l.entries)
 	l.entries = append(l.entries, memEntry{LSN: lsn, Body: append([]byte(nil), body...), Checkpoint: true})
 	hook := l.onAppend
 	l.mu.Unlock()
@@ -76,7 +75,13 @@ func (l *memLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
 		if l.waitErr != nil {
 			return fmt.Errorf("wait: %w", l.waitErr)
 		}
-		l.entries[i].durable = true
+		// Found by LSN, not by index: truncateBefore may have dropped
+		// entries in front of it since the append.
+		for i := range l.entries {
+			if l.entries[i].LSN == lsn {
+				l.entries[i].durable = true
+			}
+		}
 		return nil
 	}, nil
 }
