@@ -189,8 +189,10 @@ func (l *Log) prepareLoop() {
 }
 
 // extendAhead doubles the current file (up to FileBytes) once less than half
-// of what it holds is left, so appenders rarely extend it themselves. It
-// reports false when that failed (a full disk: retried later).
+// of what it holds is left, so appenders rarely extend it themselves; on a
+// disk without room for the doubling it grows by InitialBytes once less
+// than that is left. It reports false when even that failed (a full disk:
+// retried later, and Err reports it).
 func (l *Log) extendAhead() bool {
 	l.mu.Lock()
 	w := l.files[len(l.files)-1]
@@ -202,6 +204,15 @@ func (l *Log) extendAhead() bool {
 		return true
 	}
 	err := w.extend(min(2*size, l.opts.FileBytes), l.noSync())
+	if err != nil && size-used >= l.opts.InitialBytes {
+		// No room for the doubling, but room for InitialBytes of appends:
+		// nothing fails yet, so nothing is reported; the doubling is tried
+		// again after the next batch.
+		return true
+	}
+	if err != nil {
+		err = w.extend(min(size+l.opts.InitialBytes, l.opts.FileBytes), l.noSync())
+	}
 	l.mu.Lock()
 	if err != nil {
 		l.noSpace = err

@@ -101,6 +101,29 @@ func prepareFile(fsys vfs.FS, path string, size int64, noSync bool) (*walFile, e
 	return w, nil
 }
 
+// growthQuantum rounds the fallback extension of a nearly full disk
+// (bytes): small enough to fit in what is left, large enough that every
+// append does not extend.
+const growthQuantum = 64 << 10
+
+func roundUp(n, q int64) int64 { return (n + q - 1) / q * q }
+
+// extendSome extends w to want, or, when that fails (a disk without room
+// for the doubling), to least: the doubling is only ahead of need, and
+// refusing an append that fits would leave a broker unable to write even
+// the checkpoint that lets its flush pass free space (issue 10: serving
+// again once space is freed). The first error is returned when both fail.
+func (w *walFile) extendSome(want, least int64, noSync bool) error {
+	err := w.extend(want, noSync)
+	if err == nil || least >= want {
+		return err
+	}
+	if w.extend(least, noSync) == nil {
+		return nil
+	}
+	return err
+}
+
 // room is how many more entry bytes a batch chunk may reserve in w: a new
 // chunk needs frameOverhead on top of its entries.
 func (w *walFile) room() int64 { return w.size.Load() - w.end - w.reserved }

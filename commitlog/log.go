@@ -266,6 +266,9 @@ func (l *Log) rotateLocked(need int64) (*walFile, error) {
 	}
 	l.spare = nil
 	l.files = append(l.files, w)
+	// A file could be made and extended: an earlier failure is stale (the
+	// preparer reports a new one if the next spare cannot be made).
+	l.noSpace = nil
 	l.kickPreparer()
 	return w, nil
 }
@@ -276,9 +279,13 @@ func (l *Log) rotateLocked(need int64) (*walFile, error) {
 // Errors: ErrNoSpace (wrapped) when the zeros cannot be written and synced.
 func (l *Log) extendLocked(w *walFile, need int64) error {
 	size := max(need, min(2*w.size.Load(), max(l.opts.FileBytes, need)))
-	if err := w.extend(size, l.noSync()); err != nil {
+	least := min(size, roundUp(need, growthQuantum))
+	if err := w.extendSome(size, least, l.noSync()); err != nil {
 		l.noSpace = err
 		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	if l.spare != nil {
+		l.noSpace = nil
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -352,4 +353,39 @@ func TestInspect(t *testing.T) {
 	require.Equal(t, record.TailDamaged, in.Tail)
 	require.Equal(t, end, in.TailStart)
 	require.Equal(t, before, m.Bytes(w.path), "nothing written")
+}
+
+// A disk without room for the file's doubling still takes appends that fit
+// (the doubling is only ahead of need), and the log reports no failure once
+// the small growth succeeds: a broker whose disk was freed a little serves
+// again (acceptance 8-integrity, the full-disk check).
+func TestNoSpaceForDoublingGrowsLess(t *testing.T) {
+	m := vfs.NewMem()
+	l, _ := open(t, m, Options{FileBytes: 64 << 20, InitialBytes: 64 << 10})
+	body := bytes.Repeat([]byte{'p'}, 4<<10)
+	grow := func(beyond int64) int64 {
+		t.Helper()
+		for n := 0; l.files[0].size.Load() <= beyond; n++ {
+			tk, err := l.Append(1, body)
+			require.NoError(t, err, "append %d", n)
+			require.NoError(t, tk.Wait())
+			require.Less(t, n, 1000, "the file never grew")
+		}
+		return l.files[0].size.Load()
+	}
+	grow(512 << 10) // by doublings
+	var size0 int64
+	require.Eventually(t, func() bool { // the spare and any extension ahead are done
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		w := l.files[0]
+		size0 = w.size.Load()
+		return l.spare != nil && size0-w.end-w.reserved >= size0/2
+	}, 5*time.Second, time.Millisecond)
+	m.SetCapacity(m.Used() + 512<<10) // room for 64 KiB steps, not for the doubling to 2 MiB
+	got := grow(size0)
+	require.LessOrEqual(t, got, size0+512<<10, "grew in 64 KiB steps, not by doubling")
+	require.Zero(t, (got-size0)%(64<<10), "grew in 64 KiB steps: %d", got-size0)
+	require.NoError(t, l.Err(), "nothing failed: no full disk reported")
+	require.NoError(t, l.Close())
 }
