@@ -81,31 +81,50 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		}
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
+	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+	if err != nil || len(msgs) == 0 {
+		readBufPool.Put(buf)
+		return cl, err
+	}
+	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
+	pc.bufs = append(pc.bufs, buf)
+	b.addClaimed(pc, p, st, msgs)
+	return cl, nil
+}
+
+// readSpanLocked reads the messages a claim may take from offset from: at most
+// the pop's remaining message and byte budgets, none at or past vis (not yet
+// visible), none younger than delay seconds (delayedProcessing, spec 3.9).
+// With no messages, the claim result says why: nothing there (done), the
+// first one too young (later, until it is old enough), or a read error.
+func (b *Broker) readSpanLocked(pc *popCtx, p *partition, from, vis uint64, delay int64, buf *segment.ReadBuffer) ([]segment.Message, claimResult, error) {
 	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), pc.bytesLeft, buf)
 	if err != nil {
-		readBufPool.Put(buf)
 		if b.markDamaged(p, err) {
-			return claimResult{verdict: verdictDone}, p.damagedErr()
+			return nil, claimResult{verdict: verdictDone}, p.damagedErr()
 		}
-		return claimResult{verdict: verdictAgain}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
+		return nil, claimResult{verdict: verdictAgain}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
 	}
 	for len(msgs) > 0 && msgs[len(msgs)-1].Offset >= vis {
 		msgs = msgs[:len(msgs)-1]
 	}
-	if delay := opts.DelayedProcessing; delay > 0 && len(msgs) > 0 {
+	if delay > 0 && len(msgs) > 0 {
 		// spec 3.9: stop before the first message younger than delayedProcessing.
-		cutoff := now - delay*1_000_000
+		cutoff := pc.nowMicros - delay*1_000_000
 		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].TimestampMicros > cutoff })
 		if i == 0 {
-			readBufPool.Put(buf)
-			return claimResult{verdict: verdictLater, key: msgs[0].TimestampMicros, until: msgs[0].TimestampMicros + delay*1_000_000}, nil
+			return nil, claimResult{verdict: verdictLater, key: msgs[0].TimestampMicros, until: msgs[0].TimestampMicros + delay*1_000_000}, nil
 		}
 		msgs = msgs[:i]
 	}
-	if len(msgs) == 0 {
-		readBufPool.Put(buf)
-		return claimResult{verdict: verdictDone}, nil
-	}
+	return msgs, claimResult{verdict: verdictDone}, nil
+}
+
+// takeSpanLocked claims msgs (non-empty) for pc from state st: it grants the
+// request's lease on the span (leaseTime is the queue's default), or with
+// autoAck commits it at once, and records the change to wait for and to undo.
+// It returns the verdict for the ready structure and the new state.
+func (b *Broker) takeSpanLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message, vis uint64, leaseTime int64) (claimResult, lease.State) {
 	end := msgs[len(msgs)-1].Offset
 	cl := claimResult{n: len(msgs), key: msgs[0].TimestampMicros}
 	before := st
@@ -116,8 +135,8 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 			cl.verdict, cl.key = verdictAgain, msgs[len(msgs)-1].TimestampMicros
 		}
 	} else {
-		secs := lease.EffectiveSeconds(pc.req.LeaseSeconds, opts.LeaseTime)
-		exp := now + secs*1_000_000
+		secs := lease.EffectiveSeconds(pc.req.LeaseSeconds, leaseTime)
+		exp := pc.nowMicros + secs*1_000_000
 		lease.Grant(&st, pc.leaseID, pc.req.WorkerID, end, exp)
 		cl.verdict, cl.until = verdictLater, exp
 	}
@@ -125,7 +144,13 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	b.cursorChanged(p, pc.group)
 	pc.dirty = true
 	pc.undo.note(p, k, before, st)
-	pc.bufs = append(pc.bufs, buf)
+	return cl, st
+}
+
+// addClaimed spends the pop's budgets on msgs, claimed from p with state st,
+// and adds them to its result, each payload opened (spec 9.2: decrypted on
+// pop).
+func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []segment.Message) {
 	pc.budget -= len(msgs)
 	for i := range msgs {
 		pc.bytesLeft -= len(msgs[i].Payload) + len(msgs[i].Extra) // as Read counts them
@@ -142,14 +167,13 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	retries := int64(st.Retries)
 	for i := range msgs {
 		m := &msgs[i]
-		payload, payloadErr := b.readPayload(p.q, m.ID, m.Payload) // spec 9.2: decrypted on pop
+		payload, payloadErr := b.readPayload(p.q, m.ID, m.Payload)
 		res.Messages = append(res.Messages, Message{
 			ID: uuidString(m.ID), TransactionID: m.TransactionID, TraceID: m.TraceID, ProducerSub: m.ProducerSub,
 			Payload: payload, PayloadError: payloadErr, CreatedAtMicros: m.TimestampMicros, Queue: p.q.name, Partition: p.name,
 			PartitionID: p.idStr, RetryCount: retries, Offset: m.Offset,
 		})
 	}
-	return cl, nil
 }
 
 // groupReadyFor returns the ready structure of (q, group), creating it on the
