@@ -297,8 +297,21 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 		b.metaMu.Unlock()
 		return true, fmt.Errorf("broker: delete queue %s: %w", name, err)
 	}
+	parts := b.unregisterQueueLocked(q)
+	b.metaMu.Unlock()
+	b.dropQueueState(q, parts)
+	if err := b.deleteSubscriptionsOf(name); err != nil {
+		return true, err
+	}
+	return true, b.removeQueueFiles(q, parts)
+}
+
+// unregisterQueueLocked takes q and its partitions out of the registry and
+// keeps their ids as tombstones (for a metadata snapshot). It returns the
+// partitions. The caller holds metaMu.
+func (b *Broker) unregisterQueueLocked(q *queue) []*partition {
 	b.mu.Lock()
-	delete(b.queues, name)
+	delete(b.queues, q.name)
 	parts := q.partitionsSnapshot()
 	for _, p := range parts {
 		delete(b.parts, p.id)
@@ -310,15 +323,20 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	for _, p := range parts {
 		b.tombstones[p.id] = true
 	}
-	b.metaMu.Unlock()
+	return parts
+}
 
+// dropQueueState marks a deleted queue's partitions deleted (a request that
+// still holds one sees it under its lock), closes their logs and the DLQ and
+// deletes their cursors and leases.
+func (b *Broker) dropQueueState(q *queue, parts []*partition) {
 	ids := make(map[[16]byte]bool, len(parts))
 	for _, p := range parts {
 		p.mu.Lock()
 		p.deleted = true
 		ids[p.id] = true
 		if err := p.log.Close(); err != nil {
-			b.log.Warn().Err(err).Str("queue", name).Str("partition", p.name).Msg("delete queue: closing log")
+			b.log.Warn().Err(err).Str("queue", q.name).Str("partition", p.name).Msg("delete queue: closing log")
 		}
 		p.mu.Unlock()
 	}
@@ -338,9 +356,12 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 		q.dlq = nil
 	}
 	q.dlqMu.Unlock()
-	if err := b.deleteSubscriptionsOf(name); err != nil {
-		return true, err
-	}
+}
+
+// removeQueueFiles removes a deleted queue's partition and DLQ directories
+// and wakes its parked pops (they find nothing and answer 204). What it
+// cannot remove, the next start does (checkStrayDirs).
+func (b *Broker) removeQueueFiles(q *queue, parts []*partition) error {
 	var errs []error
 	for _, p := range parts {
 		if err := b.fs.RemoveAll(filepath.Join(b.dir, meta.PartitionsDir, p.idStr)); err != nil {
@@ -352,9 +373,9 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	}
 	q.gate.fire()
 	if len(errs) > 0 {
-		return true, fmt.Errorf("broker: delete queue %s: %v", name, errs)
+		return fmt.Errorf("broker: delete queue %s: %v", q.name, errs)
 	}
-	return true, nil
+	return nil
 }
 
 func (b *Broker) deleteSubscriptionsOf(queueName string) error {
