@@ -7,7 +7,7 @@ import (
 	"github.com/combmq/comb/lease"
 )
 
-// Retention (spec 2.2) runs in the maintenance task (evict.go), one
+// Retention (spec 2.2) runs in the maintenance task (maint_evict.go), one
 // partition at a time under its partition lock, by whole segment files
 // (segment.Log.DeleteFilesBefore: never the active file). For partition p at
 // time now the cut offset is the highest of

@@ -9,35 +9,10 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
-// partView is what cursor seeding sees of a partition: only the visible
-// (durable) messages.
-type partView struct{ p *partition }
-
-func (v partView) FirstOffset() uint64 { return min(v.p.log.FirstOffset(), v.p.visible.Load()) }
-func (v partView) NextOffset() uint64  { return v.p.visible.Load() }
-func (v partView) OffsetAtOrAfterTime(ts int64) uint64 {
-	return min(v.p.log.OffsetAtOrAfterTime(ts), v.p.visible.Load())
-}
-
 type claimResult struct {
 	verdict    int
 	key, until int64
 	n          int
-}
-
-// seedCursorLocked is the committed offset of a (partition, group) the group
-// has never touched (seed 000 "Subscription modes are decided once"): queue
-// mode from the oldest retained offset; a named group from its stored
-// subscription as a partition born after it subscribed; a targeted pop with no
-// stored record from its own request's intent.
-func (b *Broker) seedCursorLocked(pc *popCtx, p *partition) uint64 {
-	if pc.queueMode {
-		return cursor.StartCursor(cursor.Subscription{Mode: cursor.SubAll}, partView{p}, true)
-	}
-	if sub, ok := b.cur.Subscription(p.q.name, pc.group); ok {
-		return cursor.StartCursor(sub, partView{p}, false)
-	}
-	return cursor.StartCursor(pc.sub, partView{p}, true)
 }
 
 // claim tries to claim p for pc under the partition lock (spec 3.5 steps 2-4):
@@ -174,103 +149,6 @@ func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []seg
 			PartitionID: p.idStr, RetryCount: retries, Offset: m.Offset,
 		})
 	}
-}
-
-// groupReadyFor returns the ready structure of (q, group), creating it on the
-// group's first wildcard or discovery contact since Open. A named group with
-// no stored subscription gets one now, even if this pop finds nothing, and a
-// cursor on every existing partition (seed 000; spec 3.8).
-func (b *Broker) groupReadyFor(pc *popCtx, q *queue) (*groupReady, error) {
-	q.mu.RLock()
-	g := q.groups[pc.group]
-	q.mu.RUnlock()
-	if g != nil {
-		return g, nil
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if g = q.groups[pc.group]; g != nil {
-		return g, nil
-	}
-	g = newGroupReady()
-	parts := q.list
-	if !pc.queueMode {
-		if _, ok := b.cur.Subscription(q.name, pc.group); !ok {
-			b.cur.SetSubscription(q.name, pc.group, pc.sub)
-			pc.dirty = true
-			for _, p := range parts {
-				if p.isDamaged() {
-					continue // seeded from the record once it is back in service
-				}
-				k := cursor.Key{Partition: p.id, Group: pc.group}
-				p.mu.Lock()
-				if _, ok := b.cur.Get(k); !ok {
-					b.cur.Set(k, lease.State{Committed: cursor.StartCursor(pc.sub, partView{p}, true)})
-					b.cursorChanged(p, pc.group)
-				}
-				p.mu.Unlock()
-			}
-		}
-	}
-	b.scanReady(g, parts, pc.group, pc.nowMicros)
-	q.groups[pc.group] = g
-	return g, nil
-}
-
-// scanReady adds to g every partition of parts with work for group: the one
-// scan a group's ready structure is built from (at its first contact, or at
-// Open for the groups the cursors name; see buildReadyAtOpen).
-func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowMicros int64) {
-	for _, p := range parts {
-		if p.isDamaged() {
-			continue
-		}
-		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
-		vis := p.visible.Load()
-		switch {
-		case !ok:
-			if vis > p.log.FirstOffset() {
-				g.touchLocked(p, p.createdAt)
-			}
-		case st.Lease.Live(nowMicros):
-			g.deferLocked(p, p.createdAt, st.Lease.ExpiresAtMicros)
-		case st.Committed+1 < vis:
-			g.touchLocked(p, p.createdAt)
-		}
-	}
-}
-
-// subscribeMissingQueue records a named group's first contact with a queue
-// that does not exist yet, so that its partitions, all born later, start from
-// the stored subscription (spec 3.8, 11 #9).
-func (b *Broker) subscribeMissingQueue(pc *popCtx, name string) error {
-	if pc.queueMode {
-		return nil
-	}
-	if _, ok := b.cur.Subscription(name, pc.group); !ok {
-		b.cur.SetSubscription(name, pc.group, pc.sub)
-		pc.dirty = true
-	}
-	return nil
-}
-
-// popTargeted claims exactly one named partition (spec 3.1). It registers no
-// subscription: a partition the group never touched is seeded from this
-// request's intent (or the stored record, if a wildcard pop made one).
-func (b *Broker) popTargeted(pc *popCtx) error {
-	q := b.lookupQueue(pc.req.Queue)
-	if q == nil {
-		return nil
-	}
-	p := q.partition(pc.req.Partition)
-	if p == nil {
-		return nil
-	}
-	cl, err := b.claim(pc, p)
-	if cl.verdict == verdictLater {
-		pc.noteDue(cl.until)
-	}
-	return err
 }
 
 // pendingEstimate is how many messages the oldest ready partition holds for

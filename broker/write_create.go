@@ -9,6 +9,43 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
+// partKey names a (queue, partition) a push or transaction targets.
+type partKey struct{ queue, partition string }
+
+// ensurePartitions returns the partitions for keys, creating missing queues
+// (labels from the name, default options; spec 1.3) and partitions
+// (createPartitionsLocked). Existing partitions cost one shared registry lookup.
+func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
+	if out, missing := b.lookupPartitions(keys); !missing {
+		return out, nil
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	// Another request may have made them while this one waited.
+	out, missing := b.lookupPartitions(keys)
+	if !missing {
+		return out, nil
+	}
+	return b.createPartitionsLocked(keys, out)
+}
+
+// lookupPartitions resolves keys to live partitions; missing says whether
+// some are not there.
+func (b *Broker) lookupPartitions(keys []partKey) (out []*partition, missing bool) {
+	out = make([]*partition, len(keys))
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for i, k := range keys {
+		if q := b.queues[k.queue]; q != nil {
+			out[i] = q.partition(k.partition)
+		}
+		if out[i] == nil {
+			missing = true
+		}
+	}
+	return out, missing
+}
+
 // createPartitionsLocked makes the queues and partitions keys name that out
 // does not hold yet, and fills out. The caller holds metaMu, not mu: the
 // syncs below never hold the registry lock, so pushes, pops and acks on

@@ -33,7 +33,7 @@ type pushGroup struct {
 // visible to pops and parked long-polls woken. The partition files are
 // synced later by the flush pass (flush.go).
 //
-// While push maintenance is on (maintmode.go, spec 1.8) the messages are
+// While push maintenance is on (meta_maint.go, spec 1.8) the messages are
 // stored and synced the same way but stay hidden from pops, and their items
 // answer `buffered` with the client's transactionId ("" when none was sent).
 //
