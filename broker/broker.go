@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
@@ -69,8 +70,8 @@ type Broker struct {
 	inflight  sync.WaitGroup
 	closeOnce sync.Once
 
-	wake    *waker
-	anyGate *wakeGate // signalled by every push: discovery pops park here
+	wake    *wake.Waker
+	anyGate *wake.Gate // signalled by every push: discovery pops park here
 
 	stats counters
 	rest  atRest // payload encryption at rest (atrest.go)
@@ -106,7 +107,7 @@ type queue struct {
 	name      string
 	createdAt int64 // µs
 	conf      atomic.Pointer[queueConf]
-	gate      *wakeGate
+	gate      *wake.Gate
 
 	mu     sync.RWMutex // parts, list, groups
 	parts  map[string]*partition
@@ -164,7 +165,7 @@ func (b *Broker) noSync() bool { return b.syncMode == segment.SyncNever }
 func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf) *queue {
 	q := &queue{
 		id: id, idStr: uuidString(id), name: name, createdAt: createdAt,
-		gate:   newWakeGate(),
+		gate:   wake.NewGate(),
 		parts:  make(map[string]*partition),
 		groups: make(map[string]*groupReady),
 	}

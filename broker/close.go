@@ -18,7 +18,7 @@ func (b *Broker) Close() error {
 		close(b.closing)
 		b.stopMaintenance()
 		b.inflight.Wait()
-		b.wake.close()
+		b.wake.Close()
 		err = b.closeFiles()
 	})
 	return err

@@ -166,7 +166,7 @@ func (b *Broker) removeQueueFiles(q *queue, parts []*partition) error {
 	if err := b.fs.RemoveAll(filepath.Join(b.dir, meta.DLQDir, q.idStr)); err != nil {
 		errs = append(errs, err)
 	}
-	q.gate.fire()
+	q.gate.Fire()
 	if len(errs) > 0 {
 		return fmt.Errorf("broker: delete queue %s: %v", q.name, errs)
 	}

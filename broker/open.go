@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/meta"
@@ -60,7 +61,7 @@ func Open(cfg Config) (*Broker, error) {
 		queues:   make(map[string]*queue),
 		parts:    make(map[[16]byte]*partition),
 		closing:  make(chan struct{}),
-		anyGate:  newWakeGate(),
+		anyGate:  wake.NewGate(),
 	}
 	b.segOpts.FS = b.fs
 	b.segOpts.OnRecover = b.logSegmentRecovery
@@ -76,7 +77,7 @@ func Open(cfg Config) (*Broker, error) {
 		b.closeFiles()
 		return nil, err
 	}
-	b.wake = newWaker(cfg.WakeTick)
+	b.wake = wake.NewWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
 	b.startFlusher()

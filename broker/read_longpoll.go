@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"time"
+
+	"github.com/combmq/comb/broker/wake"
 )
 
 // longPoll is a pop with wait=true (spec 3.6): pass, park, pass again, until
@@ -13,22 +15,22 @@ import (
 func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 	deadline := time.Now().Add(pc.req.Timeout)
 	gate := b.popGate(pc)
-	var bo backoff
+	var bo wake.Backoff
 	minWaitDone := false
 	for parked := false; ; parked = true {
 		if parked && !stillWanted(ctx) {
 			return PopResult{}, nil
 		}
-		ch := gate.arm()
+		ch := gate.Arm()
 		res, err := b.popOnce(pc, !minWaitDone)
 		if err != nil || len(res.Messages) > 0 {
-			gate.disarm()
+			gate.Disarm()
 			return b.popAnswer(res, err)
 		}
 		if res.minWait > 0 {
 			// minPopWaitTime (seed 000): some but too few messages; wait once
 			// for more, then claim whatever is there.
-			gate.disarm()
+			gate.Disarm()
 			minWaitDone = true
 			if !b.park(ctx, gate, min(res.minWait, time.Until(deadline))) {
 				return PopResult{}, nil
@@ -38,25 +40,25 @@ func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 		if !pc.discovery && gate == b.anyGate {
 			// The queue may have been created since: wait on its own gate.
 			if g := b.popGate(pc); g != gate {
-				gate.disarm()
+				gate.Disarm()
 				gate = g
 				continue
 			}
 		}
 		wait := parkTime(&bo, res.nextDue, pc.nowMicros, deadline)
 		if wait <= 0 {
-			gate.disarm()
+			gate.Disarm()
 			return PopResult{}, nil
 		}
 		b.stats.parkedPops.Add(1)
 		woke, stop := b.parkOn(ctx, ch, wait)
 		b.stats.parkedPops.Add(-1)
-		gate.disarm()
+		gate.Disarm()
 		if stop {
 			return PopResult{}, nil
 		}
 		if woke {
-			bo.reset()
+			bo.Reset()
 		}
 		if !time.Now().Before(deadline) {
 			// One last look: the wake may have come right at the deadline.
@@ -70,7 +72,7 @@ func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 
 // popGate is the wake gate a pop parks on: its queue's, or the one every push
 // signals for a discovery pop or a queue that does not exist yet.
-func (b *Broker) popGate(pc *popCtx) *wakeGate {
+func (b *Broker) popGate(pc *popCtx) *wake.Gate {
 	if !pc.discovery {
 		if q := b.lookupQueue(pc.req.Queue); q != nil {
 			return q.gate
@@ -83,8 +85,8 @@ func (b *Broker) popGate(pc *popCtx) *wakeGate {
 // cut to the deadline and to nextDue (µs, 0 = none), when the first held-back
 // message becomes visible (spec 3.9), at least 1 ms so that it never spins.
 // Zero or less means the deadline has passed.
-func parkTime(bo *backoff, nextDue, nowMicros int64, deadline time.Time) time.Duration {
-	wait := min(bo.next(), time.Until(deadline))
+func parkTime(bo *wake.Backoff, nextDue, nowMicros int64, deadline time.Time) time.Duration {
+	wait := min(bo.Next(), time.Until(deadline))
 	if wait <= 0 {
 		return wait
 	}
@@ -111,12 +113,12 @@ func (b *Broker) parkOn(ctx context.Context, ch <-chan struct{}, d time.Duration
 }
 
 // park waits up to d for a wake of gate; false means stop (ctx or Close).
-func (b *Broker) park(ctx context.Context, gate *wakeGate, d time.Duration) bool {
+func (b *Broker) park(ctx context.Context, gate *wake.Gate, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	ch := gate.arm()
-	defer gate.disarm()
+	ch := gate.Arm()
+	defer gate.Disarm()
 	b.stats.parkedPops.Add(1)
 	defer b.stats.parkedPops.Add(-1)
 	_, stop := b.parkOn(ctx, ch, d)

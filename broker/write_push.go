@@ -306,8 +306,8 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 		g.pushed(p, ts)
 	}
 	p.q.mu.RUnlock()
-	b.wake.signal(p.q.gate)
-	b.wake.signal(b.anyGate)
+	b.wake.Signal(p.q.gate)
+	b.wake.Signal(b.anyGate)
 }
 
 // checkMaxSize fails every item of a queue whose pending depth (messages after
