@@ -34,7 +34,7 @@ type Config struct {
 	// memory (seed 004: 10 minutes); default 10 min, < 0 = never.
 	IdleEvict time.Duration
 	// MaintenanceInterval is the period of the background task that evicts
-	// idle partitions and applies retention (evict.go, retention.go);
+	// idle partitions and applies retention (maint_evict.go, maint_retention.go);
 	// default 1 s, < 0 = no background task (tests drive it by hand).
 	MaintenanceInterval time.Duration
 	// MaintenanceBatch is how many partitions one maintenance tick visits

@@ -1,24 +1,84 @@
-// Package broker is the engine behind the Queen v1 API: it ties the segment
-// logs (package segment), the cursor engine (package cursor) and the lease and
-// ack rules (package lease) together. It owns the queue registry and options,
-// push routing and deduplication, pop candidate selection (oldest ready
-// partition first), the long-poll wake gates, ack resolution with the DLQ,
-// transactions, seeks, group and queue deletion, and recovery after a crash.
+// Package broker is the engine behind the Queen v1 API: it ties the commit log
+// (package commitlog), the segment logs (package segment), the cursor engine
+// (package cursor) and the lease and ack rules (package lease) together. It
+// owns the queue registry and options, push routing and deduplication, pop
+// candidate selection (oldest ready partition first), long-poll, ack
+// resolution with the DLQ, transactions, seeks, group and queue deletion, and
+// recovery after a crash.
 //
 // It must not know about HTTP: httpapi parses requests into the types of
 // api.go and encodes the results; every rule of spec sections 1-8 and seed 000
-// lives here or below.
+// lives here or below. The one subpackage, wake, holds the long-poll wake
+// gates and knows nothing of the broker.
+//
+// # Where a request is served
+//
+//	push         Broker.Push (write_push.go): groupPush → ensurePartitions, createPartitionsLocked
+//	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored),
+//	             appendLogged (segment file + commit-log entry, write_wal.go) → waitGroups →
+//	             publishOrHold (meta_maint.go) → publish: visible mark, ready sets, wake.Waker.Signal
+//	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
+//	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.take,
+//	             read_ready.go) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
+//	             → cursor.Engine.Wait; a group's first contact: groupReadyFor, seedCursorLocked
+//	             (read_seed.go); a failed checkpoint: undoCursorChanges (undo.go)
+//	long-poll    Broker.longPoll (read_longpoll.go): arms the queue's wake.Gate (popGate), popOnce,
+//	             parks (parkTime, parkOn) until Broker.publish signals the gate, a backoff re-check
+//	             (wake.Backoff), a held-back message's due time or the timeout; stillWanted
+//	             (read_alive.go) stops a pop whose client left
+//	ack          Broker.Ack (ack.go): groupAcks → ackPartition: resolveOffsetsLocked, lease.ApplyAcks,
+//	             writeDLQLocked (ack_dlq.go) → cursor.Engine.Wait → leaseReleased (read_ready.go)
+//	lease, seek  Broker.ExtendLease (ack_lease.go); Seek, SeekPartition, DeleteGroup,
+//	             SetSubscriptionTimestamp (ack_cursors.go)
+//	transaction  Broker.Transaction (tx.go): sortOps → txTargets → txCheckLocked → txStagePushes,
+//	             txStageAcks → txCommit (the commit point: its Tx entry, format in tx_redo.go) →
+//	             applyRedoAppends (tx_apply.go) → txFinish
+//	recovery     Open (open.go) → open: openMeta (meta_journal.go), cursor.Open, openCommitLog,
+//	             takeCleanMarker (open_startup.go), scanCommitLog, applyMeta → openPartition
+//	             (open_partitions.go) → replayCommitLog (open.go) → recover, replayTx
+//	             (open_recover.go) → flushPass
+//	flush        startFlusher, flushPass (flush.go): syncs the materialized files, writes the
+//	             summaries (flush_summaries.go) and snapshots, truncates the commit log
+//	metadata     Configure, DeleteQueue (meta_queue.go); logMetaLocked, checkStrayDirs
+//	             (meta_journal.go); SetPushMaintenance, SetPopMaintenance (meta_maint.go)
+//	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
+//	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
+//	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go)
+//	maintenance  maintain (maint_evict.go): idle eviction, retainPartition (maint_retention.go)
+//	shutdown     Close, closeFiles (close.go)
+//
+// # Files: one prefix per path the data travels
+//
+//	write_   a push: partition creation, appends, the commit-log seam (write_wal.go)
+//	read_    a pop: candidate selection (the ready set), claims, first contact, long-poll
+//	ack_     (and ack.go) what moves a group's cursor after a pop: acks, the DLQ they write, lease
+//	         extension, seeks and group deletion
+//	tx_      (and tx.go) transactions: staging, the commit point, the entry's format, applying it
+//	meta_    queues and partitions: configure, delete, the metadata journal, maintenance modes
+//	report_  read-only views for the admin routes and /metrics
+//	open_    start-up and recovery (with open.go); close.go is the way back
+//	flush_   the background flush pass (with flush.go)
+//	maint_   the maintenance task: idle eviction and retention
+//
+// Files without a prefix are shared by several paths: broker.go (the Broker,
+// queue and partition types and the registry), api.go, config.go, names.go,
+// atrest.go, damage.go, health.go, pending.go (per-queue counters every cursor
+// change updates), undo.go (putting back states whose checkpoint failed) and
+// binfmt.go. No function here is longer than ~80 lines: a long path is a list
+// of named steps, each with a doc comment that says why.
 //
 // # Data directory
 //
 //	<data>/LOCK                      flock'd while a broker has the directory open
-//	<data>/meta/journal              the metadata journal (package meta)
-//	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (startup.go); renamed to summaries by Open
-//	<data>/meta/summaries            summary checkpoint, same format, rewritten every 10 s (summaries.go)
-//	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (maintmode.go)
-//	<data>/cursor/                   cursor.Engine: cursors, leases, subscriptions, redo records
+//	<data>/commitlog/                the commit log: everything durable goes through it first
+//	<data>/meta/journal              snapshot of the registry with the LSN it covers (package meta)
+//	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (open_startup.go); renamed to summaries by Open
+//	<data>/meta/summaries            summary checkpoint, same format, rewritten by every flush pass (flush_summaries.go)
+//	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (meta_maint.go)
+//	<data>/cursor/                   cursor.Engine snapshots; its checkpoints are commit-log entries
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
+//	<data>/quarantine/               what comb fsck --repair moved aside, and cut journal tails
 //
 // Queue and partition names never become paths.
 //
@@ -26,57 +86,58 @@
 //
 // Partition logs share a segment.HandleCache (Config.MaxOpenFiles) so open
 // files stay bounded whatever the number of partitions; a maintenance task
-// (evict.go) releases logs unused for Config.IdleEvict (seed 004) and applies
-// retention (retention.go); after a clean Close, Open reads the marker
-// instead of the logs (startup.go), and after a crash the last summary
-// checkpoint (summaries.go): either way a partition's summary is used only
-// while its directory and newest file still carry the stamp (two stats)
-// taken with it, else its log is opened and its tail verified. A new
-// partition is a mkdir (create.go), its files come with its first append.
-// maxSize reads a per-queue pending counter (pending.go).
+// (maint_evict.go) releases logs unused for Config.IdleEvict (seed 004) and
+// applies retention (maint_retention.go); after a clean Close, Open reads the
+// marker instead of the logs (open_startup.go), and after a crash the last
+// summary checkpoint (flush_summaries.go): either way a partition's summary
+// is used only while its directory and newest file still carry the stamp (two
+// stats) taken with it, else its log is opened and its tail verified. A new
+// partition is a mkdir (write_create.go), its files come with its first
+// append. maxSize reads a per-queue pending counter (pending.go).
 //
 // # Metadata
 //
-// Queues, partitions and queue deletions live in the metadata journal of
-// package meta, fsynced before a change is acknowledged; every partition and
-// DLQ directory carries a meta.Descriptor written before its first append.
-// Open applies the journal (metadata.go) and the start-up rule: directories
-// of deleted queues and directories without records that the journal does
-// not name are removed; any other such directory makes Open fail with
-// ErrStrayData (comb fsck --repair rebuilds the journal from descriptors).
+// Queues, partitions and queue deletions are commit-log entries (package meta
+// records), durable before a change is acknowledged, and snapshotted into the
+// metadata journal by the flush pass; every partition and DLQ directory
+// carries a meta.Descriptor. Open applies them (meta_journal.go) and the
+// start-up rule: directories of deleted queues and directories without
+// records that the metadata does not name are removed; any other such
+// directory makes Open fail with ErrStrayData (comb fsck --repair rebuilds the
+// journal from descriptors).
 //
 // # Locks
 //
-// Lock order: metadata (Broker.metaMu, held across the syncs of creating,
-// configuring and deleting) → registry (Broker.mu, never across a sync) →
-// queue (queue.mu) → partition
-// (partition.mu, several in id order for a transaction) → ready structure
-// (groupReady.mu) / DLQ log (queue.dlqMu). The partition lock guards appends
-// and every read-modify-write of a (partition, group) State; there is no
-// global lock on the push, pop or ack paths. Parked long-polls hold no lock.
+// Lock order: metadata (Broker.metaMu, held across the commit-log waits of
+// creating, configuring and deleting) → registry (Broker.mu, never across a
+// sync) → queue (queue.mu) → partition (partition.mu, several in id order for
+// a transaction) → ready structure (groupReady.mu) / DLQ log (queue.dlqMu).
+// The partition lock guards appends and every read-modify-write of a
+// (partition, group) State; there is no global lock on the push, pop or ack
+// paths. Parked long-polls hold no lock.
 //
 // # Durability
 //
-// Push answers after a group commit of every log it touched (segment.Committer);
-// only then are the messages visible to pops (partition.visible). Pop, ack,
-// extend and seek answer after cursor.Engine.Wait, i.e. after the checkpoint
-// holding their change is durable. DLQ entries are synced before the cursor
-// passes their message. A transaction's commit point is its durable redo
-// record (see Transaction and docs/architecture.md).
+// Push answers after its commit-log entries are durable; only then are the
+// messages visible to pops (partition.visible). Pop, ack, extend and seek
+// answer after cursor.Engine.Wait, i.e. after the checkpoint holding their
+// change is durable. DLQ entries are durable before the cursor passes their
+// message. A transaction's commit point is its durable Tx entry (see
+// Transaction and docs/architecture.md).
 //
 // When that checkpoint fails (a full disk: issue 10, "a state, not an error")
 // the request answers 5xx and puts back the states it changed, unless someone
 // changed them since (undo.go): a pop releases its claims, so no lease
 // outlives the error and the group is served again as soon as checkpoints
 // succeed; an ack (except one that dead-lettered: its DLQ copies are durable
-// already), an extend and a seek are undone; a transaction drops its redo
-// record. CheckpointFailure reports the state for GET /health.
+// already), an extend and a seek are undone; a transaction's entry is not
+// applied. CheckpointFailure reports the state for GET /health.
 //
 // # Encryption at rest
 //
 // atrest.go (spec 9.2, issue 11): a payload pushed to a queue with
 // encryptionEnabled is sealed with Config.Keys (package seal) before it goes
-// into a redo record or a segment, so no file holds it in clear; pop and the
-// DLQ listing open it again, and a payload no configured key opens is handed
-// out as Message.PayloadError, never as ciphertext.
+// into a commit-log entry or a segment, so no file holds it in clear; pop and
+// the DLQ listing open it again, and a payload no configured key opens is
+// handed out as Message.PayloadError, never as ciphertext.
 package broker

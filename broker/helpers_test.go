@@ -136,7 +136,7 @@ func (e *env) crash() {
 	b.stopMaintenance()
 	b.stopFlusher()
 	b.inflight.Wait()
-	b.wake.close()
+	b.wake.Close()
 	b.cur.Abandon()
 	if l, ok := b.wal.(localLog); ok {
 		l.l.Abandon()

@@ -1,14 +1,89 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 )
+
+// Open opens (creating if missing) the data directory cfg.DataDir, takes its
+// LOCK, replays the metadata journal, opens every partition's segment log and
+// the cursor engine, and repairs what a crash left behind: torn tails (in each
+// package), cursors past a partition's high-water mark, leases over lost
+// messages, and transactions whose redo record is durable but whose pushes
+// are missing (see open_recover.go). Everything repaired is logged.
+//
+// Errors: ErrLocked when another process holds the directory; otherwise I/O
+// or corruption errors from the packages below, wrapped with the path.
+func Open(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("broker: Config.DataDir is required")
+	}
+	policy, err := segment.ParseSyncPolicy(cfg.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	if err := fsys.MkdirAll(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	lock, err := fsys.Lock(filepath.Join(cfg.DataDir, "LOCK"))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w (is another comb serving it?)", cfg.DataDir, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		dir:      cfg.DataDir,
+		syncMode: policy,
+		// Rotation syncs nothing (DeferRotationSync): the commit log covers
+		// a new file's predecessor until the flush pass syncs both, and
+		// recovery cuts what no sync covered (segment.OpenFrom).
+		segOpts: segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec,
+			QuarantineDir: filepath.Join(cfg.DataDir, "quarantine", "partitions"), DeferRotationSync: true},
+		lockFile: lock,
+		fs:       fsys,
+		queues:   make(map[string]*queue),
+		parts:    make(map[[16]byte]*partition),
+		closing:  make(chan struct{}),
+		anyGate:  wake.NewGate(),
+	}
+	b.segOpts.FS = b.fs
+	b.segOpts.OnRecover = b.logSegmentRecovery
+	if cfg.MaxOpenFiles > 0 {
+		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
+		b.segOpts.Handles = b.handles
+	}
+	if err := b.open(); err != nil {
+		b.closeFiles()
+		return nil, err
+	}
+	if err := b.loadMaintMode(); err != nil {
+		b.closeFiles()
+		return nil, err
+	}
+	b.wake = wake.NewWaker(cfg.WakeTick)
+	b.initScale()
+	b.startMaintenance()
+	b.startFlusher()
+	b.warnEncryptionWithoutKey()
+	return b, nil
+}
 
 // open recovers the data directory (docs/architecture.md, "Recovery"):
 //
@@ -24,7 +99,7 @@ import (
 //     log's next offset, checkpoints from the cursor snapshot's replay point
 //     applied, committed transactions finished (idempotently);
 //  6. the cursor engine started, legacy redo records replayed, cursors
-//     clamped (recover.go), and one flush pass, after which everything is
+//     clamped (open_recover.go), and one flush pass, after which everything is
 //     durable outside the commit log and it is truncated.
 func (b *Broker) open() error {
 	st, err := b.openMeta()

@@ -94,36 +94,3 @@ func (b *Broker) initScale() {
 	b.initCounters()
 	b.buildReadyAtOpen()
 }
-
-// buildReadyAtOpen builds, at Open, the ready structure of every (queue,
-// group) the broker can already name: the queue-mode group and the named
-// groups with a subscription record, when they have a cursor on the queue.
-// The first pop after a restart then finds its candidates without scanning
-// the queue's partitions (issue 7). Groups known only from targeted pops are
-// left to their first wildcard pop, which also records their subscription.
-func (b *Broker) buildReadyAtOpen() {
-	now := b.now().UnixMicro()
-	b.mu.RLock()
-	qs := make([]*queue, 0, len(b.queues))
-	for _, q := range b.queues {
-		qs = append(qs, q)
-	}
-	b.mu.RUnlock()
-	for _, q := range qs {
-		q.mu.Lock()
-		for group := range q.groupList() {
-			if q.groups[group] != nil {
-				continue
-			}
-			if group != QueueModeGroup {
-				if _, ok := b.cur.Subscription(q.name, group); !ok {
-					continue
-				}
-			}
-			g := newGroupReady()
-			b.scanReady(g, q.list, group, now)
-			q.groups[group] = g
-		}
-		q.mu.Unlock()
-	}
-}

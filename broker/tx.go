@@ -1,11 +1,9 @@
 package broker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
@@ -42,6 +40,9 @@ type txAckKey struct {
 // leaves no trace. Push duplicates are `duplicate` with success=true (spec 11
 // #42), so a retried transaction is idempotent.
 //
+// The steps, in order: txSortOps, txTargets, txCheckLocked, txStagePushes,
+// txStageAcks, txCommit (the commit point), txFinish (after the unlock).
+//
 // Errors: ErrBadRequest for an empty operation list or a bad name, ErrClosed,
 // storage errors. An aborted transaction is a result with Success=false.
 func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
@@ -49,122 +50,194 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		return TxResult{}, err
 	}
 	defer b.leave()
-	txID := newV7()
-	res := TxResult{TransactionID: uuidString(txID)}
+	t := &txRun{ops: ops, txID: newV7()}
+	t.res = TxResult{TransactionID: uuidString(t.txID)}
 	if len(ops) == 0 {
-		return res, BadRequest("operations array cannot be empty")
+		return t.res, BadRequest("operations array cannot be empty")
 	}
-	var pushKeys []partKey
-	var pushOps []int
-	for i := range ops {
-		switch ops[i].Type {
+	if unknown, err := t.sortOps(); err != nil {
+		return t.res, err
+	} else if unknown != "" {
+		t.res.Error = "Unknown operation type: " + unknown
+		return t.res, nil
+	}
+	if at, msg, err := b.txTargets(t); err != nil || at >= 0 {
+		return b.txAbortOrErr(t, at, msg, err)
+	}
+	locked := lockPartitions(t.opPart)
+	defer b.txFinish(t, locked)
+	if at, msg, err := b.txCheckLocked(t, locked); err != nil || at >= 0 {
+		return b.txAbortOrErr(t, at, msg, err)
+	}
+	t.now = b.now().UnixMicro()
+	t.results = make([]TxOpResult, len(ops))
+	t.rec = redoRecord{TxID: t.txID, TS: t.now}
+	if err := b.txStagePushes(t); err != nil {
+		return t.res, err
+	}
+	if at, msg, err := b.txStageAcks(t); err != nil || at >= 0 {
+		return b.txAbortOrErr(t, at, msg, err)
+	}
+	if len(t.rec.States) > 0 || len(t.rec.Pushes) > 0 || len(t.rec.DLQ) > 0 {
+		if err := b.txCommit(t); err != nil {
+			return t.res, err
+		}
+	}
+	t.res.Success = true
+	t.res.Results = t.results
+	return t.res, nil
+}
+
+// txRun is one transaction on its way through the steps of Transaction.
+type txRun struct {
+	ops  []TxOp
+	txID [16]byte
+	res  TxResult // the answer so far: its TransactionID
+
+	pushKeys []partKey    // the (queue, partition) of each push op, in op order
+	pushOps  []int        // the op index of each push op
+	opPart   []*partition // per op, its target partition (after txTargets)
+	now      int64        // µs, the transaction's one timestamp
+	results  []TxOpResult // per op, once staged
+	rec      redoRecord   // the commit-log entry being built
+	sets     []txStateSet // the states the entry changes, set after the commit point
+	pubs     []published  // partitions to publish once unlocked
+	releases []partKeyed  // leases released, for the ready structures once unlocked
+}
+
+// txStateSet is one (partition, group) state a transaction changes.
+type txStateSet struct {
+	k        cursor.Key
+	p        *partition
+	post     lease.State
+	released bool // the state held a lease that the new one does not
+}
+
+// sortOps validates the push items, gives ack ops their default group and
+// collects the push targets. It returns the type of an unknown op, if any
+// (an answer with an error, not a Go error: spec 5.3).
+func (t *txRun) sortOps() (unknown string, err error) {
+	for i := range t.ops {
+		switch t.ops[i].Type {
 		case "push":
-			it := &ops[i].Push
+			it := &t.ops[i].Push
 			if err := validatePushItems([]PushItem{*it}); err != nil {
-				return res, err
+				return "", err
 			}
 			k := partKey{it.Queue, it.Partition}
 			if k.partition == "" {
 				k.partition = DefaultPartition
 			}
-			pushKeys = append(pushKeys, k)
-			pushOps = append(pushOps, i)
+			t.pushKeys = append(t.pushKeys, k)
+			t.pushOps = append(t.pushOps, i)
 		case "ack":
-			if ops[i].Group == "" {
-				ops[i].Group = QueueModeGroup
+			if t.ops[i].Group == "" {
+				t.ops[i].Group = QueueModeGroup
 			}
 		default:
-			res.Error = "Unknown operation type: " + ops[i].Type
-			return res, nil
+			return t.ops[i].Type, nil
 		}
 	}
-	opPart := make([]*partition, len(ops))
-	for i := range ops {
-		if ops[i].Type != "ack" {
+	return "", nil
+}
+
+// txTargets resolves every op to its partition. Acks are validated before
+// any queue or partition a push names is created (spec 5.2, all or nothing),
+// so an aborted transaction leaves no trace. They are evaluated again with
+// every partition locked (txStageAcks); the state may move in between, so
+// that pass can still abort (after creating the push targets, a race only).
+// It returns the index and reason of the op that aborts, or -1.
+func (b *Broker) txTargets(t *txRun) (int, string, error) {
+	t.opPart = make([]*partition, len(t.ops))
+	for i := range t.ops {
+		if t.ops[i].Type != "ack" {
 			continue
 		}
-		id, ok := parseID(ops[i].Ack.PartitionID)
+		id, ok := parseID(t.ops[i].Ack.PartitionID)
 		p := b.lookupPartitionByID(id)
 		if !ok || p == nil {
-			return b.txAbort(res, ops, i, "Message not found"), nil
+			return i, "Message not found", nil
 		}
-		opPart[i] = p
+		t.opPart[i] = p
 	}
-	// spec 5.2, all or nothing: the acks are validated before any queue or
-	// partition a push names is created, so an aborted transaction leaves no
-	// trace. They are evaluated again below with every partition locked; the
-	// state may have moved in between, so that pass can still abort (after
-	// creating the push targets, a race only).
-	if at, msg, err := b.txAckAbort(ops, opPart); err != nil {
-		return res, err
-	} else if at >= 0 {
-		return b.txAbort(res, ops, at, msg), nil
+	if at, msg, err := b.txAckAbort(t.ops, t.opPart); err != nil || at >= 0 {
+		return at, msg, err
 	}
-	pushParts, err := b.ensurePartitions(pushKeys)
+	pushParts, err := b.ensurePartitions(t.pushKeys)
 	if err != nil {
-		return res, err
+		return -1, "", err
 	}
-	for j, i := range pushOps {
-		opPart[i] = pushParts[j]
+	for j, i := range t.pushOps {
+		t.opPart[i] = pushParts[j]
 	}
+	return -1, "", nil
+}
 
-	var pubs []published
-	var releases []partKeyed
-	locked := lockPartitions(opPart)
-	defer func() {
-		// Publish after unlocking: publish takes the queue lock, which is
-		// ordered before partition locks.
-		unlockPartitions(locked)
-		for _, x := range pubs {
-			// Push maintenance holds transaction pushes too (maintmode.go);
-			// the messages are durable either way, so a failed write of the
-			// maintenance file is only logged.
-			if _, err := b.publishOrHold(x.p, x.next, x.ts); err != nil {
-				b.log.Error().Err(err).Str("partitionId", x.p.idStr).Msg("transaction push held, maintenance file not written")
-			}
-		}
-		for _, r := range releases {
-			b.leaseReleased(r.p, r.group, b.now().UnixMicro())
-		}
-	}()
+// txAbortOrErr is the answer of a step that failed (err) or aborted the
+// transaction at op at.
+func (b *Broker) txAbortOrErr(t *txRun, at int, msg string, err error) (TxResult, error) {
+	if err != nil {
+		return t.res, err
+	}
+	return b.txAbort(t.res, t.ops, at, msg), nil
+}
+
+// txCheckLocked aborts a transaction that names a partition deleted since it
+// was looked up, and fails one on a damaged partition.
+func (b *Broker) txCheckLocked(t *txRun, locked []*partition) (int, string, error) {
 	for _, p := range locked {
 		if p.deleted {
-			return b.txAbort(res, ops, slices.Index(opPart, p), "Queue was deleted"), nil
+			return slices.Index(t.opPart, p), "Queue was deleted", nil
 		}
 		if err := p.damagedErr(); err != nil {
-			return res, err
+			return -1, "", err
 		}
 	}
-	now := b.now().UnixMicro()
-	results := make([]TxOpResult, len(ops))
-	rec := redoRecord{TxID: txID, TS: now}
+	return -1, "", nil
+}
 
-	// Pushes: dedup and ids, as /push.
+// txFinish runs after the partition locks are released, however Transaction
+// ends: publishing takes the queue lock, which is ordered before partition
+// locks, and so does telling the ready structures about released leases.
+func (b *Broker) txFinish(t *txRun, locked []*partition) {
+	unlockPartitions(locked)
+	for _, x := range t.pubs {
+		// Push maintenance holds transaction pushes too (meta_maint.go);
+		// the messages are durable either way, so a failed write of the
+		// maintenance file is only logged.
+		if _, err := b.publishOrHold(x.p, x.next, x.ts); err != nil {
+			b.log.Error().Err(err).Str("partitionId", x.p.idStr).Msg("transaction push held, maintenance file not written")
+		}
+	}
+	for _, r := range t.releases {
+		b.leaseReleased(r.p, r.group, b.now().UnixMicro())
+	}
+}
+
+// txStagePushes assigns ids to the push ops and adds them to the entry, as
+// /push does: a transactionId already stored in the partition, or repeated
+// within the transaction, is a duplicate that writes nothing.
+func (b *Broker) txStagePushes(t *txRun) error {
 	var ids idSeq
 	pushIdx := make(map[*partition]int)
 	seen := make(map[*partition]map[string]string)
-	for _, i := range pushOps {
-		p, it := opPart[i], &ops[i].Push
+	for _, i := range t.pushOps {
+		p, it := t.opPart[i], &t.ops[i].Push
 		r := TxOpResult{Index: i, Type: "push", Success: true, PartitionID: p.idStr, QueueName: p.q.name, TransactionID: it.TransactionID}
 		if it.TransactionID != "" {
-			if id, dup := seen[p][it.TransactionID]; dup {
-				r.MessageID, r.Duplicate = id, true
-				results[i] = r
-				continue
-			}
-			_, id, ok, err := p.log.FindTransaction(it.TransactionID)
+			msgID, dup, err := b.txStoredID(p, it.TransactionID, seen[p])
 			if err != nil {
-				return res, b.storageErr(p, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err))
+				return err
 			}
-			if ok {
-				r.MessageID, r.Duplicate = uuidString(id), true
-				results[i] = r
+			if dup {
+				r.MessageID, r.Duplicate = msgID, true
+				t.results[i] = r
 				continue
 			}
 		}
 		id, err := ids.id()
 		if err != nil {
-			return res, err
+			return err
 		}
 		r.MessageID = uuidString(id)
 		if r.TransactionID == "" {
@@ -180,105 +253,125 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		}
 		// spec 9.2: sealed before the redo record, so the journal never holds the plaintext.
 		if payload, err = b.storedPayload(p.q, payload); err != nil {
-			return res, err
+			return err
 		}
 		j, ok := pushIdx[p]
 		if !ok {
-			j = len(rec.Pushes)
+			j = len(t.rec.Pushes)
 			pushIdx[p] = j
-			rec.Pushes = append(rec.Pushes, redoPush{Partition: p.id})
+			t.rec.Pushes = append(t.rec.Pushes, redoPush{Partition: p.id})
 		}
-		rec.Pushes[j].Recs = append(rec.Pushes[j].Recs, segment.Record{ID: id, TransactionID: r.TransactionID,
+		t.rec.Pushes[j].Recs = append(t.rec.Pushes[j].Recs, segment.Record{ID: id, TransactionID: r.TransactionID,
 			TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
-		results[i] = r
+		t.results[i] = r
 	}
+	return nil
+}
 
-	// Acks: outcomes on copies of the states (spec 5.2).
-	keys, acksBy := groupTxAcks(ops, opPart)
-	type newState struct {
-		k        cursor.Key
-		p        *partition
-		post     lease.State
-		released bool
+// txStoredID looks txid up among the ids this transaction already gave p
+// (seen) and then in p's log: a hit is the message id of the duplicate.
+func (b *Broker) txStoredID(p *partition, txid string, seen map[string]string) (string, bool, error) {
+	if id, dup := seen[txid]; dup {
+		return id, true, nil
 	}
-	var sets []newState
+	_, id, ok, err := p.log.FindTransaction(txid)
+	if err != nil {
+		return "", false, b.storageErr(p, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err))
+	}
+	if ok {
+		return uuidString(id), true, nil
+	}
+	return "", false, nil
+}
+
+// txStageAcks computes the ack outcomes on copies of the states (spec 5.2)
+// and adds the changed states and DLQ entries to the entry; nothing is set
+// yet. It returns the index and reason of the op that aborts, or -1.
+func (b *Broker) txStageAcks(t *txRun) (int, string, error) {
+	keys, acksBy := groupTxAcks(t.ops, t.opPart)
 	for _, k := range keys {
-		acks := acksBy[k]
-		ck := cursor.Key{Partition: k.p.id, Group: k.group}
-		pre, had := b.cur.Get(ck)
-		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, pre.Lease); err != nil {
-			return res, b.storageErr(k.p, err)
-		}
-		st := pre
-		out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)
-		if at, msg := failedAck(out, abort); at >= 0 {
-			return b.txAbort(res, ops, at, msg), nil
-		}
-		var dlq []dlqItem
-		for j, o := range out {
-			i := o.Index
-			results[i] = TxOpResult{Index: i, Type: "ack", Success: true, TransactionID: ops[i].Ack.TransactionID, DLQ: o.DLQ}
-			if o.DLQ {
-				dlq = append(dlq, dlqItem{offset: acks[j].Offset, group: k.group, errMsg: ops[i].Ack.Error})
-			}
-		}
-		if len(dlq) > 0 {
-			recs, err := b.buildDLQRecordsLocked(k.p, dlq, now, "Unknown error", fmt.Sprintf("tx/%s/%d", res.TransactionID, len(rec.DLQ)))
-			if err != nil {
-				return res, err
-			}
-			for _, r := range recs {
-				rec.DLQ = append(rec.DLQ, redoDLQ{Queue: k.p.q.id, Rec: r})
-			}
-		}
-		if changed {
-			rec.States = append(rec.States, redoState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
-			sets = append(sets, newState{k: ck, p: k.p, post: st, released: pre.Lease.Held() && st.Lease.ID != pre.Lease.ID})
+		if at, msg, err := b.txStageAck(t, k, acksBy[k]); err != nil || at >= 0 {
+			return at, msg, err
 		}
 	}
+	return -1, "", nil
+}
 
-	if len(rec.States) > 0 || len(rec.Pushes) > 0 || len(rec.DLQ) > 0 {
-		// The commit point: the transaction's commit-log entry is durable.
-		t, err := b.wal.Append(walTx, rec.encode())
-		if errors.Is(err, commitlog.ErrTooLarge) {
-			return res, BadRequest("transaction too large: " + err.Error())
-		}
-		if err != nil {
-			return res, fmt.Errorf("broker: commit log: %w", err)
-		}
-		if err := t.Wait(); err != nil {
-			return res, fmt.Errorf("broker: commit log: %w", err)
-		}
-		// Committed: until its effects are applied and checkpointed, the
-		// entry is their only durable trace, so the flush pass keeps it
-		// (a failure below keeps it until a restart finishes the
-		// transaction, recover.go).
-		lsn := t.LSN()
-		b.txInflight(lsn)
-		if h := b.hooks.afterTxCommitPoint; h != nil {
-			if err := h(); err != nil {
-				return res, err
-			}
-		}
-		for _, s := range sets {
-			b.cur.Set(s.k, s.post)
-			b.cursorChanged(s.p, s.k.Group)
-			if s.released {
-				releases = append(releases, partKeyed{s.p, s.k.Group})
-			}
-		}
-		if err := b.cur.Wait(); err != nil {
-			return res, b.closedErr(err)
-		}
-		pubs, err = b.applyRedoAppends(&rec, false)
-		if err != nil {
-			return res, err
-		}
-		b.txApplied(lsn)
+// txStageAck stages the acks of one (partition, group); see txStageAcks.
+func (b *Broker) txStageAck(t *txRun, k txAckKey, acks []lease.Ack) (int, string, error) {
+	ck := cursor.Key{Partition: k.p.id, Group: k.group}
+	pre, had := b.cur.Get(ck)
+	if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return t.ops[i].Ack.TransactionID }, pre.Lease); err != nil {
+		return -1, "", b.storageErr(k.p, err)
 	}
-	res.Success = true
-	res.Results = results
-	return res, nil
+	st := pre
+	out, changed, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, t.now, true)
+	if at, msg := failedAck(out, abort); at >= 0 {
+		return at, msg, nil
+	}
+	var dlq []dlqItem
+	for j, o := range out {
+		i := o.Index
+		t.results[i] = TxOpResult{Index: i, Type: "ack", Success: true, TransactionID: t.ops[i].Ack.TransactionID, DLQ: o.DLQ}
+		if o.DLQ {
+			dlq = append(dlq, dlqItem{offset: acks[j].Offset, group: k.group, errMsg: t.ops[i].Ack.Error})
+		}
+	}
+	if len(dlq) > 0 {
+		recs, err := b.buildDLQRecordsLocked(k.p, dlq, t.now, "Unknown error", fmt.Sprintf("tx/%s/%d", t.res.TransactionID, len(t.rec.DLQ)))
+		if err != nil {
+			return -1, "", err
+		}
+		for _, r := range recs {
+			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: k.p.q.id, Rec: r})
+		}
+	}
+	if changed {
+		t.rec.States = append(t.rec.States, redoState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
+		t.sets = append(t.sets, txStateSet{k: ck, p: k.p, post: st, released: pre.Lease.Held() && st.Lease.ID != pre.Lease.ID})
+	}
+	return -1, "", nil
+}
+
+// txCommit appends the transaction's entry and waits until it is durable:
+// the commit point. Then it sets and checkpoints the new states and appends
+// the pushes and DLQ entries. Until those effects are applied and
+// checkpointed the entry is their only durable trace, so the flush pass keeps
+// it (txInflight); a failure after the commit point keeps it until a restart
+// finishes the transaction (open_recover.go).
+func (b *Broker) txCommit(t *txRun) error {
+	tk, err := b.wal.Append(walTx, t.rec.encode())
+	if errors.Is(err, commitlog.ErrTooLarge) {
+		return BadRequest("transaction too large: " + err.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("broker: commit log: %w", err)
+	}
+	if err := tk.Wait(); err != nil {
+		return fmt.Errorf("broker: commit log: %w", err)
+	}
+	lsn := tk.LSN()
+	b.txInflight(lsn)
+	if h := b.hooks.afterTxCommitPoint; h != nil {
+		if err := h(); err != nil {
+			return err
+		}
+	}
+	for _, s := range t.sets {
+		b.cur.Set(s.k, s.post)
+		b.cursorChanged(s.p, s.k.Group)
+		if s.released {
+			t.releases = append(t.releases, partKeyed{s.p, s.k.Group})
+		}
+	}
+	if err := b.cur.Wait(); err != nil {
+		return b.closedErr(err)
+	}
+	if t.pubs, err = b.applyRedoAppends(&t.rec, false); err != nil {
+		return err
+	}
+	b.txApplied(lsn)
+	return nil
 }
 
 // groupTxAcks groups the ack ops by (partition, consumer group), in first
@@ -353,13 +446,6 @@ func failedAck(out []lease.Outcome, abort bool) (int, string) {
 	return -1, ""
 }
 
-func (b *Broker) closedErr(err error) error {
-	if errors.Is(err, cursor.ErrClosed) {
-		return ErrClosed
-	}
-	return err
-}
-
 // txAbort is the answer of an aborted transaction: results of the operations
 // before the failing one, then the failing one with its error msg. The
 // transaction's error names the failing operation, its flattened index and
@@ -385,127 +471,4 @@ func (b *Broker) txAbort(res TxResult, ops []TxOp, failed int, msg string) TxRes
 		res.Results = append(res.Results, r)
 	}
 	return res
-}
-
-// lockPartitions locks the distinct partitions of ps in id order (the one
-// order every multi-partition lock holder uses) and returns them.
-func lockPartitions(ps []*partition) []*partition {
-	seen := make(map[*partition]bool)
-	var out []*partition
-	for _, p := range ps {
-		if p != nil && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].id[:], out[j].id[:]) < 0 })
-	for _, p := range out {
-		p.mu.Lock()
-	}
-	return out
-}
-
-func unlockPartitions(ps []*partition) {
-	for i := len(ps) - 1; i >= 0; i-- {
-		ps[i].mu.Unlock()
-	}
-}
-
-// applyRedoAppends appends a committed transaction's pushes and DLQ entries
-// and makes them durable. With replay, records already present (found by
-// transactionId, or by DLQ key) are skipped, so applying twice is harmless.
-// The caller holds the touched partitions' locks (or runs inside Open).
-func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, error) {
-	var touched []*partition
-	var nexts []uint64
-	for _, push := range rec.Pushes {
-		p := b.lookupPartitionByID(push.Partition)
-		if p == nil {
-			continue // queue deleted since
-		}
-		recs := push.Recs
-		if replay {
-			recs = recs[:0:0]
-			for _, r := range push.Recs {
-				_, _, ok, err := p.log.FindTransaction(r.TransactionID)
-				if err != nil {
-					return nil, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
-				}
-				if !ok {
-					recs = append(recs, r)
-				}
-			}
-			if len(recs) == 0 {
-				continue
-			}
-			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("queue", p.q.name).Str("partition", p.name).
-				Int("messages", len(recs)).Msg("recovery: re-applied the pushes of a committed transaction")
-		}
-		ts := max(rec.TS, p.log.LastTimestamp())
-		var first uint64
-		var err error
-		if replay {
-			// Start-up: the transaction's entry covers these; the
-			// recovery flush syncs them.
-			if first, err = p.log.Append(ts, recs); err == nil {
-				b.committer.Mark(p.log)
-			}
-		} else {
-			var entry []byte
-			var t walTicket
-			first, err = b.appendLogged(p, ts, recs, &entry, &t)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
-		}
-		touched = append(touched, p)
-		nexts = append(nexts, first+uint64(len(recs)))
-	}
-	byQueue := make(map[[16]byte][]segment.Record)
-	var qorder [][16]byte
-	for _, d := range rec.DLQ {
-		if _, ok := byQueue[d.Queue]; !ok {
-			qorder = append(qorder, d.Queue)
-		}
-		byQueue[d.Queue] = append(byQueue[d.Queue], d.Rec)
-	}
-	for _, qid := range qorder {
-		q := b.queueByID(qid)
-		if q == nil {
-			continue
-		}
-		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay); err != nil {
-			return nil, err
-		}
-	}
-	pubs := make([]published, len(touched))
-	for i, p := range touched {
-		pubs[i] = published{p, nexts[i], rec.TS}
-	}
-	return pubs, nil
-}
-
-// partKeyed is a (partition, consumer group) whose lease a transaction released.
-type partKeyed struct {
-	p     *partition
-	group string
-}
-
-// published is a partition whose new messages are to be published once its
-// lock is released.
-type published struct {
-	p    *partition
-	next uint64
-	ts   int64
-}
-
-func (b *Broker) queueByID(id [16]byte) *queue {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for _, q := range b.queues {
-		if q.id == id {
-			return q
-		}
-	}
-	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile is the data directory's LOCK file, flock'd by a live server (broker/lockfile.go).
+// lockFile is the data directory's LOCK file, flock'd by a live server (broker/open_lock.go).
 const lockFile = "LOCK"
 
 // dirLock is fsck's own hold on a data directory; nil when fsck runs without one

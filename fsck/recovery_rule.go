@@ -8,15 +8,15 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
-// The broker's start-up caches of every log's durable end (broker/startup.go,
-// broker/summaries.go): one summaries file each (segment.DecodeSummaries).
+// The broker's start-up caches of every log's durable end (broker/open_startup.go,
+// broker/flush_summaries.go): one summaries file each (segment.DecodeSummaries).
 const (
 	cleanFile     = "clean"     // written at a clean shutdown, taken at the next start
 	summariesFile = "summaries" // rewritten by every flush pass
 )
 
 // recoveryRule is the rule the server's start-up applies to each partition
-// and DLQ log written behind the commit log (broker/startup.go, openLogAt):
+// and DLQ log written behind the commit log (broker/open_startup.go, openLogAt):
 // the files are trusted below a keep offset, everything they hold from it on
 // was written unsynced (cut, segment.OpenFrom), and the commit log's
 // segments from there on are appended again.

@@ -114,39 +114,3 @@ func subModeName(m cursor.SubMode) string {
 		return "all"
 	}
 }
-
-// Stats returns the counters and gauges behind /metrics (spec 8.2, 8.3).
-// TotalLag walks every cursor.
-func (b *Broker) Stats() Stats {
-	s := Stats{
-		PushRequests: b.stats.pushRequests.Load(), PushMessages: b.stats.pushMessages.Load(),
-		PopRequests: b.stats.popRequests.Load(), PopMessages: b.stats.popMessages.Load(),
-		AckRequests: b.stats.ackRequests.Load(), AckMessages: b.stats.ackMessages.Load(),
-		AckSuccess: b.stats.ackSuccess.Load(), AckFailed: b.stats.ackFailed.Load(),
-		DLQMessages: b.stats.dlqMessages.Load(), ParkedPops: b.stats.parkedPops.Load(),
-		PayloadsSealed: b.rest.sealed.Load(), PayloadOpenFailures: b.rest.openFailures.Load(),
-		PayloadsStoredPlain: b.rest.plainStores.Load(),
-	}
-	b.mu.RLock()
-	s.Queues, s.Partitions, s.OpenPartitions = len(b.queues), b.nParts, b.nParts
-	for _, p := range b.parts {
-		if p.isDamaged() {
-			s.DamagedPartitions++
-		}
-	}
-	b.mu.RUnlock()
-	if b.closed.Load() {
-		return s
-	}
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
-		if p := b.lookupPartitionByID(k.Partition); p != nil {
-			if vis := p.visible.Load(); vis > st.Committed+1 {
-				s.TotalLag += int64(vis - st.Committed - 1)
-			}
-		}
-		return true
-	})
-	s.SyncLatency = b.syncHist.snapshot()
-	b.scaleStats(&s)
-	return s
-}

@@ -33,7 +33,7 @@ type pushGroup struct {
 // visible to pops and parked long-polls woken. The partition files are
 // synced later by the flush pass (flush.go).
 //
-// While push maintenance is on (maintmode.go, spec 1.8) the messages are
+// While push maintenance is on (meta_maint.go, spec 1.8) the messages are
 // stored and synced the same way but stay hidden from pops, and their items
 // answer `buffered` with the client's transactionId ("" when none was sent).
 //
@@ -306,8 +306,8 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 		g.pushed(p, ts)
 	}
 	p.q.mu.RUnlock()
-	b.wake.signal(p.q.gate)
-	b.wake.signal(b.anyGate)
+	b.wake.Signal(p.q.gate)
+	b.wake.Signal(b.anyGate)
 }
 
 // checkMaxSize fails every item of a queue whose pending depth (messages after

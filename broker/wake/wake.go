@@ -1,4 +1,4 @@
-package broker
+package wake
 
 import (
 	"sync"
@@ -6,23 +6,24 @@ import (
 	"time"
 )
 
-// wakeGate is what parked long-polls of one queue wait on (spec 3.6, seed 000
+// Gate is what parked long-polls of one queue wait on (spec 3.6, seed 000
 // "Long-poll"). A waiter takes the current channel before it checks for work;
 // a wake closes that channel and installs a fresh one, so a push that lands
 // between the check and the wait is never missed.
-type wakeGate struct {
+type Gate struct {
 	mu       sync.Mutex
 	ch       chan struct{}
 	waiters  atomic.Int32 // parked (or about to park) pops; pushes skip gates with none
-	pending  atomic.Bool  // queued on the waker for the next tick
-	lastFire time.Time    // under waker.mu: when the waker last fired this gate
+	pending  atomic.Bool  // queued on the Waker for the next tick
+	lastFire time.Time    // under Waker.mu: when the Waker last fired this gate
 }
 
-func newWakeGate() *wakeGate { return &wakeGate{ch: make(chan struct{})} }
+// NewGate returns a gate with no waiters.
+func NewGate() *Gate { return &Gate{ch: make(chan struct{})} }
 
-// arm registers a waiter and returns the channel the next wake closes. The
-// caller must call disarm when it stops waiting.
-func (g *wakeGate) arm() <-chan struct{} {
+// Arm registers a waiter and returns the channel the next wake closes. The
+// caller must call Disarm when it stops waiting.
+func (g *Gate) Arm() <-chan struct{} {
 	g.waiters.Add(1)
 	g.mu.Lock()
 	ch := g.ch
@@ -30,53 +31,61 @@ func (g *wakeGate) arm() <-chan struct{} {
 	return ch
 }
 
-func (g *wakeGate) disarm() { g.waiters.Add(-1) }
+// Disarm unregisters a waiter that Arm registered.
+func (g *Gate) Disarm() { g.waiters.Add(-1) }
 
-func (g *wakeGate) fire() {
+// Waiters is the number of armed waiters (parked or about to park).
+func (g *Gate) Waiters() int32 { return g.waiters.Load() }
+
+// Fire wakes every waiter armed now, at once; Waker.Signal is the coalesced
+// form a push uses.
+func (g *Gate) Fire() {
 	g.mu.Lock()
 	close(g.ch)
 	g.ch = make(chan struct{})
 	g.mu.Unlock()
 }
 
-// waker coalesces wake-ups: a push marks its queue's gate, and the waker
-// fires a marked gate at once if the gate last fired at least WakeTick (5 ms)
+// Waker coalesces wake-ups: a push marks its queue's gate, and the Waker
+// fires a marked gate at once if the gate last fired at least one tick (5 ms)
 // ago, else when that tick has passed. A hot queue therefore costs at most
 // one wake-up per tick however many pushes land (seed 000: "those local wakes
 // are coalesced onto a 5 ms tick"), while a push to a quiet queue wakes its
 // parked pops without waiting out a tick (issue 6: long-poll wake p99 ≤ 5 ms).
-type waker struct {
+type Waker struct {
 	mu      sync.Mutex
-	pending []*wakeGate
+	pending []*Gate
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 	tick    time.Duration
 }
 
-func newWaker(tick time.Duration) *waker {
-	w := &waker{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), tick: tick}
+// NewWaker starts a waker that fires a gate at most once per tick; Close
+// stops it.
+func NewWaker(tick time.Duration) *Waker {
+	w := &Waker{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), tick: tick}
 	go w.loop()
 	return w
 }
 
-// signal marks g for the next tick. Cheap when nobody waits on g: the
+// Signal marks g for the next tick. Cheap when nobody waits on g: the
 // waiter count is read after the pushed messages became visible, and a
 // waiter raises it before it checks for work, so one of the two sees the
 // other.
-func (w *waker) signal(g *wakeGate) {
+func (w *Waker) Signal(g *Gate) {
 	if g.waiters.Load() == 0 || !g.pending.CompareAndSwap(false, true) {
 		return
 	}
 	now := time.Now()
 	w.mu.Lock()
 	if !now.Before(g.lastFire.Add(w.tick)) {
-		// Due now: fire here rather than hand the gate to the waker
+		// Due now: fire here rather than hand the gate to the Waker
 		// goroutine, which on a busy machine may wait for a CPU first.
 		g.lastFire = now
 		w.mu.Unlock()
 		g.pending.Store(false)
-		g.fire()
+		g.Fire()
 		return
 	}
 	w.pending = append(w.pending, g)
@@ -89,11 +98,11 @@ func (w *waker) signal(g *wakeGate) {
 
 // loop sleeps until a signal arrives or the earliest held gate is due, then
 // fires every due gate; idle brokers do not tick.
-func (w *waker) loop() {
+func (w *Waker) loop() {
 	defer close(w.done)
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	var due []*wakeGate
+	var due []*Gate
 	for {
 		select {
 		case <-w.stop:
@@ -106,7 +115,7 @@ func (w *waker) loop() {
 		due, next = w.takeDue(due[:0], time.Now())
 		for _, g := range due {
 			g.pending.Store(false) // a push from now on queues the gate again
-			g.fire()
+			g.Fire()
 		}
 		clear(due)
 		t.Stop()
@@ -119,7 +128,7 @@ func (w *waker) loop() {
 // takeDue moves the pending gates whose tick has passed into due (stamping
 // them fired at now) and returns when the earliest remaining one is due
 // (zero when none remain).
-func (w *waker) takeDue(due []*wakeGate, now time.Time) ([]*wakeGate, time.Time) {
+func (w *Waker) takeDue(due []*Gate, now time.Time) ([]*Gate, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var next time.Time
@@ -141,7 +150,9 @@ func (w *waker) takeDue(due []*wakeGate, now time.Time) ([]*wakeGate, time.Time)
 	return due, next
 }
 
-func (w *waker) close() {
+// Close stops the waker's goroutine; gates still pending are not fired. A
+// nil Waker is closed already.
+func (w *Waker) Close() {
 	if w == nil {
 		return
 	}
@@ -153,12 +164,14 @@ func (w *waker) close() {
 	<-w.done
 }
 
-// backoff is the re-check schedule of a parked pop with no wake-ups (spec
+// Backoff is the re-check schedule of a parked pop with no wake-ups (spec
 // 3.6): 100 ms for the first 3 checks, then doubling, capped at 1000 ms; a
 // wake resets it.
-type backoff struct{ checks int }
+type Backoff struct{ checks int }
 
-func (b *backoff) next() time.Duration {
+// Next counts one more empty check and returns how long to wait before the
+// next one.
+func (b *Backoff) Next() time.Duration {
 	b.checks++
 	if b.checks <= 3 {
 		return 100 * time.Millisecond
@@ -170,4 +183,5 @@ func (b *backoff) next() time.Duration {
 	return d
 }
 
-func (b *backoff) reset() { b.checks = 0 }
+// Reset starts the schedule again (after a wake).
+func (b *Backoff) Reset() { b.checks = 0 }

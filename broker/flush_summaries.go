@@ -13,7 +13,7 @@ import (
 // <data>/meta/summaries, for every partition and DLQ log, the next offset its
 // file is durable up to, and for each log nothing was appended to since, its
 // segment.Summary with the stamp of its files (segment.Stamp): a summaries
-// file of package segment, like the clean-shutdown marker (startup.go).
+// file of package segment, like the clean-shutdown marker (open_startup.go).
 // After a crash Open trusts a stamped entry exactly like a clean-shutdown
 // record, only while the stamp still matches (the log is then not opened at
 // all), and cuts every other log to its entry's durable offset or its first

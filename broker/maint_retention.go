@@ -7,7 +7,7 @@ import (
 	"github.com/combmq/comb/lease"
 )
 
-// Retention (spec 2.2) runs in the maintenance task (evict.go), one
+// Retention (spec 2.2) runs in the maintenance task (maint_evict.go), one
 // partition at a time under its partition lock, by whole segment files
 // (segment.Log.DeleteFilesBefore: never the active file). For partition p at
 // time now the cut offset is the highest of
@@ -26,60 +26,17 @@ import (
 
 // retainPartition applies p's queue's retention rules at nowMicros.
 func (b *Broker) retainPartition(p *partition, nowMicros int64) {
-	o := p.q.options()
-	rs, crs, mw := int64(0), int64(0), o.MaxWaitTimeSeconds
-	if o.RetentionEnabled {
-		rs, crs = o.RetentionSeconds, o.CompletedRetentionSeconds
-	}
-	if rs <= 0 && crs <= 0 && mw <= 0 {
-		return
-	}
-	before := func(secs int64) uint64 { return p.log.SealedBefore(nowMicros - secs*1_000_000) }
-	first := p.log.FirstOffset()
-	cut := first
-	if rs > 0 {
-		cut = max(cut, before(rs))
-	}
-	if mw > 0 {
-		cut = max(cut, before(mw))
-	}
-	var completed uint64
-	if crs > 0 {
-		completed = before(crs)
-	}
+	cut, completed, first := retentionCuts(p, nowMicros)
 	if cut <= first && completed <= first {
 		return // nothing old enough: no lock taken, nothing loaded
 	}
-
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
 		return
 	}
-	type row struct {
-		k  cursor.Key
-		st lease.State
-	}
-	var rows []row
-	minCommitted := uint64(math.MaxUint64)
-	for g := range p.q.groupList() {
-		k := cursor.Key{Partition: p.id, Group: g}
-		if st, ok := b.cur.Get(k); ok {
-			rows = append(rows, row{k, st})
-			minCommitted = min(minCommitted, st.Committed)
-		}
-	}
-	if completed > first && len(rows) > 0 {
-		cut = max(cut, min(completed, minCommitted+1))
-	}
-	cut = min(cut, p.visible.Load())
-	now := nowMicros
-	for _, r := range rows {
-		if r.st.Lease.Live(now) {
-			cut = min(cut, r.st.Lease.Start)
-		}
-	}
-	if cut <= first {
+	rows := b.groupStatesLocked(p)
+	if cut = capRetentionCut(p, rows, cut, completed, first, nowMicros); cut <= first {
 		return
 	}
 	files, bytes, err := p.log.DeleteFilesBefore(cut)
@@ -94,9 +51,87 @@ func (b *Broker) retainPartition(p *partition, nowMicros int64) {
 		return
 	}
 	low := p.log.FirstOffset()
+	moved := b.raiseCursorsLocked(rows, low, nowMicros)
+	b.refreshPending(p)
+	b.log.Debug().Str("queue", p.q.name).Str("partition", p.name).Int("files", files).Int64("bytes", bytes).
+		Uint64("lowWaterMark", low).Bool("cursorsMoved", moved).Msg("retention: deleted segment files")
+}
+
+// retentionCuts reads p's time rules without its lock: cut is the offset the
+// age rules (retentionSeconds, maxWaitTimeSeconds) allow cutting before,
+// completed the one completedRetentionSeconds allows (before the groups'
+// cursors cap it), first the current low-water mark. Nothing to cut unless
+// one of them is past first.
+func retentionCuts(p *partition, nowMicros int64) (cut, completed, first uint64) {
+	o := p.q.options()
+	rs, crs, mw := int64(0), int64(0), o.MaxWaitTimeSeconds
+	if o.RetentionEnabled {
+		rs, crs = o.RetentionSeconds, o.CompletedRetentionSeconds
+	}
+	first = p.log.FirstOffset()
+	if rs <= 0 && crs <= 0 && mw <= 0 {
+		return first, first, first
+	}
+	before := func(secs int64) uint64 { return p.log.SealedBefore(nowMicros - secs*1_000_000) }
+	cut = first
+	if rs > 0 {
+		cut = max(cut, before(rs))
+	}
+	if mw > 0 {
+		cut = max(cut, before(mw))
+	}
+	if crs > 0 {
+		completed = before(crs)
+	}
+	return cut, completed, first
+}
+
+// groupState is one consumer group's state on a partition.
+type groupState struct {
+	k  cursor.Key
+	st lease.State
+}
+
+// groupStatesLocked returns the states of the groups with a cursor on p.
+func (b *Broker) groupStatesLocked(p *partition) []groupState {
+	var rows []groupState
+	for g := range p.q.groupList() {
+		k := cursor.Key{Partition: p.id, Group: g}
+		if st, ok := b.cur.Get(k); ok {
+			rows = append(rows, groupState{k, st})
+		}
+	}
+	return rows
+}
+
+// capRetentionCut is the offset retention cuts p before: the age cut, or the
+// completed cut where it is further but not past any group's cursor; never
+// past what is visible nor into a live lease's span (no leased message is
+// lost).
+func capRetentionCut(p *partition, rows []groupState, cut, completed, first uint64, nowMicros int64) uint64 {
+	if completed > first && len(rows) > 0 {
+		minCommitted := uint64(math.MaxUint64)
+		for _, r := range rows {
+			minCommitted = min(minCommitted, r.st.Committed)
+		}
+		cut = max(cut, min(completed, minCommitted+1))
+	}
+	cut = min(cut, p.visible.Load())
+	for _, r := range rows {
+		if r.st.Lease.Live(nowMicros) {
+			cut = min(cut, r.st.Lease.Start)
+		}
+	}
+	return cut
+}
+
+// raiseCursorsLocked moves the cursors below the new low-water mark low up to
+// it, dropping an expired lease over deleted messages; live leases were kept
+// clear of the cut. It reports whether a cursor moved.
+func (b *Broker) raiseCursorsLocked(rows []groupState, low uint64, nowMicros int64) bool {
 	moved := false
 	for _, r := range rows {
-		if r.st.Committed+1 >= low || r.st.Lease.Live(now) {
+		if r.st.Committed+1 >= low || r.st.Lease.Live(nowMicros) {
 			continue
 		}
 		st := r.st
@@ -109,9 +144,7 @@ func (b *Broker) retainPartition(p *partition, nowMicros int64) {
 		b.stats.retentionCursors.Add(1)
 		moved = true
 	}
-	b.refreshPending(p)
-	b.log.Debug().Str("queue", p.q.name).Str("partition", p.name).Int("files", files).Int64("bytes", bytes).
-		Uint64("lowWaterMark", low).Bool("cursorsMoved", moved).Msg("retention: deleted segment files")
+	return moved
 }
 
 // retainDLQs drops, for every queue with a time rule, the DLQ files older

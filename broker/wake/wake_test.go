@@ -1,4 +1,4 @@
-package broker
+package wake
 
 import (
 	"testing"
@@ -9,25 +9,25 @@ import (
 )
 
 func TestBackoffSchedule(t *testing.T) {
-	var b backoff
+	var b Backoff
 	var got []time.Duration
 	for i := 0; i < 8; i++ {
-		got = append(got, b.next())
+		got = append(got, b.Next())
 	}
 	ms := time.Millisecond
 	// spec 3.6: 100 ms for the first 3 empty checks, then longer, capped at 1000 ms.
 	assert.Equal(t, []time.Duration{100 * ms, 100 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second}, got)
-	b.reset()
-	assert.Equal(t, 100*ms, b.next(), "a wake resets the backoff")
+	b.Reset()
+	assert.Equal(t, 100*ms, b.Next(), "a wake resets the Backoff")
 }
 
 func TestWakeGateWakesArmedWaiter(t *testing.T) {
-	w := newWaker(time.Millisecond)
-	defer w.close()
-	g := newWakeGate()
-	ch := g.arm()
-	defer g.disarm()
-	w.signal(g)
+	w := NewWaker(time.Millisecond)
+	defer w.Close()
+	g := NewGate()
+	ch := g.Arm()
+	defer g.Disarm()
+	w.Signal(g)
 	select {
 	case <-ch:
 	case <-time.After(5 * time.Second):
@@ -36,13 +36,13 @@ func TestWakeGateWakesArmedWaiter(t *testing.T) {
 }
 
 func TestWakeGateSignalsCoalesce(t *testing.T) {
-	w := newWaker(20 * time.Millisecond)
-	defer w.close()
-	g := newWakeGate()
-	ch := g.arm()
-	defer g.disarm()
+	w := NewWaker(20 * time.Millisecond)
+	defer w.Close()
+	g := NewGate()
+	ch := g.Arm()
+	defer g.Disarm()
 	for i := 0; i < 100; i++ {
-		w.signal(g)
+		w.Signal(g)
 	}
 	w.mu.Lock()
 	queued := len(w.pending)
@@ -52,20 +52,20 @@ func TestWakeGateSignalsCoalesce(t *testing.T) {
 }
 
 func TestWakeGateWithoutWaitersIsSkipped(t *testing.T) {
-	w := newWaker(time.Millisecond)
-	defer w.close()
-	g := newWakeGate()
-	w.signal(g)
+	w := NewWaker(time.Millisecond)
+	defer w.Close()
+	g := NewGate()
+	w.Signal(g)
 	assert.False(t, g.pending.Load(), "a gate nobody waits on is not queued")
 }
 
 func TestWakeGateQuietGateFiresWithoutWaitingATick(t *testing.T) {
-	w := newWaker(time.Hour) // a tick this long would fail the test if the first wake waited for it
-	defer w.close()
-	g := newWakeGate()
-	ch := g.arm()
-	defer g.disarm()
-	w.signal(g)
+	w := NewWaker(time.Hour) // a tick this long would fail the test if the first wake waited for it
+	defer w.Close()
+	g := NewGate()
+	ch := g.Arm()
+	defer g.Disarm()
+	w.Signal(g)
 	select {
 	case <-ch:
 	default:
@@ -73,9 +73,9 @@ func TestWakeGateQuietGateFiresWithoutWaitingATick(t *testing.T) {
 	}
 
 	// Within the tick of that fire, a new push is held until the tick has passed.
-	ch2 := g.arm()
-	defer g.disarm()
-	w.signal(g)
+	ch2 := g.Arm()
+	defer g.Disarm()
+	w.Signal(g)
 	require.Eventually(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()

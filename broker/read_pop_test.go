@@ -261,12 +261,12 @@ func TestLongPollParkedPopKeepsItsGateArmed(t *testing.T) {
 		done <- r
 	}()
 	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, int32(1), q.gate.waiters.Load(), "the parked pop is counted on its queue's gate")
+	assert.Equal(t, int32(1), q.gate.Waiters(), "the parked pop is counted on its queue's gate")
 	e.push("armed", "", "second")
 	r = <-done
 	assert.Equal(t, []string{"second"}, txids(r))
 	r.Release()
-	assert.Equal(t, int32(0), q.gate.waiters.Load(), "an answered pop leaves the gate")
+	assert.Equal(t, int32(0), q.gate.Waiters(), "an answered pop leaves the gate")
 }
 
 func TestLongPollEndsOnCancelAndClose(t *testing.T) {

@@ -27,12 +27,12 @@ import (
 //
 // The file is a summaries file of package segment (EncodeSummaries,
 // DecodeSummaries: one record frame, magic "CMSM"), shared with the summary
-// checkpoint (summaries.go) and read offline by comb fsck. A marker that
+// checkpoint (flush_summaries.go) and read offline by comb fsck. A marker that
 // does not decode is ignored (and removed): Open then verifies every log.
 const cleanFileName = "clean"
 
 // takeCleanMarker reads and removes the clean-shutdown marker. When there is
-// none (a crash) it returns the last summary checkpoint (summaries.go), and
+// none (a crash) it returns the last summary checkpoint (flush_summaries.go), and
 // nil (verify every log) when that is missing or damaged too. The removal is made
 // durable before Open goes on: after a crash from here on, the next Open must
 // not trust summaries the appends of this run have outdated.

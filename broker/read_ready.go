@@ -3,6 +3,8 @@ package broker
 import (
 	"container/heap"
 	"sync"
+
+	"github.com/combmq/comb/cursor"
 )
 
 // groupReady is the candidate structure of one (queue, consumer group): the
@@ -269,4 +271,33 @@ func (g *groupReady) peekPartition() *partition {
 		return nil
 	}
 	return g.ready.items[0].p
+}
+
+// leaseReleased updates (p's queue, group)'s ready structure after the group's
+// lease on p went away: p is a candidate again when messages are pending past
+// the cursor; otherwise its entry, deferred until the old lease's expiry, is
+// dropped so that the next push re-arms it (a push leaves deferred entries
+// alone because it cannot tell a live lease from a released one).
+func (b *Broker) leaseReleased(p *partition, group string, now int64) {
+	st, _ := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
+	if st.Committed+1 < p.visible.Load() {
+		b.touchGroup(p, group, now)
+		return
+	}
+	p.q.mu.RLock()
+	g := p.q.groups[group]
+	p.q.mu.RUnlock()
+	if g != nil {
+		g.released(p)
+	}
+}
+
+// touchGroup tells (p's queue, group)'s ready structure that p has work again.
+func (b *Broker) touchGroup(p *partition, group string, key int64) {
+	p.q.mu.RLock()
+	g := p.q.groups[group]
+	p.q.mu.RUnlock()
+	if g != nil {
+		g.touch(p, key)
+	}
 }

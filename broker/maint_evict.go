@@ -6,7 +6,7 @@ import (
 )
 
 // maintenance is the background task that evicts idle partitions (seed 004)
-// and applies retention (retention.go). Each tick visits at most
+// and applies retention (maint_retention.go). Each tick visits at most
 // Config.MaintenanceBatch partitions, round robin over a snapshot of the
 // registry taken at the start of each cycle, so its cost per tick is bounded
 // whatever the number of partitions.
@@ -114,17 +114,4 @@ func (b *Broker) evictIfIdleLocked(p *partition, nowMicros int64) {
 		b.stats.evictions.Add(1)
 	}
 	p.mu.Unlock()
-}
-
-// scaleStats fills the issue-7 fields of s. OpenPartitions counts the logs
-// holding file handles (loaded), not every partition.
-func (b *Broker) scaleStats(s *Stats) {
-	if b.handles != nil {
-		hs := b.handles.Stats()
-		s.OpenFiles, s.MaxOpenFiles, s.HandleReleases, s.OpenPartitions = hs.Open, hs.Max, hs.Releases, hs.Logs
-	}
-	s.EvictedPartitions = b.stats.evictions.Load()
-	s.RetentionFilesDeleted = b.stats.retentionFiles.Load()
-	s.RetentionBytesReclaimed = b.stats.retentionBytes.Load()
-	s.RetentionCursorsMoved = b.stats.retentionCursors.Load()
 }

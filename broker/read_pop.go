@@ -15,6 +15,7 @@ type popCtx struct {
 	req       PopRequest
 	group     string
 	queueMode bool
+	discovery bool                // no queue named: every queue whose labels match (spec 3.1)
 	sub       cursor.Subscription // this request's intent (first contact, targeted seeding)
 	nowMicros int64
 	leaseID   [16]byte
@@ -88,9 +89,23 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 		// once, before any validation, nothing claimed.
 		return PopResult{}, nil
 	}
+	pc, err := b.newPopCtx(req)
+	if err != nil {
+		return PopResult{}, err
+	}
+	b.stats.popRequests.Add(1)
+	if !pc.req.Wait {
+		return b.popAnswer(b.popOnce(&pc, false))
+	}
+	return b.longPoll(ctx, &pc)
+}
+
+// newPopCtx validates req and fills in its defaults (group, batch and
+// partition caps, the subscription intent). Errors: see Pop.
+func (b *Broker) newPopCtx(req PopRequest) (popCtx, error) {
 	discovery := req.Queue == ""
 	if discovery && req.Namespace == "" && req.Task == "" {
-		return PopResult{}, BadRequest("namespace or task is required")
+		return popCtx{}, BadRequest("namespace or task is required")
 	}
 	if req.Group == "" {
 		req.Group = QueueModeGroup
@@ -100,135 +115,29 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	if req.Partition != "" {
 		req.Partitions = 1
 	}
-	pc := popCtx{req: req, group: req.Group, queueMode: req.Group == QueueModeGroup}
+	pc := popCtx{req: req, group: req.Group, queueMode: req.Group == QueueModeGroup, discovery: discovery}
 	sub, err := cursor.ParseSubscription(req.SubscriptionMode, req.SubscriptionFrom, b.now().UnixMicro())
-	if err != nil {
-		if pc.queueMode {
-			sub = cursor.Subscription{Mode: cursor.SubAll}
-		} else {
-			return PopResult{}, BadRequest("invalid subscriptionFrom")
-		}
+	if err != nil && !pc.queueMode {
+		return popCtx{}, BadRequest("invalid subscriptionFrom")
 	}
 	if pc.queueMode {
 		// seed 000: queue mode always reads from the oldest retained offset.
 		sub = cursor.Subscription{Mode: cursor.SubAll}
 	}
 	pc.sub = sub
-	b.stats.popRequests.Add(1)
-
-	deadline := time.Now().Add(req.Timeout)
-	gate := b.anyGate
-	if !discovery {
-		if q := b.lookupQueue(req.Queue); q != nil {
-			gate = q.gate
-		}
-	}
-	var bo backoff
-	minWaitDone := false
-	for parked := false; ; parked = true {
-		if parked && !stillWanted(ctx) {
-			return PopResult{}, nil
-		}
-		var ch <-chan struct{}
-		if req.Wait {
-			ch = gate.arm()
-		}
-		res, err := b.popOnce(&pc, discovery, req.Wait && !minWaitDone, deadline)
-		if err != nil || len(res.Messages) > 0 || !req.Wait {
-			if req.Wait {
-				gate.disarm()
-			}
-			if len(res.Messages) > 0 {
-				b.stats.popMessages.Add(uint64(len(res.Messages)))
-			}
-			return res.PopResult, err
-		}
-		if res.minWait > 0 {
-			// minPopWaitTime (seed 000): some but too few messages; wait once
-			// for more, then claim whatever is there.
-			gate.disarm()
-			minWaitDone = true
-			if !b.park(ctx, gate, min(res.minWait, time.Until(deadline))) {
-				return PopResult{}, nil
-			}
-			continue
-		}
-		// The queue may have been created since: wait on its own gate.
-		if !discovery && gate == b.anyGate {
-			if q := b.lookupQueue(req.Queue); q != nil {
-				gate.disarm()
-				gate = q.gate
-				continue
-			}
-		}
-		wait := min(bo.next(), time.Until(deadline))
-		if wait <= 0 {
-			gate.disarm()
-			return PopResult{}, nil
-		}
-		if res.nextDue > 0 {
-			// spec 3.9: re-check when the first held-back message becomes
-			// visible, not a backoff step later (at least 1 ms: no spinning).
-			wait = min(wait, max(time.Duration(res.nextDue-pc.nowMicros)*time.Microsecond, time.Millisecond))
-		}
-		// The gate stays armed (its waiter count raised) from before the
-		// check until the park ends: a push skips gates with no waiters, so
-		// disarming before parking would let every push in between pass us
-		// by and leave the pop to its backoff re-check.
-		b.stats.parkedPops.Add(1)
-		woke, stop := b.parkOn(ctx, ch, wait)
-		b.stats.parkedPops.Add(-1)
-		gate.disarm()
-		if stop {
-			return PopResult{}, nil
-		}
-		if woke {
-			bo.reset()
-		}
-		if !time.Now().Before(deadline) {
-			// One last look: the wake may have come right at the deadline.
-			if !stillWanted(ctx) {
-				return PopResult{}, nil
-			}
-			if res, err := b.popOnce(&pc, discovery, false, deadline); err != nil || len(res.Messages) > 0 {
-				b.stats.popMessages.Add(uint64(len(res.Messages)))
-				return res.PopResult, err
-			}
-			return PopResult{}, nil
-		}
-	}
+	return pc, nil
 }
 
-// parkOn waits for ch, d, ctx or Close. woke: ch fired; stop: give up now.
-func (b *Broker) parkOn(ctx context.Context, ch <-chan struct{}, d time.Duration) (woke, stop bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true, false
-	case <-t.C:
-		return false, false
-	case <-ctx.Done():
-		return false, true
-	case <-b.closing:
-		return false, true
+// popAnswer is what Pop returns for one pass's outcome, counted in the stats.
+func (b *Broker) popAnswer(res popOutcome, err error) (PopResult, error) {
+	if len(res.Messages) > 0 {
+		b.stats.popMessages.Add(uint64(len(res.Messages)))
 	}
+	return res.PopResult, err
 }
 
-// park waits up to d for a wake of gate; false means stop (ctx or Close).
-func (b *Broker) park(ctx context.Context, gate *wakeGate, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	ch := gate.arm()
-	defer gate.disarm()
-	b.stats.parkedPops.Add(1)
-	defer b.stats.parkedPops.Add(-1)
-	_, stop := b.parkOn(ctx, ch, d)
-	return !stop
-}
-
-// popResultMin carries the minPopWaitTime verdict out of popOnce.
+// popOutcome is one pass of a pop: its result, and for a pop that may wait
+// the minPopWaitTime verdict and when a held-back partition becomes due.
 type popOutcome struct {
 	PopResult
 	minWait time.Duration
@@ -236,7 +145,7 @@ type popOutcome struct {
 }
 
 // popOnce makes one pass: it claims what it can and returns it, or nothing.
-func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.Time) (popOutcome, error) {
+func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	now := b.now()
 	pc.nowMicros = now.UnixMicro()
 	pc.leaseID = newV7()
@@ -252,7 +161,7 @@ func (b *Broker) popOnce(pc *popCtx, discovery, mayMinWait bool, deadline time.T
 	switch {
 	case pc.req.Partition != "":
 		err = b.popTargeted(pc)
-	case discovery:
+	case pc.discovery:
 		res.Queue = ""
 		err = b.popDiscovery(pc)
 	default:
@@ -415,4 +324,23 @@ func (b *Broker) popDiscovery(pc *popCtx) error {
 		}
 	}
 	return nil
+}
+
+// popTargeted claims exactly one named partition (spec 3.1). It registers no
+// subscription: a partition the group never touched is seeded from this
+// request's intent (or the stored record, if a wildcard pop made one).
+func (b *Broker) popTargeted(pc *popCtx) error {
+	q := b.lookupQueue(pc.req.Queue)
+	if q == nil {
+		return nil
+	}
+	p := q.partition(pc.req.Partition)
+	if p == nil {
+		return nil
+	}
+	cl, err := b.claim(pc, p)
+	if cl.verdict == verdictLater {
+		pc.noteDue(cl.until)
+	}
+	return err
 }

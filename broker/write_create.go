@@ -9,6 +9,43 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
+// partKey names a (queue, partition) a push or transaction targets.
+type partKey struct{ queue, partition string }
+
+// ensurePartitions returns the partitions for keys, creating missing queues
+// (labels from the name, default options; spec 1.3) and partitions
+// (createPartitionsLocked). Existing partitions cost one shared registry lookup.
+func (b *Broker) ensurePartitions(keys []partKey) ([]*partition, error) {
+	if out, missing := b.lookupPartitions(keys); !missing {
+		return out, nil
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	// Another request may have made them while this one waited.
+	out, missing := b.lookupPartitions(keys)
+	if !missing {
+		return out, nil
+	}
+	return b.createPartitionsLocked(keys, out)
+}
+
+// lookupPartitions resolves keys to live partitions; missing says whether
+// some are not there.
+func (b *Broker) lookupPartitions(keys []partKey) (out []*partition, missing bool) {
+	out = make([]*partition, len(keys))
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for i, k := range keys {
+		if q := b.queues[k.queue]; q != nil {
+			out[i] = q.partition(k.partition)
+		}
+		if out[i] == nil {
+			missing = true
+		}
+	}
+	return out, missing
+}
+
 // createPartitionsLocked makes the queues and partitions keys name that out
 // does not hold yet, and fills out. The caller holds metaMu, not mu: the
 // syncs below never hold the registry lock, so pushes, pops and acks on
@@ -22,57 +59,19 @@ import (
 // makes a directory a crash lost again from the durable entry. A new
 // partition costs a commit-log record and two inodes, no fsync of its own.
 func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*partition, error) {
-	nowMicros := b.now().UnixMicro()
-	var recs []meta.Record
-	newQueues := make(map[string]*queue)
-	type newPart struct {
-		p    *partition
-		idxs []int
-	}
-	newParts := make(map[partKey]*newPart)
-	var order []*newPart
-	b.mu.RLock()
-	for i, k := range keys {
-		if out[i] != nil {
-			continue
-		}
-		q := b.queues[k.queue]
-		if q == nil {
-			q = newQueues[k.queue]
-		}
-		if q == nil {
-			ns, task := labelsFromName(k.queue)
-			q = b.newQueue(newV7(), k.queue, nowMicros, queueConf{namespace: ns, task: task, opts: DefaultQueueOptions()})
-			newQueues[k.queue] = q
-			recs = append(recs, meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: nowMicros, Name: k.queue, Namespace: ns, Task: task, Opts: DefaultQueueOptions()})
-		}
-		if p := q.partition(k.partition); p != nil {
-			out[i] = p
-			continue
-		}
-		np := newParts[k]
-		if np == nil {
-			id := newV7()
-			np = &newPart{p: &partition{id: id, idStr: uuidString(id), name: k.partition, q: q, createdAt: nowMicros}}
-			newParts[k] = np
-			order = append(order, np)
-			recs = append(recs, meta.Record{Kind: meta.KindPartitionCreate, ID: id, QueueID: q.id, CreatedAt: nowMicros, Name: k.partition})
-		}
-		np.idxs = append(np.idxs, i)
-	}
-	b.mu.RUnlock()
-	if len(recs) == 0 {
+	c := b.planCreation(keys, out, b.now().UnixMicro())
+	if len(c.recs) == 0 {
 		return out, nil
 	}
-	parts := make([]*partition, len(order))
-	for i, np := range order {
+	parts := make([]*partition, len(c.order))
+	for i, np := range c.order {
 		parts[i] = np.p
 	}
 	// The records are durable before any directory exists: a directory
 	// (and the records a push writes into it) can then never outlive a
 	// creation the commit log lost, which the start-up rule would have to
 	// take for a lost journal.
-	t, err := b.logMetaLocked(recs...)
+	t, err := b.logMetaLocked(c.recs...)
 	if err == nil {
 		err = t.Wait()
 	}
@@ -91,21 +90,81 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 			b.markDamaged(p, &segment.CorruptionError{File: dir, Reason: "its directory could not be made (" + dirErr.Error() + "); restart the server to make it"})
 		}
 	}
+	b.registerCreation(c, out)
+	if dirErr != nil {
+		return nil, dirErr
+	}
+	return out, nil
+}
+
+// creation is what createPartitionsLocked makes: new queues by name, new
+// partitions in first-appearance order, and their metadata records.
+type creation struct {
+	queues map[string]*queue
+	order  []*newPart
+	recs   []meta.Record
+}
+
+// newPart is a partition being created and the indexes of the keys naming it.
+type newPart struct {
+	p    *partition
+	idxs []int
+}
+
+// planCreation fills out with the partitions that exist (looked up under the
+// shared registry lock) and plans the rest: a queue missing from the
+// registry gets labels from its name and default options (spec 1.3); each
+// missing (queue, partition) gets one new id however many keys name it.
+func (b *Broker) planCreation(keys []partKey, out []*partition, nowMicros int64) *creation {
+	c := &creation{queues: make(map[string]*queue)}
+	byKey := make(map[partKey]*newPart)
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for i, k := range keys {
+		if out[i] != nil {
+			continue
+		}
+		q := b.queues[k.queue]
+		if q == nil {
+			q = c.queues[k.queue]
+		}
+		if q == nil {
+			ns, task := labelsFromName(k.queue)
+			q = b.newQueue(newV7(), k.queue, nowMicros, queueConf{namespace: ns, task: task, opts: DefaultQueueOptions()})
+			c.queues[k.queue] = q
+			c.recs = append(c.recs, meta.Record{Kind: meta.KindQueuePut, ID: q.id, CreatedAt: nowMicros, Name: k.queue, Namespace: ns, Task: task, Opts: DefaultQueueOptions()})
+		}
+		if p := q.partition(k.partition); p != nil {
+			out[i] = p
+			continue
+		}
+		np := byKey[k]
+		if np == nil {
+			id := newV7()
+			np = &newPart{p: &partition{id: id, idStr: uuidString(id), name: k.partition, q: q, createdAt: nowMicros}}
+			byKey[k] = np
+			c.order = append(c.order, np)
+			c.recs = append(c.recs, meta.Record{Kind: meta.KindPartitionCreate, ID: id, QueueID: q.id, CreatedAt: nowMicros, Name: k.partition})
+		}
+		np.idxs = append(np.idxs, i)
+	}
+	return c
+}
+
+// registerCreation adds c's queues and partitions to the registry and fills
+// out with them.
+func (b *Broker) registerCreation(c *creation, out []*partition) {
 	b.mu.Lock()
-	for name, q := range newQueues {
+	defer b.mu.Unlock()
+	for name, q := range c.queues {
 		b.queues[name] = q
 	}
-	for _, np := range order {
+	for _, np := range c.order {
 		b.addPartitionLocked(np.p)
 		for _, i := range np.idxs {
 			out[i] = np.p
 		}
 	}
-	b.mu.Unlock()
-	if dirErr != nil {
-		return nil, dirErr
-	}
-	return out, nil
 }
 
 // makePartitionDirs gives each new partition its directory, DESCRIPTOR and

@@ -1,0 +1,91 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/segment"
+)
+
+// Close answers parked long-polls with no messages, waits for operations in
+// flight, writes a final cursor checkpoint, syncs and closes every log and
+// releases the LOCK. What survives: everything acknowledged before Close, and
+// with Sync "interval" or "never" everything appended before it too.
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		close(b.closing)
+		b.stopMaintenance()
+		b.inflight.Wait()
+		b.wake.Close()
+		err = b.closeFiles()
+	})
+	return err
+}
+
+func (b *Broker) closeFiles() error {
+	var errs []error
+	b.stopFlusher()
+	if b.wal != nil && b.cur != nil && b.wake != nil {
+		// Everything durable outside the commit log, so the next start
+		// replays (almost) nothing. Without it (a failed log, a full disk)
+		// no clean marker is written: the next start recovers from the log.
+		if err := b.flushPass(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.cur != nil {
+		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if b.wal != nil {
+		if err := b.wal.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.committer != nil {
+		if err := b.committer.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.mu.Lock()
+	sums := make(map[[16]byte]segment.Summary, len(b.parts))
+	for _, p := range b.parts {
+		if !b.noSync() {
+			if err := p.log.Sync(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if !p.isDamaged() {
+			// A damaged partition gets no summary: the next start opens it
+			// in full and finds out again whether it is sound.
+			sums[p.id] = p.log.Summary()
+		}
+	}
+	for _, q := range b.queues {
+		q.dlqMu.Lock()
+		if q.dlq != nil {
+			if err := q.dlq.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			q.dlq = nil
+		}
+		q.dlqMu.Unlock()
+	}
+	b.mu.Unlock()
+	if b.wake != nil && len(errs) == 0 {
+		// Only a Close that synced and closed everything may promise it.
+		if err := b.writeCleanMarker(sums); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := b.lockFile.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

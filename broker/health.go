@@ -1,0 +1,57 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/combmq/comb/commitlog"
+)
+
+// Healthy reports whether the broker is open and its journals accept writes:
+// false once closed, or once the cursor journal is unusable until a restart
+// (a failed fdatasync; see CheckpointFailure). A full disk is not unhealthy
+// but degraded: the broker answers 5xx to what it cannot make durable and
+// recovers by itself once space is freed.
+func (b *Broker) Healthy() bool {
+	if b.closed.Load() || b.cur == nil {
+		return false
+	}
+	f, failing := b.CheckpointFailure()
+	return !failing || !f.Sticky
+}
+
+// CheckpointFailure is why consumption cannot be made durable right now (GET
+// /health reports it).
+type CheckpointFailure struct {
+	// Reason is the cursor journal's error, e.g. "cursor checkpoint failed
+	// (retrying): cursor journal <path>: preallocate bytes 65536..131072: write
+	// <path>: no space left on device".
+	Reason      string
+	SinceMicros int64 // when checkpoints started failing
+	// Sticky: a journal fdatasync failed; only a restart brings consumption
+	// back (Healthy is false). Otherwise the broker retries by itself.
+	Sticky bool
+}
+
+// CheckpointFailure reports whether cursor checkpoints are failing now (from a
+// failed checkpoint until the next good one): pops, acks, lease extensions,
+// seeks and transactions answer 5xx meanwhile and claim nothing.
+func (b *Broker) CheckpointFailure() (CheckpointFailure, bool) {
+	if b.cur == nil {
+		return CheckpointFailure{}, false
+	}
+	if err := b.wal.Err(); err != nil {
+		since := b.walFailSince.Load()
+		if since == 0 {
+			b.walFailSince.CompareAndSwap(0, b.now().UnixMicro())
+			since = b.walFailSince.Load()
+		}
+		return CheckpointFailure{Reason: "commit log: " + err.Error(), SinceMicros: since,
+			Sticky: errors.Is(err, commitlog.ErrFailed)}, true
+	}
+	b.walFailSince.Store(0)
+	f, failing := b.cur.Failure()
+	if !failing {
+		return CheckpointFailure{}, false
+	}
+	return CheckpointFailure{Reason: f.Err.Error(), SinceMicros: f.Since.UnixMicro(), Sticky: f.Sticky}, true
+}

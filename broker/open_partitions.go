@@ -1,0 +1,96 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/segment"
+)
+
+// logSegmentRecovery logs what a segment log repaired on its own outside the
+// start-up scan (segment.Options.OnRecover: a torn tail cut at a lazy load, a
+// dedup.idx rebuilt because it was damaged), and a DLQ log's recovery. Issue
+// 10: the words say whether cut bytes can have been acknowledged data and
+// where they were kept.
+func (b *Broker) logSegmentRecovery(dir string, rep *segment.RecoveryReport) {
+	ev := b.log.Warn().Str("dir", dir)
+	if rep.TruncatedBytes > 0 {
+		ev = ev.Str("file", rep.File).Int64("truncatedBytes", rep.TruncatedBytes).Int64("at", rep.TruncatedAt).
+			Uint64("lostFirst", rep.LostFirstOffset).Uint64("lostLast", rep.LostLastOffset).
+			Str("tail", rep.TailText()).Str("keptAt", rep.KeptAt)
+	}
+	if len(rep.IndexesRebuilt) > 0 {
+		ev = ev.Strs("indexesRebuilt", rep.IndexesRebuilt)
+	}
+	if rep.DedupRebuilt != "" {
+		ev = ev.Str("dedup", rep.DedupRebuilt)
+	}
+	ev.Msg("segment log repaired")
+}
+
+// applyMeta rebuilds the registry from the metadata state, opens the logs
+// (each with what the commit log and the summaries say it may keep, open_startup.go)
+// and applies the start-up rule to directories the metadata does not name.
+func (b *Broker) applyMeta(st *meta.State) error {
+	b.tombstones = make(map[[16]byte]bool, len(st.Deleted))
+	for id := range st.Deleted {
+		b.tombstones[id] = true
+	}
+	b.described = st.Described
+	byID := make(map[[16]byte]*queue, len(st.Queues))
+	for _, mq := range st.Queues {
+		q := b.newQueue(mq.ID, mq.Name, mq.CreatedAt, queueConf{namespace: mq.Namespace, task: mq.Task, opts: mq.Opts})
+		byID[q.id] = q
+		b.queues[q.name] = q
+	}
+	// Open the logs concurrently: many partitions, each a directory scan.
+	type opened struct {
+		p   *partition
+		rep *segment.RecoveryReport
+		err error
+	}
+	results := make([]opened, len(st.Partitions))
+	parallelFor(len(st.Partitions), func(i int) {
+		mp := st.Partitions[i]
+		p, rep, err := b.openPartition(byID[mp.QueueID], mp.ID, mp.Name, mp.CreatedAt)
+		results[i] = opened{p, rep, err}
+	})
+	for _, o := range results {
+		if o.err != nil {
+			return o.err
+		}
+		if o.rep.Repaired() {
+			b.log.Warn().Str("queue", o.p.q.name).Str("partition", o.p.name).Str("partitionId", o.p.idStr).
+				Int64("truncatedBytes", o.rep.TruncatedBytes).Uint64("lostFirst", o.rep.LostFirstOffset).
+				Uint64("lostLast", o.rep.LostLastOffset).Str("tail", o.rep.TailText()).Str("keptAt", o.rep.KeptAt).
+				Strs("indexesRebuilt", o.rep.IndexesRebuilt).
+				Msg("partition log repaired")
+		}
+		b.addPartitionLocked(o.p)
+	}
+	return b.checkStrayDirs(st)
+}
+
+func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
+	idStr := uuidString(id)
+	dir := filepath.Join(b.dir, "partitions", idStr)
+	l, rep, err := b.openPartitionLog(id, dir)
+	var ce *segment.CorruptionError
+	if errors.As(err, &ce) {
+		// One damaged partition must not keep the server down: it is opened
+		// out of service (damage.go) on a log that reads nothing until used,
+		// and every path that would use it checks the mark first.
+		p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: segment.OpenSummary(dir, b.segOpts, segment.Summary{})}
+		p.visible.Store(p.log.NextOffset())
+		b.markDamaged(p, err)
+		return p, &segment.RecoveryReport{}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("broker: queue %s partition %s (%s): %w", q.name, name, idStr, err)
+	}
+	p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: l}
+	p.visible.Store(l.NextOffset())
+	return p, rep, nil
+}
