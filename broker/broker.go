@@ -145,6 +145,10 @@ type partition struct {
 	// and made durable per the sync policy. Pushes raise it after their group
 	// commit, so no pop delivers a message its push has not yet answered.
 	visible atomic.Uint64
+	// expiredBelow is the offset below which messages are past the queue's
+	// retentionSeconds or maxWaitTimeSeconds: never delivered nor counted,
+	// though their file may remain (read_expire.go). Only rises; in memory.
+	expiredBelow atomic.Uint64
 
 	idleSince int64 // µs the maintenance task first saw the log unused; under b.maint.mu (maint_evict.go)
 

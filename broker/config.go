@@ -40,6 +40,15 @@ type Config struct {
 	// MaintenanceBatch is how many partitions one maintenance tick visits
 	// (round robin), bounding its cost; default 10,000.
 	MaintenanceBatch int
+	// RetentionInterval is how often a maintenance cycle applies the
+	// retentionSeconds and completedRetentionSeconds rules (Queen's
+	// RETENTION_INTERVAL); EvictionInterval the same for maxWaitTimeSeconds
+	// (Queen's EVICTION_INTERVAL). Defaults 5 min and 1 min, as Queen's. They
+	// set when files are reclaimed and the counts catch up, not what a pop
+	// sees: a pop never delivers an expired message (read_expire.go). The
+	// maintenance tick runs at least this often.
+	RetentionInterval time.Duration
+	EvictionInterval  time.Duration
 	// MaxSegmentFileAge rotates a partition's active file once it spans this
 	// long, so retention (by whole sealed file) can reach recent data;
 	// default 0 = rotate by size only.
@@ -71,6 +80,8 @@ const (
 	DefaultIdleEvict           = 10 * time.Minute
 	DefaultMaintenanceInterval = time.Second
 	DefaultMaintenanceBatch    = 10000
+	DefaultRetentionInterval   = 5 * time.Minute
+	DefaultEvictionInterval    = time.Minute
 	maxNameChars               = 255 // spec 0.4: names and transactionIds are 1..255 characters
 )
 
@@ -110,6 +121,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaintenanceBatch <= 0 {
 		c.MaintenanceBatch = DefaultMaintenanceBatch
+	}
+	if c.RetentionInterval <= 0 {
+		c.RetentionInterval = DefaultRetentionInterval
+	}
+	if c.EvictionInterval <= 0 {
+		c.EvictionInterval = DefaultEvictionInterval
 	}
 	return c
 }

@@ -44,7 +44,10 @@
 //	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
 //	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
 //	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go)
-//	maintenance  maintain (maint_evict.go): idle eviction, retainPartition (maint_retention.go)
+//	maintenance  maintain (maint_evict.go): idle eviction, expirePartition (read_expire.go),
+//	             retainPartition (maint_retention.go), on RetentionInterval / EvictionInterval
+//	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
+//	             (skipExpiredLocked, read_expire.go); readers start at partition.liveFrom
 //	shutdown     Close, closeFiles (close.go)
 //
 // # Files: one prefix per path the data travels

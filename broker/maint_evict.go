@@ -9,13 +9,43 @@ import (
 // and applies retention (maint_retention.go). Each tick visits at most
 // Config.MaintenanceBatch partitions, round robin over a snapshot of the
 // registry taken at the start of each cycle, so its cost per tick is bounded
-// whatever the number of partitions.
+// whatever the number of partitions. A cycle applies the retention rules
+// when Config.RetentionInterval has passed since the last cycle that did, and
+// maxWaitTimeSeconds when Config.EvictionInterval has (Queen's two
+// services); idle eviction runs in every cycle.
 type maintenance struct {
-	mu   sync.Mutex // one tick at a time: the background loop or a test
-	list []*partition
-	pos  int
-	stop chan struct{}
-	done chan struct{}
+	mu    sync.Mutex // one tick at a time: the background loop or a test
+	list  []*partition
+	pos   int
+	rules timeRules // what the current cycle applies
+	// lastRetain, lastEvict: µs the last cycle applying each rule started.
+	lastRetain, lastEvict int64
+	stop                  chan struct{}
+	done                  chan struct{}
+}
+
+// timeRules says which of the time rules a maintenance cycle applies.
+type timeRules struct {
+	retention bool // retentionSeconds, completedRetentionSeconds (RETENTION_INTERVAL)
+	eviction  bool // maxWaitTimeSeconds (EVICTION_INTERVAL)
+}
+
+func (r timeRules) any() bool { return r.retention || r.eviction }
+
+// dueRulesLocked decides, at the start of a cycle at nowMicros, which time
+// rules it applies, and notes them as run. The caller holds m.mu.
+func (m *maintenance) dueRulesLocked(cfg Config, nowMicros int64) timeRules {
+	due := func(last *int64, every int64) bool {
+		if *last != 0 && nowMicros-*last < every {
+			return false
+		}
+		*last = nowMicros
+		return true
+	}
+	return timeRules{
+		retention: due(&m.lastRetain, cfg.RetentionInterval.Microseconds()),
+		eviction:  due(&m.lastEvict, cfg.EvictionInterval.Microseconds()),
+	}
 }
 
 func (b *Broker) startMaintenance() {
@@ -25,7 +55,7 @@ func (b *Broker) startMaintenance() {
 	b.maint.stop, b.maint.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(b.maint.done)
-		t := time.NewTicker(b.cfg.MaintenanceInterval)
+		t := time.NewTicker(min(b.cfg.MaintenanceInterval, b.cfg.RetentionInterval, b.cfg.EvictionInterval))
 		defer t.Stop()
 		for {
 			select {
@@ -47,7 +77,9 @@ func (b *Broker) stopMaintenance() {
 }
 
 // maintain runs one tick at time now: for each partition visited, idle
-// eviction then retention; then DLQ retention of every queue.
+// eviction, then the time rules its cycle applies (read-time expiry, then
+// retention by whole file); when a cycle applying rules starts, the DLQ
+// retention of every queue.
 func (b *Broker) maintain(now time.Time) {
 	if err := b.enter(); err != nil {
 		return
@@ -64,6 +96,9 @@ func (b *Broker) maintain(now time.Time) {
 				break
 			}
 			m.list, m.pos, rebuilt = b.partitionList(m.list[:0]), 0, true
+			if m.rules = m.dueRulesLocked(b.cfg, nowMicros); m.rules.any() {
+				b.retainDLQs(nowMicros, m.rules)
+			}
 			if len(m.list) == 0 {
 				break
 			}
@@ -75,9 +110,11 @@ func (b *Broker) maintain(now time.Time) {
 			continue // out of service (damage.go): no retention on an unreadable log
 		}
 		b.evictIfIdleLocked(p, nowMicros)
-		b.retainPartition(p, nowMicros)
+		if m.rules.any() {
+			b.expirePartition(p, nowMicros)
+			b.retainPartition(p, nowMicros, m.rules)
+		}
 	}
-	b.retainDLQs(nowMicros)
 }
 
 // partitionList appends every live partition to dst.

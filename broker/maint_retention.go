@@ -23,10 +23,14 @@ import (
 // start) and nothing not yet visible is cut. Cursors below the new low-water
 // mark move up to it. A DLQ log loses its files older than the queue's
 // shortest time rule (its entries go with their messages).
+//
+// This is how space comes back; what clients see is decided at read time
+// (read_expire.go): a message past retentionSeconds or maxWaitTimeSeconds
+// is never delivered nor counted, even while its file is the active one.
 
-// retainPartition applies p's queue's retention rules at nowMicros.
-func (b *Broker) retainPartition(p *partition, nowMicros int64) {
-	cut, completed, first := retentionCuts(p, nowMicros)
+// retainPartition applies p's queue's time rules that r names at nowMicros.
+func (b *Broker) retainPartition(p *partition, nowMicros int64, r timeRules) {
+	cut, completed, first := retentionCuts(p, nowMicros, r)
 	if cut <= first && completed <= first {
 		return // nothing old enough: no lock taken, nothing loaded
 	}
@@ -57,15 +61,19 @@ func (b *Broker) retainPartition(p *partition, nowMicros int64) {
 		Uint64("lowWaterMark", low).Bool("cursorsMoved", moved).Msg("retention: deleted segment files")
 }
 
-// retentionCuts reads p's time rules without its lock: cut is the offset the
-// age rules (retentionSeconds, maxWaitTimeSeconds) allow cutting before,
+// retentionCuts reads p's time rules (those r names) without its lock: cut
+// is the offset the age rules (retentionSeconds, maxWaitTimeSeconds) allow
+// cutting before,
 // completed the one completedRetentionSeconds allows (before the groups'
 // cursors cap it), first the current low-water mark. Nothing to cut unless
 // one of them is past first.
-func retentionCuts(p *partition, nowMicros int64) (cut, completed, first uint64) {
+func retentionCuts(p *partition, nowMicros int64, r timeRules) (cut, completed, first uint64) {
 	o := p.q.options()
-	rs, crs, mw := int64(0), int64(0), o.MaxWaitTimeSeconds
-	if o.RetentionEnabled {
+	rs, crs, mw := int64(0), int64(0), int64(0)
+	if r.eviction {
+		mw = o.MaxWaitTimeSeconds
+	}
+	if r.retention && o.RetentionEnabled {
 		rs, crs = o.RetentionSeconds, o.CompletedRetentionSeconds
 	}
 	first = p.log.FirstOffset()
@@ -147,13 +155,13 @@ func (b *Broker) raiseCursorsLocked(rows []groupState, low uint64, nowMicros int
 	return moved
 }
 
-// retainDLQs drops, for every queue with a time rule, the DLQ files older
-// than its shortest horizon.
-func (b *Broker) retainDLQs(nowMicros int64) {
+// retainDLQs drops, for every queue with a time rule r names, the DLQ files
+// older than its shortest horizon.
+func (b *Broker) retainDLQs(nowMicros int64, r timeRules) {
 	for _, q := range b.sortedQueues() {
 		o := q.options()
 		h := int64(0)
-		for _, s := range []int64{o.MaxWaitTimeSeconds, b.retentionIf(o.RetentionEnabled, o.RetentionSeconds), b.retentionIf(o.RetentionEnabled, o.CompletedRetentionSeconds)} {
+		for _, s := range []int64{b.retentionIf(r.eviction, o.MaxWaitTimeSeconds), b.retentionIf(r.retention && o.RetentionEnabled, o.RetentionSeconds), b.retentionIf(r.retention && o.RetentionEnabled, o.CompletedRetentionSeconds)} {
 			if s > 0 && (h == 0 || s < h) {
 				h = s
 			}

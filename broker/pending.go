@@ -6,14 +6,15 @@ import (
 )
 
 // refreshPending recomputes p's pending depth for the __QUEUE_MODE__ group
-// (messages after its cursor, or after the low-water mark when it has none)
+// (messages after its cursor, or after the live low-water mark when it has
+// none: expired messages are not pending, read_expire.go)
 // and adds the change to the queue's counter, so a maxSize check (spec 1.7)
 // reads one atomic instead of scanning partitions. Called after anything that
 // moves the visible end, the low-water mark or the queue-mode cursor. May be
 // called with p.mu held (pendMu is a leaf lock).
 func (b *Broker) refreshPending(p *partition) {
 	p.pendMu.Lock()
-	from := p.log.FirstOffset()
+	from := p.liveFrom()
 	if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: QueueModeGroup}); ok {
 		from = max(from, st.Committed+1)
 	}

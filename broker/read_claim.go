@@ -45,7 +45,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		return claimResult{verdict: verdictLater, until: st.Lease.ExpiresAtMicros}, nil
 	}
 	vis := p.visible.Load()
-	from := max(st.Committed+1, p.log.FirstOffset())
+	from := max(st.Committed+1, p.liveFrom())
 	if from >= vis {
 		return claimResult{verdict: verdictDone}, nil
 	}
@@ -57,10 +57,20 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+	if err == nil && len(msgs) > 0 {
+		// spec 2.2: past retentionSeconds or maxWaitTimeSeconds, never delivered (read_expire.go).
+		if next, expired := b.skipExpiredLocked(p, expiryCutoff(opts, now), msgs[0].TimestampMicros, vis); expired {
+			msgs, cl = nil, claimResult{verdict: verdictDone}
+			if from = max(from, next); from < vis {
+				msgs, cl, err = b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+			}
+		}
+	}
 	if err != nil || len(msgs) == 0 {
 		readBufPool.Put(buf)
 		return cl, err
 	}
+	raiseCursorTo(&st, from) // the offsets before from are expired or removed
 	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
 	pc.bufs = append(pc.bufs, buf)
 	b.addClaimed(pc, p, st, msgs)
@@ -167,9 +177,9 @@ func (b *Broker) pendingEstimate(pc *popCtx, g *groupReady) int64 {
 	if st.Lease.Live(pc.nowMicros) {
 		return 0
 	}
-	vis := p.visible.Load()
-	if st.Committed+1 >= vis {
+	vis, from := p.visible.Load(), max(st.Committed+1, p.liveFrom())
+	if from >= vis {
 		return 0
 	}
-	return int64(vis - 1 - st.Committed)
+	return int64(vis - from)
 }

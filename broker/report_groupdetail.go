@@ -102,7 +102,7 @@ func (b *Broker) groupPartition(p *partition, st lease.State, now int64, buf *se
 		gp.WorkerID = st.Lease.WorkerID
 	}
 	vis := p.visible.Load()
-	from := max(st.Committed+1, p.log.FirstOffset())
+	from := max(st.Committed+1, p.liveFrom())
 	if vis > from {
 		gp.OffsetLag = int64(vis - from)
 	}

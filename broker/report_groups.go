@@ -15,7 +15,7 @@ func (b *Broker) pendingDepth(q *queue, group string) int64 {
 	for _, p := range q.partitionsSnapshot() {
 		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
 		vis := p.visible.Load()
-		from := p.log.FirstOffset()
+		from := p.liveFrom()
 		if ok {
 			from = max(from, st.Committed+1)
 		}
@@ -60,7 +60,7 @@ func (b *Broker) ConsumerGroups() []GroupSummary {
 			consumed[key] = true
 		}
 		vis := p.visible.Load()
-		from := max(st.Committed+1, p.log.FirstOffset())
+		from := max(st.Committed+1, p.liveFrom())
 		if vis > from {
 			r.PartitionsWithLag++
 			r.TotalLag += int64(vis - from)

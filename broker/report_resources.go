@@ -9,7 +9,7 @@ import (
 )
 
 // Resources (spec 8.4): counts computed when asked from what the broker
-// already keeps in memory per partition (the oldest retained offset, the
+// already keeps in memory per partition (the oldest live offset, the
 // visible mark, the __QUEUE_MODE__ cursor and its lease) and per queue (the
 // DLQ log's offsets). Nothing reads message data except the one oldest
 // message of each partition of a queue-detail answer. The spec allows the
@@ -23,7 +23,10 @@ import (
 //	failed     0: a failed ack is retried or dead-lettered, never parked
 //	deadLetter entries in the queue's DLQ log (queue level only; 0 per partition)
 //
-// Messages held by push maintenance are not counted until released.
+// Messages held by push maintenance are not counted until released. Messages
+// past the queue's retentionSeconds or maxWaitTimeSeconds count nowhere, not
+// even in total, once a pop or the sweep found them expired (read_expire.go):
+// Queen's retention deletes those rows.
 
 // MessageCounts are the message counts of a partition, queue or label.
 type MessageCounts struct {
@@ -98,7 +101,7 @@ type rateSample struct {
 // partCounts computes p's counts (see the comment at the top of the file).
 func (b *Broker) partCounts(p *partition, nowMicros int64) MessageCounts {
 	var c MessageCounts
-	first, vis := p.log.FirstOffset(), p.visible.Load()
+	first, vis := p.liveFrom(), p.visible.Load()
 	if vis <= first {
 		return c
 	}
@@ -208,7 +211,7 @@ func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
 		if rp.Stats.Total > 0 && !p.isDamaged() {
 			rp.NewestMicros = p.log.LastTimestamp()
 			buf.Reset()
-			if msgs, err := p.log.Read(p.log.FirstOffset(), 1, 1, buf); err == nil && len(msgs) > 0 {
+			if msgs, err := p.log.Read(p.liveFrom(), 1, 1, buf); err == nil && len(msgs) > 0 {
 				rp.OldestMicros = msgs[0].TimestampMicros
 			}
 		}

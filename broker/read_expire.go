@@ -1,0 +1,132 @@
+package broker
+
+import "github.com/combmq/comb/lease"
+
+// Retention a client can observe (spec 2.2; Queen's JS tests retentionTest
+// and retentionTestMaxTime). Retention by whole file (maint_retention.go)
+// never removes the active file, so without more a message past its queue's
+// retentionSeconds or maxWaitTimeSeconds stayed poppable as long as its
+// file stayed active. Queen deletes such messages row by row: after its
+// sweep they are gone for every consumer and every count. comb gets the same
+// outcome without rewriting files: each partition keeps a logical low-water
+// mark, expiredBelow, the offset below which its messages are expired, and
+// every reader starts at liveFrom() = max(first retained offset,
+// expiredBelow) instead of the first retained offset.
+//
+// expiredBelow only rises (an expired message stays gone, as a deleted row
+// does, even if the queue's horizon is lengthened later). It lives in
+// memory only: after a restart the first pop or sweep that meets an expired
+// message finds it again from the timestamps, which is why nothing about it
+// needs to be durable.
+//
+// Cost. A claim reads as before and then compares one timestamp, that of
+// the first message read (segment timestamps never decrease along a log, so
+// if the first is not expired none is). Only when it is expired does the
+// claim look the boundary up with the segment time index
+// (segment.Log.OffsetAtOrAfterTime: O(log files + log segments), no
+// decoding) and read once more from there; the expired range itself is
+// never decoded beyond that first batch. The maintenance sweep raises the
+// mark too (expirePartition), so the reports count expired messages as gone
+// even when no pop came by.
+//
+// In the counts (the resources, consumer-group and maxSize views) an expired
+// message is nothing: not pending, not completed, not in the total, as a row
+// Queen's retention or eviction deleted.
+
+// expiryCutoff returns the creation time (µs) before which o's messages are
+// expired at nowMicros: the shorter of retentionSeconds (when
+// retentionEnabled) and maxWaitTimeSeconds (whatever retentionEnabled says,
+// as Queen's eviction), or 0 when neither rule is set.
+// completedRetentionSeconds deletes only consumed messages and so never
+// hides one from a pop.
+func expiryCutoff(o QueueOptions, nowMicros int64) int64 {
+	h := o.MaxWaitTimeSeconds
+	if o.RetentionEnabled && o.RetentionSeconds > 0 && (h <= 0 || o.RetentionSeconds < h) {
+		h = o.RetentionSeconds
+	}
+	if h <= 0 {
+		return 0
+	}
+	return nowMicros - h*1_000_000
+}
+
+// liveFrom is p's logical low-water mark: the first offset a reader may
+// still see, past both whole-file retention and read-time expiry.
+func (p *partition) liveFrom() uint64 {
+	return max(p.log.FirstOffset(), p.expiredBelow.Load())
+}
+
+// raiseExpired raises p.expiredBelow to off unless it is already there.
+func (p *partition) raiseExpired(off uint64) {
+	for {
+		cur := p.expiredBelow.Load()
+		if off <= cur || p.expiredBelow.CompareAndSwap(cur, off) {
+			return
+		}
+	}
+}
+
+// expireTo finds, with the segment time index, the first offset of p
+// stamped at or after cutoff, capped at the visible end vis, raises p's mark
+// to it and returns the new liveFrom. The caller holds p.mu or knows that
+// the log is loaded (the lookup may open a sealed file's index).
+func (b *Broker) expireTo(p *partition, cutoff int64, vis uint64) uint64 {
+	off := min(p.log.OffsetAtOrAfterTime(cutoff), vis)
+	p.raiseExpired(off)
+	b.refreshPending(p)
+	return p.liveFrom()
+}
+
+// skipExpiredLocked is called by a claim whose first message read, stamped
+// firstTs, may be expired under cutoff (0: no rule). It reports whether it
+// was, and then where reading resumes: the first unexpired offset, or vis
+// when every visible message is expired.
+func (b *Broker) skipExpiredLocked(p *partition, cutoff, firstTs int64, vis uint64) (uint64, bool) {
+	if cutoff == 0 || firstTs >= cutoff {
+		return 0, false
+	}
+	return b.expireTo(p, cutoff, vis), true
+}
+
+// raiseCursorTo moves st's cursor up so that a claim starting at from
+// grants its lease from there (lease.Grant starts at Committed+1): the
+// offsets below it are expired or removed and will never be delivered. A
+// remembered (expired or released) span wholly below from is forgotten with
+// its retry charge, as raiseCursorsLocked does for whole-file retention. It
+// reports whether st changed; the caller has checked that no lease is live.
+func raiseCursorTo(st *lease.State, from uint64) bool {
+	if from <= st.Committed+1 {
+		return false
+	}
+	st.Committed = from - 1
+	if st.Lease.End < from {
+		st.Lease = lease.Lease{}
+		st.Retries = 0
+	}
+	return true
+}
+
+// expirePartition is the maintenance sweep's share (maint_evict.go): it
+// raises p's mark for its queue's time rules at nowMicros without loading a
+// released log. When even the newest message is expired the mark goes to
+// the visible end; otherwise a loaded log is searched with its time index,
+// and a released one is left for its next pop (whole-file retention still
+// runs on it).
+func (b *Broker) expirePartition(p *partition, nowMicros int64) {
+	cutoff := expiryCutoff(p.q.options(), nowMicros)
+	if cutoff == 0 {
+		return
+	}
+	vis := p.visible.Load()
+	if p.liveFrom() >= vis {
+		return
+	}
+	if p.log.LastTimestamp() < cutoff {
+		p.raiseExpired(vis)
+		b.refreshPending(p)
+		return
+	}
+	if p.log.Loaded() {
+		b.expireTo(p, cutoff, vis)
+	}
+}
