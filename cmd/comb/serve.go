@@ -45,6 +45,8 @@ var serveEnv = [][2]string{
 	{"flush-interval", "COMB_FLUSH_INTERVAL"},
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 	{"max-conns", "COMB_MAX_CONNS"},
+	{"retention-interval", "RETENTION_INTERVAL"}, // Queen's names, in ms
+	{"eviction-interval", "EVICTION_INTERVAL"},
 }
 
 func runServe(args []string) int {
@@ -64,6 +66,9 @@ func runServe(args []string) int {
 	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
+	retentionInterval, evictionInterval := millis(broker.DefaultRetentionInterval), millis(broker.DefaultEvictionInterval)
+	fs.Var(&retentionInterval, "retention-interval", "how often retentionSeconds and completedRetentionSeconds reclaim whole files and update the counts, ms or a duration; pops never see an expired message whatever it is (env RETENTION_INTERVAL, ms, as Queen's)")
+	fs.Var(&evictionInterval, "eviction-interval", "the same for maxWaitTimeSeconds (env EVICTION_INTERVAL, ms, as Queen's)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	var secFlags securityFlags
 	secFlags.register(fs)
@@ -123,6 +128,8 @@ func runServe(args []string) int {
 		Logger:             log,
 		MaxOpenFiles:       *maxOpenFiles,
 		IdleEvict:          *idleEvict,
+		RetentionInterval:  time.Duration(retentionInterval),
+		EvictionInterval:   time.Duration(evictionInterval),
 		FlushInterval:      *flushInterval,
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
