@@ -3,14 +3,20 @@ GO        ?= go
 DATA_DIR  ?= ./comb-data
 FUZZTIME  ?= 10s
 BIN       ?= bin/comb
+ADDR      ?=
+# Stamp the VCS revision, its time and the dirty flag into the binary (`comb version`, /health)
+# even where GOFLAGS says -buildvcs=false; auto leaves them out quietly when git is missing.
+BUILDVCS  ?= auto
 
 .PHONY: build run test bench fuzz crashtest bench-all bench-compare vet
 
 build:
-	$(GO) build -o $(BIN) ./cmd/comb
+	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN) ./cmd/comb
 
+# `make run ADDR=127.0.0.1:7000 DATA_DIR=/tmp/comb` chooses where it listens and stores; without
+# ADDR, COMB_ADDR or HOST/PORT from the environment, else 0.0.0.0:6632.
 run:
-	$(GO) run ./cmd/comb serve --data-dir $(DATA_DIR)
+	$(GO) run -buildvcs=$(BUILDVCS) ./cmd/comb serve $(if $(ADDR),--addr $(ADDR)) --data-dir $(DATA_DIR)
 
 test:
 	$(GO) test -race -count=1 ./...

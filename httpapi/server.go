@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/auth"
+	"github.com/combmq/comb/version"
 )
 
 // Defaults of Config's zero values.
@@ -47,7 +48,8 @@ type Config struct {
 	// TLS, when set, serves HTTPS on the listener (Certificate.TLSConfig); nil serves plain
 	// HTTP.
 	TLS *tls.Config
-	// Version is reported by GET /health.
+	// Version is reported by GET /health; "" means the build's own
+	// (package version).
 	Version string
 	Logger  zerolog.Logger
 }
@@ -111,7 +113,7 @@ func New(b Backend, cfg Config) *Server {
 		cfg.DefaultPopTimeout = DefaultPopTimeoutFromEnv()
 	}
 	if cfg.Version == "" {
-		cfg.Version = "dev"
+		cfg.Version = version.Read().Short()
 	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())

@@ -39,6 +39,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "--version", "-version":
+		writeVersion(stdout)
+		return 0
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if v, ok := verbs[args[1]]; ok {
