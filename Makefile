@@ -4,19 +4,26 @@ DATA_DIR  ?= ./comb-data
 FUZZTIME  ?= 10s
 BIN       ?= bin/comb
 ADDR      ?=
-# Stamp the VCS revision, its time and the dirty flag into the binary (`comb version`, /health)
-# even where GOFLAGS says -buildvcs=false; auto leaves them out quietly when git is missing.
+# The git revision, its time and the dirty flag go into the binary (`comb version`, /health):
+# stamped by the toolchain (-buildvcs=auto, even where GOFLAGS says false), and through the linker
+# too, since the toolchain stamps nothing in a git worktree. Without git both stay empty.
 BUILDVCS  ?= auto
+VERSION_PKG := github.com/combmq/comb/version
+GIT_REV   := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TIME  := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo true || echo false)
+LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
+GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
 .PHONY: build run test bench fuzz crashtest bench-all bench-compare vet
 
 build:
-	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN) ./cmd/comb
+	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
 
 # `make run ADDR=127.0.0.1:7000 DATA_DIR=/tmp/comb` chooses where it listens and stores; without
 # ADDR, COMB_ADDR or HOST/PORT from the environment, else 0.0.0.0:6632.
 run:
-	$(GO) run -buildvcs=$(BUILDVCS) ./cmd/comb serve $(if $(ADDR),--addr $(ADDR)) --data-dir $(DATA_DIR)
+	$(GO) run $(GOBUILD_FLAGS) ./cmd/comb serve $(if $(ADDR),--addr $(ADDR)) --data-dir $(DATA_DIR)
 
 test:
 	$(GO) test -race -count=1 ./...

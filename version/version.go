@@ -11,6 +11,12 @@ import (
 // the build information says.
 var override string
 
+// revision, commitTime and dirty are set by the Makefile's -ldflags from git
+// ("true" or "false" for dirty). They stand in for the toolchain's VCS stamp
+// where it has none: it is off under -buildvcs=false, and the go command
+// stamps nothing in a git worktree.
+var revision, commitTime, dirty string
+
 // Info is what the binary knows about its build.
 type Info struct {
 	Module   string // main module version: a tag, a pseudo-version, or "(devel)"
@@ -26,7 +32,7 @@ func Read() Info {
 	in := Info{Module: "(devel)", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return in.withOverride()
+		return in.withLinked().withOverride()
 	}
 	if v := bi.Main.Version; v != "" {
 		in.Module = v
@@ -41,7 +47,16 @@ func Read() Info {
 			in.Modified = s.Value == "true"
 		}
 	}
-	return in.withOverride()
+	return in.withLinked().withOverride()
+}
+
+// withLinked fills the VCS fields from the linker's values when the
+// toolchain stamped none.
+func (in Info) withLinked() Info {
+	if in.Revision == "" && revision != "" {
+		in.Revision, in.Time, in.Modified = revision, commitTime, dirty == "true"
+	}
+	return in
 }
 
 func (in Info) withOverride() Info {

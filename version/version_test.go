@@ -41,6 +41,15 @@ func TestOverrideWins(t *testing.T) {
 	assert.Equal(t, "1.2.3", Read().Module)
 }
 
+func TestLinkedVCSFillsAMissingStamp(t *testing.T) {
+	defer func(r, c, d string) { revision, commitTime, dirty = r, c, d }(revision, commitTime, dirty)
+	revision, commitTime, dirty = "ea7187d1a2b3c4d5", "2026-12-01T05:55:11Z", "true"
+	in := Info{Module: "(devel)"}.withLinked()
+	assert.Equal(t, Info{Module: "(devel)", Revision: "ea7187d1a2b3c4d5", Time: "2026-12-01T05:55:11Z", Modified: true}, in)
+	stamped := Info{Module: "v0.0.0-x", Revision: "0123"}.withLinked()
+	assert.Equal(t, "0123", stamped.Revision, "the toolchain's stamp wins")
+}
+
 func TestReadNeverSaysDev(t *testing.T) {
 	in := Read()
 	assert.NotEmpty(t, in.Module)
