@@ -53,8 +53,9 @@ func BenchmarkPopAck(b *testing.B) {
 	}
 }
 
-func benchPopAck(b *testing.B, sync string) {
-	br := benchBroker(b, sync)
+func benchPopAck(b *testing.B, sync string) { benchPopAckOn(b, benchBroker(b, sync)) }
+
+func benchPopAckOn(b *testing.B, br *Broker) {
 	var seq atomic.Int64
 	for i := 0; i < b.N+64; i++ {
 		if _, err := br.Push(benchItems("bench", 16, 100, &seq)); err != nil {

@@ -78,6 +78,7 @@ type Broker struct {
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error
+		timeLookup         func(p *partition, tsMicros int64) uint64 // replaces the time-index lookup of read_expire.go
 	}
 }
 

@@ -1,6 +1,11 @@
 package broker
 
-import "github.com/combmq/comb/lease"
+import (
+	"sort"
+
+	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/segment"
+)
 
 // Retention a client can observe (spec 2.2; Queen's JS tests retentionTest
 // and retentionTestMaxTime). Retention by whole file (maint_retention.go)
@@ -68,24 +73,65 @@ func (p *partition) raiseExpired(off uint64) {
 
 // expireTo finds, with the segment time index, the first offset of p
 // stamped at or after cutoff, capped at the visible end vis, raises p's mark
-// to it and returns the new liveFrom. The caller holds p.mu or knows that
-// the log is loaded (the lookup may open a sealed file's index).
-func (b *Broker) expireTo(p *partition, cutoff int64, vis uint64) uint64 {
-	off := min(p.log.OffsetAtOrAfterTime(cutoff), vis)
-	p.raiseExpired(off)
+// to it and returns the new liveFrom; ok is false when the index could not
+// be read (segment.Log.OffsetAtOrAfterTime then answers the end of the log
+// although its newest segment is not expired) and nothing was raised. The
+// caller holds p.mu or accepts that the lookup may open a sealed file's
+// index.
+func (b *Broker) expireTo(p *partition, cutoff int64, vis uint64) (live uint64, ok bool) {
+	lookup := p.log.OffsetAtOrAfterTime
+	if h := b.hooks.timeLookup; h != nil {
+		lookup = func(ts int64) uint64 { return h(p, ts) }
+	}
+	off := lookup(cutoff)
+	if off >= p.log.NextOffset() && p.log.LastTimestamp() >= cutoff {
+		return p.liveFrom(), false // never hide a live message on an I/O error
+	}
+	p.raiseExpired(min(off, vis))
+	b.refreshPending(p)
+	return p.liveFrom(), true
+}
+
+// skipExpiredLocked is called by a claim with what it read (non-empty): when
+// the first message is expired under cutoff (0: no rule) it raises p's mark
+// past the expired messages and reports where reading resumes: the first
+// unexpired offset, or vis when every visible message is expired. Should
+// the time index fail, it skips only what msgs shows expired, so what the
+// claim reads next may start expired again (see expiredAgainLocked).
+// The caller holds p.mu.
+func (b *Broker) skipExpiredLocked(p *partition, cutoff int64, msgs []segment.Message, vis uint64) (uint64, bool) {
+	if cutoff == 0 || msgs[0].TimestampMicros >= cutoff {
+		return 0, false
+	}
+	if live, ok := b.expireTo(p, cutoff, vis); ok {
+		return live, true
+	}
+	return b.skipExpiredPrefix(p, cutoff, msgs, vis), true
+}
+
+// skipExpiredPrefix raises p's mark past the messages of msgs (read in
+// order, non-empty) stamped before cutoff and returns the new liveFrom.
+func (b *Broker) skipExpiredPrefix(p *partition, cutoff int64, msgs []segment.Message, vis uint64) uint64 {
+	i := sort.Search(len(msgs), func(i int) bool { return msgs[i].TimestampMicros >= cutoff })
+	off := msgs[len(msgs)-1].Offset + 1
+	if i < len(msgs) {
+		off = msgs[i].Offset
+	}
+	p.raiseExpired(min(off, vis))
 	b.refreshPending(p)
 	return p.liveFrom()
 }
 
-// skipExpiredLocked is called by a claim whose first message read, stamped
-// firstTs, may be expired under cutoff (0: no rule). It reports whether it
-// was, and then where reading resumes: the first unexpired offset, or vis
-// when every visible message is expired.
-func (b *Broker) skipExpiredLocked(p *partition, cutoff, firstTs int64, vis uint64) (uint64, bool) {
-	if cutoff == 0 || firstTs >= cutoff {
-		return 0, false
+// expiredAgainLocked is for a claim whose second read, after a skip, still
+// starts with an expired message (only after a time-index failure): it
+// skips those too and tells the claim to deliver nothing from p in this
+// pop but keep it ready; the next pop reads on from the raised mark.
+func (b *Broker) expiredAgainLocked(p *partition, cutoff int64, msgs []segment.Message, vis uint64) (claimResult, bool) {
+	if len(msgs) == 0 || cutoff == 0 || msgs[0].TimestampMicros >= cutoff {
+		return claimResult{}, false
 	}
-	return b.expireTo(p, cutoff, vis), true
+	b.skipExpiredPrefix(p, cutoff, msgs, vis)
+	return claimResult{verdict: verdictAgain, key: msgs[0].TimestampMicros}, true
 }
 
 // raiseCursorTo moves st's cursor up so that a claim starting at from
@@ -127,6 +173,6 @@ func (b *Broker) expirePartition(p *partition, nowMicros int64) {
 		return
 	}
 	if p.log.Loaded() {
-		b.expireTo(p, cutoff, vis)
+		b.expireTo(p, cutoff, vis) // on a failed lookup the next pop finds them
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -205,4 +206,29 @@ func TestRetentionWaitsForItsInterval(t *testing.T) {
 	e.clk.Advance(time.Hour)
 	e.b.maintain(e.clk.Now())
 	assert.Equal(t, uint64(2), e.b.Stats().RetentionFilesDeleted)
+}
+
+// When the time index cannot be read, the lookup answers the end of the log;
+// the claim must then skip only what it saw expired and never hide a live
+// message: with batch 1 it takes two pops to pass three expired messages.
+func TestExpiryWhenTheTimeIndexFails(t *testing.T) {
+	for _, tc := range []struct {
+		batch int
+		pops  [][]string
+	}{
+		{200, [][]string{{"new"}}},
+		{1, [][]string{nil, {"new"}}},
+	} {
+		t.Run(fmt.Sprint("batch ", tc.batch), func(t *testing.T) {
+			e := expiryEnv(t, func(o *QueueOptions) { o.MaxWaitTimeSeconds = 60 }, 0, false)
+			e.push("q", "p", "old3")
+			e.clk.Advance(2 * time.Minute)
+			e.push("q", "p", "new")
+			e.b.hooks.timeLookup = func(p *partition, _ int64) uint64 { return p.log.NextOffset() }
+			for i, want := range tc.pops {
+				res := e.pop(PopRequest{Queue: "q", Batch: tc.batch, AutoAck: true})
+				assert.Equal(t, want, nilIfEmpty(txids(res)), "pop %d", i+1)
+			}
+		})
+	}
 }
