@@ -56,20 +56,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		}
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
-	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
-	if err == nil && len(msgs) > 0 {
-		// spec 2.2: past retentionSeconds or maxWaitTimeSeconds, never delivered (read_expire.go).
-		cutoff := expiryCutoff(opts, now)
-		if next, expired := b.skipExpiredLocked(p, cutoff, msgs, vis); expired {
-			msgs, cl = nil, claimResult{verdict: verdictDone}
-			if from = max(from, next); from < vis {
-				msgs, cl, err = b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
-				if again, ok := b.expiredAgainLocked(p, cutoff, msgs, vis); ok && err == nil {
-					msgs, cl = nil, again
-				}
-			}
-		}
-	}
+	msgs, from, cl, err := b.readLiveSpanLocked(pc, p, from, vis, opts, buf)
 	if err != nil || len(msgs) == 0 {
 		readBufPool.Put(buf)
 		return cl, err

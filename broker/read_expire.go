@@ -38,6 +38,31 @@ import (
 // message is nothing: not pending, not completed, not in the total, as a row
 // Queen's retention or eviction deleted.
 
+// readLiveSpanLocked is readSpanLocked for a claim of p from offset from,
+// minus what is expired (spec 2.2): when the first message read is past the
+// queue's horizon it skips to the first live offset and reads again. It
+// returns the messages, the offset the claim now starts at (the cursor goes
+// up to it), and the claim result and error of readSpanLocked.
+func (b *Broker) readLiveSpanLocked(pc *popCtx, p *partition, from, vis uint64, opts QueueOptions, buf *segment.ReadBuffer) ([]segment.Message, uint64, claimResult, error) {
+	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+	if err != nil || len(msgs) == 0 {
+		return msgs, from, cl, err
+	}
+	cutoff := expiryCutoff(opts, pc.nowMicros)
+	next, expired := b.skipExpiredLocked(p, cutoff, msgs, vis)
+	if !expired {
+		return msgs, from, cl, nil
+	}
+	if from = max(from, next); from >= vis {
+		return nil, from, claimResult{verdict: verdictDone}, nil
+	}
+	msgs, cl, err = b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+	if again, ok := b.expiredAgainLocked(p, cutoff, msgs, vis); ok && err == nil {
+		return nil, from, again, nil
+	}
+	return msgs, from, cl, err
+}
+
 // expiryCutoff returns the creation time (µs) before which o's messages are
 // expired at nowMicros: the shorter of retentionSeconds (when
 // retentionEnabled) and maxWaitTimeSeconds (whatever retentionEnabled says,
