@@ -43,10 +43,13 @@ type Config struct {
 	// RetentionInterval is how often a maintenance cycle applies the
 	// retentionSeconds and completedRetentionSeconds rules (Queen's
 	// RETENTION_INTERVAL); EvictionInterval the same for maxWaitTimeSeconds
-	// (Queen's EVICTION_INTERVAL). Defaults 5 min and 1 min, as Queen's. They
-	// set when files are reclaimed and the counts catch up, not what a pop
-	// sees: a pop never delivers an expired message (read_expire.go). The
-	// maintenance tick runs at least this often.
+	// (Queen's EVICTION_INTERVAL). Both default to 1 s, the pace comb's
+	// retention always had (Queen's are 5 min and 1 min: a cycle here is
+	// bounded by MaintenanceBatch and never scans a partition, so there is
+	// no reason to wait longer). They set when files are reclaimed and the
+	// counts catch up, not what a pop sees: a pop never delivers an expired
+	// message (read_expire.go). The maintenance tick runs at least this
+	// often.
 	RetentionInterval time.Duration
 	EvictionInterval  time.Duration
 	// MaxSegmentFileAge rotates a partition's active file once it spans this
@@ -80,8 +83,8 @@ const (
 	DefaultIdleEvict           = 10 * time.Minute
 	DefaultMaintenanceInterval = time.Second
 	DefaultMaintenanceBatch    = 10000
-	DefaultRetentionInterval   = 5 * time.Minute
-	DefaultEvictionInterval    = time.Minute
+	DefaultRetentionInterval   = time.Second
+	DefaultEvictionInterval    = time.Second
 	maxNameChars               = 255 // spec 0.4: names and transactionIds are 1..255 characters
 )
 
