@@ -59,3 +59,17 @@ func TestRetentionAndEvictionIntervalsFromTheEnvironment(t *testing.T) {
 		return map[string]string{"RETENTION_INTERVAL": "0"}[k]
 	}), "RETENTION_INTERVAL")
 }
+
+// FuzzMillis: any text either sets a positive interval or is refused; never
+// a panic, never zero or negative.
+func FuzzMillis(f *testing.F) {
+	for _, s := range []string{"2000", "1500ms", "1m30s", "0", "-1", "", "9223372036854775807", "1e3", "ms"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var m millis
+		if err := m.Set(s); err == nil && m <= 0 {
+			t.Fatalf("%q set %v", s, time.Duration(m))
+		}
+	})
+}
