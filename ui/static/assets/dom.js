@@ -16,6 +16,13 @@ export function h(tag, attrs = {}, ...kids) {
   return el;
 }
 
+// add appends children to el as h does: strings as text, arrays flattened, and null, undefined
+// and false left out (Element.append would print them as "null").
+export function add(el, ...kids) {
+  append(el, kids);
+  return el;
+}
+
 function append(el, kids) {
   for (const k of kids) {
     if (k === undefined || k === null || k === false) continue;

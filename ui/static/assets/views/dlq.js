@@ -1,7 +1,7 @@
 // Dead letters: GET /api/v1/dlq with its filters, newest failure first, each entry's payload
 // folded under its row.
 import { api, enc, q } from '../api.js';
-import { card, cards, fmt, h, link, pre } from '../dom.js';
+import { add, card, cards, fmt, h, link, pre } from '../dom.js';
 
 const FIELDS = ['queue', 'consumerGroup', 'partition', 'limit', 'offset'];
 
@@ -11,7 +11,7 @@ export async function render(root, _params, query) {
   const offset = Number(f.offset) || 0;
   const res = await api('/api/v1/dlq' + q({ ...f, limit, offset }));
   const rows = res.messages || [];
-  root.append(
+  add(root, 
     h('h1', {}, 'Dead letters'),
     h('form', { class: 'filters', onsubmit: (ev) => {
       ev.preventDefault();

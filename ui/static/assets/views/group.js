@@ -1,17 +1,17 @@
 // One consumer group: per queue, each partition's position, lag and lease.
 import { api, enc, q } from '../api.js';
-import { badge, fmt, h, link, section, table } from '../dom.js';
+import { add, badge, fmt, h, link, section, table } from '../dom.js';
 
 export async function render(root, { group }) {
   const detail = await api('/api/v1/consumer-groups/' + enc(group));
   const queues = Object.keys(detail).sort();
-  root.append(h('h1', {}, 'Consumer group ', h('span', { class: 'mono' }, group)));
+  add(root, h('h1', {}, 'Consumer group ', h('span', { class: 'mono' }, group)));
   if (queues.length === 0) {
-    root.append(h('p', { class: 'muted', dataset: { table: 'group-partitions', rows: '0' } }, 'This group has no position on any queue.'));
+    add(root, h('p', { class: 'muted', dataset: { table: 'group-partitions', rows: '0' } }, 'This group has no position on any queue.'));
     return;
   }
   for (const queue of queues) {
-    root.append(section('Queue ' + queue,
+    add(root, section('Queue ' + queue,
       h('p', {}, link('#/queues/' + enc(queue), 'queue'), ' · ', link('#/messages' + q({ queue }), 'messages')),
       table('group-partitions', [
         { label: 'Partition', value: (p) => p.partition },

@@ -1,6 +1,6 @@
 // Consumer groups: one row per (group, queue) with lag, and the partitions lagging the most.
 import { api, enc, q } from '../api.js';
-import { badge, card, cards, fmt, h, link, section, table } from '../dom.js';
+import { add, badge, card, cards, fmt, h, link, section, table } from '../dom.js';
 
 const LAG_SECONDS = 60;
 
@@ -10,7 +10,7 @@ export async function render(root) {
     api('/api/v1/consumer-groups/lagging' + q({ minLagSeconds: LAG_SECONDS })),
   ]);
   const names = new Set(groups.map((g) => g.name));
-  root.append(
+  add(root, 
     h('h1', {}, 'Consumer groups'),
     cards(
       card('Groups', fmt.int(names.size), 'groups'),

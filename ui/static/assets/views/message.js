@@ -1,6 +1,6 @@
 // One message: its fields, payload, consumer groups and traces (spec 8.5, 9.3), and delete.
 import { api, enc, optional, q } from '../api.js';
-import { badge, fmt, h, kv, link, pre, section, table, unavailable } from '../dom.js';
+import { add, badge, fmt, h, kv, link, pre, section, table, unavailable } from '../dom.js';
 
 export async function render(root, { partitionId, transactionId }) {
   const path = enc(partitionId) + '/' + enc(transactionId);
@@ -9,7 +9,7 @@ export async function render(root, { partitionId, transactionId }) {
     optional('/api/v1/traces/' + path),
   ]);
   const c = m.queueConfig || {};
-  root.append(
+  add(root, 
     h('h1', {}, 'Message ', h('span', { class: 'mono' }, m.transactionId)),
     h('p', {}, link('#/queues/' + enc(m.queue), 'queue ' + m.queue), ' · ',
       link('#/messages' + q({ queue: m.queue, partition: m.partition }), 'partition ' + m.partition)),

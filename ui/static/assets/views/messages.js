@@ -1,7 +1,7 @@
 // Messages: the list of spec 8.5 with its filters (queue, partition, namespace, task, status, time
 // window), newest first, paged; a row opens the message.
 import { api, enc, optional, q } from '../api.js';
-import { badge, fmt, h, link, table, unavailable } from '../dom.js';
+import { add, badge, fmt, h, link, table, unavailable } from '../dom.js';
 
 const STATUSES = ['', 'pending', 'processing', 'completed', 'dead_letter'];
 const FIELDS = ['queue', 'partition', 'ns', 'task', 'status', 'from', 'to', 'limit', 'offset'];
@@ -14,14 +14,14 @@ export async function render(root, _params, query) {
     api('/api/v1/resources/queues'),
     optional('/api/v1/messages' + q({ ...f, from: iso(f.from), to: iso(f.to), limit, offset })),
   ]);
-  root.append(h('h1', {}, 'Messages'), filters(f, queues.queues || []));
+  add(root, h('h1', {}, 'Messages'), filters(f, queues.queues || []));
   if (!res) {
-    root.append(unavailable('/api/v1/messages', 'The message list'));
+    add(root, unavailable('/api/v1/messages', 'The message list'));
     return;
   }
   const mode = res.mode || {};
   const rows = res.messages || [];
-  root.append(
+  add(root, 
     h('p', { class: 'muted' }, 'Status relative to ', mode.type === 'bus' ? 'the named consumer groups' : 'queue mode',
       ' (mode ', mode.type || '–', ', ', fmt.int(mode.busGroupsCount), ' named groups). Window: ',
       f.from ? f.from : 'the last hour', f.to ? ' to ' + f.to : '', '.'),

@@ -1,7 +1,7 @@
 // Overview: the system's headline numbers (resources overview), throughput and lag over the
 // last hour (/api/v1/status), and the busiest queues.
 import { api, enc, optional } from '../api.js';
-import { card, cards, fmt, h, link, section, table, unavailable } from '../dom.js';
+import { add, card, cards, fmt, h, link, section, table, unavailable } from '../dom.js';
 import { lineChart } from '../chart.js';
 
 export async function render(root) {
@@ -13,7 +13,7 @@ export async function render(root) {
   const m = ov.messages || {};
   const lag = (ov.lag && ov.lag.time) || {};
   const tp = ov.throughput || {};
-  root.append(
+  add(root, 
     h('h1', {}, 'Overview'),
     cards(
       card('Queues', fmt.int(ov.queues), 'queues'),

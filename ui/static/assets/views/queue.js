@@ -1,7 +1,7 @@
 // One queue: its totals, configuration, operations over the last hour, partitions and the
 // consumer groups reading it.
 import { api, enc, optional, q } from '../api.js';
-import { badge, card, cards, fmt, h, kv, link, section, table, unavailable } from '../dom.js';
+import { add, badge, card, cards, fmt, h, kv, link, section, table, unavailable } from '../dom.js';
 import { lineChart } from '../chart.js';
 
 export async function render(root, { queue }) {
@@ -13,7 +13,7 @@ export async function render(root, { queue }) {
   ]);
   const t = d.totals || {};
   const mine = (groups || []).filter((g) => g.queueName === queue);
-  root.append(
+  add(root, 
     h('h1', {}, 'Queue ', h('span', { class: 'mono' }, d.name)),
     h('p', { class: 'muted' },
       'namespace ', d.namespace || '–', ' · task ', d.task || '–', ' · created ', fmt.time(d.createdAt), ' · ',

@@ -1,7 +1,7 @@
 // Queues: every queue with its labels, partitions and message counts, filterable by name,
 // namespace and task.
 import { api, enc, q } from '../api.js';
-import { fmt, h, link, table } from '../dom.js';
+import { add, fmt, h, link, table } from '../dom.js';
 
 export async function render(root, _params, query) {
   const ns = query.get('namespace') || '';
@@ -18,7 +18,7 @@ export async function render(root, _params, query) {
   h('label', {}, 'Namespace', h('input', { name: 'namespace', value: ns })),
   h('label', {}, 'Task', h('input', { name: 'task', value: task })),
   h('button', { type: 'submit' }, 'Filter'));
-  root.append(
+  add(root, 
     h('h1', {}, 'Queues'),
     form,
     table('queues', [

@@ -1,7 +1,7 @@
 // System: health, process and storage figures (/health, /metrics, comb's own Prometheus
 // families) and the two maintenance switches (admin).
 import { ApiError, api, withStatus } from '../api.js';
-import { badge, card, cards, fmt, h, kv, section, table } from '../dom.js';
+import { add, badge, card, cards, fmt, h, kv, section, table } from '../dom.js';
 
 export async function render(root) {
   const [health, metrics, prom, maint] = await Promise.all([
@@ -15,7 +15,7 @@ export async function render(root) {
   const one = (name) => samples.find((s) => s.name === name && s.labels === '')?.value;
   const syncCount = one('comb_sync_latency_seconds_count');
   const syncSum = one('comb_sync_latency_seconds_sum');
-  root.append(
+  add(root, 
     h('h1', {}, 'System'),
     cards(
       card('Health', badge(hb.status || 'unknown', hb.status === 'healthy' ? 'completed' : 'dead_letter'), 'health'),
@@ -34,12 +34,12 @@ export async function render(root) {
       { label: 'Bytes', value: (d) => fmt.int(d.startByte) + '–' + fmt.int(d.endByte) },
       { label: 'Since', value: (d) => fmt.time(d.since) },
     ], hb.damaged)) : null,
-    h('div', { class: 'grid2' },
-      section('Maintenance', maint),
-      section('Storage and server', table('storage', [
-        { label: 'Metric', value: (s) => h('span', { class: 'mono' }, s.name + s.labels) },
-        { label: 'Value', num: true, value: (s) => fmt.rate(s.value) },
-      ], samples.filter((s) => s.name.startsWith('comb_') && !s.name.endsWith('_bucket')), 'No storage metrics.'))),
+    section('Maintenance', maint),
+    section('Storage and server (comb_* of /metrics/prometheus)', table('storage', [
+      { label: 'Metric', value: (s) => h('span', { class: 'mono' }, s.name) },
+      { label: 'Labels', value: (s) => h('span', { class: 'mono muted' }, s.labels) },
+      { label: 'Value', num: true, value: (s) => fmt.rate(s.value) },
+    ], samples.filter((s) => s.name.startsWith('comb_') && !s.name.endsWith('_bucket')), 'No storage metrics.')),
   );
 }
 

@@ -1,16 +1,16 @@
 // Traces: the known trace names, and the events of one name with their messages (spec 9.3).
 import { enc, optional, q } from '../api.js';
-import { badge, fmt, h, link, pre, section, table, unavailable } from '../dom.js';
+import { add, badge, fmt, h, link, pre, section, table, unavailable } from '../dom.js';
 
 export async function render(root, { name }) {
-  root.append(h('h1', {}, name ? ['Trace ', h('span', { class: 'mono' }, name)] : 'Traces'));
+  add(root, h('h1', {}, name ? ['Trace ', h('span', { class: 'mono' }, name)] : 'Traces'));
   if (name) {
     const res = await optional('/api/v1/traces/by-name/' + enc(name) + q({ limit: 200 }));
     if (!res) {
-      root.append(unavailable('/api/v1/traces/by-name/:traceName', 'Tracing'));
+      add(root, unavailable('/api/v1/traces/by-name/:traceName', 'Tracing'));
       return;
     }
-    root.append(
+    add(root, 
       h('p', {}, link('#/traces', '← all trace names'), ' · ', fmt.int(res.total), ' events'),
       table('trace-events', [
         { label: 'When', value: (t) => fmt.time(t.created_at) },
@@ -24,10 +24,10 @@ export async function render(root, { name }) {
   }
   const res = await optional('/api/v1/traces/names' + q({ limit: 200 }));
   if (!res) {
-    root.append(unavailable('/api/v1/traces/names', 'Tracing'));
+    add(root, unavailable('/api/v1/traces/names', 'Tracing'));
     return;
   }
-  root.append(section('Trace names', table('trace-names', [
+  add(root, section('Trace names', table('trace-names', [
     { label: 'Name', value: (t) => link('#/traces/' + enc(t.trace_name), t.trace_name) },
     { label: 'Events', num: true, value: (t) => fmt.int(t.trace_count) },
     { label: 'Messages', num: true, value: (t) => fmt.int(t.message_count) },
