@@ -179,13 +179,16 @@ const readPage = `(() => ({
 // open goes to a view by its hash and waits until it is ready or failed.
 func open(t *testing.T, ctx context.Context, hash, view string) page {
 	t.Helper()
+	// hashchange fires after the assignment returns, so wait for the shell to mark this hash as
+	// rendered (data-shown) rather than for a state the previous view may still show.
 	err := chromedp.Do(ctx,
 		chromedp.Evaluate[chromedp.Void](fmt.Sprintf("location.hash = %q", hash)),
-		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`body[data-view=%q]:not([data-state="loading"])`, view))),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.body.dataset.shown === location.hash && location.hash === %q && document.body.dataset.state !== 'loading'`, hash)),
 	)
 	require.NoError(t, err, "view %s", hash)
 	p, err := chromedp.Run(ctx, chromedp.Evaluate[page](readPage))
 	require.NoError(t, err, "view %s", hash)
+	require.Equal(t, view, p.View, "view %s", hash)
 	return p
 }
 

@@ -1,7 +1,7 @@
 // The shell: hash routes to views, the navigation, the token form and the refresh timer.
 // Each view module exports render(root, params, query), which fills root and returns when its
-// data is on the page; the shell marks <body data-view data-state> so that a test (or a person)
-// can tell loading, ready and error apart.
+// data is on the page; the shell marks <body data-view data-state data-shown> (the view's name,
+// loading / ready / error / auth, and the hash it rendered) so that a test can tell them apart.
 import { onUnauthorized, setToken, token } from './api.js';
 import { h } from './dom.js';
 import * as overview from './views/overview.js';
@@ -58,6 +58,7 @@ function parseHash() {
 // refresh does not flicker and a slow answer for a view the user already left is dropped.
 async function show({ quiet = false } = {}) {
   const my = ++seq;
+  const hash = location.hash;
   const { route, params, query } = parseHash();
   document.body.dataset.view = route ? route.name : 'not-found';
   for (const a of document.querySelectorAll('[data-nav]')) {
@@ -86,6 +87,7 @@ async function show({ quiet = false } = {}) {
   for (const c of main.querySelectorAll('[data-chart]')) c.dispose?.();
   main.replaceChildren(root);
   document.body.dataset.state = state;
+  document.body.dataset.shown = hash; // which route the page shows, for tests: hashchange is async
 }
 
 // The token form: shown on a 401 and from the navigation.
