@@ -1,12 +1,13 @@
 package ui
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"mime"
 	"os"
@@ -31,10 +32,10 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 type Site struct {
 	fsys fs.FS
 	csp  string // "" for a user directory: its pages may need what the policy would refuse
-	// etags holds the embedded files' ETags (quoted SHA-256 prefixes), computed once; nil for a
+	// packed holds the embedded files' ETags and gzipped bodies, computed once; nil for a
 	// directory, whose files may change under a running server.
-	etags map[string]string
-	root  *os.Root // the directory behind fsys; nil when embedded
+	packed map[string]packedFile
+	root   *os.Root // the directory behind fsys; nil when embedded
 }
 
 // Embedded returns the dashboard built into the binary.
@@ -43,8 +44,8 @@ func Embedded() *Site {
 	if err != nil {
 		panic("ui: the embedded tree has no static/: " + err.Error()) // a broken build, not input
 	}
-	s := &Site{fsys: sub, csp: csp, etags: map[string]string{}}
-	_ = fs.WalkDir(sub, ".", func(name string, d fs.DirEntry, err error) error {
+	s := &Site{fsys: sub, csp: csp, packed: map[string]packedFile{}}
+	err = fs.WalkDir(sub, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -52,11 +53,29 @@ func Embedded() *Site {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(b)
-		s.etags[name] = `"` + hex.EncodeToString(sum[:8]) + `"`
+		s.packed[name] = pack(b)
 		return nil
 	})
+	if err != nil {
+		panic("ui: reading the embedded tree: " + err.Error())
+	}
 	return s
+}
+
+// packedFile is an embedded file's ETag (a quoted SHA-256 prefix) and its body gzipped, which
+// is what a browser gets (the page and its scripts shrink to about a third).
+type packedFile struct {
+	etag string
+	gz   []byte
+}
+
+func pack(b []byte) packedFile {
+	sum := sha256.Sum256(b)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid
+	_, _ = zw.Write(b)                                       // a bytes.Buffer does not fail
+	_ = zw.Close()
+	return packedFile{etag: `"` + hex.EncodeToString(sum[:8]) + `"`, gz: buf.Bytes()}
 }
 
 // Dir returns a Site over the directory dir (`comb serve --ui-dir`), which must hold an
@@ -141,8 +160,9 @@ func (s *Site) serveFile(ctx *fasthttp.RequestCtx, name string) bool {
 	if s.csp != "" {
 		h.Set("Content-Security-Policy", s.csp)
 	}
-	etag := s.etags[name]
-	if etag == "" {
+	packed, isPacked := s.packed[name]
+	etag := packed.etag
+	if !isPacked {
 		etag = `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + `"`
 	}
 	h.Set(fasthttp.HeaderETag, etag)
@@ -153,8 +173,17 @@ func (s *Site) serveFile(ctx *fasthttp.RequestCtx, name string) bool {
 	}
 	h.SetContentType(contentType(name))
 	ctx.SetStatusCode(fasthttp.StatusOK)
+	if isPacked {
+		h.Set(fasthttp.HeaderVary, "Accept-Encoding")
+		if ctx.Request.Header.HasAcceptEncoding("gzip") {
+			f.Close()
+			h.Set(fasthttp.HeaderContentEncoding, "gzip")
+			ctx.SetBody(packed.gz)
+			return true
+		}
+	}
 	// fasthttp closes f once the body is written (it is an io.Closer).
-	ctx.SetBodyStream(f.(io.Reader), int(fi.Size()))
+	ctx.SetBodyStream(f, int(fi.Size()))
 	return true
 }
 

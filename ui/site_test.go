@@ -132,6 +132,18 @@ func TestEmbeddedDashboard(t *testing.T) {
 	_, lic, _ := get(t, s, "GET", "/assets/vendor/uplot/LICENSE")
 	require.Contains(t, lic, "The MIT License")
 
+	// A browser gets the bytes gzipped (Accept-Encoding), the same bytes once inflated.
+	var gz fasthttp.RequestCtx
+	gz.Request.SetRequestURI("/assets/vendor/uplot/uPlot.iife.min.js")
+	gz.Request.Header.Set(fasthttp.HeaderAcceptEncoding, "gzip, deflate, br")
+	s.Serve(&gz)
+	require.Equal(t, "gzip", string(gz.Response.Header.ContentEncoding()))
+	inflated, err := gz.Response.BodyGunzip()
+	require.NoError(t, err)
+	_, plain, _ := get(t, s, "GET", "/assets/vendor/uplot/uPlot.iife.min.js")
+	require.Equal(t, plain, string(inflated))
+	require.Less(t, len(gz.Response.Body()), len(plain)/2)
+
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI("/")
 	ctx.Request.Header.Set(fasthttp.HeaderIfNoneMatch, etag)
