@@ -123,28 +123,20 @@ func (s *Site) Serve(ctx *fasthttp.RequestCtx) {
 		notFound(ctx)
 		return
 	}
-	if name == "." || name == "index.html" {
-		s.serveFile(ctx, "index.html")
-		return
+	switch {
+	case name != "." && name != "index.html" && s.serveFile(ctx, name):
+	case name == "assets" || strings.HasPrefix(name, "assets/"):
+		notFound(ctx) // a missing asset is a 404, not the page parsed as a script
+	case s.serveFile(ctx, "index.html"): // `/`, or the single-page fallback: the page routes itself
+	default:
+		notFound(ctx) // the directory lost its index.html while served
 	}
-	if s.serveFile(ctx, name) {
-		return
-	}
-	if name == "assets" || strings.HasPrefix(name, "assets/") { // a missing asset is a 404, not a page parsed as script
-		notFound(ctx)
-		return
-	}
-	s.serveFile(ctx, "index.html") // the single-page fallback: the page routes itself
 }
 
 // serveFile answers name when it is a regular file of the tree, and reports whether it did.
 func (s *Site) serveFile(ctx *fasthttp.RequestCtx, name string) bool {
 	f, err := s.fsys.Open(name)
 	if err != nil {
-		if name == "index.html" {
-			notFound(ctx)
-			return true
-		}
 		return false
 	}
 	fi, err := f.Stat()

@@ -94,6 +94,21 @@ func TestUserDirFollowsTheSPARules(t *testing.T) {
 	}
 }
 
+// An index.html removed (or replaced by a directory) under a running server: 404, not an empty
+// 200.
+func TestUserDirLosingItsIndex(t *testing.T) {
+	dir := userDir(t)
+	s, err := Dir(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	require.NoError(t, os.Remove(filepath.Join(dir, "index.html")))
+	status, _, _ := get(t, s, "GET", "/queues")
+	require.Equal(t, 404, status)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "index.html"), 0o755))
+	status, _, _ = get(t, s, "GET", "/")
+	require.Equal(t, 404, status)
+}
+
 func TestDirRefusesATreeWithoutAnIndex(t *testing.T) {
 	_, err := Dir(t.TempDir())
 	require.ErrorContains(t, err, "index.html")
