@@ -272,6 +272,7 @@ func TestDashboardShowsEveryViewInChromium(t *testing.T) {
 	require.Equal(t, "ready", p.State, "%+v", p)
 	require.Equal(t, "2", p.Metrics["groups"], "billing and queue mode")
 	require.Equal(t, 2, p.Tables["groups"])
+	require.Equal(t, "8", p.Metrics["total-lag"], "billing: 3 left in orders/p1; queue mode: all 5 emails (2 leased)")
 
 	p = open(t, ctx, "#/groups/billing", "group")
 	require.Equal(t, "ready", p.State, "%+v", p)

@@ -15,6 +15,7 @@ export async function render(root) {
     cards(
       card('Groups', fmt.int(names.size), 'groups'),
       card('Group × queue', fmt.int(groups.length), 'group-queues'),
+      card('Lag, messages', fmt.int(groups.reduce((n, g) => n + (g.totalLag ?? 0), 0)), 'total-lag'),
       card('Partitions lagging > 1 min', fmt.int(lagging.length), 'lagging'),
     ),
     section('Groups', table('groups', [
