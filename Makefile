@@ -4,7 +4,7 @@ DATA_DIR  ?= ./comb-data
 FUZZTIME  ?= 10s
 BIN       ?= bin/comb
 
-.PHONY: build run test bench fuzz crashtest bench-all bench-compare vet
+.PHONY: build run test test-ui screenshot bench fuzz crashtest bench-all bench-compare vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/comb
@@ -18,6 +18,16 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+# The dashboard in headless Chromium over a seeded broker (ui/browser_test.go, build tag
+# `browser`). It fails, never skips, without a browser: .ci/run installs Debian's chromium;
+# CHROME_PATH points it at another one.
+test-ui:
+	$(GO) test -tags browser -count=1 -timeout 5m -run TestDashboard ./ui/
+
+# docs/dashboard.png: the overview of the browser test's seeded broker, for the README.
+screenshot:
+	UI_SCREENSHOT=$(CURDIR)/docs/dashboard.png $(GO) test -tags browser -count=1 -timeout 5m -run TestDashboardShowsEveryViewInChromium ./ui/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

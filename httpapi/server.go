@@ -47,6 +47,8 @@ type Config struct {
 	// TLS, when set, serves HTTPS on the listener (Certificate.TLSConfig); nil serves plain
 	// HTTP.
 	TLS *tls.Config
+	// Static serves the dashboard at `/` and its files (package ui); nil: `/` is 404.
+	Static Static
 	// Version is reported by GET /health.
 	Version string
 	Logger  zerolog.Logger
