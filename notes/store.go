@@ -1,0 +1,246 @@
+package notes
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/combmq/comb/vfs"
+)
+
+// MaxTracesPerMessage caps the trace events one message keeps: an append past
+// it fails with ErrTooManyTraces, so one chatty consumer cannot grow the store
+// without bound between retention passes.
+const MaxTracesPerMessage = 1000
+
+// FileName is the store's file inside its directory.
+const FileName = "log"
+
+var (
+	// ErrTooManyTraces: the message already holds MaxTracesPerMessage events.
+	ErrTooManyTraces = errors.New("notes: trace limit per message reached")
+	// ErrFailed: an earlier write or sync failed; the store refuses appends
+	// until it is reopened (what reached the disk is unknown).
+	ErrFailed = errors.New("notes: an earlier write failed")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("notes: closed")
+)
+
+// Store is the notes of every partition (see doc.go). Safe for concurrent use.
+type Store struct {
+	fs   vfs.FS
+	dir  string
+	path string
+
+	mu        sync.RWMutex
+	f         vfs.File
+	size      int64 // bytes of whole records in the file: where the next append lands
+	liveBytes int64 // bytes of the records still live in memory
+	failed    error
+	parts     map[[16]byte]*partNotes
+	byName    map[string][]*entry // in append order
+	nDeleted  atomic.Int64        // tombstones held: 0 lets the pop path skip the lookup
+
+	syncMu sync.Mutex
+	synced int64 // file bytes known durable
+}
+
+type partNotes struct {
+	deleted map[uint64]struct{}
+	traces  map[uint64][]*entry // per message, in append order
+}
+
+type entry struct {
+	Trace
+	size int  // framed bytes in the file
+	dead bool // pruned: byName lists drop it lazily
+}
+
+// OpenReport says what Open repaired.
+type OpenReport struct {
+	Records  int   // whole records read
+	CutBytes int64 // bytes of a torn tail cut from the end of the file
+}
+
+// Open opens (creating) the store in dir on fsys and loads it. A torn tail is
+// cut (see doc.go) and reported. Errors: I/O errors wrapped with the path.
+func Open(fsys vfs.FS, dir string) (*Store, OpenReport, error) {
+	s := &Store{fs: fsys, dir: dir, path: filepath.Join(dir, FileName),
+		parts: make(map[[16]byte]*partNotes), byName: make(map[string][]*entry)}
+	var rep OpenReport
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, rep, fmt.Errorf("notes: %w", err)
+	}
+	_ = fsys.Remove(s.path + ".tmp") // a compaction a crash interrupted; the old file is whole
+	data, err := fsys.ReadFile(s.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, rep, fmt.Errorf("notes: %w", err)
+	}
+	pos := 0
+	for pos < len(data) {
+		rec, n, ok := nextRecord(data[pos:])
+		if !ok {
+			break
+		}
+		s.applyLocked(rec, n)
+		pos += n
+		rep.Records++
+	}
+	f, err := fsys.OpenFile(s.path, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, rep, fmt.Errorf("notes: %w", err)
+	}
+	if pos < len(data) {
+		rep.CutBytes = int64(len(data) - pos)
+		if err := f.Truncate(int64(pos)); err != nil {
+			f.Close()
+			return nil, rep, fmt.Errorf("notes: %s: cut torn tail at byte %d: %w", s.path, pos, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, rep, fmt.Errorf("notes: %s: %w", s.path, err)
+		}
+	}
+	s.f, s.size, s.synced = f, int64(pos), int64(pos)
+	return s, rep, nil
+}
+
+// applyLocked adds a decoded record of n framed bytes to memory. A repeated
+// tombstone is harmless; a trace past the cap (possible only in a file that
+// another build wrote) is kept: the cap is enforced on append.
+func (s *Store) applyLocked(rec record, n int) {
+	pn := s.parts[rec.ref.Partition]
+	if pn == nil {
+		pn = &partNotes{}
+		s.parts[rec.ref.Partition] = pn
+	}
+	if rec.trace == nil {
+		if pn.deleted == nil {
+			pn.deleted = make(map[uint64]struct{})
+		}
+		if _, dup := pn.deleted[rec.ref.Offset]; dup {
+			return // its bytes are dead from the start
+		}
+		pn.deleted[rec.ref.Offset] = struct{}{}
+		s.nDeleted.Add(1)
+		s.liveBytes += int64(n)
+		return
+	}
+	e := &entry{Trace: *rec.trace, size: n}
+	if pn.traces == nil {
+		pn.traces = make(map[uint64][]*entry)
+	}
+	pn.traces[rec.ref.Offset] = append(pn.traces[rec.ref.Offset], e)
+	for _, name := range e.Names {
+		s.byName[name] = append(s.byName[name], e)
+	}
+	s.liveBytes += int64(n)
+}
+
+// Delete records a tombstone for ref and returns once it is durable. It
+// reports whether ref was not deleted before (a repeat writes nothing).
+func (s *Store) Delete(ref MessageRef) (bool, error) {
+	s.mu.Lock()
+	if pn := s.parts[ref.Partition]; pn != nil {
+		if _, ok := pn.deleted[ref.Offset]; ok {
+			s.mu.Unlock()
+			return false, s.syncTo(s.sizeNow()) // it may still be on its way to the disk
+		}
+	}
+	end, err := s.appendLocked(record{ref: ref}, encodeTombstone(ref))
+	s.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return true, s.syncTo(end)
+}
+
+// AddTrace records t and returns once it is durable. Errors: ErrTooManyTraces,
+// ErrFailed, ErrClosed, or the write's I/O error.
+func (s *Store) AddTrace(t Trace) error {
+	s.mu.Lock()
+	if pn := s.parts[t.Partition]; pn != nil && len(pn.traces[t.Offset]) >= MaxTracesPerMessage {
+		s.mu.Unlock()
+		return ErrTooManyTraces
+	}
+	end, err := s.appendLocked(record{ref: t.MessageRef, trace: &t}, encodeTrace(&t))
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.syncTo(end)
+}
+
+// appendLocked writes one record at the end of the file and applies it to
+// memory; it returns the file size to sync to. A failed write is cut back so
+// that no partial record stays in front of the next one.
+func (s *Store) appendLocked(rec record, body []byte) (int64, error) {
+	if s.f == nil {
+		return 0, ErrClosed
+	}
+	if s.failed != nil {
+		return 0, fmt.Errorf("%w: %w", ErrFailed, s.failed)
+	}
+	framed := appendRecord(nil, body)
+	if _, err := s.f.WriteAt(framed, s.size); err != nil {
+		if terr := s.f.Truncate(s.size); terr != nil {
+			s.failed = terr
+		}
+		return 0, fmt.Errorf("notes: %s: append at byte %d: %w", s.path, s.size, err)
+	}
+	s.size += int64(len(framed))
+	s.applyLocked(rec, len(framed))
+	return s.size, nil
+}
+
+func (s *Store) sizeNow() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.size
+}
+
+// syncTo returns once the file's first end bytes are durable. Appends that
+// wait together share one fdatasync: the first to take syncMu syncs
+// everything written so far.
+func (s *Store) syncTo(end int64) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if s.synced >= end {
+		return nil
+	}
+	s.mu.RLock()
+	f, target, failed := s.f, s.size, s.failed
+	s.mu.RUnlock()
+	if failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, failed)
+	}
+	if f == nil {
+		return ErrClosed
+	}
+	if err := f.Sync(); err != nil {
+		s.mu.Lock()
+		s.failed = err
+		s.mu.Unlock()
+		return fmt.Errorf("notes: %s: sync: %w", s.path, err)
+	}
+	s.synced = target
+	return nil
+}
+
+// Close closes the file; every acknowledged append is already durable.
+func (s *Store) Close() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
