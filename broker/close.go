@@ -27,6 +27,9 @@ func (b *Broker) Close() error {
 func (b *Broker) closeFiles() error {
 	var errs []error
 	b.stopFlusher()
+	if err := b.closeNotes(); err != nil {
+		errs = append(errs, err)
+	}
 	if b.wal != nil && b.cur != nil && b.wake != nil {
 		// Everything durable outside the commit log, so the next start
 		// replays (almost) nothing. Without it (a failed log, a full disk)

@@ -77,6 +77,10 @@ func Open(cfg Config) (*Broker, error) {
 		b.closeFiles()
 		return nil, err
 	}
+	if err := b.openNotes(); err != nil {
+		b.closeFiles()
+		return nil, err
+	}
 	b.wake = wake.NewWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
