@@ -19,16 +19,18 @@ type msgNotes struct {
 	dlq   dlqIndexes
 }
 
-// openNotes opens <data>/notes. Its torn tail (an append a crash cut short,
-// never acknowledged) is cut and logged.
+// openNotes opens <data>/notes. A torn or damaged tail (an append a crash
+// cut short, never acknowledged, or damage to the last record) is copied to
+// <data>/quarantine/notes, cut and logged; damage before verified records
+// makes Open fail (notes.ErrCorrupt).
 func (b *Broker) openNotes() error {
-	s, rep, err := notes.Open(b.fs, filepath.Join(b.dir, notesDir))
+	s, rep, err := notes.Open(b.fs, filepath.Join(b.dir, notesDir), filepath.Join(b.dir, "quarantine", notesDir))
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if rep.CutBytes > 0 {
-		b.log.Warn().Int64("bytes", rep.CutBytes).Int("records", rep.Records).
-			Msg("notes: cut an incomplete last record (a torn write: never acknowledged)")
+		b.log.Warn().Str("tail", rep.Tail).Int64("bytes", rep.CutBytes).Int("records", rep.Records).Str("keptAt", rep.KeptAt).
+			Msg("notes: cut what followed the last whole record (a torn write: never acknowledged; or damage to the last tombstone or trace event)")
 	}
 	b.msgNotes.store = s
 	b.pruneNotes()

@@ -8,11 +8,12 @@
 // Everything lives in one append-only file, <data>/notes/log, and in memory.
 // An append returns after its bytes are written and fdatasync'd (concurrent
 // appends share one sync), so an acknowledged note survives kill -9. The
-// file holds records back to back, little-endian:
+// file uses package record's framing: a header frame (magic "CMNH", body
+// version u8 = 1 | seed u64), then one frame per note (magic "CMNR", its
+// checksum seeded with the header's random seed, because trace data are
+// client bytes), little-endian:
 //
-//	+-- u32 body length --+-- u32 CRC-32C (Castagnoli) of the body --+-- body --+
-//
-//	body, kind 1 (tombstone):  u8 1 | [16] partition id | uvarint offset
+//	body, kind 1 (tombstone):   u8 1 | [16] partition id | uvarint offset
 //	body, kind 2 (trace event): u8 2 | [16] partition id | uvarint offset
 //	                          | [16] trace event id | varint created µs
 //	                          | str transactionId | str consumer group
@@ -21,10 +22,12 @@
 //	                          | str data (the JSON value as posted)
 //	str = uvarint length | bytes
 //
-// Open reads the file whole. A record whose length runs past the end or
-// whose CRC fails ends the readable part: the bytes from there on are a torn
-// tail (an append a crash interrupted, never acknowledged) and are cut; Open
-// reports how many bytes it cut.
+// Open reads the file whole and applies package record's tail rule: a torn
+// or damaged last frame with nothing verified after it is copied to the
+// quarantine directory and cut (reported); damage followed by a verified
+// frame is ErrCorrupt and nothing is cut. A file without a whole header (a
+// crash while creating it: records come only after the header is durable)
+// is created afresh.
 //
 // Bounds: notes go with their message's retention. Prune (called by the
 // broker's maintenance task and before the trace listings) drops every note

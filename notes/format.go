@@ -1,26 +1,34 @@
 package notes
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/combmq/comb/record"
 )
 
 const (
 	kindTombstone = 1
 	kindTrace     = 2
 
-	// recHeader is the u32 length and the u32 CRC before each body.
-	recHeader = 8
-	// maxBody bounds one record (a trace's data comes from an HTTP body, which
-	// the server limits far below this): a larger length is damage.
+	headerVersion = 1
+	// maxBody bounds one record (a trace's data comes from an HTTP body,
+	// which the server limits far below this).
 	maxBody = 64 << 20
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// The file's two frame kinds (package record): one header frame, then the
+// records, whose checksums are seeded with the header's random seed (trace
+// data are client bytes: they can never form a frame that verifies).
+var (
+	headerFormat = record.NewFormat("CMNH", 16)
+	recordFormat = record.NewFormat("CMNR", maxBody)
+)
 
-// errRecord is a body that does not decode: damage, never a client's input.
+// errRecord is a verified body that does not decode: a bug or a newer
+// format, never a torn write.
 var errRecord = errors.New("notes: malformed record")
 
 // MessageRef names one message: its partition and its offset there.
@@ -43,16 +51,36 @@ type Trace struct {
 }
 
 // record is one decoded record: a tombstone (trace nil) or a trace event.
-type record struct {
+type noteRecord struct {
 	ref   MessageRef
 	trace *Trace
 }
 
-// appendRecord frames body (the kind byte onwards) with its length and CRC.
-func appendRecord(dst, body []byte) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(body)))
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(body, castagnoli))
-	return append(dst, body...)
+// newHeader returns a header frame with a fresh random seed.
+func newHeader() ([]byte, uint64, error) {
+	var s [8]byte
+	if _, err := rand.Read(s[:]); err != nil {
+		return nil, 0, fmt.Errorf("notes: seed: %w", err)
+	}
+	seed := binary.LittleEndian.Uint64(s[:])
+	body := append([]byte{headerVersion}, s[:]...)
+	frame, err := headerFormat.Append(nil, body)
+	return frame, seed, err
+}
+
+// readHeader decodes the header frame at the start of data and returns the
+// seed and the header's length. Errors: record.ErrShort / ErrZero when the
+// file was cut before its header was whole (a crash while creating it), any
+// other for a header that is not one.
+func readHeader(data []byte) (seed uint64, n int, err error) {
+	body, n, err := headerFormat.Next(data)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(body) != 9 || body[0] != headerVersion {
+		return 0, 0, fmt.Errorf("notes: header version %d (%d bytes) is not %d", body[0], len(body), headerVersion)
+	}
+	return binary.LittleEndian.Uint64(body[1:]), n, nil
 }
 
 func encodeTombstone(ref MessageRef) []byte {
@@ -70,131 +98,45 @@ func encodeTrace(t *Trace) []byte {
 	b = append(b, t.ID[:]...)
 	b = binary.AppendVarint(b, t.CreatedMicros)
 	for _, s := range []string{t.TransactionID, t.Group, t.EventType, t.WorkerID} {
-		b = appendStr(b, s)
+		b = record.AppendString(b, s)
 	}
 	b = binary.AppendUvarint(b, uint64(len(t.Names)))
 	for _, n := range t.Names {
-		b = appendStr(b, n)
+		b = record.AppendString(b, n)
 	}
 	b = binary.AppendUvarint(b, uint64(len(t.Data)))
 	return append(b, t.Data...)
 }
 
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// nextRecord decodes the record at the start of b and returns it with its
-// framed length. ok is false when b does not start with a whole record whose
-// CRC matches: the end of the readable part of the file.
-func nextRecord(b []byte) (rec record, n int, ok bool) {
-	if len(b) < recHeader {
-		return rec, 0, false
-	}
-	size := binary.LittleEndian.Uint32(b)
-	if size == 0 || size > maxBody || uint64(len(b)-recHeader) < uint64(size) {
-		return rec, 0, false
-	}
-	body := b[recHeader : recHeader+int(size)]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
-		return rec, 0, false
-	}
-	rec, err := decodeBody(body)
-	if err != nil {
-		return rec, 0, false
-	}
-	return rec, recHeader + int(size), true
-}
-
-// decodeBody decodes a CRC-checked body; an unknown kind or a short field is
+// decodeBody decodes a verified body; an unknown kind or a short field is
 // errRecord.
-func decodeBody(body []byte) (record, error) {
-	d := decoder{b: body}
-	var rec record
-	kind := d.byte()
-	copy(rec.ref.Partition[:], d.bytes(16))
-	rec.ref.Offset = d.uvarint()
+func decodeBody(body []byte) (noteRecord, error) {
+	d := record.Fields{B: body}
+	var rec noteRecord
+	kind := d.Byte()
+	rec.ref.Partition = d.ID()
+	rec.ref.Offset = d.Uvarint()
 	switch kind {
 	case kindTombstone:
 	case kindTrace:
 		t := &Trace{MessageRef: rec.ref}
-		copy(t.ID[:], d.bytes(16))
-		t.CreatedMicros = d.varint()
-		t.TransactionID, t.Group, t.EventType, t.WorkerID = d.str(), d.str(), d.str(), d.str()
-		n := d.uvarint()
+		t.ID = d.ID()
+		t.CreatedMicros = d.Varint()
+		t.TransactionID, t.Group, t.EventType, t.WorkerID = d.String(), d.String(), d.String(), d.String()
+		n := d.Uvarint()
 		if n > uint64(len(body)) {
-			d.err = true
+			return rec, fmt.Errorf("%w: %d trace names", errRecord, n)
 		}
-		for i := uint64(0); i < n && !d.err; i++ {
-			t.Names = append(t.Names, d.str())
+		for i := uint64(0); i < n && d.Err == nil; i++ {
+			t.Names = append(t.Names, d.String())
 		}
-		t.Data = append([]byte(nil), d.bytes(int(min(d.uvarint(), uint64(len(body)+1))))...)
+		t.Data = append([]byte(nil), d.Bytes()...)
 		rec.trace = t
 	default:
 		return rec, fmt.Errorf("%w: kind %d", errRecord, kind)
 	}
-	if d.err {
-		return rec, errRecord
+	if err := d.End(); err != nil {
+		return rec, fmt.Errorf("%w: %w", errRecord, err)
 	}
 	return rec, nil
-}
-
-// decoder reads fields from a body; a short read sets err and yields zeros.
-type decoder struct {
-	b   []byte
-	err bool
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) < 1 {
-		d.err = true
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) bytes(n int) []byte {
-	if n < 0 || len(d.b) < n {
-		d.err = true
-		d.b = nil
-		return nil
-	}
-	out := d.b[:n]
-	d.b = d.b[n:]
-	return out
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = true
-		d.b = nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = true
-		d.b = nil
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) str() string {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.err = true
-		d.b = nil
-		return ""
-	}
-	return string(d.bytes(int(n)))
 }

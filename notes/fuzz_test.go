@@ -3,34 +3,41 @@ package notes
 import (
 	"bytes"
 	"testing"
+
+	"github.com/combmq/comb/vfs"
 )
 
-// FuzzRecords: any file contents decode without panicking, and whatever
-// decodes re-encodes to the same bytes.
-func FuzzRecords(f *testing.F) {
-	f.Add(appendRecord(nil, encodeTombstone(MessageRef{pid(1), 300})))
+// FuzzOpen: any file contents open or fail without panicking; what opens
+// holds only whole records, and opening again finds the same file.
+func FuzzOpen(f *testing.F) {
+	mem := vfs.NewMem()
+	s, _, err := Open(mem, "/n", "")
+	if err != nil {
+		f.Fatal(err)
+	}
 	tr := trace(1, 2, 3, -5, "a", "b")
 	tr.WorkerID = "w"
-	f.Add(appendRecord(appendRecord(nil, encodeTrace(&tr)), encodeTombstone(MessageRef{})))
+	_ = s.AddTrace(tr)
+	_, _ = s.Delete(MessageRef{pid(1), 300})
+	s.Close()
+	f.Add(mem.Bytes("/n/log"))
+	f.Add([]byte("CMNH"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for len(data) > 0 {
-			rec, n, ok := nextRecord(data)
-			if !ok {
-				return
-			}
-			var body []byte
-			if rec.trace != nil {
-				body = encodeTrace(rec.trace)
-			} else {
-				body = encodeTombstone(rec.ref)
-			}
-			if !bytes.Equal(appendRecord(nil, body), data[:n]) {
-				// Only trailing bytes inside a body (ignored fields) may differ.
-				if got := appendRecord(nil, body); len(got) >= n {
-					t.Fatalf("re-encoding differs: %x vs %x", got, data[:n])
-				}
-			}
-			data = data[n:]
+		mem := vfs.NewMem()
+		mem.SetBytes("/n/log", data)
+		s, _, err := Open(mem, "/n", "")
+		if err != nil {
+			return
+		}
+		s.Close()
+		once := mem.Bytes("/n/log")
+		s, rep, err := Open(mem, "/n", "")
+		if err != nil || rep.CutBytes != 0 {
+			t.Fatalf("second open: %+v %v", rep, err)
+		}
+		s.Close()
+		if !bytes.Equal(mem.Bytes("/n/log"), once) {
+			t.Fatal("second open changed the file")
 		}
 	})
 }

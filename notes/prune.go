@@ -3,6 +3,8 @@ package notes
 import (
 	"fmt"
 	"os"
+
+	"github.com/combmq/comb/record"
 )
 
 // compactMinDeadBytes is how many dropped bytes the file must carry before a
@@ -29,7 +31,7 @@ func (s *Store) Prune(keep Keep) error {
 			if off < first {
 				delete(pn.deleted, off)
 				s.nDeleted.Add(-1)
-				s.liveBytes -= int64(len(encodeTombstone(MessageRef{pid, off})) + recHeader)
+				s.liveBytes -= int64(len(encodeTombstone(MessageRef{pid, off})) + record.HeaderSize)
 				dropped = true
 			}
 		}
@@ -94,14 +96,22 @@ func (s *Store) compact() error {
 	if s.f == nil || s.failed != nil {
 		return nil
 	}
-	var buf []byte
+	buf, seed, err := newHeader()
+	if err != nil {
+		return err
+	}
+	rf := recordFormat.WithSeed(seed)
 	for pid, pn := range s.parts {
 		for off := range pn.deleted {
-			buf = appendRecord(buf, encodeTombstone(MessageRef{pid, off}))
+			if buf, err = rf.Append(buf, encodeTombstone(MessageRef{pid, off})); err != nil {
+				return fmt.Errorf("notes: compact: %w", err)
+			}
 		}
 		for _, es := range pn.traces {
 			for _, e := range es {
-				buf = appendRecord(buf, encodeTrace(&e.Trace))
+				if buf, err = rf.Append(buf, encodeTrace(&e.Trace)); err != nil {
+					return fmt.Errorf("notes: compact: %w", err)
+				}
 			}
 		}
 	}
@@ -130,6 +140,16 @@ func (s *Store) compact() error {
 		return fmt.Errorf("notes: compact: sync %s: %w", s.dir, err)
 	}
 	s.f.Close()
-	s.f, s.size, s.synced, s.liveBytes = f, int64(len(buf)), int64(len(buf)), int64(len(buf))
+	s.f, s.rf, s.size, s.synced = f, rf, int64(len(buf)), int64(len(buf))
+	s.liveBytes = s.size - int64(len(buf[:headerLen(buf)]))
 	return nil
+}
+
+// headerLen is the length of the header frame at the start of a file image.
+func headerLen(b []byte) int {
+	_, n, err := headerFormat.Next(b)
+	if err != nil {
+		return 0
+	}
+	return n
 }

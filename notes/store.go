@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -30,15 +31,21 @@ var (
 	ErrClosed = errors.New("notes: closed")
 )
 
+// ErrCorrupt is wrapped by Open when the file holds damage with whole,
+// verified records after it: acknowledged notes follow the damage, so
+// nothing is cut and the broker does not start until a person looks.
+var ErrCorrupt = errors.New("notes: damaged record before acknowledged ones")
+
 // Store is the notes of every partition (see doc.go). Safe for concurrent use.
 type Store struct {
 	fs   vfs.FS
 	dir  string
 	path string
+	rf   record.Format // recordFormat seeded with the file's seed
 
 	mu        sync.RWMutex
 	f         vfs.File
-	size      int64 // bytes of whole records in the file: where the next append lands
+	size      int64 // bytes of header and whole records in the file: where the next append lands
 	liveBytes int64 // bytes of the records still live in memory
 	failed    error
 	parts     map[[16]byte]*partNotes
@@ -62,57 +69,130 @@ type entry struct {
 
 // OpenReport says what Open repaired.
 type OpenReport struct {
-	Records  int   // whole records read
-	CutBytes int64 // bytes of a torn tail cut from the end of the file
+	Records  int    // whole records read
+	Tail     string // what followed them: "" (nothing), or record.Tail's words for what was cut
+	CutBytes int64  // bytes cut from the end of the file
+	KeptAt   string // where the cut bytes were copied ("" when only zeros were cut)
 }
 
-// Open opens (creating) the store in dir on fsys and loads it. A torn tail is
-// cut (see doc.go) and reported. Errors: I/O errors wrapped with the path.
-func Open(fsys vfs.FS, dir string) (*Store, OpenReport, error) {
+// Open opens (creating) the store in dir on fsys and loads it. What follows
+// the last whole record is classified by package record's tail rule: a torn
+// or damaged tail with nothing verified after it is copied to
+// quarantineDir/log.from-<byte> and cut (reported); damage with verified
+// records after it fails with ErrCorrupt and changes nothing.
+func Open(fsys vfs.FS, dir, quarantineDir string) (*Store, OpenReport, error) {
 	s := &Store{fs: fsys, dir: dir, path: filepath.Join(dir, FileName),
 		parts: make(map[[16]byte]*partNotes), byName: make(map[string][]*entry)}
 	var rep OpenReport
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, rep, fmt.Errorf("notes: %w", err)
 	}
-	_ = fsys.Remove(s.path + ".tmp") // a compaction a crash interrupted; the old file is whole
+	_ = fsys.Remove(s.path + ".tmp") // a rewrite a crash interrupted; the old file is whole
 	data, err := fsys.ReadFile(s.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, rep, fmt.Errorf("notes: %w", err)
 	}
-	pos := 0
-	for pos < len(data) {
-		rec, n, ok := nextRecord(data[pos:])
-		if !ok {
-			break
-		}
-		s.applyLocked(rec, n)
-		pos += n
-		rep.Records++
+	seed, hlen, err := readHeader(data)
+	if errors.Is(err, record.ErrShort) || errors.Is(err, record.ErrZero) || len(data) == 0 {
+		// No header: a new store, or one a crash cut while creating it
+		// (records are appended only after the header is durable).
+		return s, rep, s.create()
 	}
-	f, err := fsys.OpenFile(s.path, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, rep, fmt.Errorf("notes: %s: %w", s.path, err)
+	}
+	s.rf = recordFormat.WithSeed(seed)
+	sc, err := s.rf.Scan(data[hlen:], func(_ int64, body []byte) error {
+		rec, err := decodeBody(body)
+		if err != nil {
+			return err
+		}
+		s.applyLocked(rec, record.HeaderSize+len(body))
+		return nil
+	})
+	if err != nil {
+		return nil, rep, fmt.Errorf("notes: %s at byte %d: %w", s.path, int64(hlen)+sc.End, err)
+	}
+	rep.Records = sc.Frames
+	end := int64(hlen) + sc.End
+	switch sc.Tail {
+	case record.TailCorrupt:
+		return nil, rep, fmt.Errorf("%w: %s: bytes %d..%d do not verify and a record at byte %d does; move the file aside to start without its notes",
+			ErrCorrupt, s.path, end, int64(hlen)+sc.Resync, int64(hlen)+sc.Resync)
+	case record.TailTorn, record.TailDamaged, record.TailZeros:
+		rep.Tail, rep.CutBytes = sc.Tail.String(), int64(len(data))-end
+		if sc.Lost() {
+			if rep.KeptAt, err = s.keep(quarantineDir, data[end:int64(hlen)+sc.DataEnd], end); err != nil {
+				return nil, rep, err
+			}
+		}
+	}
+	f, err := fsys.OpenFile(s.path, os.O_RDWR)
 	if err != nil {
 		return nil, rep, fmt.Errorf("notes: %w", err)
 	}
-	if pos < len(data) {
-		rep.CutBytes = int64(len(data) - pos)
-		if err := f.Truncate(int64(pos)); err != nil {
+	if end < int64(len(data)) {
+		if err := f.Truncate(end); err != nil {
 			f.Close()
-			return nil, rep, fmt.Errorf("notes: %s: cut torn tail at byte %d: %w", s.path, pos, err)
+			return nil, rep, fmt.Errorf("notes: %s: cut at byte %d: %w", s.path, end, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
 			return nil, rep, fmt.Errorf("notes: %s: %w", s.path, err)
 		}
 	}
-	s.f, s.size, s.synced = f, int64(pos), int64(pos)
+	s.f, s.size, s.synced = f, end, end
 	return s, rep, nil
+}
+
+// create writes a new file holding only a header with a fresh seed, durable
+// (file and directory entry) before any record is appended to it.
+func (s *Store) create() error {
+	hdr, seed, err := newHeader()
+	if err != nil {
+		return err
+	}
+	f, err := s.fs.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return fmt.Errorf("notes: %w", err)
+	}
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("notes: %s: %w", s.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("notes: %s: %w", s.path, err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		f.Close()
+		return fmt.Errorf("notes: %s: %w", s.dir, err)
+	}
+	s.rf = recordFormat.WithSeed(seed)
+	s.f, s.size, s.synced = f, int64(len(hdr)), int64(len(hdr))
+	return nil
+}
+
+// keep copies bytes Open is about to cut (from byte at of the file) to the
+// quarantine directory and returns the copy's path.
+func (s *Store) keep(quarantineDir string, b []byte, at int64) (string, error) {
+	if quarantineDir == "" {
+		quarantineDir = s.dir
+	}
+	name := filepath.Join(quarantineDir, fmt.Sprintf("%s.from-%d", FileName, at))
+	if err := s.fs.MkdirAll(quarantineDir); err != nil {
+		return "", fmt.Errorf("notes: quarantine: %w", err)
+	}
+	if err := vfs.WriteFileAtomic(s.fs, name, b, false); err != nil {
+		return "", fmt.Errorf("notes: quarantine %s: %w", name, err)
+	}
+	return name, nil
 }
 
 // applyLocked adds a decoded record of n framed bytes to memory. A repeated
 // tombstone is harmless; a trace past the cap (possible only in a file that
 // another build wrote) is kept: the cap is enforced on append.
-func (s *Store) applyLocked(rec record, n int) {
+func (s *Store) applyLocked(rec noteRecord, n int) {
 	pn := s.parts[rec.ref.Partition]
 	if pn == nil {
 		pn = &partNotes{}
@@ -151,7 +231,7 @@ func (s *Store) Delete(ref MessageRef) (bool, error) {
 			return false, s.syncTo(s.sizeNow()) // it may still be on its way to the disk
 		}
 	}
-	end, err := s.appendLocked(record{ref: ref}, encodeTombstone(ref))
+	end, err := s.appendLocked(noteRecord{ref: ref}, encodeTombstone(ref))
 	s.mu.Unlock()
 	if err != nil {
 		return false, err
@@ -167,7 +247,7 @@ func (s *Store) AddTrace(t Trace) error {
 		s.mu.Unlock()
 		return ErrTooManyTraces
 	}
-	end, err := s.appendLocked(record{ref: t.MessageRef, trace: &t}, encodeTrace(&t))
+	end, err := s.appendLocked(noteRecord{ref: t.MessageRef, trace: &t}, encodeTrace(&t))
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -178,14 +258,17 @@ func (s *Store) AddTrace(t Trace) error {
 // appendLocked writes one record at the end of the file and applies it to
 // memory; it returns the file size to sync to. A failed write is cut back so
 // that no partial record stays in front of the next one.
-func (s *Store) appendLocked(rec record, body []byte) (int64, error) {
+func (s *Store) appendLocked(rec noteRecord, body []byte) (int64, error) {
 	if s.f == nil {
 		return 0, ErrClosed
 	}
 	if s.failed != nil {
 		return 0, fmt.Errorf("%w: %w", ErrFailed, s.failed)
 	}
-	framed := appendRecord(nil, body)
+	framed, err := s.rf.Append(nil, body)
+	if err != nil {
+		return 0, fmt.Errorf("notes: %w", err)
+	}
 	if _, err := s.f.WriteAt(framed, s.size); err != nil {
 		if terr := s.f.Truncate(s.size); terr != nil {
 			s.failed = terr

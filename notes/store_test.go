@@ -2,6 +2,7 @@ package notes
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"reflect"
 	"testing"
@@ -18,7 +19,7 @@ func trace(p byte, off uint64, id byte, us int64, names ...string) Trace {
 
 func mustOpen(t *testing.T, fsys vfs.FS) (*Store, OpenReport) {
 	t.Helper()
-	s, rep, err := Open(fsys, "/d/notes")
+	s, rep, err := Open(fsys, "/d/notes", "/d/quarantine/notes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,30 +55,59 @@ func TestAcknowledgedNotesSurviveCrash(t *testing.T) {
 	}
 }
 
-// A torn tail (bytes of an append a crash interrupted) is cut and reported;
-// every whole record before it stays.
-func TestTornTailIsCut(t *testing.T) {
+// A torn or damaged tail (an append a crash interrupted) is copied to the
+// quarantine directory and cut; every whole record before it stays. Damage
+// with a verified record after it is corruption: Open refuses and changes
+// nothing (package record's tail rule, docs/format.md section 8).
+func TestTailRule(t *testing.T) {
 	mem := vfs.NewMem()
 	s, _ := mustOpen(t, mem)
 	if _, err := s.Delete(MessageRef{pid(2), 1}); err != nil {
 		t.Fatal(err)
 	}
+	rf := s.rf
 	s.Close()
 	good := mem.Bytes("/d/notes/log")
-	whole := appendRecord(nil, encodeTrace(&Trace{Names: []string{"x"}}))
-	for _, tail := range [][]byte{whole[:5], whole[:len(whole)-1], append(append([]byte(nil), whole[:10]...), bytes.Repeat([]byte{0xff}, len(whole)-10)...)} {
-		mem.SetBytes("/d/notes/log", append(append([]byte(nil), good...), tail...))
-		s2, rep := mustOpen(t, mem)
-		if rep.Records != 1 || rep.CutBytes != int64(len(tail)) {
-			t.Fatalf("tail %d bytes: report %+v", len(tail), rep)
-		}
-		if !s2.Deleted(MessageRef{pid(2), 1}) {
-			t.Fatal("record before the tail lost")
-		}
-		s2.Close()
-		if got := mem.Bytes("/d/notes/log"); !bytes.Equal(got, good) {
-			t.Fatalf("file after cut: %d bytes, want %d", len(got), len(good))
-		}
+	whole, _ := rf.Append(nil, encodeTrace(&Trace{Names: []string{"x"}}))
+	flipped := append([]byte(nil), whole...)
+	flipped[len(flipped)-1] ^= 1
+	cases := []struct {
+		name string
+		tail []byte
+		want OpenReport
+	}{
+		{"torn", whole[:len(whole)-3], OpenReport{Records: 1, Tail: "torn", CutBytes: int64(len(whole) - 3)}},
+		{"damaged", flipped, OpenReport{Records: 1, Tail: "damaged", CutBytes: int64(len(whole))}},
+		{"zeros", make([]byte, 40), OpenReport{Records: 1, Tail: "zeros", CutBytes: 40}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mem.SetBytes("/d/notes/log", append(append([]byte(nil), good...), c.tail...))
+			s2, rep := mustOpen(t, mem)
+			defer s2.Close()
+			kept := rep.KeptAt
+			rep.KeptAt = ""
+			if rep != c.want {
+				t.Fatalf("report %+v, want %+v", rep, c.want)
+			}
+			if c.name != "zeros" && !bytes.Equal(mem.Bytes(kept), c.tail) {
+				t.Fatalf("quarantined %q: %x", kept, mem.Bytes(kept))
+			}
+			if !s2.Deleted(MessageRef{pid(2), 1}) {
+				t.Fatal("record before the tail lost")
+			}
+			if got := mem.Bytes("/d/notes/log"); !bytes.Equal(got, good) {
+				t.Fatalf("file after cut: %d bytes, want %d", len(got), len(good))
+			}
+		})
+	}
+	corrupt := append(append(append([]byte(nil), good...), flipped...), whole...)
+	mem.SetBytes("/d/notes/log", corrupt)
+	if _, _, err := Open(mem, "/d/notes", "/d/quarantine/notes"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damage before a verified record: %v", err)
+	}
+	if !bytes.Equal(mem.Bytes("/d/notes/log"), corrupt) {
+		t.Fatal("a corrupt file was changed")
 	}
 }
 
