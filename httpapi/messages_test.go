@@ -152,7 +152,14 @@ func TestMessageListAndDetail(t *testing.T) {
 	dl := row(pid, ids["t1"], "t1", "dead_letter", 1, "null")
 	expectJSON(t, ts.do("GET", "/api/v1/messages?queue=mq&status=dead_letter", ""), 200, `{"messages":[`+dl+`],"mode":`+mode+`}`)
 
-	for _, path := range []string{"/api/v1/messages/" + pid + "/no-such-id", "/api/v1/messages/not-a-uuid/t1",
+	// The dashboard's DLQ purge is a message delete: the entry leaves the DLQ listing too.
+	r = ts.do("GET", "/api/v1/dlq?queue=mq", "")
+	require.Equal(t, float64(1), r.json(t).(map[string]any)["total"], "%s", r.body)
+	require.Equal(t, 200, ts.do("DELETE", "/api/v1/messages/"+pid+"/t1", "").status)
+	expectJSON(t, ts.do("GET", "/api/v1/dlq?queue=mq", ""), 200, `{"messages":[],"total":0,"pagination":{"limit":100,"offset":0}}`)
+	expectJSON(t, ts.do("GET", "/api/v1/messages?queue=mq&status=dead_letter", ""), 200, `{"messages":[],"mode":`+mode+`}`)
+
+	for _, path := range []string{"/api/v1/messages/" + pid + "/no-such-id", "/api/v1/messages/" + pid + "/t1", "/api/v1/messages/not-a-uuid/t1",
 		"/api/v1/messages/0198e4c1-0000-7000-8000-000000000000/t1"} {
 		expectJSON(t, ts.do("GET", path, ""), 404, `{"error":"Message not found"}`)
 	}
