@@ -43,7 +43,8 @@ func (b *Broker) findMessage(pidStr, txid string) (foundMessage, error) {
 		b.msgNotes.store.Deleted(notes.MessageRef{Partition: p.id, Offset: off}) {
 		return foundMessage{}, errMessageNotFound
 	}
-	buf := new(segment.ReadBuffer)
+	buf := readBufPool.Get().(*segment.ReadBuffer)
+	defer func() { buf.Reset(); readBufPool.Put(buf) }()
 	msgs, err := p.log.Read(off, 1, 0, buf)
 	if err != nil {
 		return foundMessage{}, fmt.Errorf("queue %s partition %s: read offset %d: %w", p.q.name, p.name, off, err)

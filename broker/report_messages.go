@@ -78,7 +78,8 @@ func (b *Broker) Messages(f MessageFilter) (MessageList, error) {
 	}
 	parts, mode := b.listPartitions(f)
 	var rows []MessageRow
-	buf := new(segment.ReadBuffer)
+	buf := readBufPool.Get().(*segment.ReadBuffer)
+	defer func() { buf.Reset(); readBufPool.Put(buf) }()
 	for i, p := range parts {
 		if i == maxListPartitions {
 			break
