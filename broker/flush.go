@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
@@ -183,6 +184,11 @@ func (b *Broker) flushDirs() error {
 	errs := make([]error, len(dirs))
 	parallelFor(len(dirs), func(i int) {
 		errs[i] = meta.SyncDescriptor(b.fs, dirs[i])
+		if errors.Is(errs[i], fs.ErrNotExist) {
+			// Its queue was deleted since (RemoveAll): nothing left to make
+			// durable, and keeping it would fail every later pass.
+			errs[i] = nil
+		}
 	})
 	parents := map[string]bool{}
 	for _, d := range dirs {
