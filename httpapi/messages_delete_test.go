@@ -163,3 +163,27 @@ func TestTracesRoutes(t *testing.T) {
 	ts.stop()
 	check(startMsgServer(t, crashed, clock))
 }
+
+// Traces and tombstones go with their messages (issue 13: "they go with their message's
+// retention"): once the queue is deleted its notes are gone from the listings, and stay gone
+// after a restart.
+func TestNotesGoWithTheirQueue(t *testing.T) {
+	clock := &testClock{now: t0}
+	mem := vfs.NewMem()
+	ts := startMsgServer(t, mem, clock)
+	pid := seedMessages(t, ts, clock)
+	r := ts.do("POST", "/api/v1/traces", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"traceNames":"gone","data":1}`, pid))
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.Equal(t, 200, ts.do("DELETE", "/api/v1/messages/"+pid+"/t2", "").status)
+	require.Equal(t, 200, ts.do("DELETE", "/api/v1/resources/queues/mq", "").status)
+	empty := `{"trace_names":[],"total":0,"pagination":{"limit":50,"offset":0}}`
+	expectJSON(t, ts.do("GET", "/api/v1/traces/names", ""), 200, empty)
+	expectJSON(t, ts.do("GET", "/api/v1/traces/by-name/gone", ""), 200, `{"traces":[],"total":0,"pagination":{"limit":100,"offset":0}}`)
+	ts.stop()
+	ts = startMsgServer(t, mem, clock)
+	expectJSON(t, ts.do("GET", "/api/v1/traces/names", ""), 200, empty)
+	// A new queue of the same name starts clean: its partition is a new id.
+	pid2 := seedMessages(t, ts, clock)
+	require.NotEqual(t, pid, pid2)
+	require.Equal(t, []string{"t3", "t2", "t1"}, listTxIDs(t, ts))
+}
