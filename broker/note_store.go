@@ -53,6 +53,7 @@ func (b *Broker) pruneNotes() {
 	if err := b.msgNotes.store.Prune(b.noteKeep); err != nil {
 		b.log.Warn().Err(err).Msg("notes: rewrite failed; the old file stays in use")
 	}
+	b.msgNotes.dlq.prune(b.liveQueueIDs)
 }
 
 // noteKeep: a live partition keeps the notes of its retained offsets.

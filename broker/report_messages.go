@@ -16,6 +16,9 @@ const (
 	// listScanSlack is added to 4 × (limit+offset) to give the records one
 	// partition may read when a status filter or deletions skip some.
 	listScanSlack = 1024
+	// listChunk caps the records of one backward read: with no byte budget
+	// on it, this bounds the payload bytes one read holds.
+	listChunk = 1024
 )
 
 // MessageFilter selects messages for GET /api/v1/messages (spec 8.5). The
@@ -173,7 +176,7 @@ func (b *Broker) listPartition(p *partition, f MessageFilter, need int, now int6
 	budget := 4*need + listScanSlack
 	conf := p.q.conf.Load()
 	for end := hi; end >= lo && len(rows) < need && budget > 0; {
-		n := min(end-lo+1, uint64(min(need-len(rows)+16, budget, 4096)))
+		n := min(end-lo+1, uint64(min(need-len(rows)+16, budget, listChunk)))
 		start := end - n + 1
 		msgs, err := p.log.Read(start, int(n), 0, buf)
 		if err != nil {

@@ -48,6 +48,35 @@ func (x *dlqIndexes) of(q *queue) *dlqIndex {
 	return d
 }
 
+// prune forgets the indexes of queues that are gone; liveIDs is called only
+// when there are indexes to check.
+func (x *dlqIndexes) prune(liveIDs func() map[[16]byte]bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.m) == 0 {
+		return
+	}
+	live := liveIDs()
+	for id := range x.m {
+		if !live[id] {
+			delete(x.m, id)
+		}
+	}
+}
+
+// liveQueueIDs returns the ids of the live queues.
+func (b *Broker) liveQueueIDs() map[[16]byte]bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make(map[[16]byte]bool, len(b.queues))
+	for _, q := range b.queues {
+		if !q.deleted.Load() {
+			out[q.id] = true
+		}
+	}
+	return out
+}
+
 // withDLQHits calls fn with the dead-letterings of partition pid's messages
 // (offset → hits), brought up to date with its queue's DLQ log, under the
 // index's lock (fn must not keep or modify the map; nil when there are none).
