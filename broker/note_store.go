@@ -24,7 +24,8 @@ type msgNotes struct {
 // <data>/quarantine/notes, cut and logged; damage before verified records
 // makes Open fail (notes.ErrCorrupt).
 func (b *Broker) openNotes() error {
-	s, rep, err := notes.Open(b.fs, filepath.Join(b.dir, notesDir), filepath.Join(b.dir, "quarantine", notesDir))
+	s, rep, err := notes.Open(b.fs, filepath.Join(b.dir, notesDir),
+		notes.Options{QuarantineDir: filepath.Join(b.dir, "quarantine", notesDir), NoSync: b.noSync()})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}

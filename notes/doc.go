@@ -7,7 +7,8 @@
 //
 // Everything lives in one append-only file, <data>/notes/log, and in memory.
 // An append returns after its bytes are written and fdatasync'd (concurrent
-// appends share one sync), so an acknowledged note survives kill -9. The
+// appends share one sync), so an acknowledged note survives kill -9 (unless
+// Options.NoSync, the broker's --sync never, skips the syncs). The
 // file uses package record's framing: a header frame (magic "CMNH", body
 // version u8 = 1 | seed u64), then one frame per note (magic "CMNR", its
 // checksum seeded with the header's random seed, because trace data are

@@ -11,7 +11,7 @@ import (
 // holds only whole records, and opening again finds the same file.
 func FuzzOpen(f *testing.F) {
 	mem := vfs.NewMem()
-	s, _, err := Open(mem, "/n", "")
+	s, _, err := Open(mem, "/n", Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -25,13 +25,13 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := vfs.NewMem()
 		mem.SetBytes("/n/log", data)
-		s, _, err := Open(mem, "/n", "")
+		s, _, err := Open(mem, "/n", Options{})
 		if err != nil {
 			return
 		}
 		s.Close()
 		once := mem.Bytes("/n/log")
-		s, rep, err := Open(mem, "/n", "")
+		s, rep, err := Open(mem, "/n", Options{})
 		if err != nil || rep.CutBytes != 0 {
 			t.Fatalf("second open: %+v %v", rep, err)
 		}

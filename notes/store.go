@@ -42,6 +42,8 @@ type Store struct {
 	dir  string
 	path string
 	rf   record.Format // recordFormat seeded with the file's seed
+	// noSync: Options.NoSync.
+	noSync bool
 
 	mu        sync.RWMutex
 	f         vfs.File
@@ -75,13 +77,23 @@ type OpenReport struct {
 	KeptAt   string // where the cut bytes were copied ("" when only zeros were cut)
 }
 
+// Options configures a Store.
+type Options struct {
+	// QuarantineDir receives the bytes Open cuts ("" = the store's directory).
+	QuarantineDir string
+	// NoSync skips every fdatasync (the broker's --sync never): appends are
+	// then durable only once the OS writes them back.
+	NoSync bool
+}
+
 // Open opens (creating) the store in dir on fsys and loads it. What follows
 // the last whole record is classified by package record's tail rule: a torn
 // or damaged tail with nothing verified after it is copied to
-// quarantineDir/log.from-<byte> and cut (reported); damage with verified
+// opts.QuarantineDir/log.from-<byte> and cut (reported); damage with verified
 // records after it fails with ErrCorrupt and changes nothing.
-func Open(fsys vfs.FS, dir, quarantineDir string) (*Store, OpenReport, error) {
-	s := &Store{fs: fsys, dir: dir, path: filepath.Join(dir, FileName),
+func Open(fsys vfs.FS, dir string, opts Options) (*Store, OpenReport, error) {
+	quarantineDir := opts.QuarantineDir
+	s := &Store{fs: fsys, dir: dir, path: filepath.Join(dir, FileName), noSync: opts.NoSync,
 		parts: make(map[[16]byte]*partNotes), byName: make(map[string][]*entry)}
 	var rep OpenReport
 	if err := fsys.MkdirAll(dir); err != nil {
@@ -303,6 +315,10 @@ func (s *Store) syncTo(end int64) error {
 	}
 	if f == nil {
 		return ErrClosed
+	}
+	if s.noSync {
+		s.synced = target
+		return nil
 	}
 	if err := f.Sync(); err != nil {
 		s.mu.Lock()

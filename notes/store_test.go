@@ -19,7 +19,7 @@ func trace(p byte, off uint64, id byte, us int64, names ...string) Trace {
 
 func mustOpen(t *testing.T, fsys vfs.FS) (*Store, OpenReport) {
 	t.Helper()
-	s, rep, err := Open(fsys, "/d/notes", "/d/quarantine/notes")
+	s, rep, err := Open(fsys, "/d/notes", Options{QuarantineDir: "/d/quarantine/notes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestTailRule(t *testing.T) {
 	}
 	corrupt := append(append(append([]byte(nil), good...), flipped...), whole...)
 	mem.SetBytes("/d/notes/log", corrupt)
-	if _, _, err := Open(mem, "/d/notes", "/d/quarantine/notes"); !errors.Is(err, ErrCorrupt) {
+	if _, _, err := Open(mem, "/d/notes", Options{QuarantineDir: "/d/quarantine/notes"}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("damage before a verified record: %v", err)
 	}
 	if !bytes.Equal(mem.Bytes("/d/notes/log"), corrupt) {
