@@ -8,6 +8,17 @@ import (
 // first so that a broker without deletions pays one atomic load per claim.
 func (s *Store) AnyDeleted() bool { return s.nDeleted.Load() > 0 }
 
+// AnyDeletedIn reports whether any offset of partition carries a tombstone.
+func (s *Store) AnyDeletedIn(partition [16]byte) bool {
+	if !s.AnyDeleted() {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pn := s.parts[partition]
+	return pn != nil && len(pn.deleted) > 0
+}
+
 // Deleted reports whether ref carries a tombstone.
 func (s *Store) Deleted(ref MessageRef) bool {
 	if !s.AnyDeleted() {
