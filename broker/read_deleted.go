@@ -15,11 +15,11 @@ import (
 // reads on from the new cursor; those at its tail are left out of the span,
 // and those in between stay inside the leased span but are not delivered (an
 // ack of a later message commits past them, spec 4.6). Costs one atomic load
-// when no message was ever deleted.
+// when no message is deleted, and one map lookup when none of p's is.
 func (b *Broker) dropDeletedLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message,
 	vis uint64, delay int64, buf *segment.ReadBuffer, cl claimResult) ([]segment.Message, claimResult, lease.State, error) {
 	ns := b.msgNotes.store
-	if ns == nil || !ns.AnyDeleted() {
+	if ns == nil || !ns.AnyDeletedIn(p.id) {
 		return msgs, cl, st, nil
 	}
 	deleted := func(m *segment.Message) bool {
