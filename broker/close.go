@@ -27,9 +27,6 @@ func (b *Broker) Close() error {
 func (b *Broker) closeFiles() error {
 	var errs []error
 	b.stopFlusher()
-	if err := b.closeNotes(); err != nil {
-		errs = append(errs, err)
-	}
 	if b.wal != nil && b.cur != nil && b.wake != nil {
 		// Everything durable outside the commit log, so the next start
 		// replays (almost) nothing. Without it (a failed log, a full disk)
@@ -37,6 +34,9 @@ func (b *Broker) closeFiles() error {
 		if err := b.flushPass(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := b.closeNotes(); err != nil { // after the last flush pass: it syncs the notes
+		errs = append(errs, err)
 	}
 	if b.cur != nil {
 		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {

@@ -44,7 +44,8 @@
 //	messages     Messages (report_messages.go), Message (report_message.go), statuses
 //	             (report_msgstatus.go, report_msgdlq.go), DeleteMessage (note_messages.go): a
 //	             tombstone in the notes store; claims skip deleted messages (read_deleted.go)
-//	traces       AddTrace, Traces, TracesByName, TraceNames (note_traces.go), stored in package notes
+//	traces       AddTrace, Traces, TracesByName, TraceNames (note_traces.go); a delete or a trace
+//	             event is a Note entry of the commit log (logNote, note_store.go), then package notes
 //	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
 //	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
 //	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go)

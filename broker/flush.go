@@ -164,6 +164,11 @@ func (b *Broker) flushPassLocked() error {
 		T = min(T, lsn)
 	}
 	b.flush.stateMu.Unlock()
+	// Every Note entry below T was applied to the notes file before it left
+	// inflight (logNote): make them durable there before the log drops them.
+	if err := b.syncNotes(); err != nil {
+		return fmt.Errorf("flush: notes: %w", err)
+	}
 	if err := b.wal.TruncateBefore(T); err != nil {
 		return fmt.Errorf("flush: truncate the commit log: %w", err)
 	}

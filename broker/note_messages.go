@@ -62,8 +62,8 @@ func (b *Broker) findMessage(pidStr, txid string) (foundMessage, error) {
 // DeleteMessage deletes one message (spec 8.5, DELETE
 // /api/v1/messages/:partitionId/:transactionId): no group is given it again
 // (read_deleted.go) and the message routes no longer show it. It appends a
-// tombstone to the notes store and returns once that is durable: the segment
-// logs stay append-only. found is false for an unknown or already deleted
+// tombstone (a Note entry of the commit log, then the notes store) and
+// returns once it is durable: the segment logs stay append-only. found is false for an unknown or already deleted
 // message (200 with success:false).
 func (b *Broker) DeleteMessage(partitionID, txid string) (found bool, err error) {
 	if err := b.enter(); err != nil {
@@ -77,7 +77,7 @@ func (b *Broker) DeleteMessage(partitionID, txid string) (found bool, err error)
 	if err != nil {
 		return false, err
 	}
-	added, err := b.msgNotes.store.Delete(notes.MessageRef{Partition: fm.p.id, Offset: fm.msg.Offset})
+	added, err := b.logNote(notes.EncodeTombstone(notes.MessageRef{Partition: fm.p.id, Offset: fm.msg.Offset}))
 	if err != nil {
 		return false, fmt.Errorf("delete message: %w", err)
 	}

@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/notes"
+	"github.com/combmq/comb/vfs"
 )
 
 // Issue 13: trace events and tombstones go with their message's retention.
@@ -49,4 +52,41 @@ func TestNotesGoWithRetention(t *testing.T) {
 	check()
 	e.reopen()
 	check()
+}
+
+// A note is durable once answered (its commit-log entry), whether a crash
+// comes before the flush pass that syncs the notes file and truncates the log,
+// or after it: both survive, neither twice.
+func TestNotesSurviveACrashAroundAFlushPass(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := Config{DataDir: "/data", FS: mem, Logger: zerolog.Nop(), Now: newTestClock().Now}
+	b, err := Open(cfg)
+	require.NoError(t, err)
+	defer b.Close()
+	res, err := b.Push([]PushItem{{Queue: "q", Partition: "p", TransactionID: "a", Payload: []byte("1")},
+		{Queue: "q", Partition: "p", TransactionID: "b", Payload: []byte("2")}})
+	require.NoError(t, err)
+	pid := res[0].PartitionID
+	_, err = b.AddTrace(TraceRequest{PartitionID: pid, TransactionID: "a", Names: []string{"n"}, Data: []byte(`"before"`)})
+	require.NoError(t, err)
+	require.NoError(t, b.flushPass()) // the notes file synced, the log truncated past the entry
+	found, err := b.DeleteMessage(pid, "b")
+	require.NoError(t, err)
+	require.True(t, found)
+	_, err = b.AddTrace(TraceRequest{PartitionID: pid, TransactionID: "a", Data: []byte(`"after"`)})
+	require.NoError(t, err)
+
+	b2, err := Open(Config{DataDir: "/data", FS: mem.Crash(true), Logger: zerolog.Nop(), Now: cfg.Now})
+	require.NoError(t, err)
+	defer b2.Close()
+	evs, err := b2.Traces(pid, "a")
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	require.Equal(t, `"before"`, string(evs[0].Data))
+	require.Equal(t, `"after"`, string(evs[1].Data))
+	_, err = b2.Message(pid, "b")
+	require.ErrorIs(t, err, ErrNotFound, "the delete survived")
+	res2, err := b2.Pop(context.Background(), PopRequest{Queue: "q", Batch: 10, Partitions: 1, AutoAck: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, txids(res2))
 }

@@ -35,7 +35,8 @@ type TraceEvent struct {
 type TraceName = notes.NameStat
 
 // AddTrace records a trace event for a stored message and returns the
-// event's id once it is durable (package notes syncs it). Unknown or deleted
+// event's id once it is durable (a Note entry of the commit log, in the
+// group commit pushes share; then the notes store). Unknown or deleted
 // message → NotFound("Message not found"); a message already holding
 // notes.MaxTracesPerMessage events → BadRequest.
 func (b *Broker) AddTrace(r TraceRequest) (string, error) {
@@ -60,7 +61,11 @@ func (b *Broker) AddTrace(r TraceRequest) (string, error) {
 	t := notes.Trace{MessageRef: notes.MessageRef{Partition: fm.p.id, Offset: fm.msg.Offset}, ID: id,
 		CreatedMicros: b.now().UnixMicro(), TransactionID: fm.msg.TransactionID, Group: r.Group,
 		EventType: r.EventType, WorkerID: r.WorkerID, Names: r.Names, Data: r.Data}
-	err = b.msgNotes.store.AddTrace(t)
+	if b.msgNotes.store.TraceCount(t.MessageRef) >= notes.MaxTracesPerMessage {
+		err = notes.ErrTooManyTraces
+	} else {
+		_, err = b.logNote(notes.EncodeTrace(&t))
+	}
 	if errors.Is(err, notes.ErrTooManyTraces) {
 		return "", BadRequest(fmt.Sprintf("A message keeps at most %d trace events", notes.MaxTracesPerMessage))
 	}

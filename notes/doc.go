@@ -6,10 +6,11 @@
 // consumer groups or queues.
 //
 // Everything lives in one append-only file, <data>/notes/log, and in memory.
-// An append returns after its bytes are written and fdatasync'd (concurrent
-// appends share one sync), so an acknowledged note survives kill -9 (unless
-// Options.NoSync, the broker's --sync never, skips the syncs). The
-// file uses package record's framing: a header frame (magic "CMNH", body
+// Apply writes a note without syncing it (the broker has made it durable in
+// its commit log first, and calls Sync before dropping the entry); Delete and
+// AddTrace return after their fdatasync (concurrent ones share one sync;
+// Options.NoSync skips them). Apply skips a note it holds already, so a
+// replay after a crash is idempotent. The file uses package record's framing: a header frame (magic "CMNH", body
 // version u8 = 1 | seed u64), then one frame per note (magic "CMNR", its
 // checksum seeded with the header's random seed, because trace data are
 // client bytes), little-endian:

@@ -83,14 +83,17 @@ func readHeader(data []byte) (seed uint64, n int, err error) {
 	return binary.LittleEndian.Uint64(body[1:]), n, nil
 }
 
-func encodeTombstone(ref MessageRef) []byte {
+// EncodeTombstone is the body of ref's tombstone: what Apply takes (and
+// what the broker logs in its commit log before applying it).
+func EncodeTombstone(ref MessageRef) []byte {
 	b := make([]byte, 0, 1+16+binary.MaxVarintLen64)
 	b = append(b, kindTombstone)
 	b = append(b, ref.Partition[:]...)
 	return binary.AppendUvarint(b, ref.Offset)
 }
 
-func encodeTrace(t *Trace) []byte {
+// EncodeTrace is the body of trace event t: what Apply takes.
+func EncodeTrace(t *Trace) []byte {
 	b := make([]byte, 0, 64+len(t.TransactionID)+len(t.Group)+len(t.EventType)+len(t.WorkerID)+len(t.Data))
 	b = append(b, kindTrace)
 	b = append(b, t.Partition[:]...)

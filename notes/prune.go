@@ -31,7 +31,7 @@ func (s *Store) Prune(keep Keep) error {
 			if off < first {
 				delete(pn.deleted, off)
 				s.nDeleted.Add(-1)
-				s.liveBytes -= int64(len(encodeTombstone(MessageRef{pid, off})) + record.HeaderSize)
+				s.liveBytes -= int64(len(EncodeTombstone(MessageRef{pid, off})) + record.HeaderSize)
 				dropped = true
 			}
 		}
@@ -103,13 +103,13 @@ func (s *Store) compact() error {
 	rf := recordFormat.WithSeed(seed)
 	for pid, pn := range s.parts {
 		for off := range pn.deleted {
-			if buf, err = rf.Append(buf, encodeTombstone(MessageRef{pid, off})); err != nil {
+			if buf, err = rf.Append(buf, EncodeTombstone(MessageRef{pid, off})); err != nil {
 				return fmt.Errorf("notes: compact: %w", err)
 			}
 		}
 		for _, es := range pn.traces {
 			for _, e := range es {
-				if buf, err = rf.Append(buf, encodeTrace(&e.Trace)); err != nil {
+				if buf, err = rf.Append(buf, EncodeTrace(&e.Trace)); err != nil {
 					return fmt.Errorf("notes: compact: %w", err)
 				}
 			}

@@ -233,38 +233,70 @@ func (s *Store) applyLocked(rec noteRecord, n int) {
 	s.liveBytes += int64(n)
 }
 
-// Delete records a tombstone for ref and returns once it is durable. It
-// reports whether ref was not deleted before (a repeat writes nothing).
-func (s *Store) Delete(ref MessageRef) (bool, error) {
-	s.mu.Lock()
-	if pn := s.parts[ref.Partition]; pn != nil {
-		if _, ok := pn.deleted[ref.Offset]; ok {
-			s.mu.Unlock()
-			return false, s.syncTo(s.sizeNow()) // it may still be on its way to the disk
-		}
-	}
-	end, err := s.appendLocked(noteRecord{ref: ref}, encodeTombstone(ref))
-	s.mu.Unlock()
+// Apply writes one note body (EncodeTombstone, EncodeTrace) to the file,
+// without syncing it, and to memory. A note already held (a tombstone of the
+// same message, a trace event of the same id: a commit-log entry replayed
+// after a crash) changes nothing and reports false. Errors: the body does not
+// decode, ErrTooManyTraces, ErrFailed, ErrClosed, or the write's I/O error.
+func (s *Store) Apply(body []byte) (bool, error) {
+	rec, err := decodeBody(body)
 	if err != nil {
 		return false, err
 	}
-	return true, s.syncTo(end)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pn := s.parts[rec.ref.Partition]; pn != nil {
+		if rec.trace == nil {
+			if _, ok := pn.deleted[rec.ref.Offset]; ok {
+				return false, nil
+			}
+		} else {
+			es := pn.traces[rec.ref.Offset]
+			for _, e := range es {
+				if e.ID == rec.trace.ID {
+					return false, nil
+				}
+			}
+			if len(es) >= MaxTracesPerMessage {
+				return false, ErrTooManyTraces
+			}
+		}
+	}
+	if _, err := s.appendLocked(rec, body); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
-// AddTrace records t and returns once it is durable. Errors: ErrTooManyTraces,
-// ErrFailed, ErrClosed, or the write's I/O error.
-func (s *Store) AddTrace(t Trace) error {
-	s.mu.Lock()
-	if pn := s.parts[t.Partition]; pn != nil && len(pn.traces[t.Offset]) >= MaxTracesPerMessage {
-		s.mu.Unlock()
-		return ErrTooManyTraces
+// Sync makes every note applied so far durable (fdatasync, unless NoSync).
+func (s *Store) Sync() error { return s.syncTo(s.sizeNow()) }
+
+// TraceCount is how many trace events ref holds.
+func (s *Store) TraceCount(ref MessageRef) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if pn := s.parts[ref.Partition]; pn != nil {
+		return len(pn.traces[ref.Offset])
 	}
-	end, err := s.appendLocked(noteRecord{ref: t.MessageRef, trace: &t}, encodeTrace(&t))
-	s.mu.Unlock()
+	return 0
+}
+
+// Delete records a tombstone for ref and returns once it is durable. It
+// reports whether ref was not deleted before.
+func (s *Store) Delete(ref MessageRef) (bool, error) {
+	added, err := s.Apply(EncodeTombstone(ref))
 	if err != nil {
+		return false, err
+	}
+	return added, s.Sync() // a repeat may still be on its way to the disk
+}
+
+// AddTrace records t and returns once it is durable. Errors: as Apply.
+func (s *Store) AddTrace(t Trace) error {
+	if _, err := s.Apply(EncodeTrace(&t)); err != nil {
 		return err
 	}
-	return s.syncTo(end)
+	return s.Sync()
 }
 
 // appendLocked writes one record at the end of the file and applies it to

@@ -68,7 +68,7 @@ func TestTailRule(t *testing.T) {
 	rf := s.rf
 	s.Close()
 	good := mem.Bytes("/d/notes/log")
-	whole, _ := rf.Append(nil, encodeTrace(&Trace{Names: []string{"x"}}))
+	whole, _ := rf.Append(nil, EncodeTrace(&Trace{Names: []string{"x"}}))
 	flipped := append([]byte(nil), whole...)
 	flipped[len(flipped)-1] ^= 1
 	cases := []struct {
@@ -115,15 +115,25 @@ func TestTailRule(t *testing.T) {
 func TestTraceCapPerMessage(t *testing.T) {
 	s, _ := mustOpen(t, vfs.NewMem())
 	for i := range MaxTracesPerMessage {
-		if err := s.AddTrace(trace(3, 1, 1, int64(i))); err != nil {
+		tr := trace(3, 1, 0, int64(i))
+		tr.ID[1], tr.ID[2] = byte(i), byte(i>>8)
+		if err := s.AddTrace(tr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddTrace(trace(3, 1, 1, 0)); err != ErrTooManyTraces {
+	if err := s.AddTrace(trace(3, 1, 0xff, 0)); err != ErrTooManyTraces {
 		t.Fatalf("past the cap: %v", err)
 	}
 	if err := s.AddTrace(trace(3, 2, 1, 0)); err != nil {
 		t.Fatalf("another message: %v", err)
+	}
+	// The same event again (a commit-log entry replayed after a crash) is a no-op.
+	if applied, err := s.Apply(EncodeTrace(&Trace{MessageRef: MessageRef{pid(3), 2}, ID: [16]byte{0: 1}, TransactionID: "tx",
+		Group: "__QUEUE_MODE__", EventType: "info", Data: []byte(`{"step":1}`)})); err != nil || applied {
+		t.Fatalf("replayed event: %v %v", applied, err)
+	}
+	if n := s.TraceCount(MessageRef{pid(3), 2}); n != 1 {
+		t.Fatalf("%d events after a replay, want 1", n)
 	}
 }
 
