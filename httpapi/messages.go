@@ -100,17 +100,17 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 	for i := range list.Messages {
 		out.Messages = append(out.Messages, rowJSON(&list.Messages[i]))
 	}
-	sendValue(ctx, fasthttp.StatusOK, out)
+	sendColdJSON(ctx, fasthttp.StatusOK, out)
 }
 
 func rowJSON(m *broker.MessageRow) messageRowJSON {
 	return messageRowJSON{
 		ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
-		Queue: m.Queue, Partition: m.Partition, Namespace: strOrNull(m.Namespace), Task: strOrNull(m.Task),
-		Status: m.Status, QueueStatus: strOrNull(m.QueueStatus),
+		Queue: m.Queue, Partition: m.Partition, Namespace: optString(m.Namespace), Task: optString(m.Task),
+		Status: m.Status, QueueStatus: optString(m.QueueStatus),
 		BusStatus: busStatusJSON{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
-		TraceID:   strOrNull(m.TraceID), ProducerSub: strOrNull(m.ProducerSub), QueuePriority: m.Priority,
-		CreatedAt: timeJSON(m.CreatedAtMicros, 6), LeaseExpiresAt: timeJSON(m.LeaseExpiresAtMicros, 3),
+		TraceID:   optString(m.TraceID), ProducerSub: optString(m.ProducerSub), QueuePriority: m.Priority,
+		CreatedAt: isoTimeOrNull(m.CreatedAtMicros, 6), LeaseExpiresAt: isoTimeOrNull(m.LeaseExpiresAtMicros, 3),
 	}
 }
 
@@ -176,9 +176,9 @@ func (s *Server) message(ctx *fasthttp.RequestCtx, partitionID, txid string) {
 	out := messageDetailJSON{
 		ID: row.ID, TransactionID: row.TransactionID, PartitionID: row.PartitionID, QueuePath: row.QueuePath,
 		Queue: row.Queue, Partition: row.Partition, Namespace: row.Namespace, Task: row.Task, Status: row.Status,
-		Payload: rawOrNull(d.Payload), DecryptionError: strOrNull(d.PayloadError), IsEncrypted: d.IsEncrypted,
+		Payload: rawJSONOrNull(d.Payload), DecryptionError: optString(d.PayloadError), IsEncrypted: d.IsEncrypted,
 		TraceID: row.TraceID, ProducerSub: row.ProducerSub, CreatedAt: row.CreatedAt,
-		ErrorMessage: strOrNull(d.ErrorMessage), RetryCount: d.RetryCount, LeaseExpiresAt: row.LeaseExpiresAt,
+		ErrorMessage: optString(d.ErrorMessage), RetryCount: d.RetryCount, LeaseExpiresAt: row.LeaseExpiresAt,
 		QueueConfig: queueConfigJSON{LeaseTime: d.QueueConfig.LeaseTime, RetryLimit: d.QueueConfig.RetryLimit,
 			RetryDelay: d.QueueConfig.RetryDelay, TTL: d.QueueConfig.TTL, Priority: d.QueueConfig.Priority},
 		Mode:           modeJSON(d.Mode, true),
@@ -186,9 +186,9 @@ func (s *Server) message(ctx *fasthttp.RequestCtx, partitionID, txid string) {
 	}
 	for _, g := range d.ConsumerGroups {
 		out.ConsumerGroups = append(out.ConsumerGroups, groupPositionJSON{Name: g.Name, Consumed: g.Consumed,
-			Status: g.Status, CursorOffset: g.CursorOffset, LeaseExpiresAt: timeJSON(g.LeaseExpiresAtMicros, 3)})
+			Status: g.Status, CursorOffset: g.CursorOffset, LeaseExpiresAt: isoTimeOrNull(g.LeaseExpiresAtMicros, 3)})
 	}
-	sendValue(ctx, fasthttp.StatusOK, out)
+	sendColdJSON(ctx, fasthttp.StatusOK, out)
 }
 
 type deleteMessageJSON struct {
@@ -211,12 +211,12 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, partitionID, txid strin
 	if !found {
 		out.Message = "Message not found"
 	}
-	sendValue(ctx, fasthttp.StatusOK, out)
+	sendColdJSON(ctx, fasthttp.StatusOK, out)
 }
 
-// sendValue encodes a cold route's typed answer with encoding/json (issue 13: cold routes read
+// sendColdJSON encodes a cold route's typed answer with encoding/json (issue 13: cold routes read
 // like the spec; the hot paths keep their hand-written encoders).
-func sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
+func sendColdJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusInternalServerError, "encode response: "+err.Error())
@@ -227,20 +227,20 @@ func sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
 	sendJSON(ctx, status, p)
 }
 
-func strOrNull(s string) *string {
+func optString(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-// timeJSON is an ISO-8601 time (spec 0.4) or null for 0.
-func timeJSON(tsMicros int64, digits int) json.RawMessage {
+// isoTimeOrNull is an ISO-8601 time (spec 0.4) or null for 0.
+func isoTimeOrNull(tsMicros int64, digits int) json.RawMessage {
 	return appendTimeOrNull(nil, tsMicros, digits)
 }
 
-// rawOrNull passes a stored JSON value through; nil is null.
-func rawOrNull(b []byte) json.RawMessage {
+// rawJSONOrNull passes a stored JSON value through; nil is null.
+func rawJSONOrNull(b []byte) json.RawMessage {
 	if b == nil {
 		return json.RawMessage("null")
 	}

@@ -97,7 +97,7 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	sendValue(ctx, fasthttp.StatusCreated, struct {
+	sendColdJSON(ctx, fasthttp.StatusCreated, struct {
 		Success bool   `json:"success"`
 		TraceID string `json:"traceId"`
 	}{true, id})
@@ -119,12 +119,12 @@ type traceJSON struct {
 }
 
 func traceToJSON(t *broker.TraceEvent, byName bool) traceJSON {
-	out := traceJSON{ID: t.ID, EventType: t.EventType, Data: rawOrNull(t.Data), ConsumerGroup: t.Group,
-		WorkerID: strOrNull(t.WorkerID), CreatedAt: timeJSON(t.CreatedAtMicros, 3), TraceNames: t.Names}
+	out := traceJSON{ID: t.ID, EventType: t.EventType, Data: rawJSONOrNull(t.Data), ConsumerGroup: t.Group,
+		WorkerID: optString(t.WorkerID), CreatedAt: isoTimeOrNull(t.CreatedAtMicros, 3), TraceNames: t.Names}
 	if byName {
 		out.TransactionID, out.PartitionID = t.TransactionID, t.PartitionID
 		out.QueueName, out.PartitionName = t.Queue, t.Partition
-		out.MessagePayload = rawOrNull(t.MessagePayload)
+		out.MessagePayload = rawJSONOrNull(t.MessagePayload)
 	}
 	return out
 }
@@ -141,7 +141,7 @@ func (s *Server) traces(ctx *fasthttp.RequestCtx, partitionID, txid string) {
 	for i := range evs {
 		out = append(out, traceToJSON(&evs[i], false))
 	}
-	sendValue(ctx, fasthttp.StatusOK, struct {
+	sendColdJSON(ctx, fasthttp.StatusOK, struct {
 		Traces []traceJSON `json:"traces"`
 	}{out})
 }
@@ -151,8 +151,8 @@ type paginationJSON struct {
 	Offset int `json:"offset"`
 }
 
-// page reads limit (1..maxTracesLimit, def when absent or below 1) and offset (≥ 0).
-func page(ctx *fasthttp.RequestCtx, def int64) (int, int) {
+// tracePage reads limit (1..maxTracesLimit, def when absent or below 1) and offset (≥ 0).
+func tracePage(ctx *fasthttp.RequestCtx, def int64) (int, int) {
 	q := queryArgs{ctx.QueryArgs()}
 	limit := min(q.integer("limit", def), maxTracesLimit)
 	if limit < 1 {
@@ -163,7 +163,7 @@ func page(ctx *fasthttp.RequestCtx, def int64) (int, int) {
 
 // tracesByName serves GET /api/v1/traces/by-name/:traceName (spec 9.3), newest first.
 func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, name string) {
-	limit, offset := page(ctx, defaultTracesLimit)
+	limit, offset := tracePage(ctx, defaultTracesLimit)
 	evs, total, err := s.b.TracesByName(name, limit, offset)
 	if err != nil {
 		s.fail(ctx, err)
@@ -173,7 +173,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, name string) {
 	for i := range evs {
 		out = append(out, traceToJSON(&evs[i], true))
 	}
-	sendValue(ctx, fasthttp.StatusOK, struct {
+	sendColdJSON(ctx, fasthttp.StatusOK, struct {
 		Traces     []traceJSON    `json:"traces"`
 		Total      int            `json:"total"`
 		Pagination paginationJSON `json:"pagination"`
@@ -189,7 +189,7 @@ type traceNameJSON struct {
 
 // traceNames serves GET /api/v1/traces/names (spec 9.3), most recently seen first.
 func (s *Server) traceNames(ctx *fasthttp.RequestCtx) {
-	limit, offset := page(ctx, defaultNamesLimit)
+	limit, offset := tracePage(ctx, defaultNamesLimit)
 	names, total, err := s.b.TraceNames(limit, offset)
 	if err != nil {
 		s.fail(ctx, err)
@@ -198,9 +198,9 @@ func (s *Server) traceNames(ctx *fasthttp.RequestCtx) {
 	out := make([]traceNameJSON, 0, len(names))
 	for _, n := range names {
 		out = append(out, traceNameJSON{TraceName: n.Name, TraceCount: n.Traces, MessageCount: n.Messages,
-			LastSeen: timeJSON(n.LastSeenMicros, 3)})
+			LastSeen: isoTimeOrNull(n.LastSeenMicros, 3)})
 	}
-	sendValue(ctx, fasthttp.StatusOK, struct {
+	sendColdJSON(ctx, fasthttp.StatusOK, struct {
 		TraceNames []traceNameJSON `json:"trace_names"`
 		Total      int             `json:"total"`
 		Pagination paginationJSON  `json:"pagination"`
