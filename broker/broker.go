@@ -75,6 +75,8 @@ type Broker struct {
 
 	stats counters
 	rest  atRest // payload encryption at rest (atrest.go)
+
+	msgNotes msgNotes // message tombstones and trace events (note_store.go)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error

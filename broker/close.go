@@ -35,6 +35,9 @@ func (b *Broker) closeFiles() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := b.closeNotes(); err != nil { // after the last flush pass: it syncs the notes
+		errs = append(errs, err)
+	}
 	if b.cur != nil {
 		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {
 			errs = append(errs, err)

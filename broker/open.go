@@ -77,6 +77,7 @@ func Open(cfg Config) (*Broker, error) {
 		b.closeFiles()
 		return nil, err
 	}
+	b.pruneNotes()
 	b.wake = wake.NewWaker(cfg.WakeTick)
 	b.initScale()
 	b.startMaintenance()
@@ -137,6 +138,9 @@ func (b *Broker) open() error {
 	b.committer = segment.NewCommitter(segment.SyncNever, 0)
 	b.committer.OnSync(b.syncHist.observe)
 	if err := b.openDLQsForReplay(); err != nil {
+		return err
+	}
+	if err := b.openNotes(); err != nil { // before the replay: it replays Note entries
 		return err
 	}
 	if err := b.replayCommitLog(crep.ReplayFrom); err != nil {
@@ -304,6 +308,10 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 				if err := b.cur.ApplyCheckpoint(payload); err != nil {
 					return fmt.Errorf("commit log entry %d: %w", lsn, err)
 				}
+			}
+		case walNote:
+			if err := b.replayNote(lsn, payload); err != nil {
+				return err
 			}
 		case walTx:
 			rec, err := decodeRedoRecord(payload)

@@ -57,6 +57,9 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
+	if err == nil && len(msgs) > 0 {
+		msgs, cl, st, err = b.dropDeletedLocked(pc, p, k, st, msgs, vis, opts.DelayedProcessing, buf, cl)
+	}
 	if err != nil || len(msgs) == 0 {
 		readBufPool.Put(buf)
 		return cl, err

@@ -117,6 +117,30 @@ var routes = []route{
 	}},
 	{"GET", "/api/v1/dlq", ro, func(s *Server, r *request) { s.dlq(r.ctx) }},
 
+	{"GET", "/api/v1/messages", ro, func(s *Server, r *request) { s.messages(r.ctx) }},
+	{"GET", "/api/v1/messages/:partitionId/:transactionId", ro, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.message(r.ctx, pid, tx)
+		}
+	}},
+	{"DELETE", "/api/v1/messages/:partitionId/:transactionId", rw, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.deleteMessage(r.ctx, pid, tx)
+		}
+	}},
+	{"POST", "/api/v1/traces", rw, func(s *Server, r *request) { s.addTrace(r.ctx) }},
+	{"GET", "/api/v1/traces/names", ro, func(s *Server, r *request) { s.traceNames(r.ctx) }},
+	{"GET", "/api/v1/traces/by-name/:traceName", ro, func(s *Server, r *request) { // before :partitionId/:transactionId
+		if name, ok := r.param(0); ok {
+			s.tracesByName(r.ctx, name)
+		}
+	}},
+	{"GET", "/api/v1/traces/:partitionId/:transactionId", ro, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.traces(r.ctx, pid, tx)
+		}
+	}},
+
 	{"GET", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, false) }},
 	{"POST", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, true, false) }},
 	{"GET", "/api/v1/system/maintenance/pop", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, true) }},
