@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
@@ -44,6 +45,7 @@ type Broker struct {
 	maint      maintenance  // idle eviction and retention (maint_evict.go, maint_retention.go)
 	mm         maintMode    // push and pop maintenance modes (meta_maint.go)
 	rates      rateSample   // throughput of the resources overview (report_resources.go)
+	series     *analytics.Store // per-minute series of the dashboard (report_series.go); nil = counting off
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
 	// queues and partitions): each appends its commit-log entry and applies
@@ -114,10 +116,15 @@ type queue struct {
 	list   []*partition
 	groups map[string]*groupReady
 
-	dlqMu sync.Mutex
-	dlq   *segment.Log
+	dlqMu     sync.Mutex
+	dlq       *segment.Log
+	dlqByPart dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
+
+	// an counts the queue's pushes, pops and acks for the per-minute series
+	// (report_series.go); nil (counting off) is a valid no-op.
+	an *analytics.Counters
 
 	// pendingQM is the queue's pending depth for maxSize (spec 1.7): messages
 	// after the __QUEUE_MODE__ cursor, summed over partitions (pending.go).
@@ -170,6 +177,9 @@ func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf
 		groups: make(map[string]*groupReady),
 	}
 	q.conf.Store(&c)
+	if b.series != nil {
+		q.an = b.series.Counters(id, name)
+	}
 	return q
 }
 

@@ -78,6 +78,7 @@ func (b *Broker) maintain(now time.Time) {
 		b.retainPartition(p, nowMicros)
 	}
 	b.retainDLQs(nowMicros)
+	b.tickSeries(now)
 }
 
 // partitionList appends every live partition to dst.
