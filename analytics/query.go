@@ -51,6 +51,9 @@ func (s *Store) Series(q Query) []Bucket {
 	for i := range out {
 		out[i].Start = time.Unix((from+int64(i))*w, 0).UTC()
 	}
+	if s == nil {
+		return out
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q.Match == nil {
@@ -73,7 +76,7 @@ func (s *Store) Series(q Query) []Bucket {
 // range (sparse: only non-zero buckets), by queue name.
 func (s *Store) PerQueue(q Query) []QueueSeries {
 	from, to := q.units()
-	if to < from {
+	if to < from || s == nil {
 		return []QueueSeries{}
 	}
 	w := q.Interval.Seconds()
@@ -106,6 +109,9 @@ func (s *Store) PerQueue(q Query) []QueueSeries {
 // LastMinute calls fn with every queue's newest closed minute (the per-minute
 // gauges of spec 8.3); a queue idle in that minute gets a zero Point.
 func (s *Store) LastMinute(fn func(id [16]byte, name string, p Point)) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.minute - 1

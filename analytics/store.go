@@ -52,7 +52,8 @@ func newSeries(name string, sizes [3]int) *series {
 	return s
 }
 
-// Store holds every series; safe for concurrent use. The hot paths touch
+// Store holds every series; safe for concurrent use. A nil *Store (counting
+// off) answers zero buckets and ignores the rest. The hot paths touch
 // only Counters; Store's lock is taken by Tick, Query and the file code.
 type Store struct {
 	mu     sync.Mutex
@@ -69,6 +70,9 @@ func NewStore() *Store {
 // Counters returns the counters of queue id (named name), creating its
 // series or adopting one restored from the file.
 func (s *Store) Counters(id [16]byte, name string) *Counters {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sr := s.byID[id]
@@ -86,6 +90,9 @@ func (s *Store) Counters(id [16]byte, name string) *Counters {
 // Drop forgets queue id (a deleted queue). The all-queues series keeps what
 // it counted.
 func (s *Store) Drop(id [16]byte) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	delete(s.byID, id)
 	s.mu.Unlock()
@@ -94,6 +101,9 @@ func (s *Store) Drop(id [16]byte) {
 // DropUnclaimed forgets the restored series no queue asked Counters for (the
 // queue was deleted while the file was not rewritten).
 func (s *Store) DropUnclaimed() {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, sr := range s.byID {
@@ -109,6 +119,9 @@ func unixMinute(t time.Time) int64 { return t.Unix() / 60 }
 // counters move into its rings and into the all-queues series. It reports
 // whether a minute closed (the caller then saves the file).
 func (s *Store) Tick(now time.Time) bool {
+	if s == nil {
+		return false
+	}
 	m := unixMinute(now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,6 +140,9 @@ func (s *Store) Tick(now time.Time) bool {
 // Flush moves the live counters into the minute being counted without closing
 // it (at Close, so the file holds them).
 func (s *Store) Flush(now time.Time) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.minute == 0 {
