@@ -20,6 +20,7 @@ import (
 // together (see doc.go). All methods are safe for concurrent use.
 type Broker struct {
 	syncHist syncHist // cumulative sync latencies for Stats
+	ckptHist syncHist // cursor checkpoint latencies, append to durable (write_wal.go cursorLog)
 	cfg      Config
 	log      zerolog.Logger
 	now      func() time.Time

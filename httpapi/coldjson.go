@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"math"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+)
+
+// Cold routes (status, analytics) encode typed structs with goccy/go-json
+// instead of appending bytes by hand: their cost is in the broker's reads,
+// not in the encoding, and a struct reads like the spec's shape.
+
+// sendValue answers status with v encoded as JSON.
+func (s *Server) sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	p := getBuf()
+	*p = append(*p, body...)
+	sendJSON(ctx, status, p)
+}
+
+// isoTime is a time encoded as spec 0.4's UTC ISO-8601 with milliseconds.
+type isoTime time.Time
+
+func (t isoTime) MarshalJSON() ([]byte, error) {
+	return []byte(time.Time(t).UTC().Format(`"2006-01-02T15:04:05.000Z"`)), nil
+}
+
+// isoMicros is a timestamp in µs since the Unix epoch, encoded as isoTime; 0 is null.
+type isoMicros int64
+
+func (t isoMicros) MarshalJSON() ([]byte, error) {
+	if t == 0 {
+		return []byte("null"), nil
+	}
+	return isoTime(time.UnixMicro(int64(t))).MarshalJSON()
+}
+
+// bucketTime is a bucket start as Queen writes them: seconds, no fraction.
+type bucketTime time.Time
+
+func (t bucketTime) MarshalJSON() ([]byte, error) {
+	return []byte(time.Time(t).UTC().Format(`"2006-01-02T15:04:05Z"`)), nil
+}
+
+// round2 rounds to 2 decimals (Queen's per-second rates); NaN and ±Inf are 0.
+func round2(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return math.Round(v*100) / 100
+}
+
+// timeRange reads the from and to parameters (ISO-8601), defaulting to the
+// window back from now; to before from swaps them.
+func timeRange(q queryArgs, now time.Time, back time.Duration) (time.Time, time.Time) {
+	from, to := now.Add(-back), now
+	if us, ok := parseISO(q.str("to")); ok {
+		to = time.UnixMicro(us)
+	}
+	if us, ok := parseISO(q.str("from")); ok {
+		from = time.UnixMicro(us)
+	} else if q.str("to") != "" {
+		from = to.Add(-back)
+	}
+	if to.Before(from) {
+		from, to = to, from
+	}
+	return from.UTC(), to.UTC()
+}
