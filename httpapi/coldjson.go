@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -12,34 +13,46 @@ import (
 // instead of appending bytes by hand: their cost is in the broker's reads,
 // not in the encoding, and a struct reads like the spec's shape.
 
-// sendValue answers status with v encoded as JSON.
+// sendValue answers status with v encoded as JSON. HTML characters are not
+// escaped (as the hot encoders do not); strings that must read exactly as
+// the hot paths write them use wireString.
 func (s *Server) sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	p := getBuf()
+	buf := bytes.NewBuffer((*p)[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		putBuf(p)
 		s.fail(ctx, err)
 		return
 	}
-	p := getBuf()
-	*p = append(*p, body...)
+	*p = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	sendJSON(ctx, status, p)
 }
+
+// wireString encodes a string exactly as the hot encoders do (appendString:
+// control characters as \u00XX, U+2028 as is, invalid UTF-8 as U+FFFD), so a
+// route moved from appended bytes to a struct answers the same bytes.
+type wireString string
+
+func (s wireString) MarshalJSON() ([]byte, error) { return appendString(nil, string(s)), nil }
+
+// float3 encodes a float rounded to 3 decimals (appendFloat).
+type float3 float64
+
+func (f float3) MarshalJSON() ([]byte, error) { return appendFloat(nil, float64(f)), nil }
 
 // isoTime is a time encoded as spec 0.4's UTC ISO-8601 with milliseconds.
 type isoTime time.Time
 
 func (t isoTime) MarshalJSON() ([]byte, error) {
-	return []byte(time.Time(t).UTC().Format(`"2006-01-02T15:04:05.000Z"`)), nil
+	return appendTimeMicros(nil, time.Time(t).UnixMicro(), 3), nil
 }
 
 // isoMicros is a timestamp in µs since the Unix epoch, encoded as isoTime; 0 is null.
 type isoMicros int64
 
-func (t isoMicros) MarshalJSON() ([]byte, error) {
-	if t == 0 {
-		return []byte("null"), nil
-	}
-	return isoTime(time.UnixMicro(int64(t))).MarshalJSON()
-}
+func (t isoMicros) MarshalJSON() ([]byte, error) { return appendTimeOrNull(nil, int64(t), 3), nil }
 
 // bucketTime is a bucket start as Queen writes them: seconds, no fraction.
 type bucketTime time.Time
