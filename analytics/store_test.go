@@ -211,3 +211,38 @@ func BenchmarkCountersPop(b *testing.B) {
 		c.Popped(10, 1000, uint64(i%500))
 	}
 }
+
+// Counting races with Tick and queries: nothing is lost or counted twice.
+func TestConcurrentCountingLosesNothing(t *testing.T) {
+	s := NewStore()
+	s.Tick(t0)
+	c := s.Counters(id(1), "q")
+	const workers, adds = 4, 5000
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range adds {
+				c.Ingested(1)
+				c.Popped(1, 3, 3)
+			}
+		}()
+	}
+	now := t0
+	for range 50 {
+		now = now.Add(time.Minute)
+		s.Tick(now)
+		s.Series(Query{Interval: Day, From: t0, To: now})
+	}
+	for range workers {
+		<-done
+	}
+	got := s.Series(Query{Interval: Day, From: t0, To: now})
+	var sum Point
+	for _, b := range got {
+		sum.add(b.Point)
+	}
+	if sum.Ingested != workers*adds || sum.Popped != workers*adds || sum.LagSumMs != 3*workers*adds {
+		t.Fatalf("counted %+v, want %d each", sum, workers*adds)
+	}
+}
