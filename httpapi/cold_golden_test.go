@@ -43,7 +43,8 @@ func TestColdRoutesBytes(t *testing.T) {
 	 {"queue":"shop.bill","partition":"p1","transactionId":"b","payload":2},
 	 {"queue":"shop.bill","partition":"<p&2>","transactionId":"c","payload":3},
 	 {"queue":"x\u2028y.t\bz","partition":"é\tp","transactionId":"d","payload":4},
-	 {"queue":"plain","transactionId":"e","payload":5}]}`)
+	 {"queue":"plain","transactionId":"e","payload":5},
+	 {"queue":"g<&>","partition":"<b>","transactionId":"h","payload":0}]}`)
 	require.Equal(t, 201, r.status, "%s", r.body)
 	clk.Advance(1500 * time.Millisecond)
 	require.Equal(t, 200, ts.do("GET", "/api/v1/resources/overview", "").status) // starts the rate sample
@@ -52,6 +53,7 @@ func TestColdRoutesBytes(t *testing.T) {
 	ack := `{"transactionId":"a","partitionId":"` + m["partitionId"].(string) + `","leaseId":"` + pop["leaseId"].(string) + `","status":"failed"}`
 	require.Equal(t, 200, ts.do("POST", "/api/v1/ack", ack).status)
 	require.Equal(t, 200, ts.do("GET", "/api/v1/pop/queue/x%E2%80%A8y.t%08z?consumerGroup=g1&autoAck=true", "").status)
+	require.Equal(t, 200, ts.do("GET", "/api/v1/pop/queue/g%3C%26%3E?consumerGroup=h%3Ci%3E&autoAck=true", "").status)
 	clk.Advance(2 * time.Second)
 
 	var out strings.Builder
@@ -60,7 +62,7 @@ func TestColdRoutesBytes(t *testing.T) {
 		"/api/v1/resources/queues/shop.bill", "/api/v1/resources/queues/x%E2%80%A8y.t%08z", "/api/v1/resources/queues/nope",
 		"/api/v1/resources/namespaces", "/api/v1/resources/tasks",
 		"/api/v1/consumer-groups", "/api/v1/consumer-groups/g1", "/api/v1/consumer-groups/__QUEUE_MODE__",
-		"/api/v1/consumer-groups/lagging?minLagSeconds=1",
+		"/api/v1/consumer-groups/lagging?minLagSeconds=1", "/api/v1/consumer-groups/nobody", "/api/v1/consumer-groups/h%3Ci%3E",
 	} {
 		r := ts.do("GET", path, "")
 		out.WriteString("GET " + path + " -> " + strconv.Itoa(r.status) + "\n" + string(r.body) + "\n\n")

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -18,16 +19,25 @@ import (
 // the hot paths write them use wireString.
 func (s *Server) sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
 	p := getBuf()
-	buf := bytes.NewBuffer((*p)[:0])
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := appendJSON((*p)[:0], v)
+	if err != nil {
 		putBuf(p)
 		s.fail(ctx, err)
 		return
 	}
-	*p = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	*p = b
 	sendJSON(ctx, status, p)
+}
+
+// appendJSON appends v encoded with HTML characters left as they are.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return b, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // wireString encodes a string exactly as the hot encoders do (appendString:
@@ -36,6 +46,43 @@ func (s *Server) sendValue(ctx *fasthttp.RequestCtx, status int, v any) {
 type wireString string
 
 func (s wireString) MarshalJSON() ([]byte, error) { return appendString(nil, string(s)), nil }
+
+// nullString is a wireString with "" encoded as null (appendStringOrNull).
+type nullString string
+
+func (s nullString) MarshalJSON() ([]byte, error) { return appendStringOrNull(nil, string(s)), nil }
+
+// fixed2 encodes a float with exactly 2 decimals (Queen's lag_hours).
+type fixed2 float64
+
+func (f fixed2) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(f), 'f', 2, 64), nil
+}
+
+// keyed is a JSON object whose keys keep their order and are escaped as
+// wireString (a map would sort them and escape them its own way).
+type keyed[V any] []keyedField[V]
+
+type keyedField[V any] struct {
+	Key   string
+	Value V
+}
+
+func (k keyed[V]) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, f := range k {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, f.Key)
+		b = append(b, ':')
+		var err error
+		if b, err = appendJSON(b, f.Value); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
 
 // float3 encodes a float rounded to 3 decimals (appendFloat).
 type float3 float64
