@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +109,25 @@ func TestResourceQueueDeadLetterPerPartition(t *testing.T) {
 	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "entries appended since the last ask")
 	e.reopen()
 	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "after a restart")
+}
+
+// comb_segment_bytes: the bytes of the partitions' segment files, as on disk
+// (segments are appended whole, files are not preallocated).
+func TestSegmentBytesMatchTheFiles(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p1", "a", "b")
+	e.push("q", "p2", "c")
+	require.NoError(t, e.b.flushPass())
+	var onDisk int64
+	require.NoError(t, filepath.WalkDir(filepath.Join(e.dir, "partitions"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".seg") {
+			fi, _ := d.Info()
+			onDisk += fi.Size()
+		}
+		return err
+	}))
+	got, unlisted := e.b.SegmentBytes()
+	assert.Positive(t, onDisk)
+	assert.Equal(t, onDisk, got)
+	assert.Zero(t, unlisted)
 }

@@ -185,3 +185,26 @@ func (b *Broker) DLQDepths(fn func(queue string, n int64)) {
 		fn(q.name, b.dlqCount(q))
 	}
 }
+
+// SegmentBytes sums the segment bytes of every partition and DLQ log that has
+// listed its files (segment.Log.Bytes); unlisted counts the logs opened from a
+// summary and not read since start, whose bytes are not included.
+func (b *Broker) SegmentBytes() (bytes int64, unlisted int) {
+	add := func(n int64, ok bool) {
+		bytes += n
+		if !ok {
+			unlisted++
+		}
+	}
+	for _, q := range b.sortedQueues() {
+		for _, p := range q.partitionsSnapshot() {
+			add(p.log.Bytes())
+		}
+		q.dlqMu.Lock()
+		if q.dlq != nil {
+			add(q.dlq.Bytes())
+		}
+		q.dlqMu.Unlock()
+	}
+	return bytes, unlisted
+}

@@ -57,6 +57,9 @@ func (s *Server) promSeries(w *promWriter) {
 	w.family("queen_dlq_depth", "gauge", "Messages in every dead-letter queue.")
 	w.sampleFloat("queen_dlq_depth", `scope="cluster"`, float64(total))
 
+	segBytes, unlisted := sb.SegmentBytes()
+	w.gauge("comb_segment_bytes", "Bytes of whole segments in the partition and DLQ logs that have listed their files since start (see comb_segment_logs_unlisted).", float64(segBytes))
+	w.gauge("comb_segment_logs_unlisted", "Logs opened from the shutdown summary and not read since start: their bytes are not in comb_segment_bytes.", float64(unlisted))
 	w.histogramMicros("comb_checkpoint_latency_seconds", "Cursor checkpoints from their commit-log append to durable, since start.", sb.CheckpointLatency())
 }
 

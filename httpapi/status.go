@@ -27,6 +27,7 @@ type statusBackend interface {
 	StatusSummary() broker.StatusSummary
 	CheckpointLatency() broker.LatencyHistogram
 	DLQDepths(fn func(queue string, n int64))
+	SegmentBytes() (bytes int64, unlisted int)
 }
 
 var _ statusBackend = (*broker.Broker)(nil)

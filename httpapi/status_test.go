@@ -234,6 +234,7 @@ func TestPrometheusQueueFamilies(t *testing.T) {
 		`queen_dlq_depth_by_queue{queue="q"} 1`,
 		`queen_dlq_depth{scope="cluster"} 1`,
 		`# TYPE comb_checkpoint_latency_seconds histogram`,
+		`comb_segment_logs_unlisted 0`,
 	} {
 		assert.Contains(t, body, line+"\n")
 	}
