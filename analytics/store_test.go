@@ -3,6 +3,7 @@ package analytics
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/combmq/comb/vfs"
 )
@@ -244,5 +245,15 @@ func TestConcurrentCountingLosesNothing(t *testing.T) {
 	}
 	if sum.Ingested != workers*adds || sum.Popped != workers*adds || sum.LagSumMs != 3*workers*adds {
 		t.Fatalf("counted %+v, want %d each", sum, workers*adds)
+	}
+}
+
+// doc.go's memory bound assumes these sizes.
+func TestSizesOfTheBound(t *testing.T) {
+	if s := unsafe.Sizeof(Point{}); s != 48 {
+		t.Errorf("Point is %d bytes; update doc.go's bound", s)
+	}
+	if s := unsafe.Sizeof(Counters{}); s != 64 {
+		t.Errorf("Counters is %d bytes; update doc.go's bound", s)
 	}
 }
