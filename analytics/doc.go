@@ -17,14 +17,14 @@
 // added as the minutes close, so an hour point is the sum of its minutes and
 // the maximum of their lag maxima). A queue's rings are allocated on its first
 // active minute; an idle queue costs only its Counters (64 bytes). The
-// bound, with a Point of 32 bytes:
+// bound, with a Point of 48 bytes:
 //
 //	series      minutes        hours          days       bytes
-//	all queues  1440 (24 h)    336 (14 d)     90         ~60 KiB
-//	one queue   120  (2 h)     48  (2 d)      31         ~6.3 KiB
+//	all queues  1440 (24 h)    336 (14 d)     90         ~87 KiB
+//	one queue   120  (2 h)     48  (2 d)      31         ~9.3 KiB
 //
-// so 10,000 queues that all saw traffic hold ~63 MiB of rings, and 10,000
-// idle ones ~0.6 MiB.
+// so 10,000 queues that all saw traffic hold ~93 MiB of rings, and 10,000
+// idle ones ~0.6 MiB (plus each one's map entry and name).
 //
 // # File
 //
