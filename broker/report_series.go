@@ -18,8 +18,9 @@ import (
 //	processed  acks of status completed (ack.go), and autoAck pops
 //	errors     acks of status failed or dlq
 //
+// A transaction's pushes and acks count as the same operations do (countTx).
 // A claim whose checkpoint then fails (a full disk) is still counted: the
-// series are for charts, not for accounting. Transactions are not counted.
+// series are for charts, not for accounting.
 // The rings are saved to <data>/meta/analytics at each minute boundary (the
 // maintenance task's tick) and at Close.
 
@@ -84,6 +85,31 @@ func countAcks(batches []*ackBatch, results []AckResult) {
 		}
 		ab.p.q.an.Processed(done)
 		ab.p.q.an.Errors(failed)
+	}
+}
+
+// countTx adds a committed transaction's pushes (not its duplicates) and
+// applied acks to their queues' series.
+func countTx(t *txRun) {
+	if !t.res.Success {
+		return
+	}
+	for i, r := range t.results {
+		if !r.Success || i >= len(t.opPart) || t.opPart[i] == nil {
+			continue
+		}
+		an := t.opPart[i].q.an
+		switch {
+		case r.Type == "push" && !r.Duplicate:
+			an.Ingested(1)
+		case r.Type == "ack":
+			switch lease.ParseStatus(t.ops[i].Ack.Status) {
+			case lease.StatusCompleted:
+				an.Processed(1)
+			case lease.StatusFailed, lease.StatusDLQ:
+				an.Errors(1)
+			}
+		}
 	}
 }
 

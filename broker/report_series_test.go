@@ -131,3 +131,19 @@ func TestSegmentBytesMatchTheFiles(t *testing.T) {
 	assert.Equal(t, onDisk, got)
 	assert.Zero(t, unlisted)
 }
+
+// A committed transaction counts its pushes (not duplicates) and acks; an
+// aborted one counts nothing.
+func TestSeriesCountTransactions(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a", "b")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	tx, err := e.b.Transaction([]TxOp{txAck("g", res.Messages[0], res.LeaseID, "completed"), txPush("out", "o1"), txPush("out", "o1")})
+	require.NoError(t, err)
+	require.True(t, tx.Success, tx.Error)
+	abort, err := e.b.Transaction([]TxOp{txPush("out", "o2"), txAck("g", Message{TransactionID: "nope", PartitionID: res.PartitionID}, res.LeaseID, "completed")})
+	require.NoError(t, err)
+	require.False(t, abort.Success)
+	assert.Equal(t, analytics.Point{Ingested: 2, Popped: 2, Processed: 1, LagSumMs: 2, LagMaxMs: 1}, e.minute("in"), "popped 1 ms after the push")
+	assert.Equal(t, analytics.Point{Ingested: 1}, e.minute("out"))
+}
