@@ -155,6 +155,12 @@ func (b *Broker) open() error {
 	if err := b.flushPass(); err != nil {
 		return fmt.Errorf("broker: recovery flush: %w", err)
 	}
+	if len(crep.LegacyRecords) > 0 {
+		// The flush pass made the legacy records' effects durable (segments
+		// synced, cursors snapshotted): the next snapshot may drop them, so
+		// an upgraded directory stops handing them out at every start.
+		cur.ForgetLegacyRecords()
+	}
 	return nil
 }
 
