@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"sort"
+
 	"github.com/combmq/comb/analytics"
 )
 
@@ -20,6 +22,7 @@ func (s *Server) promSeries(w *promWriter) {
 	}
 	var rows []row
 	sb.LastMinute(func(queue string, p analytics.Point) { rows = append(rows, row{queue, p}) })
+	sort.Slice(rows, func(i, j int) bool { return rows[i].queue < rows[j].queue }) // a stable exposition, scrape to scrape
 	families := []struct {
 		name, help string
 		labels     func(q string) []string

@@ -137,9 +137,22 @@ type statusOverview struct {
 	Messages        statusMessages    `json:"messages"`
 	Leases          statusLeases      `json:"leases"`
 	DeadLetterQueue statusDLQ         `json:"deadLetterQueue"`
-	Workers         []statusWorker    `json:"workers"`
+	Workers         []overviewWorker  `json:"workers"`
 	Errors          statusErrors      `json:"errors"`
 	StatsAge        int               `json:"statsAge"`
+}
+
+// overviewWorker is a workers row of GET /api/v1/status (Queen's fields);
+// comb has no event loop, job queue or database pool, so those read 0.
+type overviewWorker struct {
+	Hostname          string `json:"hostname"`
+	WorkerID          int    `json:"workerId"`
+	MessagesProcessed uint64 `json:"messagesProcessed"`
+	AvgEventLoopLagMs int    `json:"avgEventLoopLagMs"`
+	MaxEventLoopLagMs int    `json:"maxEventLoopLagMs"`
+	FreeSlots         int    `json:"freeSlots"`
+	JobQueueSize      int    `json:"jobQueueSize"`
+	DBConnections     int    `json:"dbConnections"`
 }
 
 func (s *Server) worker(now time.Time) statusWorker {
@@ -173,7 +186,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 		sq := broker.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue"), Namespace: q.str("namespace"), Task: q.str("task")}
 		points := throughputPoints(sb.Series(sq), iv)
 		o := statusOverview{TimeRange: timeRangeJSON{isoTime(from), isoTime(to)}, BucketMinutes: bucketMinutes(iv),
-			PointCount: len(points), Throughput: points, Queues: []statusQueueRow{}, Workers: []statusWorker{s.worker(now)}}
+			PointCount: len(points), Throughput: points, Queues: []statusQueueRow{}}
 		for _, r := range s.b.ResourceQueues(broker.ResourceFilter{Namespace: sq.Namespace, Task: sq.Task}) {
 			if sq.Queue != "" && r.Name != sq.Queue {
 				continue
@@ -199,6 +212,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 			o.Errors.AckFailed += p.AckFailed
 		}
 		o.Errors.DLQMessages = st.DLQMessages
+		o.Workers = []overviewWorker{{Hostname: s.worker(now).Hostname, MessagesProcessed: st.AckSuccess}}
 		s.sendValue(ctx, fasthttp.StatusOK, o)
 	})
 }
