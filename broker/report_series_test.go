@@ -2,6 +2,7 @@ package broker
 
 import (
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,4 +147,22 @@ func TestSeriesCountTransactions(t *testing.T) {
 	require.False(t, abort.Success)
 	assert.Equal(t, analytics.Point{Ingested: 2, Popped: 2, Processed: 1, LagSumMs: 2, LagMaxMs: 1}, e.minute("in"), "popped 1 ms after the push")
 	assert.Equal(t, analytics.Point{Ingested: 1}, e.minute("out"))
+}
+
+// A damaged meta/analytics does not stop the broker: it starts with blank
+// series (a chart cache, nothing acknowledged depends on it).
+func TestDamagedSeriesFileStartsBlank(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p", "a")
+	require.NoError(t, e.b.Close())
+	e.b = nil
+	path := filepath.Join(e.dir, "meta", seriesFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	data[len(data)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	e.open()
+	assert.Equal(t, analytics.Point{}, e.minute("q"))
+	e.push("q", "p", "b")
+	assert.Equal(t, analytics.Point{Ingested: 1}, e.minute("q"), "counting goes on")
 }
