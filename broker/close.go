@@ -18,6 +18,7 @@ func (b *Broker) Close() error {
 		close(b.closing)
 		b.stopMaintenance()
 		b.inflight.Wait()
+		b.closeSeries()
 		b.wake.Close()
 		err = b.closeFiles()
 	})

@@ -79,6 +79,7 @@ func (b *Broker) maintain(now time.Time) {
 	}
 	b.retainDLQs(nowMicros)
 	b.pruneNotes()
+	b.tickSeries(now)
 }
 
 // partitionList appends every live partition to dst.

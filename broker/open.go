@@ -69,6 +69,7 @@ func Open(cfg Config) (*Broker, error) {
 		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
 		b.segOpts.Handles = b.handles
 	}
+	b.openSeries()
 	if err := b.open(); err != nil {
 		b.closeFiles()
 		return nil, err
@@ -80,6 +81,7 @@ func Open(cfg Config) (*Broker, error) {
 	b.pruneNotes()
 	b.wake = wake.NewWaker(cfg.WakeTick)
 	b.initScale()
+	b.series.DropUnclaimed()
 	b.startMaintenance()
 	b.startFlusher()
 	b.warnEncryptionWithoutKey()

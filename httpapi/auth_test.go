@@ -70,6 +70,21 @@ var specLevels = map[string]auth.Level{
 	"POST /api/v1/system/maintenance":                                              auth.Admin,
 	"GET /api/v1/system/maintenance/pop":                                           auth.Admin,
 	"POST /api/v1/system/maintenance/pop":                                          auth.Admin,
+	"GET /api/v1/status":                                                           auth.ReadOnly,
+	"GET /api/v1/status/queues":                                                    auth.ReadOnly,
+	"GET /api/v1/status/queues/:queue":                                             auth.ReadOnly,
+	"GET /api/v1/status/queues/:queue/messages":                                    auth.ReadOnly,
+	"GET /api/v1/status/analytics":                                                 auth.ReadOnly,
+	"GET /api/v1/status/buffers":                                                   auth.ReadOnly,
+	"GET /api/v1/analytics/worker-metrics":                                         auth.ReadOnly,
+	"GET /api/v1/analytics/queue-ops":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/queue-lag":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/system-metrics":                                         auth.ReadOnly,
+	"GET /api/v1/analytics/retention":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/queue-parked-replicas":                                  auth.ReadOnly,
+	"GET /api/v1/analytics/postgres-stats":                                         auth.ReadOnly,
+	"GET /api/v1/migration/:op":                                                    auth.Admin,
+	"POST /api/v1/migration/:op":                                                   auth.Admin,
 }
 
 // issue 11: "the level of every route is listed in one table in the code, and a test walks

@@ -140,6 +140,30 @@ var routes = []route{
 			s.traces(r.ctx, pid, tx)
 		}
 	}},
+	// Status and analytics (spec 8.7, 8.10): status.go, analytics.go.
+	{"GET", "/api/v1/status", ro, func(s *Server, r *request) { s.status(r.ctx) }},
+	{"GET", "/api/v1/status/queues", ro, func(s *Server, r *request) { s.statusQueues(r.ctx) }},
+	{"GET", "/api/v1/status/queues/:queue", ro, func(s *Server, r *request) {
+		if q, ok := r.param(0); ok {
+			s.statusQueue(r.ctx, q)
+		}
+	}},
+	{"GET", "/api/v1/status/queues/:queue/messages", ro, func(s *Server, r *request) {
+		if q, ok := r.param(0); ok {
+			s.statusQueueMessages(r.ctx, q)
+		}
+	}},
+	{"GET", "/api/v1/status/analytics", ro, func(s *Server, r *request) { s.statusAnalytics(r.ctx) }},
+	{"GET", "/api/v1/status/buffers", ro, func(s *Server, r *request) { s.statusBuffers(r.ctx) }},
+	{"GET", "/api/v1/analytics/worker-metrics", ro, func(s *Server, r *request) { s.workerMetrics(r.ctx) }},
+	{"GET", "/api/v1/analytics/queue-ops", ro, func(s *Server, r *request) { s.queueOps(r.ctx) }},
+	{"GET", "/api/v1/analytics/queue-lag", ro, func(s *Server, r *request) { s.queueLag(r.ctx) }},
+	{"GET", "/api/v1/analytics/system-metrics", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "replicas") }},
+	{"GET", "/api/v1/analytics/retention", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series") }},
+	{"GET", "/api/v1/analytics/queue-parked-replicas", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series", "replicas") }},
+	{"GET", "/api/v1/analytics/postgres-stats", ro, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
 
 	{"GET", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, false) }},
 	{"POST", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, true, false) }},

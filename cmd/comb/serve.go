@@ -47,6 +47,7 @@ var serveEnv = [][2]string{
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 	{"max-conns", "COMB_MAX_CONNS"},
 	{"ui-dir", "COMB_UI_DIR"},
+	{"analytics", "COMB_ANALYTICS"},
 }
 
 func runServe(args []string) int {
@@ -67,6 +68,7 @@ func runServe(args []string) int {
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
 	uiDir := fs.String("ui-dir", "", "serve this directory's static files at / (spec 8.10 single-page fallback) instead of the built-in dashboard, e.g. a Queen dashboard build (env COMB_UI_DIR)")
+	analyticsOn := fs.Bool("analytics", true, "count pushes, pops and acks per queue and minute for the dashboard's series and the per-minute Prometheus gauges; false only to measure their cost (env COMB_ANALYTICS)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	var secFlags securityFlags
 	secFlags.register(fs)
@@ -135,6 +137,7 @@ func runServe(args []string) int {
 		FlushInterval:      *flushInterval,
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
+		NoAnalytics:        !*analyticsOn,
 	})
 	if err != nil {
 		ev := log.Error().Err(err).Str("data_dir", *dataDir)
