@@ -284,12 +284,12 @@ type statusQueueConfig struct {
 }
 
 type statusQueueHead struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Namespace string          `json:"namespace"`
-	Task      string          `json:"task"`
-	Priority  int64           `json:"priority"`
-	CreatedAt isoMicros       `json:"createdAt"`
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	Task      string            `json:"task"`
+	Priority  int64             `json:"priority"`
+	CreatedAt isoMicros         `json:"createdAt"`
 	Config    statusQueueConfig `json:"config"`
 }
 
