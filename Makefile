@@ -15,7 +15,7 @@ GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo tr
 LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
 GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
-.PHONY: build run test bench fuzz crashtest bench-all bench-compare vet
+.PHONY: build run test test-ui screenshot bench fuzz crashtest bench-all bench-compare vet
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
@@ -31,6 +31,16 @@ test:
 
 vet:
 	$(GO) vet ./...
+
+# The dashboard in headless Chromium over a seeded broker (ui/browser_test.go, build tag
+# `browser`). It fails, never skips, without a browser: .ci/run installs Debian's chromium;
+# CHROME_PATH points it at another one.
+test-ui:
+	$(GO) test -tags browser -count=1 -timeout 5m -run TestDashboard ./ui/
+
+# docs/dashboard.png: the overview of the browser test's seeded broker, for the README.
+screenshot:
+	UI_SCREENSHOT=$(CURDIR)/docs/dashboard.png $(GO) test -tags browser -count=1 -timeout 5m -run TestDashboardShowsEveryViewInChromium ./ui/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

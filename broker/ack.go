@@ -71,6 +71,7 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		}
 		return nil, firstErr
 	}
+	countAcks(batches, results)
 	for i := range results {
 		if results[i].Success {
 			b.stats.ackSuccess.Add(1)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
@@ -19,6 +20,7 @@ import (
 // together (see doc.go). All methods are safe for concurrent use.
 type Broker struct {
 	syncHist syncHist // cumulative sync latencies for Stats
+	ckptHist syncHist // cursor checkpoint latencies, append to durable (write_wal.go cursorLog)
 	cfg      Config
 	log      zerolog.Logger
 	now      func() time.Time
@@ -39,11 +41,12 @@ type Broker struct {
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (open_startup.go).
 	summaries  map[[16]byte]segment.Summary
-	cleanStart bool         // the summaries came from a clean shutdown's marker
-	sums       summaryState // summary checkpoints (flush_summaries.go)
-	maint      maintenance  // idle eviction and retention (maint_evict.go, maint_retention.go)
-	mm         maintMode    // push and pop maintenance modes (meta_maint.go)
-	rates      rateSample   // throughput of the resources overview (report_resources.go)
+	cleanStart bool             // the summaries came from a clean shutdown's marker
+	sums       summaryState     // summary checkpoints (flush_summaries.go)
+	maint      maintenance      // idle eviction and retention (maint_evict.go, maint_retention.go)
+	mm         maintMode        // push and pop maintenance modes (meta_maint.go)
+	rates      rateSample       // throughput of the resources overview (report_resources.go)
+	series     *analytics.Store // per-minute series of the dashboard (report_series.go); nil = counting off
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
 	// queues and partitions): each appends its commit-log entry and applies
@@ -75,6 +78,8 @@ type Broker struct {
 
 	stats counters
 	rest  atRest // payload encryption at rest (atrest.go)
+
+	msgNotes msgNotes // message tombstones and trace events (note_store.go)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error
@@ -115,10 +120,15 @@ type queue struct {
 	list   []*partition
 	groups map[string]*groupReady
 
-	dlqMu sync.Mutex
-	dlq   *segment.Log
+	dlqMu     sync.Mutex
+	dlq       *segment.Log
+	dlqByPart dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
+
+	// an counts the queue's pushes, pops and acks for the per-minute series
+	// (report_series.go); nil (counting off) is a valid no-op.
+	an *analytics.Counters
 
 	// pendingQM is the queue's pending depth for maxSize (spec 1.7): messages
 	// after the __QUEUE_MODE__ cursor, summed over partitions (pending.go).
@@ -175,6 +185,9 @@ func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf
 		groups: make(map[string]*groupReady),
 	}
 	q.conf.Store(&c)
+	if b.series != nil {
+		q.an = b.series.Counters(id, name)
+	}
 	return q
 }
 

@@ -18,6 +18,7 @@ func (b *Broker) Close() error {
 		close(b.closing)
 		b.stopMaintenance()
 		b.inflight.Wait()
+		b.closeSeries()
 		b.wake.Close()
 		err = b.closeFiles()
 	})
@@ -34,6 +35,9 @@ func (b *Broker) closeFiles() error {
 		if err := b.flushPass(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := b.closeNotes(); err != nil { // after the last flush pass: it syncs the notes
+		errs = append(errs, err)
 	}
 	if b.cur != nil {
 		if err := b.cur.Close(); err != nil && !errors.Is(err, cursor.ErrClosed) {

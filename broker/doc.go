@@ -41,13 +41,21 @@
 //	             summaries (flush_summaries.go) and snapshots, truncates the commit log
 //	metadata     Configure, DeleteQueue (meta_queue.go); logMetaLocked, checkStrayDirs
 //	             (meta_journal.go); SetPushMaintenance, SetPopMaintenance (meta_maint.go)
+//	messages     Messages (report_messages.go), Message (report_message.go), statuses
+//	             (report_msgstatus.go, report_msgdlq.go), DeleteMessage (note_messages.go): a
+//	             tombstone in the notes store; claims skip deleted messages (read_deleted.go)
+//	traces       AddTrace, Traces, TracesByName, TraceNames (note_traces.go); a delete or a trace
+//	             event is a Note entry of the commit log (logNote, note_store.go), then package notes
 //	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
 //	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
-//	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go)
+//	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go),
+//	             Series, SeriesByQueue, LastMinute (report_series.go: the per-minute series, counted
+//	             in Push, addClaimed and Ack), StatusQueue, RecentMessages, StatusSummary
+//	             (report_status.go), per-partition DLQ counts (report_dlqcount.go)
 //	maintenance  maintain (maint_evict.go): idle eviction, expirePartition (read_expire.go),
 //	             retainPartition (maint_retention.go), on RetentionInterval / EvictionInterval
 //	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
-//	             (skipExpiredLocked, read_expire.go); readers start at partition.liveFrom
+//	             (readLiveSpanLocked, read_expire.go); readers start at partition.liveFrom
 //	shutdown     Close, closeFiles (close.go)
 //
 // # Files: one prefix per path the data travels
@@ -62,6 +70,7 @@
 //	open_    start-up and recovery (with open.go); close.go is the way back
 //	flush_   the background flush pass (with flush.go)
 //	maint_   the maintenance task: idle eviction and retention
+//	note_    message deletions and trace events: the notes store (package notes) and its pruning
 //
 // Files without a prefix are shared by several paths: broker.go (the Broker,
 // queue and partition types and the registry), api.go, config.go, names.go,
@@ -78,9 +87,11 @@
 //	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (open_startup.go); renamed to summaries by Open
 //	<data>/meta/summaries            summary checkpoint, same format, rewritten by every flush pass (flush_summaries.go)
 //	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (meta_maint.go)
+//	<data>/meta/analytics            the per-minute series of the dashboard (package analytics; report_series.go)
 //	<data>/cursor/                   cursor.Engine snapshots; its checkpoints are commit-log entries
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
+//	<data>/notes/log                 message tombstones and trace events (package notes; note_store.go)
 //	<data>/quarantine/               what comb fsck --repair moved aside, and cut journal tails
 //
 // Queue and partition names never become paths.

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"time"
@@ -163,6 +164,11 @@ func (b *Broker) flushPassLocked() error {
 		T = min(T, lsn)
 	}
 	b.flush.stateMu.Unlock()
+	// Every Note entry below T was applied to the notes file before it left
+	// inflight (logNote): make them durable there before the log drops them.
+	if err := b.syncNotes(); err != nil {
+		return fmt.Errorf("flush: notes: %w", err)
+	}
 	if err := b.wal.TruncateBefore(T); err != nil {
 		return fmt.Errorf("flush: truncate the commit log: %w", err)
 	}
@@ -183,6 +189,11 @@ func (b *Broker) flushDirs() error {
 	errs := make([]error, len(dirs))
 	parallelFor(len(dirs), func(i int) {
 		errs[i] = meta.SyncDescriptor(b.fs, dirs[i])
+		if errors.Is(errs[i], fs.ErrNotExist) {
+			// Its queue was deleted since (RemoveAll): nothing left to make
+			// durable, and keeping it would fail every later pass.
+			errs[i] = nil
+		}
 	})
 	parents := map[string]bool{}
 	for _, d := range dirs {

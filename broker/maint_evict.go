@@ -115,6 +115,8 @@ func (b *Broker) maintain(now time.Time) {
 			b.retainPartition(p, nowMicros, m.rules)
 		}
 	}
+	b.pruneNotes()
+	b.tickSeries(now)
 }
 
 // partitionList appends every live partition to dst.

@@ -125,6 +125,7 @@ func (b *Broker) unregisterQueueLocked(q *queue) []*partition {
 // still holds one sees it under its lock), closes their logs and the DLQ and
 // deletes their cursors and leases.
 func (b *Broker) dropQueueState(q *queue, parts []*partition) {
+	b.series.Drop(q.id)
 	ids := make(map[[16]byte]bool, len(parts))
 	for _, p := range parts {
 		p.mu.Lock()

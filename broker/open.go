@@ -69,6 +69,7 @@ func Open(cfg Config) (*Broker, error) {
 		b.handles = segment.NewHandleCache(b.fileBudget(cfg.MaxOpenFiles))
 		b.segOpts.Handles = b.handles
 	}
+	b.openSeries()
 	if err := b.open(); err != nil {
 		b.closeFiles()
 		return nil, err
@@ -77,8 +78,10 @@ func Open(cfg Config) (*Broker, error) {
 		b.closeFiles()
 		return nil, err
 	}
+	b.pruneNotes()
 	b.wake = wake.NewWaker(cfg.WakeTick)
 	b.initScale()
+	b.series.DropUnclaimed()
 	b.startMaintenance()
 	b.startFlusher()
 	b.warnEncryptionWithoutKey()
@@ -139,6 +142,9 @@ func (b *Broker) open() error {
 	if err := b.openDLQsForReplay(); err != nil {
 		return err
 	}
+	if err := b.openNotes(); err != nil { // before the replay: it replays Note entries
+		return err
+	}
 	if err := b.replayCommitLog(crep.ReplayFrom); err != nil {
 		return err
 	}
@@ -152,6 +158,12 @@ func (b *Broker) open() error {
 	}
 	if err := b.flushPass(); err != nil {
 		return fmt.Errorf("broker: recovery flush: %w", err)
+	}
+	if len(crep.LegacyRecords) > 0 {
+		// The flush pass made the legacy records' effects durable (segments
+		// synced, cursors snapshotted): the next snapshot may drop them, so
+		// an upgraded directory stops handing them out at every start.
+		cur.ForgetLegacyRecords()
 	}
 	return nil
 }
@@ -298,6 +310,10 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 				if err := b.cur.ApplyCheckpoint(payload); err != nil {
 					return fmt.Errorf("commit log entry %d: %w", lsn, err)
 				}
+			}
+		case walNote:
+			if err := b.replayNote(lsn, payload); err != nil {
+				return err
 			}
 		case walTx:
 			rec, err := decodeRedoRecord(payload)

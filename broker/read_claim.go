@@ -57,11 +57,14 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	msgs, from, cl, err := b.readLiveSpanLocked(pc, p, from, vis, opts, buf)
+	if err == nil && len(msgs) > 0 {
+		raiseCursorTo(&st, from) // the offsets before from are expired or removed
+		msgs, cl, st, err = b.dropDeletedLocked(pc, p, k, st, msgs, vis, opts.DelayedProcessing, buf, cl)
+	}
 	if err != nil || len(msgs) == 0 {
 		readBufPool.Put(buf)
 		return cl, err
 	}
-	raiseCursorTo(&st, from) // the offsets before from are expired or removed
 	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
 	pc.bufs = append(pc.bufs, buf)
 	b.addClaimed(pc, p, st, msgs)
@@ -128,8 +131,15 @@ func (b *Broker) takeSpanLocked(pc *popCtx, p *partition, k cursor.Key, st lease
 // pop).
 func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []segment.Message) {
 	pc.budget -= len(msgs)
+	var lagSumMs, lagMaxMs uint64 // the pop lag of the per-minute series (report_series.go)
 	for i := range msgs {
 		pc.bytesLeft -= len(msgs[i].Payload) + len(msgs[i].Extra) // as Read counts them
+		lag := uint64(max(pc.nowMicros-msgs[i].TimestampMicros, 0) / 1000)
+		lagSumMs, lagMaxMs = lagSumMs+lag, max(lagMaxMs, lag)
+	}
+	p.q.an.Popped(len(msgs), lagSumMs, lagMaxMs)
+	if pc.req.AutoAck {
+		p.q.an.Processed(len(msgs))
 	}
 	pc.parts--
 	res := pc.res

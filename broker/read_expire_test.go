@@ -232,3 +232,22 @@ func TestExpiryWhenTheTimeIndexFails(t *testing.T) {
 		})
 	}
 }
+
+// The messages list (spec 8.5) shows no expired message either, once a pop
+// or the sweep found them: they are gone, as Queen's deleted rows.
+func TestExpiredMessagesAreNotListed(t *testing.T) {
+	e := expiryEnv(t, func(o *QueueOptions) { o.MaxWaitTimeSeconds = 60 }, 2*time.Minute, true)
+	from := e.clk.Now().Add(-time.Hour).UnixMicro()
+	list := func() []string {
+		l, err := e.b.Messages(MessageFilter{Queue: "q", FromMicros: from})
+		require.NoError(t, err)
+		var out []string
+		for _, m := range l.Messages {
+			out = append(out, m.TransactionID)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"old1", "old2", "new"}, list(), "not found yet")
+	e.b.maintain(e.clk.Now())
+	assert.Equal(t, []string{"new"}, list())
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/segment"
 )
 
@@ -66,6 +67,9 @@ func (b *Broker) readDLQ(q *queue, f DLQFilter) ([]DLQEntry, error) {
 			if err != nil {
 				b.log.Warn().Str("queue", q.name).Uint64("offset", m.Offset).Msg("dlq: skipping an entry with malformed metadata")
 				continue
+			}
+			if b.msgNotes.store.Deleted(notes.MessageRef{Partition: meta.PartitionID, Offset: meta.Offset}) {
+				continue // DELETE /api/v1/messages (the dashboard's DLQ purge) removed it
 			}
 			pname := ""
 			if p := b.lookupPartitionByID(meta.PartitionID); p != nil {

@@ -21,7 +21,8 @@ import (
 //	processing messages under a live queue-mode lease after the cursor
 //	pending    total - completed - processing
 //	failed     0: a failed ack is retried or dead-lettered, never parked
-//	deadLetter entries in the queue's DLQ log (queue level only; 0 per partition)
+//	deadLetter entries in the queue's DLQ log; per partition, those of its
+//	           messages (report_dlqcount.go)
 //
 // Messages held by push maintenance are not counted until released. Messages
 // past the queue's retentionSeconds or maxWaitTimeSeconds count nowhere, not
@@ -206,8 +207,10 @@ func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
 	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task,
 		CreatedAtMicros: q.createdAt, Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, len(parts))}
 	buf := new(segment.ReadBuffer)
+	dead := b.dlqCountsByPartition(q)
 	for _, p := range parts {
 		rp := ResourcePartition{ID: p.idStr, Name: p.name, CreatedAtMicros: p.createdAt, Stats: b.partCounts(p, now)}
+		rp.Stats.DeadLetter = dead[p.id]
 		if rp.Stats.Total > 0 && !p.isDamaged() {
 			rp.NewestMicros = p.log.LastTimestamp()
 			buf.Reset()

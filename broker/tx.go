@@ -201,6 +201,7 @@ func (b *Broker) txCheckLocked(t *txRun, locked []*partition) (int, string, erro
 // locks, and so does telling the ready structures about released leases.
 func (b *Broker) txFinish(t *txRun, locked []*partition) {
 	unlockPartitions(locked)
+	countTx(t)
 	for _, x := range t.pubs {
 		// Push maintenance holds transaction pushes too (meta_maint.go);
 		// the messages are durable either way, so a failed write of the

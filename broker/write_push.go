@@ -77,6 +77,7 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 	var holdErr error
 	for _, g := range groups {
 		n += uint64(len(g.recs))
+		g.p.q.an.Ingested(len(g.recs))
 		held, err := b.publishOrHold(g.p, g.next, g.ts)
 		if held {
 			markBuffered(g, items, results)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"time"
 
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/walentry"
@@ -74,11 +75,19 @@ func (w localLog) Close() error                    { return w.l.Close() }
 type cursorLog struct{ b *Broker }
 
 func (c cursorLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
+	start := time.Now()
 	t, err := c.b.wal.Append(walCheckpoint, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	return t.LSN(), t.Wait, nil
+	// The wait is timed into the checkpoint histogram (Prometheus
+	// comb_checkpoint_latency_seconds): from the append to durable.
+	wait := func() error {
+		err := t.Wait()
+		c.b.ckptHist.observe(time.Since(start).Microseconds())
+		return err
+	}
+	return t.LSN(), wait, nil
 }
 
 // splitLogEntry reads the 16-byte id that starts a walPush or walDLQ payload.

@@ -43,7 +43,7 @@ func (s *Server) checkHeader(h *fasthttp.RequestHeader) (auth.Identity, *auth.Er
 	var req request
 	path := u.PathOriginal()
 	level := unlistedLevel
-	if rt := table.match(h.Method(), path, &req); rt != nil {
+	if rt := s.lookup(h.Method(), path, &req); rt != nil {
 		level = rt.level
 	}
 	return s.auth.Check(path, h.Peek(fasthttp.HeaderAuthorization), level)

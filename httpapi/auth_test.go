@@ -59,10 +59,32 @@ var specLevels = map[string]auth.Level{
 	"GET /api/v1/resources/namespaces":                                             auth.ReadOnly,
 	"GET /api/v1/resources/tasks":                                                  auth.ReadOnly,
 	"GET /api/v1/dlq":                                                              auth.ReadOnly,
+	"GET /api/v1/messages":                                                         auth.ReadOnly,
+	"GET /api/v1/messages/:partitionId/:transactionId":                             auth.ReadOnly,
+	"DELETE /api/v1/messages/:partitionId/:transactionId":                          auth.ReadWrite,
+	"POST /api/v1/traces":                                                          auth.ReadWrite,
+	"GET /api/v1/traces/names":                                                     auth.ReadOnly,
+	"GET /api/v1/traces/by-name/:traceName":                                        auth.ReadOnly,
+	"GET /api/v1/traces/:partitionId/:transactionId":                               auth.ReadOnly,
 	"GET /api/v1/system/maintenance":                                               auth.Admin,
 	"POST /api/v1/system/maintenance":                                              auth.Admin,
 	"GET /api/v1/system/maintenance/pop":                                           auth.Admin,
 	"POST /api/v1/system/maintenance/pop":                                          auth.Admin,
+	"GET /api/v1/status":                                                           auth.ReadOnly,
+	"GET /api/v1/status/queues":                                                    auth.ReadOnly,
+	"GET /api/v1/status/queues/:queue":                                             auth.ReadOnly,
+	"GET /api/v1/status/queues/:queue/messages":                                    auth.ReadOnly,
+	"GET /api/v1/status/analytics":                                                 auth.ReadOnly,
+	"GET /api/v1/status/buffers":                                                   auth.ReadOnly,
+	"GET /api/v1/analytics/worker-metrics":                                         auth.ReadOnly,
+	"GET /api/v1/analytics/queue-ops":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/queue-lag":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/system-metrics":                                         auth.ReadOnly,
+	"GET /api/v1/analytics/retention":                                              auth.ReadOnly,
+	"GET /api/v1/analytics/queue-parked-replicas":                                  auth.ReadOnly,
+	"GET /api/v1/analytics/postgres-stats":                                         auth.ReadOnly,
+	"GET /api/v1/migration/:op":                                                    auth.Admin,
+	"POST /api/v1/migration/:op":                                                   auth.Admin,
 }
 
 // issue 11: "the level of every route is listed in one table in the code, and a test walks
@@ -203,9 +225,9 @@ func TestAuthErrorBodies(t *testing.T) {
 	require.True(t, strings.HasPrefix(resp.json(t).(map[string]any)["error"].(string), "Invalid token: "), "%s", resp.body)
 
 	// Unlisted routes need read-write (spec 9.1), then they are 404.
-	requireJSON(t, ts.doRaw("GET", "/api/v1/messages", "", nil), 401, `{"error":"Authentication required"}`)
+	requireJSON(t, ts.doRaw("GET", "/api/v1/no-such-route", "", nil), 401, `{"error":"Authentication required"}`)
 	rwTok := hsToken(t, testSecret, with("role", "read-write"))
-	requireJSON(t, ts.doRaw("GET", "/api/v1/messages", "", bearer(rwTok)), 404, `{"error":"Not Found"}`)
+	requireJSON(t, ts.doRaw("GET", "/api/v1/no-such-route", "", bearer(rwTok)), 404, `{"error":"Not Found"}`)
 	requireJSON(t, ts.doRaw("GET", "/api/v1/resources/queues", "", bearer(hsToken(t, testSecret, with("role", "guest")))), 403, `{"error":"Insufficient permissions"}`)
 
 	prom := ts.do("GET", "/metrics/prometheus", "")

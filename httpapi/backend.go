@@ -46,6 +46,8 @@ type Backend interface {
 	ResourceQueue(name string) (broker.ResourceQueueDetail, bool)
 	ResourceNamespaces() []broker.ResourceLabel
 	ResourceTasks() []broker.ResourceLabel
+	// MessageBackend serves the message and trace routes (spec 8.5, 9.3; messages.go).
+	MessageBackend
 }
 
 var _ Backend = (*broker.Broker)(nil)

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"strconv"
-
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 )
@@ -20,40 +18,32 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx, group string) {
 		return
 	}
 	rows := s.b.GroupDetail(group)
-	p := getBuf()
-	b := append(*p, '{')
+	out := keyed[groupQueueJSON]{}
 	for i := range rows {
 		r := &rows[i]
 		if i == 0 || r.Queue != rows[i-1].Queue {
-			if i > 0 {
-				b = append(b, "]},"...)
-			}
-			b = appendString(b, r.Queue)
-			b = append(b, `:{"partitions":[`...)
-		} else {
-			b = append(b, ',')
+			out = append(out, keyedField[groupQueueJSON]{Key: r.Queue})
 		}
-		b = append(b, `{"partition":`...)
-		b = appendString(b, r.Partition)
-		b = append(b, `,"workerId":`...)
-		b = appendStringOrNull(b, r.WorkerID)
-		b = append(b, `,"lastConsumedAt":`...)
-		b = appendTimeOrNull(b, r.LastConsumedAtMicros, 3)
-		b = append(b, `,"totalConsumed":`...)
-		b = appendInt(b, r.TotalConsumed)
-		b = append(b, `,"offsetLag":`...)
-		b = appendInt(b, r.OffsetLag)
-		b = append(b, `,"timeLagSeconds":`...)
-		b = appendInt(b, r.TimeLagSeconds)
-		b = append(b, `,"leaseActive":`...)
-		b = appendBool(b, r.LeaseActive)
-		b = append(b, '}')
+		q := &out[len(out)-1].Value
+		q.Partitions = append(q.Partitions, groupPartitionJSON{Partition: wireString(r.Partition), WorkerID: nullString(r.WorkerID),
+			LastConsumedAt: isoMicros(r.LastConsumedAtMicros), TotalConsumed: r.TotalConsumed, OffsetLag: r.OffsetLag,
+			TimeLagSeconds: r.TimeLagSeconds, LeaseActive: r.LeaseActive})
 	}
-	if len(rows) > 0 {
-		b = append(b, "]}"...)
-	}
-	*p = append(b, '}')
-	sendJSON(ctx, fasthttp.StatusOK, p)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
+}
+
+type groupQueueJSON struct {
+	Partitions []groupPartitionJSON `json:"partitions"`
+}
+
+type groupPartitionJSON struct {
+	Partition      wireString `json:"partition"`
+	WorkerID       nullString `json:"workerId"`
+	LastConsumedAt isoMicros  `json:"lastConsumedAt"`
+	TotalConsumed  int64      `json:"totalConsumed"`
+	OffsetLag      int64      `json:"offsetLag"`
+	TimeLagSeconds int64      `json:"timeLagSeconds"`
+	LeaseActive    bool       `json:"leaseActive"`
 }
 
 // laggingGroups serves GET /api/v1/consumer-groups/lagging?minLagSeconds=N (spec 7.6): an array
@@ -61,37 +51,28 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx, group string) {
 func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) {
 	minLag := queryArgs{ctx.QueryArgs()}.integer("minLagSeconds", defaultMinLagSeconds)
 	rows := s.b.LaggingPartitions(minLag)
-	p := getBuf()
-	b := append(*p, '[')
+	out := make([]laggingJSON, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"consumer_group":`...)
-		b = appendString(b, r.Group)
-		b = append(b, `,"queue_name":`...)
-		b = appendString(b, r.Queue)
-		b = append(b, `,"partition_name":`...)
-		b = appendString(b, r.Partition)
-		b = append(b, `,"partition_id":`...)
-		b = appendString(b, r.PartitionID)
-		b = append(b, `,"worker_id":`...)
-		b = appendStringOrNull(b, r.WorkerID)
-		b = append(b, `,"offset_lag":`...)
-		b = appendInt(b, r.OffsetLag)
-		b = append(b, `,"time_lag_seconds":`...)
-		b = appendInt(b, r.TimeLagSeconds)
-		b = append(b, `,"lag_hours":`...)
-		b = strconv.AppendFloat(b, float64(r.TimeLagSeconds)/3600, 'f', 2, 64)
-		b = append(b, `,"oldest_unconsumed_at":`...)
-		b = appendTimeOrNull(b, r.OldestUnconsumedAtMicros, 3)
-		b = append(b, `,"last_consumed_at":`...)
-		b = appendTimeOrNull(b, r.LastConsumedAtMicros, 3)
-		b = append(b, '}')
+		out[i] = laggingJSON{Group: wireString(r.Group), Queue: wireString(r.Queue), Partition: wireString(r.Partition),
+			PartitionID: wireString(r.PartitionID), WorkerID: nullString(r.WorkerID), OffsetLag: r.OffsetLag,
+			TimeLagSeconds: r.TimeLagSeconds, LagHours: fixed2(float64(r.TimeLagSeconds) / 3600),
+			OldestUnconsumedAt: isoMicros(r.OldestUnconsumedAtMicros), LastConsumedAt: isoMicros(r.LastConsumedAtMicros)}
 	}
-	*p = append(b, ']')
-	sendJSON(ctx, fasthttp.StatusOK, p)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
+}
+
+type laggingJSON struct {
+	Group              wireString `json:"consumer_group"`
+	Queue              wireString `json:"queue_name"`
+	Partition          wireString `json:"partition_name"`
+	PartitionID        wireString `json:"partition_id"`
+	WorkerID           nullString `json:"worker_id"`
+	OffsetLag          int64      `json:"offset_lag"`
+	TimeLagSeconds     int64      `json:"time_lag_seconds"`
+	LagHours           fixed2     `json:"lag_hours"`
+	OldestUnconsumedAt isoMicros  `json:"oldest_unconsumed_at"`
+	LastConsumedAt     isoMicros  `json:"last_consumed_at"`
 }
 
 // setSubscription serves POST /api/v1/consumer-groups/:group/subscription (spec 7.5): body

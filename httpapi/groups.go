@@ -7,8 +7,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
-
-	"github.com/combmq/comb/broker"
 )
 
 // defaultExtendSeconds is what an absent, empty, `{}` or non-positive `seconds` means (spec 6).
@@ -245,41 +243,28 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx) {
 		}
 		return groups[i].Queue < groups[j].Queue
 	})
-	p := getBuf()
-	*p = appendGroups(*p, groups)
-	sendJSON(ctx, fasthttp.StatusOK, p)
-}
-
-func appendGroups(b []byte, groups []broker.GroupSummary) []byte {
-	b = append(b, '[')
+	out := make([]groupJSON, len(groups))
 	for i := range groups {
 		g := &groups[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"name":`...)
-		b = appendString(b, g.Name)
-		b = append(b, `,"topics":[`...)
-		b = appendString(b, g.Queue)
-		b = append(b, `],"queueName":`...)
-		b = appendString(b, g.Queue)
-		b = append(b, `,"members":`...)
-		b = appendInt(b, int64(g.Members))
-		b = append(b, `,"partitionsWithLag":`...)
-		b = appendInt(b, int64(g.PartitionsWithLag))
-		b = append(b, `,"totalLag":`...)
-		b = appendInt(b, g.TotalLag)
-		b = append(b, `,"maxTimeLag":`...)
-		b = appendInt(b, g.MaxTimeLagSeconds)
-		b = append(b, `,"state":`...)
-		b = appendString(b, g.State)
-		b = append(b, `,"subscriptionMode":`...)
-		b = appendStringOrNull(b, g.SubscriptionMode)
-		b = append(b, `,"subscriptionTimestamp":`...)
-		b = appendTimeOrNull(b, g.SubscriptionMicros, 3)
-		b = append(b, `,"subscriptionCreatedAt":`...)
-		b = appendTimeOrNull(b, g.SubscriptionCreatedAt, 3)
-		b = append(b, '}')
+		out[i] = groupJSON{Name: wireString(g.Name), Topics: []wireString{wireString(g.Queue)}, QueueName: wireString(g.Queue),
+			Members: g.Members, PartitionsWithLag: g.PartitionsWithLag, TotalLag: g.TotalLag, MaxTimeLag: g.MaxTimeLagSeconds,
+			State: wireString(g.State), SubscriptionMode: nullString(g.SubscriptionMode),
+			SubscriptionTimestamp: isoMicros(g.SubscriptionMicros), SubscriptionCreatedAt: isoMicros(g.SubscriptionCreatedAt)}
 	}
-	return append(b, ']')
+	s.sendValue(ctx, fasthttp.StatusOK, out)
+}
+
+// groupJSON is one row of GET /api/v1/consumer-groups (spec 7.6).
+type groupJSON struct {
+	Name                  wireString   `json:"name"`
+	Topics                []wireString `json:"topics"`
+	QueueName             wireString   `json:"queueName"`
+	Members               int          `json:"members"`
+	PartitionsWithLag     int          `json:"partitionsWithLag"`
+	TotalLag              int64        `json:"totalLag"`
+	MaxTimeLag            int64        `json:"maxTimeLag"`
+	State                 wireString   `json:"state"`
+	SubscriptionMode      nullString   `json:"subscriptionMode"`
+	SubscriptionTimestamp isoMicros    `json:"subscriptionTimestamp"`
+	SubscriptionCreatedAt isoMicros    `json:"subscriptionCreatedAt"`
 }

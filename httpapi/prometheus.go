@@ -64,6 +64,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="401"`, s.authRefused401.Load())
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="403"`, s.authRefused403.Load())
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="500"`, s.authErrors.Load())
+	s.promSeries(&w) // per-queue families, DLQ depth, checkpoint latency (prometheus_series.go)
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 
 	*p = w.b

@@ -12,31 +12,70 @@ import (
 // The read-only GET /api/v1/resources/* routes (spec 8.4; routes.go) count from the broker's
 // in-memory marks (approximate is allowed); timestamps have 3 fractional digits (spec 0.4).
 
+// Shapes of spec 8.4, field order as the wire has it.
+
+type lagJSON struct {
+	Avg    float3 `json:"avg"`
+	Median float3 `json:"median"`
+	Min    float3 `json:"min"`
+	Max    float3 `json:"max"`
+}
+
+func lagOf(l broker.LagStats) lagJSON {
+	return lagJSON{float3(l.Avg), float3(l.Median), float3(l.Min), float3(l.Max)}
+}
+
+type overviewJSON struct {
+	Queues     int        `json:"queues"`
+	Partitions int        `json:"partitions"`
+	Namespaces int        `json:"namespaces"`
+	Tasks      int        `json:"tasks"`
+	Messages   countsJSON `json:"messages"`
+	Lag        struct {
+		Time   lagJSON `json:"time"`
+		Offset lagJSON `json:"offset"`
+	} `json:"lag"`
+	Throughput struct {
+		IngestedPerSecond  float3 `json:"ingestedPerSecond"`
+		ProcessedPerSecond float3 `json:"processedPerSecond"`
+	} `json:"throughput"`
+	Timestamp isoMicros `json:"timestamp"`
+	StatsAge  int       `json:"statsAge"` // computed on request: never stale
+}
+
 func (s *Server) resourcesOverview(ctx *fasthttp.RequestCtx) {
 	o := s.b.ResourcesOverview()
-	p := getBuf()
-	b := append(*p, `{"queues":`...)
-	b = appendInt(b, int64(o.Queues))
-	b = append(b, `,"partitions":`...)
-	b = appendInt(b, int64(o.Partitions))
-	b = append(b, `,"namespaces":`...)
-	b = appendInt(b, int64(o.Namespaces))
-	b = append(b, `,"tasks":`...)
-	b = appendInt(b, int64(o.Tasks))
-	b = append(b, `,"messages":`...)
-	b = appendCounts(b, o.Messages)
-	b = append(b, `,"lag":{"time":`...)
-	b = appendLag(b, o.TimeLagSeconds)
-	b = append(b, `,"offset":`...)
-	b = appendLag(b, o.OffsetLag)
-	b = append(b, `},"throughput":{"ingestedPerSecond":`...)
-	b = appendFloat(b, o.IngestedPerSecond)
-	b = append(b, `,"processedPerSecond":`...)
-	b = appendFloat(b, o.ProcessedPerSecond)
-	b = append(b, `},"timestamp":`...)
-	b = appendTimeMicros(b, o.NowMicros, 3)
-	*p = append(b, `,"statsAge":0}`...) // computed on request: never stale
-	sendJSON(ctx, fasthttp.StatusOK, p)
+	out := overviewJSON{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces, Tasks: o.Tasks,
+		Messages: counts(o.Messages), Timestamp: isoMicros(o.NowMicros)}
+	out.Lag.Time, out.Lag.Offset = lagOf(o.TimeLagSeconds), lagOf(o.OffsetLag)
+	out.Throughput.IngestedPerSecond, out.Throughput.ProcessedPerSecond = float3(o.IngestedPerSecond), float3(o.ProcessedPerSecond)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
+}
+
+// queueHeadJSON opens a queue object. The labels are strings, "" when unset, as configure
+// echoes them (spec 1.3, 2.4).
+type queueHeadJSON struct {
+	ID        wireString `json:"id"`
+	Name      wireString `json:"name"`
+	Namespace wireString `json:"namespace"`
+	Task      wireString `json:"task"`
+	CreatedAt isoMicros  `json:"createdAt"`
+}
+
+func queueHead(r broker.ResourceQueue) queueHeadJSON {
+	return queueHeadJSON{wireString(r.ID), wireString(r.Name), wireString(r.Namespace), wireString(r.Task), isoMicros(r.CreatedAtMicros)}
+}
+
+type shortCountsJSON struct {
+	Total      int64 `json:"total"`
+	Pending    int64 `json:"pending"`
+	Processing int64 `json:"processing"`
+}
+
+type resourceQueueJSON struct {
+	queueHeadJSON
+	Partitions int             `json:"partitions"`
+	Messages   shortCountsJSON `json:"messages"`
 }
 
 func (s *Server) resourceQueues(ctx *fasthttp.RequestCtx) {
@@ -48,25 +87,22 @@ func (s *Server) resourceQueues(ctx *fasthttp.RequestCtx) {
 		Offset:    int(min(max(q.integer("offset", 0), 0), 1<<31)),
 	}
 	rows := s.b.ResourceQueues(f)
-	p := getBuf()
-	b := append(*p, `{"queues":[`...)
+	out := struct {
+		Queues []resourceQueueJSON `json:"queues"`
+	}{make([]resourceQueueJSON, len(rows))}
 	for i, r := range rows {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendQueueHead(b, r)
-		b = append(b, `,"partitions":`...)
-		b = appendInt(b, int64(r.Partitions))
-		b = append(b, `,"messages":{"total":`...)
-		b = appendInt(b, r.Messages.Total)
-		b = append(b, `,"pending":`...)
-		b = appendInt(b, r.Messages.Pending)
-		b = append(b, `,"processing":`...)
-		b = appendInt(b, r.Messages.Processing)
-		b = append(b, "}}"...)
+		out.Queues[i] = resourceQueueJSON{queueHead(r), r.Partitions, shortCountsJSON{r.Messages.Total, r.Messages.Pending, r.Messages.Processing}}
 	}
-	*p = append(b, "]}"...)
-	sendJSON(ctx, fasthttp.StatusOK, p)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
+}
+
+type resourcePartitionJSON struct {
+	ID            wireString `json:"id"`
+	Name          wireString `json:"name"`
+	CreatedAt     isoMicros  `json:"createdAt"`
+	Stats         countsJSON `json:"stats"`
+	OldestMessage isoMicros  `json:"oldestMessage"`
+	NewestMessage isoMicros  `json:"newestMessage"`
 }
 
 func (s *Server) resourceQueue(ctx *fasthttp.RequestCtx, name string) {
@@ -75,102 +111,43 @@ func (s *Server) resourceQueue(ctx *fasthttp.RequestCtx, name string) {
 		writeError(ctx, fasthttp.StatusNotFound, "Queue not found")
 		return
 	}
-	p := getBuf()
-	b := appendQueueHead(*p, d.ResourceQueue)
-	b = append(b, `,"partitions":[`...)
+	out := struct {
+		queueHeadJSON
+		Partitions []resourcePartitionJSON `json:"partitions"`
+		Totals     countsJSON              `json:"totals"`
+	}{queueHead(d.ResourceQueue), make([]resourcePartitionJSON, len(d.PartitionList)), counts(d.Messages)}
 	for i, rp := range d.PartitionList {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"id":`...)
-		b = appendString(b, rp.ID)
-		b = append(b, `,"name":`...)
-		b = appendString(b, rp.Name)
-		b = append(b, `,"createdAt":`...)
-		b = appendTimeMicros(b, rp.CreatedAtMicros, 3)
-		b = append(b, `,"stats":`...)
-		b = appendCounts(b, rp.Stats)
-		b = append(b, `,"oldestMessage":`...)
-		b = appendTimeOrNull(b, rp.OldestMicros, 3)
-		b = append(b, `,"newestMessage":`...)
-		b = appendTimeOrNull(b, rp.NewestMicros, 3)
-		b = append(b, '}')
+		out.Partitions[i] = resourcePartitionJSON{wireString(rp.ID), wireString(rp.Name), isoMicros(rp.CreatedAtMicros), counts(rp.Stats),
+			isoMicros(rp.OldestMicros), isoMicros(rp.NewestMicros)}
 	}
-	b = append(b, `],"totals":`...)
-	b = appendCounts(b, d.Messages)
-	*p = append(b, '}')
-	sendJSON(ctx, fasthttp.StatusOK, p)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
 }
 
+// resourceLabels serves the namespace and task lists: {"<list>":[{"<key>":name,...}]}; the
+// key differs per list, so each row is its label's object plus the shared counts.
 func (s *Server) resourceLabels(ctx *fasthttp.RequestCtx, list, key string, labels []broker.ResourceLabel) {
-	p := getBuf()
-	b := append(*p, `{"`...)
-	b = append(b, list...)
-	b = append(b, `":[`...)
-	for i, l := range labels {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"`...)
-		b = append(b, key...)
-		b = append(b, `":`...)
-		b = appendString(b, l.Name)
-		b = append(b, `,"queues":`...)
-		b = appendInt(b, int64(l.Queues))
-		b = append(b, `,"partitions":`...)
-		b = appendInt(b, int64(l.Partitions))
-		b = append(b, `,"messages":{"total":`...)
-		b = appendInt(b, l.Messages.Total)
-		b = append(b, `,"pending":`...)
-		b = appendInt(b, l.Messages.Pending)
-		b = append(b, "}}"...)
+	type counts2 struct {
+		Total   int64 `json:"total"`
+		Pending int64 `json:"pending"`
 	}
-	*p = append(b, "]}"...)
-	sendJSON(ctx, fasthttp.StatusOK, p)
-}
-
-// appendQueueHead opens a queue object with id, name, namespace, task and createdAt. The labels
-// are strings, "" when unset, as configure echoes them (spec 1.3, 2.4).
-func appendQueueHead(b []byte, r broker.ResourceQueue) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, r.ID)
-	b = append(b, `,"name":`...)
-	b = appendString(b, r.Name)
-	b = append(b, `,"namespace":`...)
-	b = appendString(b, r.Namespace)
-	b = append(b, `,"task":`...)
-	b = appendString(b, r.Task)
-	b = append(b, `,"createdAt":`...)
-	return appendTimeMicros(b, r.CreatedAtMicros, 3)
-}
-
-// appendCounts writes {total,pending,processing,completed,failed,deadLetter}.
-func appendCounts(b []byte, c broker.MessageCounts) []byte {
-	b = append(b, `{"total":`...)
-	b = appendInt(b, c.Total)
-	b = append(b, `,"pending":`...)
-	b = appendInt(b, c.Pending)
-	b = append(b, `,"processing":`...)
-	b = appendInt(b, c.Processing)
-	b = append(b, `,"completed":`...)
-	b = appendInt(b, c.Completed)
-	b = append(b, `,"failed":`...)
-	b = appendInt(b, c.Failed)
-	b = append(b, `,"deadLetter":`...)
-	b = appendInt(b, c.DeadLetter)
-	return append(b, '}')
-}
-
-func appendLag(b []byte, l broker.LagStats) []byte {
-	b = append(b, `{"avg":`...)
-	b = appendFloat(b, l.Avg)
-	b = append(b, `,"median":`...)
-	b = appendFloat(b, l.Median)
-	b = append(b, `,"min":`...)
-	b = appendFloat(b, l.Min)
-	b = append(b, `,"max":`...)
-	b = appendFloat(b, l.Max)
-	return append(b, '}')
+	type row struct {
+		Namespace  *wireString `json:"namespace,omitempty"`
+		Task       *wireString `json:"task,omitempty"`
+		Queues     int         `json:"queues"`
+		Partitions int         `json:"partitions"`
+		Messages   counts2     `json:"messages"`
+	}
+	rows := make([]row, len(labels))
+	for i, l := range labels {
+		name := wireString(l.Name)
+		rows[i] = row{Queues: l.Queues, Partitions: l.Partitions, Messages: counts2{l.Messages.Total, l.Messages.Pending}}
+		if key == "namespace" {
+			rows[i].Namespace = &name
+		} else {
+			rows[i].Task = &name
+		}
+	}
+	s.sendValue(ctx, fasthttp.StatusOK, map[string][]row{list: rows})
 }
 
 // appendFloat writes v rounded to 3 decimals (NaN and ±Inf as 0: JSON has neither).

@@ -7,14 +7,14 @@ import (
 // maxSegments is more than the longest route (the partition seek has 9).
 const maxSegments = 12
 
-// dispatch finds the request's route in the table (routes.go), checks its token against the
+// dispatch finds the request's route in the table (routes.go) or the dashboard's (static.go), checks its token against the
 // route's level when JWT auth is on (spec 9.1), and runs the handler with the token's `sub`.
 // Routes not in the table, including the ones clients call but Queen never implemented, are
 // 404 (spec 0.1) once the caller passes the level of unlisted routes (read-write).
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx) {
 	req := request{ctx: ctx}
 	path := ctx.Request.URI().PathOriginal()
-	rt := table.match(ctx.Method(), path, &req)
+	rt := s.lookup(ctx.Method(), path, &req)
 	level := unlistedLevel
 	if rt != nil {
 		level = rt.level

@@ -117,6 +117,54 @@ var routes = []route{
 	}},
 	{"GET", "/api/v1/dlq", ro, func(s *Server, r *request) { s.dlq(r.ctx) }},
 
+	{"GET", "/api/v1/messages", ro, func(s *Server, r *request) { s.messages(r.ctx) }},
+	{"GET", "/api/v1/messages/:partitionId/:transactionId", ro, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.message(r.ctx, pid, tx)
+		}
+	}},
+	{"DELETE", "/api/v1/messages/:partitionId/:transactionId", rw, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.deleteMessage(r.ctx, pid, tx)
+		}
+	}},
+	{"POST", "/api/v1/traces", rw, func(s *Server, r *request) { s.addTrace(r.ctx) }},
+	{"GET", "/api/v1/traces/names", ro, func(s *Server, r *request) { s.traceNames(r.ctx) }},
+	{"GET", "/api/v1/traces/by-name/:traceName", ro, func(s *Server, r *request) { // before :partitionId/:transactionId
+		if name, ok := r.param(0); ok {
+			s.tracesByName(r.ctx, name)
+		}
+	}},
+	{"GET", "/api/v1/traces/:partitionId/:transactionId", ro, func(s *Server, r *request) {
+		if pid, tx, ok := r.params2(); ok {
+			s.traces(r.ctx, pid, tx)
+		}
+	}},
+	// Status and analytics (spec 8.7, 8.10): status.go, analytics.go.
+	{"GET", "/api/v1/status", ro, func(s *Server, r *request) { s.status(r.ctx) }},
+	{"GET", "/api/v1/status/queues", ro, func(s *Server, r *request) { s.statusQueues(r.ctx) }},
+	{"GET", "/api/v1/status/queues/:queue", ro, func(s *Server, r *request) {
+		if q, ok := r.param(0); ok {
+			s.statusQueue(r.ctx, q)
+		}
+	}},
+	{"GET", "/api/v1/status/queues/:queue/messages", ro, func(s *Server, r *request) {
+		if q, ok := r.param(0); ok {
+			s.statusQueueMessages(r.ctx, q)
+		}
+	}},
+	{"GET", "/api/v1/status/analytics", ro, func(s *Server, r *request) { s.statusAnalytics(r.ctx) }},
+	{"GET", "/api/v1/status/buffers", ro, func(s *Server, r *request) { s.statusBuffers(r.ctx) }},
+	{"GET", "/api/v1/analytics/worker-metrics", ro, func(s *Server, r *request) { s.workerMetrics(r.ctx) }},
+	{"GET", "/api/v1/analytics/queue-ops", ro, func(s *Server, r *request) { s.queueOps(r.ctx) }},
+	{"GET", "/api/v1/analytics/queue-lag", ro, func(s *Server, r *request) { s.queueLag(r.ctx) }},
+	{"GET", "/api/v1/analytics/system-metrics", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "replicas") }},
+	{"GET", "/api/v1/analytics/retention", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series") }},
+	{"GET", "/api/v1/analytics/queue-parked-replicas", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series", "replicas") }},
+	{"GET", "/api/v1/analytics/postgres-stats", ro, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
+
 	{"GET", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, false) }},
 	{"POST", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, true, false) }},
 	{"GET", "/api/v1/system/maintenance/pop", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, true) }},

@@ -48,6 +48,8 @@ type Config struct {
 	// TLS, when set, serves HTTPS on the listener (Certificate.TLSConfig); nil serves plain
 	// HTTP.
 	TLS *tls.Config
+	// Static serves the dashboard at `/` and its files (package ui); nil: `/` is 404.
+	Static Static
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string

@@ -20,12 +20,14 @@ import (
 //	DLQ:        queue id [16] | one segment as appended to the queue's DLQ log
 //	Checkpoint: a cursor checkpoint body (package cursor)
 //	Tx:         a transaction commit (the broker's redo record)
+//	Note:       a message tombstone or trace event: a package notes body
 const (
 	Meta       byte = 1
 	Push       byte = 2
 	DLQ        byte = 3
 	Checkpoint byte = 4
 	Tx         byte = 5
+	Note       byte = 6
 )
 
 // SplitLog reads the 16-byte id that starts a Push or DLQ payload.

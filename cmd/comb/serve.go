@@ -19,6 +19,7 @@ import (
 	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/ui"
 )
 
 func init() {
@@ -45,6 +46,8 @@ var serveEnv = [][2]string{
 	{"flush-interval", "COMB_FLUSH_INTERVAL"},
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 	{"max-conns", "COMB_MAX_CONNS"},
+	{"ui-dir", "COMB_UI_DIR"},
+	{"analytics", "COMB_ANALYTICS"},
 	{"retention-interval", "RETENTION_INTERVAL"}, // Queen's names, in ms
 	{"eviction-interval", "EVICTION_INTERVAL"},
 }
@@ -66,6 +69,8 @@ func runServe(args []string) int {
 	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
 	maxConns := fs.Int("max-conns", 0, "cap on open HTTP connections; one past it is answered 503 and closed. 0 = derive from the open-file limit: RLIMIT_NOFILE minus the partition file budget (--max-open-files, at most half the limit) minus 64 reserved descriptors, at most 10000; an explicit value is lowered to that room too; < 0 = no cap (env COMB_MAX_CONNS)")
+	uiDir := fs.String("ui-dir", "", "serve this directory's static files at / (spec 8.10 single-page fallback) instead of the built-in dashboard, e.g. a Queen dashboard build (env COMB_UI_DIR)")
+	analyticsOn := fs.Bool("analytics", true, "count pushes, pops and acks per queue and minute for the dashboard's series and the per-minute Prometheus gauges; false only to measure their cost (env COMB_ANALYTICS)")
 	retentionInterval, evictionInterval := millis(broker.DefaultRetentionInterval), millis(broker.DefaultEvictionInterval)
 	fs.Var(&retentionInterval, "retention-interval", "how often retentionSeconds and completedRetentionSeconds reclaim whole files and update the counts, ms or a duration; pops never see an expired message whatever it is (env RETENTION_INTERVAL, ms, as Queen's)")
 	fs.Var(&evictionInterval, "eviction-interval", "the same for maxWaitTimeSeconds (env EVICTION_INTERVAL, ms, as Queen's)")
@@ -104,6 +109,12 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
+	site, err := dashboard(*uiDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve: --ui-dir:", err)
+		return 2
+	}
+	defer site.Close()
 	if *pprofAddr != "" {
 		at, stopPprof, err := startPprof(*pprofAddr)
 		if err != nil {
@@ -133,6 +144,7 @@ func runServe(args []string) int {
 		FlushInterval:      *flushInterval,
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
+		NoAnalytics:        !*analyticsOn,
 	})
 	if err != nil {
 		ev := log.Error().Err(err).Str("data_dir", *dataDir)
@@ -153,6 +165,7 @@ func runServe(args []string) int {
 		Logger:       log,
 		Auth:         sec.auth,
 		TLS:          sec.tlsConfig(),
+		Static:       site,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -188,6 +201,14 @@ func runServe(args []string) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
+}
+
+// dashboard is the site served at /: the directory of --ui-dir when given, else the built-in one.
+func dashboard(dir string) (*ui.Site, error) {
+	if dir == "" {
+		return ui.Embedded(), nil
+	}
+	return ui.Dir(dir)
 }
 
 // closeBroker writes the final checkpoint and closes files.

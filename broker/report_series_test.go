@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/analytics"
+)
+
+func (e *env) minute(queue string) analytics.Point {
+	e.t.Helper()
+	now := e.clk.Now()
+	got := e.b.Series(SeriesQuery{Interval: analytics.Minute, From: now, To: now, Queue: queue})
+	require.Len(e.t, got, 1)
+	return got[0].Point
+}
+
+// spec 8.7: the per-minute series count pushes, pops (with their lag), acks
+// completed and failed, in the minute they happen; a restart keeps them; the
+// next minute starts at zero and the hour holds both.
+func TestSeriesCountPushPopAckAndSurviveRestart(t *testing.T) {
+	e := newEnv(t)
+	opts := DefaultQueueOptions()
+	opts.RetryLimit = 0
+	_, err := e.b.Configure(ConfigureRequest{Queue: "q", Options: opts})
+	require.NoError(t, err)
+	e.push("q", "p1", "a", "b", "c") // at T
+	e.push("q", "p2", "d", "e")      // at T+1ms
+	e.clk.Advance(2 * time.Second)   // now T+2.002s
+	res := e.pop(PopRequest{Queue: "q", Partition: "p1", Batch: 3})
+	require.Len(t, res.Messages, 3)
+	e.ack(QueueModeGroup, res, "completed", "a", "b")
+	e.ack(QueueModeGroup, res, "failed", "c") // retryLimit 0: dead-lettered
+
+	want := analytics.Point{Ingested: 5, Popped: 3, Processed: 2, Errors: 1, LagSumMs: 3 * 2002, LagMaxMs: 2002}
+	assert.Equal(t, want, e.minute(""), "all queues")
+	assert.Equal(t, want, e.minute("q"), "queue q")
+	assert.Equal(t, analytics.Point{}, e.minute("other"), "another queue")
+
+	e.reopen()
+	assert.Equal(t, want, e.minute("q"), "after a restart")
+
+	start := e.clk.Now()
+	e.clk.Advance(time.Minute)
+	e.b.maintain(e.clk.Now()) // closes the minute, saves the file
+	e.push("q", "p2", "f")
+	got := e.b.Series(SeriesQuery{Interval: analytics.Minute, From: start, To: e.clk.Now(), Queue: "q"})
+	require.Len(t, got, 2)
+	assert.Equal(t, want, got[0].Point)
+	assert.Equal(t, analytics.Point{Ingested: 1}, got[1].Point)
+	hour := e.b.Series(SeriesQuery{Interval: analytics.Hour, From: start, To: start})
+	want.Ingested++
+	assert.Equal(t, want, hour[0].Point, "the hour sums its minutes")
+
+	e.b.LastMinute(func(queue string, p analytics.Point) {
+		assert.Equal(t, "q", queue)
+		assert.Equal(t, uint64(5), p.Ingested, "the newest closed minute")
+	})
+
+	_, err = e.b.DeleteQueue("q")
+	require.NoError(t, err)
+	assert.Equal(t, analytics.Point{}, e.minute("q"), "a deleted queue has no series")
+}
+
+// Config.NoAnalytics: nothing is counted, the series answer zeros.
+func TestSeriesOff(t *testing.T) {
+	e := &env{t: t, dir: t.TempDir(), clk: newTestClock()}
+	b, err := Open(Config{DataDir: e.dir, Sync: "never", Now: e.clk.Now, NoAnalytics: true})
+	require.NoError(t, err)
+	e.b = b
+	t.Cleanup(func() { b.Close() })
+	e.push("q", "p", "a")
+	assert.Equal(t, analytics.Point{}, e.minute(""))
+}
+
+// spec 8.4: a partition's stats.deadLetter counts the DLQ entries of its
+// messages; they add up to the queue's totals.deadLetter (issue 13 bug).
+func TestResourceQueueDeadLetterPerPartition(t *testing.T) {
+	e := newEnv(t)
+	opts := DefaultQueueOptions()
+	opts.RetryLimit = 0
+	_, err := e.b.Configure(ConfigureRequest{Queue: "q", Options: opts})
+	require.NoError(t, err)
+	e.push("q", "p1", "a", "b")
+	e.push("q", "p2", "c")
+	e.push("q", "p3", "d")
+	for _, p := range []string{"p1", "p2"} {
+		res := e.pop(PopRequest{Queue: "q", Partition: p})
+		e.ack(QueueModeGroup, res, "failed")
+	}
+	counts := func() map[string]int64 {
+		d, ok := e.b.ResourceQueue("q")
+		require.True(t, ok)
+		out := map[string]int64{"total": d.Messages.DeadLetter}
+		for _, p := range d.PartitionList {
+			out[p.Name] = p.Stats.DeadLetter
+		}
+		return out
+	}
+	assert.Equal(t, map[string]int64{"total": 3, "Default": 0, "p1": 2, "p2": 1, "p3": 0}, counts())
+	res := e.pop(PopRequest{Queue: "q", Partition: "p3"})
+	e.ack(QueueModeGroup, res, "failed")
+	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "entries appended since the last ask")
+	e.reopen()
+	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "after a restart")
+}
+
+// comb_segment_bytes: the bytes of the partitions' segment files, as on disk
+// (segments are appended whole, files are not preallocated).
+func TestSegmentBytesMatchTheFiles(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p1", "a", "b")
+	e.push("q", "p2", "c")
+	require.NoError(t, e.b.flushPass())
+	var onDisk int64
+	require.NoError(t, filepath.WalkDir(filepath.Join(e.dir, "partitions"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".seg") {
+			fi, _ := d.Info()
+			onDisk += fi.Size()
+		}
+		return err
+	}))
+	got, unlisted := e.b.SegmentBytes()
+	assert.Positive(t, onDisk)
+	assert.Equal(t, onDisk, got)
+	assert.Zero(t, unlisted)
+}
+
+// A committed transaction counts its pushes (not duplicates) and acks; an
+// aborted one counts nothing.
+func TestSeriesCountTransactions(t *testing.T) {
+	e := newEnv(t)
+	e.push("in", "", "a", "b")
+	res := e.pop(PopRequest{Queue: "in", Group: "g"})
+	tx, err := e.b.Transaction([]TxOp{txAck("g", res.Messages[0], res.LeaseID, "completed"), txPush("out", "o1"), txPush("out", "o1")})
+	require.NoError(t, err)
+	require.True(t, tx.Success, tx.Error)
+	abort, err := e.b.Transaction([]TxOp{txPush("out", "o2"), txAck("g", Message{TransactionID: "nope", PartitionID: res.PartitionID}, res.LeaseID, "completed")})
+	require.NoError(t, err)
+	require.False(t, abort.Success)
+	assert.Equal(t, analytics.Point{Ingested: 2, Popped: 2, Processed: 1, LagSumMs: 2, LagMaxMs: 1}, e.minute("in"), "popped 1 ms after the push")
+	assert.Equal(t, analytics.Point{Ingested: 1}, e.minute("out"))
+}
+
+// A damaged meta/analytics does not stop the broker: it starts with blank
+// series (a chart cache, nothing acknowledged depends on it).
+func TestDamagedSeriesFileStartsBlank(t *testing.T) {
+	e := newEnv(t)
+	e.push("q", "p", "a")
+	require.NoError(t, e.b.Close())
+	e.b = nil
+	path := filepath.Join(e.dir, "meta", seriesFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	data[len(data)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	e.open()
+	assert.Equal(t, analytics.Point{}, e.minute("q"))
+	e.push("q", "p", "b")
+	assert.Equal(t, analytics.Point{Ingested: 1}, e.minute("q"), "counting goes on")
+}

@@ -1,0 +1,65 @@
+// Overview: the system's headline numbers (resources overview), throughput and lag over the
+// last hour (/api/v1/status), and the busiest queues.
+import { api, enc, optional } from '../api.js';
+import { add, card, cards, fmt, h, link, section, table, unavailable } from '../dom.js';
+import { lineChart } from '../chart.js';
+
+export async function render(root) {
+  const [ov, qs, status] = await Promise.all([
+    api('/api/v1/resources/overview'),
+    api('/api/v1/resources/queues'),
+    optional('/api/v1/status'),
+  ]);
+  const m = ov.messages || {};
+  const lag = (ov.lag && ov.lag.time) || {};
+  const tp = ov.throughput || {};
+  add(root, 
+    h('h1', {}, 'Overview'),
+    cards(
+      card('Queues', fmt.int(ov.queues), 'queues'),
+      card('Partitions', fmt.int(ov.partitions), 'partitions'),
+      card('Messages', fmt.int(m.total), 'messages-total'),
+      card('Pending', fmt.int(m.pending), 'messages-pending'),
+      card('Processing', fmt.int(m.processing), 'messages-processing'),
+      card('Completed', fmt.int(m.completed), 'messages-completed'),
+      card('Dead letters', fmt.int(m.deadLetter), 'messages-dead-letter'),
+      card('Lag (avg / max)', fmt.secs(lag.avg) + ' / ' + fmt.secs(lag.max), 'lag'),
+      card('Ingested', fmt.rate(tp.ingestedPerSecond) + ' /s', 'ingested-rate'),
+      card('Processed', fmt.rate(tp.processedPerSecond) + ' /s', 'processed-rate'),
+    ),
+    charts(status),
+    section('Queues',
+      table('overview-queues', [
+        { label: 'Queue', value: (r) => link('#/queues/' + enc(r.name), r.name) },
+        { label: 'Namespace', value: (r) => r.namespace || '–' },
+        { label: 'Task', value: (r) => r.task || '–' },
+        { label: 'Partitions', num: true, value: (r) => fmt.int(r.partitions) },
+        { label: 'Messages', num: true, value: (r) => fmt.int(r.messages?.total) },
+        { label: 'Pending', num: true, value: (r) => fmt.int(r.messages?.pending) },
+        { label: 'Processing', num: true, value: (r) => fmt.int(r.messages?.processing) },
+      ], topQueues(qs.queues || []), 'No queues yet: a push or a configure creates one.')),
+  );
+}
+
+// topQueues puts the queues with the most pending work first, 20 at most.
+function topQueues(list) {
+  return [...list].sort((a, b) => (b.messages?.pending ?? 0) - (a.messages?.pending ?? 0)).slice(0, 20);
+}
+
+function charts(status) {
+  if (!status) return section('Throughput and lag', unavailable('/api/v1/status', 'The throughput series'));
+  const points = (status.throughput || []).map((p) => ({ ...p, t: p.timestamp }));
+  const per = status.bucketMinutes ? ' (per ' + status.bucketMinutes + ' min bucket)' : '';
+  return h('div', { class: 'grid2' },
+    section('Throughput, messages per second' + per,
+      lineChart('throughput', [
+        { key: 'ingestedPerSecond', label: 'ingested' },
+        { key: 'processedPerSecond', label: 'processed' },
+        { key: 'popPerSecond', label: 'popped' },
+      ], points, { yLabel: 'msg/s' })),
+    section('Lag, milliseconds' + per,
+      lineChart('lag', [
+        { key: 'avgLagMs', label: 'average' },
+        { key: 'maxLagMs', label: 'max' },
+      ], points, { yLabel: 'ms' })));
+}

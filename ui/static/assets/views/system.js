@@ -1,0 +1,78 @@
+// System: health, process and storage figures (/health, /metrics, comb's own Prometheus
+// families) and the two maintenance switches (admin).
+import { ApiError, api, withStatus } from '../api.js';
+import { add, badge, card, cards, fmt, h, kv, section, table } from '../dom.js';
+
+export async function render(root) {
+  const [health, metrics, prom, maint] = await Promise.all([
+    withStatus('/health', (s) => s === 200 || s === 503),
+    api('/metrics'),
+    api('/metrics/prometheus', { text: true }),
+    maintenance(),
+  ]);
+  const hb = health.body || {};
+  const samples = parseProm(prom);
+  const one = (name) => samples.find((s) => s.name === name && s.labels === '')?.value;
+  const syncCount = one('comb_sync_latency_seconds_count');
+  const syncSum = one('comb_sync_latency_seconds_sum');
+  add(root, 
+    h('h1', {}, 'System'),
+    cards(
+      card('Health', badge(hb.status || 'unknown', hb.status === 'healthy' ? 'completed' : 'dead_letter'), 'health'),
+      card('Version', hb.version || '–', 'version'),
+      card('Uptime', fmt.secs(metrics.uptime), 'uptime'),
+      card('Requests', fmt.int(metrics.requests?.total), 'requests', fmt.rate(metrics.requests?.rate) + ' /s since start'),
+      card('Memory (RSS)', fmt.bytes(metrics.memory?.rss), 'rss', 'heap ' + fmt.bytes(metrics.memory?.heapUsed)),
+      card('Open files', fmt.int(one('comb_open_files')) + ' / ' + fmt.int(one('comb_max_open_files')), 'open-files'),
+      card('Sync latency (avg)', syncCount ? fmt.ms((syncSum / syncCount) * 1000) : '–', 'sync-latency', fmt.int(syncCount) + ' syncs'),
+    ),
+    hb.reason ? h('p', { class: 'error-text' }, hb.reason) : null,
+    (hb.damaged || []).length ? section('Damaged partitions', table('damaged', [
+      { label: 'Queue', value: (d) => d.queue },
+      { label: 'Partition', value: (d) => d.partition },
+      { label: 'File', value: (d) => d.file },
+      { label: 'Bytes', value: (d) => fmt.int(d.startByte) + '–' + fmt.int(d.endByte) },
+      { label: 'Since', value: (d) => fmt.time(d.since) },
+    ], hb.damaged)) : null,
+    section('Maintenance', maint),
+    section('Storage and server (comb_* of /metrics/prometheus)', table('storage', [
+      { label: 'Metric', value: (s) => h('span', { class: 'mono' }, s.name) },
+      { label: 'Labels', value: (s) => h('span', { class: 'mono muted' }, s.labels) },
+      { label: 'Value', num: true, value: (s) => fmt.rate(s.value) },
+    ], samples.filter((s) => s.name.startsWith('comb_') && !s.name.endsWith('_bucket')), 'No storage metrics.')),
+  );
+}
+
+// maintenance shows both switches with a button each; they need an admin token, so a 403
+// becomes a note instead of an error for the whole view.
+async function maintenance() {
+  let push, pop;
+  try {
+    [push, pop] = await Promise.all([api('/api/v1/system/maintenance'), api('/api/v1/system/maintenance/pop')]);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) return h('p', { class: 'muted' }, 'The maintenance switches need an admin token.');
+    throw e;
+  }
+  const row = (label, on, path, key) => h('div', { class: 'switch' },
+    h('span', {}, label, ': '), h('span', { dataset: { metric: key } }, on ? 'on' : 'off'), ' ',
+    h('button', { type: 'button', onclick: async (ev) => {
+      ev.target.disabled = true;
+      try { await api(path, { method: 'POST', body: { enabled: !on } }); } catch (err) { window.alert(err.message); }
+      window.dispatchEvent(new HashChangeEvent('hashchange'));
+    } }, on ? 'Turn off' : 'Turn on'));
+  return h('div', {},
+    row('Push maintenance (pushes are held, then delivered in order)', push.maintenanceMode, '/api/v1/system/maintenance', 'maintenance-push'),
+    row('Pop maintenance (every pop answers 204)', pop.popMaintenanceMode, '/api/v1/system/maintenance/pop', 'maintenance-pop'),
+    kv([['Held messages', fmt.int(push.bufferedMessages)]]));
+}
+
+// parseProm reads the Prometheus text format's samples: [{name, labels: '{…}' or '', value}].
+function parseProm(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (m) out.push({ name: m[1], labels: m[2] || '', value: Number(m[3]) });
+  }
+  return out;
+}
