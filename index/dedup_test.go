@@ -13,7 +13,7 @@ import (
 // dedupFile builds a version 2 dedup file with n entries: hash i·977, offset 10·i.
 func dedupFile(n int) []byte {
 	b := make([]byte, DedupHeaderSize)
-	chain := PutDedupHeader(b)
+	chain := PutDedupHeader(b, 0)
 	for i := 1; i <= n; i++ {
 		b = AppendDedupEntry(b, &chain, uint64(i)*977, uint64(10*i))
 	}
@@ -96,7 +96,7 @@ func TestDedupTails(t *testing.T) {
 	repeated := append(append([]byte(nil), full...), entry(3)...)
 	var chain uint32
 	hdr := make([]byte, DedupHeaderSize)
-	chain = PutDedupHeader(hdr)
+	chain = PutDedupHeader(hdr, 0)
 	notIncreasing := AppendDedupEntry(AppendDedupEntry(hdr, &chain, 1, 5), &chain, 2, 5)
 	cases := []struct {
 		name    string
