@@ -1,11 +1,12 @@
 package index
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"sort"
+	"slices"
 )
 
 // Dedup run file layout (docs/format.md section 4), little-endian: a sealed,
@@ -67,7 +68,25 @@ func (h RunHeader) Page(k int) (at int64, entries int) {
 
 // SortRunEntries sorts entries by (hash, offset), the order of a run file.
 func SortRunEntries(entries []RunEntry) {
-	sort.Slice(entries, func(i, j int) bool { return runLess(entries[i], entries[j]) })
+	slices.SortFunc(entries, func(a, b RunEntry) int {
+		if c := cmp.Compare(a.Hash, b.Hash); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+}
+
+// MergeRunEntries appends to dst the entries of a and b, both sorted by
+// (hash, offset), in that order: the entries of a merged run.
+func MergeRunEntries(dst, a, b []RunEntry) []RunEntry {
+	for len(a) > 0 && len(b) > 0 {
+		if runLess(b[0], a[0]) {
+			dst, b = append(dst, b[0]), b[1:]
+		} else {
+			dst, a = append(dst, a[0]), a[1:]
+		}
+	}
+	return append(append(dst, a...), b...)
 }
 
 func runLess(a, b RunEntry) bool {

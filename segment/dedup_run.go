@@ -33,8 +33,9 @@ import (
 
 // dedupRunEntries is how many ids the active table holds before they are
 // sealed into a run: 12,288 entries fill its 16,384 slots (256 KiB) to the
-// 3/4 load it allows, so the table never grows past them.
-const dedupRunEntries = 12288
+// 3/4 load it allows, so the table never grows past them. A variable so
+// tests can seal small runs.
+var dedupRunEntries = 12288
 
 // dedupTableMaxBytes is the active table's size after a seal: a table grown
 // past it (one push larger than a run) is dropped rather than kept.
@@ -209,9 +210,7 @@ func (d *dedupState) mergeLocked(l *Log) {
 		if err != nil {
 			return
 		}
-		merged := make([]index.RunEntry, 0, len(ea)+len(eb))
-		merged = append(append(merged, ea...), eb...)
-		index.SortRunEntries(merged)
+		merged := index.MergeRunEntries(make([]index.RunEntry, 0, len(ea)+len(eb)), ea, eb)
 		r, err := l.writeRun(a.hdr.First, b.hdr.Last, merged)
 		if err != nil {
 			return
