@@ -153,3 +153,22 @@ func BenchmarkScanDedup(b *testing.B) {
 		}
 	}
 }
+
+// Version 3: the header's base says the entries follow offset base (the offsets up to it
+// are in the run files); an entry at or below it does not verify.
+func TestDedupBase(t *testing.T) {
+	b := make([]byte, DedupHeaderSize)
+	chain := PutDedupHeader(b, 90)
+	b = AppendDedupEntry(b, &chain, 7, 91)
+	b = AppendDedupEntry(b, &chain, 8, 95)
+	s, got := scanAll(t, b)
+	assert.Equal(t, uint64(90), s.Base)
+	assert.Equal(t, []dedupEntry{{7, 91}, {8, 95}}, got)
+
+	b = b[:DedupHeaderSize]
+	chain = DedupChainAt(b, DedupHeaderSize)
+	b = AppendDedupEntry(b, &chain, 7, 90)
+	s, got = scanAll(t, b)
+	assert.Empty(t, got)
+	assert.Equal(t, "offset 90 after 90", s.Reason)
+}
