@@ -81,6 +81,8 @@ func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
 	for _, n := range names {
 		if a, b, ok := parseRunName(n); ok {
 			runs = append(runs, [2]uint64{a, b})
+		} else if a, b, ok := parseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
+			_ = fsys.Remove(join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
 		}
 	}
 	sort.Slice(runs, func(i, j int) bool {

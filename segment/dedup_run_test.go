@@ -158,7 +158,8 @@ func TestDedupMissingRunIsReindexed(t *testing.T) {
 }
 
 // What a crash in a merge or a rewrite leaves (the new run beside the ones it replaces) is
-// redundant: the load keeps the widest run and deletes the rest, and loses nothing.
+// redundant: the load keeps the widest run and deletes the rest (and a half-written temp
+// file), and loses nothing.
 func TestDedupRedundantRunsAreDeleted(t *testing.T) {
 	withRunEntries(t, 10)
 	fs := vfs.NewMem()
@@ -169,11 +170,13 @@ func TestDedupRedundantRunsAreDeleted(t *testing.T) {
 		require.NoError(t, err)
 		fs.SetBytes("/p/"+runName(fl[0], fl[1]), index.EncodeRun(fl[0], fl[1], entries))
 	}
+	fs.SetBytes("/p/"+runName(1, 40)+".tmp", []byte("CMBR")) // a write a crash interrupted
 	var why string
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 30, "redundant runs")
 	assert.Empty(t, why)
 	assert.Equal(t, [][2]uint64{{1, 20}}, runFiles(t, fs))
+	assert.Nil(t, fs.Bytes("/p/"+runName(1, 40)+".tmp"))
 	require.NoError(t, l.Close())
 }
 
