@@ -296,6 +296,7 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 		covered = 0
 	}
 	gap := false
+	var top index.RunEntry // the newest kept run's entry with the highest offset
 	for _, fl := range names {
 		a, b := fl[0], fl[1]
 		switch {
@@ -312,6 +313,12 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 			}
 			d.runs = append(d.runs, newDedupRun(hdr, entries))
 			d.runsEnd, covered = b, b
+			top = index.RunEntry{}
+			for _, e := range entries {
+				if e.Offset > top.Offset {
+					top = e
+				}
+			}
 			continue
 		}
 		_ = l.fs.Remove(join(l.dir, runName(a, b)))
@@ -322,7 +329,10 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 	// Verified runs can still describe another log (files copied or restored
 	// from elsewhere): the newest run's newest entry must name the record
 	// at its offset, as for dedup.idx.
-	match, err := d.newestRunMatches(l)
+	if top.Offset == 0 {
+		return why, nil // the newest run holds no id
+	}
+	match, err := l.dedupEntryMatches(top.Hash, top.Offset)
 	if err != nil || match {
 		return why, err
 	}
@@ -331,26 +341,6 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 	}
 	d.runs, d.runsEnd = nil, 0
 	return "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log", nil
-}
-
-// newestRunMatches reports whether the newest run's entry with the highest
-// offset names the record there (true when that run has no entry).
-func (d *dedupState) newestRunMatches(l *Log) (bool, error) {
-	r := d.runs[len(d.runs)-1]
-	_, entries, err := l.readRun(r.hdr.First, r.hdr.Last)
-	if err != nil {
-		return false, nil
-	}
-	var top index.RunEntry
-	for _, e := range entries {
-		if e.Offset > top.Offset {
-			top = e
-		}
-	}
-	if top.Offset == 0 {
-		return true, nil
-	}
-	return l.dedupEntryMatches(top.Hash, top.Offset)
 }
 
 // runCandidates returns the offsets run i holds for hash h, reading the

@@ -266,3 +266,32 @@ func requireEveryIDFrom(t *testing.T, l *Log, from, n int, msg string) {
 		require.Equalf(t, uint64(from+i+1), got[i], "%s: %s", msg, ids[i])
 	}
 }
+
+// Runs that verify but were copied from another log (restored from elsewhere) would claim
+// offsets as covered whose ids they lack: the newest run's newest entry must name the record
+// at its offset, or every run is rebuilt from the segments.
+func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
+	withRunEntries(t, 10)
+	fs := vfs.NewMem()
+	l := runLog(t, fs, 30, Options{})
+	require.NoError(t, l.Close())
+	other := vfs.NewMem()
+	lo, _ := openMem(t, other, Options{})
+	for i := 0; i < 30; i += 5 {
+		_, err := lo.Append(int64(i), recs(1000+i, 5, 20)) // tx-1000.. at the same offsets
+		require.NoError(t, err)
+		_, _, _, err = lo.FindTransaction("load")
+		require.NoError(t, err)
+	}
+	require.NoError(t, lo.Close())
+	run := "/p/" + runName(1, 20)
+	orig := fs.Bytes(run)
+	fs.SetBytes(run, other.Bytes(run))
+	var why string
+	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
+	requireEveryID(t, l, 30, "foreign run")
+	assert.Equal(t, "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log; "+
+		"dedup.idx rebuilt from the segments: its entries follow offset 20 but the dedup runs end at 0 (a run was lost)", why)
+	require.NoError(t, l.Close())
+	assert.Equal(t, orig, fs.Bytes(run))
+}
