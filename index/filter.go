@@ -1,64 +1,198 @@
 package index
 
-// Filter is a blocked Bloom filter over dedup keys (HashTxn), built for one
-// sealed run: it answers "certainly not in the run" or "maybe", never a
-// false "no". A key sets one bit in each of the 8 words of one 512-bit
-// block (one cache line), so a query costs one cache miss however large the
-// filter is: the split block Bloom filter of Apache Parquet's format, with
-// 64-bit words.
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// Filter is a binary fuse filter (Graf and Lemire, "Binary Fuse Filters:
+// Fast and Smaller Than Xor Filters", 2022) over the dedup keys (HashTxn) of
+// one sealed run, with 8-bit fingerprints: it answers "certainly not in the
+// run" or "maybe", never a false "no". It is built once from all its keys,
+// which fits a run (immutable once written).
 //
-// At FilterBitsPerKey bits a key its false-positive rate is about 1 %
-// (TestFilterFalsePositiveRate measures it); a false positive costs the
-// caller one page read of the run, never a wrong answer.
+// Each key maps to three slots, one in each of three consecutive segments of
+// the fingerprint array, and the filter holds it when the XOR of the three
+// slots equals the key's fingerprint. Building finds an order in which every
+// key owns a slot no later key touches ("peeling" the 3-hypergraph), then
+// fills the slots in reverse. So a query costs three loads, usually from
+// the same few cache lines, and the false-positive rate is 1/256 (0.39 %) at
+// about 1.13 bytes a key for large runs (up to ~1.25 for a run of 12,288):
+// a false positive costs the caller one page read, never a wrong answer.
 //
-// Not safe for concurrent Add; MayContain is safe once adds are done.
+// Safe for concurrent MayContain.
 type Filter struct {
-	blocks []filterBlock
+	seed        uint64
+	segLen      uint32 // slots in a segment, a power of two
+	segLenMask  uint32
+	segCountLen uint32 // segments a key's first slot may fall in × segLen
+	fp          []uint8
+	all         bool // construction gave up: every key "maybe" (never seen; see BuildFilter)
 }
 
-type filterBlock [8]uint64
+// filterArity is the number of slots a key maps to.
+const filterArity = 3
 
-// FilterBitsPerKey is the filter's size a key: 1.25 bytes, inside issue 14's
-// budget of 2 bytes a stored message.
-const FilterBitsPerKey = 10
-
-// filterSalts pick the bit of each word from the key's low 32 bits (odd
-// multipliers: Parquet's split block Bloom filter constants).
-var filterSalts = [8]uint32{0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31}
-
-// NewFilter returns an empty filter sized for keys keys (at least one
-// 64-byte block).
-func NewFilter(keys int) *Filter {
-	blocks := max(1, (keys*FilterBitsPerKey+511)/512)
-	return &Filter{blocks: make([]filterBlock, blocks)}
-}
-
-// block picks the key's block from its high 32 bits (multiply-shift: any
-// number of blocks, no power of two needed).
-func (f *Filter) block(h uint64) *filterBlock {
-	return &f.blocks[(h>>32)*uint64(len(f.blocks))>>32]
-}
-
-// Add adds key h.
-func (f *Filter) Add(h uint64) {
-	b := f.block(h)
-	x := uint32(h)
-	for i := range b {
-		b[i] |= 1 << ((x * filterSalts[i]) >> 26)
+// BuildFilter returns the filter of keys. Equal keys are held once. Keys
+// sorted ascending (a run's order) are used as they are; others are sorted
+// on a copy first.
+//
+// Building can fail for a seed (the hypergraph does not peel); it retries
+// with another seed, and after many failures with a larger array. Every
+// filter is checked against all its keys before it is returned; in the
+// (unobserved) case that no attempt passes, it returns a filter that
+// answers "maybe" to everything, which costs reads but loses nothing.
+func BuildFilter(keys []uint64) *Filter {
+	if !slices.IsSorted(keys) {
+		keys = slices.Clone(keys)
+		slices.Sort(keys)
 	}
+	keys = slices.Compact(slices.Clone(keys))
+	n := len(keys)
+	if n == 0 {
+		return &Filter{}
+	}
+	segLen, arrayLen := filterSize(n)
+	var counts []uint32
+	var xors []uint64
+	var order []uint64 // peeled keys (mixed hashes), in peeling order
+	var owner []uint32 // the slot each peeled key owns
+	var queue []uint32
+	seed := uint64(0x9e3779b97f4a7c15)
+	for attempt := 0; attempt < 64; attempt++ {
+		if attempt > 0 && attempt%8 == 0 {
+			arrayLen += segLen // a few seeds failed: more room
+		}
+		seed = splitmix(seed)
+		f := &Filter{seed: seed, segLen: segLen, segLenMask: segLen - 1}
+		f.segCountLen = arrayLen - (filterArity-1)*segLen
+		if cap(counts) < int(arrayLen) {
+			counts, xors = make([]uint32, arrayLen), make([]uint64, arrayLen)
+		}
+		counts, xors = counts[:arrayLen], xors[:arrayLen]
+		clear(counts)
+		clear(xors)
+		for _, k := range keys {
+			m := mix(k, seed)
+			for _, s := range f.slots(m) {
+				counts[s]++
+				xors[s] ^= m
+			}
+		}
+		queue = queue[:0]
+		for s, c := range counts {
+			if c == 1 {
+				queue = append(queue, uint32(s))
+			}
+		}
+		order, owner = order[:0], owner[:0]
+		for len(queue) > 0 {
+			s := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			if counts[s] != 1 {
+				continue
+			}
+			m := xors[s]
+			order, owner = append(order, m), append(owner, s)
+			for _, t := range f.slots(m) {
+				counts[t]--
+				xors[t] ^= m
+				if counts[t] == 1 {
+					queue = append(queue, t)
+				}
+			}
+		}
+		if len(order) != n {
+			continue
+		}
+		f.fp = make([]uint8, arrayLen)
+		for i := len(order) - 1; i >= 0; i-- {
+			m, s := order[i], owner[i]
+			sl := f.slots(m)
+			f.fp[s] = 0
+			f.fp[s] = fingerprint(m) ^ f.fp[sl[0]] ^ f.fp[sl[1]] ^ f.fp[sl[2]]
+		}
+		if f.holdsAll(keys) {
+			return f
+		}
+	}
+	return &Filter{all: true}
 }
 
-// MayContain reports whether h may have been added (false: it never was).
-func (f *Filter) MayContain(h uint64) bool {
-	b := f.block(h)
-	x := uint32(h)
-	for i := range b {
-		if b[i]&(1<<((x*filterSalts[i])>>26)) == 0 {
+// filterSize picks the segment length and array length for n keys (n ≥ 1):
+// segments grow with n (so a key's slots stay close together) and the array
+// is ~1.125 n slots for large n, more for small n, where peeling needs room.
+func filterSize(n int) (segLen, arrayLen uint32) {
+	lg := math.Log(float64(n))
+	segLen = 1 << min(18, max(2, int(math.Floor(lg/math.Log(3.33)+2.25))))
+	factor := 1.125
+	if n > 1 {
+		factor = max(factor, 0.875+0.25*math.Log(1e6)/lg)
+	} else {
+		factor = 4
+	}
+	capacity := uint32(math.Round(float64(n) * factor))
+	segCount := (capacity + segLen - 1) / segLen
+	if segCount < filterArity {
+		segCount = filterArity
+	}
+	return segLen, segCount * segLen
+}
+
+func (f *Filter) holdsAll(keys []uint64) bool {
+	for _, k := range keys {
+		if !f.MayContain(k) {
 			return false
 		}
 	}
 	return true
 }
 
-// Bytes is the filter's memory footprint.
-func (f *Filter) Bytes() int { return 64 * len(f.blocks) }
+// slots returns the key's three slots, one in each of three consecutive
+// segments, from its mixed hash m.
+func (f *Filter) slots(m uint64) [filterArity]uint32 {
+	hi, _ := bits.Mul64(m, uint64(f.segCountLen))
+	h0 := uint32(hi)
+	h1 := (h0 + f.segLen) ^ (uint32(m>>18) & f.segLenMask)
+	h2 := (h0 + 2*f.segLen) ^ (uint32(m) & f.segLenMask)
+	return [filterArity]uint32{h0, h1, h2}
+}
+
+// mix spreads a key with the seed (the murmur3 64-bit finalizer).
+func mix(k, seed uint64) uint64 {
+	h := k + seed
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// splitmix steps a seed (splitmix64).
+func splitmix(s uint64) uint64 {
+	s += 0x9e3779b97f4a7c15
+	z := s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+func fingerprint(m uint64) uint8 { return uint8(m ^ (m >> 32)) }
+
+// MayContain reports whether key h may be in the filter (false: it is not).
+func (f *Filter) MayContain(h uint64) bool {
+	if f.all {
+		return true
+	}
+	if len(f.fp) == 0 {
+		return false
+	}
+	m := mix(h, f.seed)
+	s := f.slots(m)
+	return fingerprint(m) == f.fp[s[0]]^f.fp[s[1]]^f.fp[s[2]]
+}
+
+// Bytes is the filter's memory footprint (its fingerprint array).
+func (f *Filter) Bytes() int { return len(f.fp) }

@@ -16,7 +16,7 @@ import (
 // messages). The newest dedupRunEntries transaction ids of a loaded log sit
 // in the active table (and dedup.idx); when it fills they are sealed into a
 // run file, sorted by hash (index.EncodeRun), and memory keeps only the
-// run's Bloom filter (1.25 bytes an id) and the first hash of each of its
+// run's filter (a binary fuse filter, ~1.13 bytes an id) and the first hash of each of its
 // pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
 // every hash match is still verified against the record (FindTransactions),
 // so a false positive costs a read, never a wrong answer.
@@ -93,13 +93,15 @@ func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
 
 // newDedupRun builds the in-memory part of a run from its verified entries.
 func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
-	r := &dedupRun{hdr: hdr, filter: index.NewFilter(len(entries)), pageFirst: make([]uint64, hdr.Pages())}
+	r := &dedupRun{hdr: hdr, pageFirst: make([]uint64, hdr.Pages())}
+	keys := make([]uint64, len(entries)) // sorted, as the entries are
 	for i, e := range entries {
-		r.filter.Add(e.Hash)
+		keys[i] = e.Hash
 		if i%index.RunPageEntries == 0 {
 			r.pageFirst[i/index.RunPageEntries] = e.Hash
 		}
 	}
+	r.filter = index.BuildFilter(keys)
 	return r
 }
 
