@@ -16,7 +16,7 @@ import (
 // messages). The newest dedupRunEntries transaction ids of a loaded log sit
 // in the active table (and dedup.idx); when it fills they are sealed into a
 // run file, sorted by hash (index.EncodeRun), and memory keeps only the
-// run's filter (a binary fuse filter, ~1.13 bytes an id) and the first hash of each of its
+// run's Bloom filter (1.25 bytes an id) and the first hash of each of its
 // pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
 // every hash match is still verified against the record (FindTransactions),
 // so a false positive costs a read, never a wrong answer.
@@ -32,14 +32,16 @@ import (
 // kept leaves a gap that the load re-indexes from the segments.
 
 // dedupRunEntries is how many ids the active table holds before they are
-// sealed into a run: 12,288 entries fill its 16,384 slots (256 KiB) to the
-// 3/4 load it allows, so the table never grows past them. A variable so
-// tests can seal small runs.
-var dedupRunEntries = 12288
+// sealed into a run: 6,144 entries fill its 8,192 slots (128 KiB) to the
+// 3/4 load it allows, so the table never grows past them. That is 0.26
+// bytes a message of issue 14's shape (100 partitions, 500,000 messages
+// each); twice the entries would halve the seals but double that. A
+// variable so tests can seal small runs.
+var dedupRunEntries = 6144
 
 // dedupTableMaxBytes is the active table's size after a seal: a table grown
 // past it (one push larger than a run) is dropped rather than kept.
-const dedupTableMaxBytes = 16 * 16384
+const dedupTableMaxBytes = 16 * 8192
 
 // dedupRun is a sealed run in memory.
 type dedupRun struct {
@@ -93,15 +95,13 @@ func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
 
 // newDedupRun builds the in-memory part of a run from its verified entries.
 func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
-	r := &dedupRun{hdr: hdr, pageFirst: make([]uint64, hdr.Pages())}
-	keys := make([]uint64, len(entries)) // sorted, as the entries are
+	r := &dedupRun{hdr: hdr, filter: index.NewFilter(len(entries)), pageFirst: make([]uint64, hdr.Pages())}
 	for i, e := range entries {
-		keys[i] = e.Hash
+		r.filter.Add(e.Hash)
 		if i%index.RunPageEntries == 0 {
 			r.pageFirst[i/index.RunPageEntries] = e.Hash
 		}
 	}
-	r.filter = index.BuildFilter(keys)
 	return r
 }
 
