@@ -295,3 +295,31 @@ func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
 	require.NoError(t, l.Close())
 	assert.Equal(t, orig, fs.Bytes(run))
 }
+
+// OpenFrom (docs/format.md section 5 rule 5): runs that reach keepBelow or beyond are deleted,
+// durably, with the dedup.idx entries there; what is below keepBelow is still found, the cut
+// ids are not, and the records appended at the reused offsets are.
+func TestOpenFromDeletesRunsPastKeepBelow(t *testing.T) {
+	withRunEntries(t, 10)
+	fs := vfs.NewMem()
+	l := runLog(t, fs, 40, Options{})
+	require.NoError(t, l.Close())
+	require.Equal(t, [][2]uint64{{1, 20}, {21, 30}}, runFiles(t, fs))
+	plan, err := planFrom(fs, "/p", 26)
+	require.NoError(t, err)
+	assert.Equal(t, 10+10, plan.DedupEntries, "dedup.idx 31..40 and the run 21..30 (counted whole)")
+	l, rep, err := openLogFrom(fs, "/p", Options{}, 26)
+	require.NoError(t, err)
+	assert.Equal(t, 20, rep.Unsynced.DedupEntries)
+	assert.Equal(t, [][2]uint64{{1, 20}}, runFiles(t, fs))
+	assert.Equal(t, [][2]uint64{{1, 20}}, runFiles(t, fs.Crash(false)), "the deletion is durable")
+	_, err = l.Append(25, recs(1000, 5, 20)) // tx-1000.. at 26..30
+	require.NoError(t, err)
+	requireEveryID(t, l, 25, "below keepBelow")
+	var got []string
+	require.NoError(t, l.FindTransactions([]string{"tx-25", "tx-35", "tx-1000", "tx-1004"}, func(i int, off uint64, _ [16]byte) {
+		got = append(got, fmt.Sprintf("%d@%d", i, off))
+	}))
+	assert.ElementsMatch(t, []string{"2@26", "3@30"}, got)
+	require.NoError(t, l.Close())
+}
