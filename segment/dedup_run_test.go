@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -321,5 +322,39 @@ func TestOpenFromDeletesRunsPastKeepBelow(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d@%d", i, off))
 	}))
 	assert.ElementsMatch(t, []string{"2@26", "3@30"}, got)
+	require.NoError(t, l.Close())
+}
+
+// Lookups running while appends seal and merge runs (and retention trims them) always find
+// every id published before the lookup started: no moment of a seal, merge or trim loses one.
+func TestDedupRunsConcurrentLookups(t *testing.T) {
+	withRunEntries(t, 10)
+	fs := vfs.NewMem()
+	l := runLog(t, fs, 5, Options{})
+	var published atomic.Int64
+	published.Store(5)
+	done := make(chan error, 1)
+	go func() {
+		for i := 5; i < 2000; i += 5 {
+			if _, err := l.Append(int64(i), recs(i, 5, 20)); err != nil {
+				done <- err
+				return
+			}
+			published.Store(int64(i + 5))
+		}
+		done <- nil
+	}()
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			finished = true
+		default:
+		}
+		n := int(published.Load())
+		from := max(0, n-300)
+		requireEveryIDFrom(t, l, from, n, fmt.Sprintf("while appending, %d published", n))
+	}
+	requireEveryID(t, l, 2000, "after")
 	require.NoError(t, l.Close())
 }
