@@ -112,6 +112,9 @@ func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, er
 		return index.RunHeader{}, nil, err
 	}
 	var entries []index.RunEntry
+	if h, err := index.ParseRunHeader(b); err == nil && int64(len(b)) == h.Size() {
+		entries = make([]index.RunEntry, 0, h.Count) // sized by a header the scan checks again
+	}
 	hdr, err := index.ScanRun(b, func(_ int, e index.RunEntry) { entries = append(entries, e) })
 	if err == nil && (hdr.First != first || hdr.Last != last) {
 		err = fmt.Errorf("%w: header says offsets %d..%d, the name %d..%d", index.ErrRun, hdr.First, hdr.Last, first, last)
