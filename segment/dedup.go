@@ -39,6 +39,8 @@ type dedupState struct {
 	runsEnd     uint64      // the last offset the runs cover (0: none yet)
 	sealRetryAt int         // after a failed seal: the table length to try again at (0: none)
 	trimmedAt   uint64      // FirstOffset when retention was last applied to the runs
+	merging     bool        // the merge goroutine runs (dedup_merge.go)
+	mergeWG     sync.WaitGroup
 
 	f       file   // dedup.idx, open for appending; nil when not loaded or given up on
 	size    int64  // bytes of f that are header and whole entries: where the next write lands
@@ -366,6 +368,9 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 // the runs' filters (Close, Release).
 func (l *Log) dedupFlush() error {
 	d := &l.dedup
+	// A merge swaps under d.mu: wait for it first. No new one starts: they
+	// start from Append and lookups, which do not run with Close or Release.
+	l.dedupWaitMerges()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.loaded {

@@ -21,9 +21,10 @@ import (
 // every hash match is still verified against the record (FindTransactions),
 // so a false positive costs a read, never a wrong answer.
 //
-// Runs are merged like a binary counter (the two newest while the older is
-// no larger than the newer), so a log holds about log2(ids/dedupRunEntries)
-// runs and a lookup probes as many filters. Retention drops runs wholly
+// Runs are merged like a binary counter (two neighbours while the older is
+// no larger than the newer), in the background (dedup_merge.go), so a log
+// holds about log2(ids/dedupRunEntries) runs and a lookup probes as many
+// filters. Retention drops runs wholly
 // below the first offset and rewrites one that is half expired, so memory
 // follows the retained messages.
 //
@@ -176,8 +177,8 @@ func (l *Log) indexSegments(first, last uint64) ([]index.RunEntry, error) {
 }
 
 // sealLocked writes the active table as the run covering runsEnd+1 ..
-// covered, empties the table and restarts dedup.idx after it, then merges
-// runs. A failed write keeps the table (complete, only larger) and is
+// covered, empties the table and restarts dedup.idx after it, then starts
+// merging runs in the background (dedup_merge.go). A failed write keeps the table (complete, only larger) and is
 // retried after another run's worth of ids.
 func (d *dedupState) sealLocked(l *Log) error {
 	if d.covered <= d.runsEnd {
@@ -199,36 +200,8 @@ func (d *dedupState) sealLocked(l *Log) error {
 		d.table.Reset()
 	}
 	d.restartFileLocked(l)
-	d.mergeLocked(l)
+	d.startMergeLocked(l)
 	return nil
-}
-
-// mergeLocked merges the two newest runs while the older holds no more ids
-// than the newer. A failed merge leaves both runs (correct, one more filter
-// to probe) and is tried again after the next seal.
-func (d *dedupState) mergeLocked(l *Log) {
-	for n := len(d.runs); n >= 2 && d.runs[n-2].hdr.Count <= d.runs[n-1].hdr.Count; n = len(d.runs) {
-		a, b := d.runs[n-2], d.runs[n-1]
-		_, ea, err := l.readRun(a.hdr.First, a.hdr.Last)
-		if err != nil {
-			return
-		}
-		_, eb, err := l.readRun(b.hdr.First, b.hdr.Last)
-		if err != nil {
-			return
-		}
-		merged := index.MergeRunEntries(make([]index.RunEntry, 0, len(ea)+len(eb)), ea, eb)
-		r, err := l.writeRun(a.hdr.First, b.hdr.Last, merged)
-		if err != nil {
-			return
-		}
-		// The merged file sorts before the two it replaces (same first, later
-		// last), so a crash before these removes leaves redundant runs the
-		// load deletes.
-		_ = l.fs.Remove(join(l.dir, a.name()))
-		_ = l.fs.Remove(join(l.dir, b.name()))
-		d.runs = append(d.runs[:n-2], r)
-	}
 }
 
 // trimLocked follows retention: runs wholly below first go, and the oldest

@@ -21,7 +21,8 @@ func withRunEntries(t testing.TB, n int) {
 
 // runLog writes n records with transaction ids tx-0 .. tx-(n-1) (offsets 1 .. n) in
 // segments of 5, with the dedup index loaded from the first push on, as the broker
-// looks every push up before appending it.
+// looks every push up before appending it, and waits for each push's merges (in the
+// background) so that the runs come out as a binary counter's.
 func runLog(t *testing.T, fs *vfs.Mem, n int, opts Options) *Log {
 	t.Helper()
 	l, _ := openMem(t, fs, opts)
@@ -30,6 +31,7 @@ func runLog(t *testing.T, fs *vfs.Mem, n int, opts Options) *Log {
 		require.NoError(t, err)
 		_, _, _, err = l.FindTransaction("load")
 		require.NoError(t, err)
+		l.dedupWaitMerges() // merges finish in push order, so the runs are as a binary counter's
 	}
 	return l
 }
@@ -153,8 +155,9 @@ func TestDedupMissingRunIsReindexed(t *testing.T) {
 	why = ""
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 100, "run 1..80 missing")
+	l.dedupWaitMerges()
 	assert.Contains(t, why, "a run is missing")
-	assert.Equal(t, [][2]uint64{{1, 80}, {81, 100}}, runFiles(t, fs), "the load seals runs as it re-indexes")
+	requireRunsChain(t, fs, 1, 100) // the load seals runs as it re-indexes (merged as they come)
 	require.NoError(t, l.Close())
 }
 
@@ -175,6 +178,7 @@ func TestDedupRedundantRunsAreDeleted(t *testing.T) {
 	var why string
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 30, "redundant runs")
+	l.dedupWaitMerges()
 	assert.Empty(t, why)
 	assert.Equal(t, [][2]uint64{{1, 20}}, runFiles(t, fs))
 	assert.Nil(t, fs.Bytes("/p/"+runName(1, 40)+".tmp"))
@@ -198,6 +202,7 @@ func TestDedupRunsACrashTookBackAreDropped(t *testing.T) {
 	for i := 30; i < 60; i += 5 {
 		_, err := l.Append(int64(i), recs(i, 5, 20)) // offsets 31..60, never synced
 		require.NoError(t, err)
+		l.dedupWaitMerges()
 	}
 	require.Equal(t, [][2]uint64{{1, 40}, {41, 50}}, runFiles(t, fs))
 	require.NoError(t, l.dedupFlush())
@@ -215,6 +220,8 @@ func TestDedupRunsACrashTookBackAreDropped(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d@%d", i, off))
 	}))
 	assert.ElementsMatch(t, []string{"2@31", "3@35"}, got)
+	l.dedupWaitMerges()
+	requireRunsChain(t, crashed, 1, 30)
 	assert.Equal(t, [][2]uint64{{1, 20}, {21, 30}}, runFiles(t, crashed), "both runs reached past offset 30: re-indexed from the segments")
 	require.NoError(t, l.Close())
 }
@@ -356,5 +363,21 @@ func TestDedupRunsConcurrentLookups(t *testing.T) {
 		requireEveryIDFrom(t, l, from, n, fmt.Sprintf("while appending, %d published", n))
 	}
 	requireEveryID(t, l, 2000, "after")
+	l.dedupWaitMerges()
+	requireRunsChain(t, fs, 1, l.dedup.runsEnd)
+	t.Logf("runs: %v", runFiles(t, fs))
+	assert.LessOrEqual(t, len(l.dedup.runs), 8, "about log2(199 seals) runs, merged in the background")
 	require.NoError(t, l.Close())
+}
+
+// requireRunsChain checks that the run files cover first..last, each starting right after the
+// one before it.
+func requireRunsChain(t *testing.T, fs *vfs.Mem, first, last uint64) {
+	t.Helper()
+	next := first
+	for _, r := range runFiles(t, fs) {
+		require.Equalf(t, next, r[0], "runs %v", runFiles(t, fs))
+		next = r[1] + 1
+	}
+	require.Equalf(t, last+1, next, "runs %v", runFiles(t, fs))
 }
