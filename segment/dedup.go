@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
@@ -41,6 +42,7 @@ type dedupState struct {
 	trimmedAt   uint64      // FirstOffset when retention was last applied to the runs
 	merging     bool        // the merge goroutine runs (dedup_merge.go)
 	mergeWG     sync.WaitGroup
+	mergeStop   atomic.Bool // dedupFlush: finish the merge under way, start no other
 
 	f       file   // dedup.idx, open for appending; nil when not loaded or given up on
 	size    int64  // bytes of f that are header and whole entries: where the next write lands
@@ -370,7 +372,9 @@ func (l *Log) dedupFlush() error {
 	d := &l.dedup
 	// A merge swaps under d.mu: wait for it first. No new one starts: they
 	// start from Append and lookups, which do not run with Close or Release.
+	d.mergeStop.Store(true)
 	l.dedupWaitMerges()
+	d.mergeStop.Store(false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.loaded {

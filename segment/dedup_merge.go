@@ -10,7 +10,9 @@ import "github.com/combmq/comb/index"
 // files stay until the swap. A merge whose runs changed meanwhile (retention
 // rewrote or dropped one, a lookup rebuilt a damaged one, the log was
 // released) is thrown away: its file is removed and nothing is swapped.
-// At most one merge goroutine runs per log; dedupFlush waits for it.
+// At most one merge goroutine runs per log; dedupFlush (Close) stops it after
+// the merge under way and waits for it, and Release leaves a log that is
+// merging alone until the next try.
 
 // mergeDueLocked returns the newest pair of neighbouring runs i, i+1 whose
 // older holds no more ids than the newer (the binary counter's rule).
@@ -59,7 +61,7 @@ func (l *Log) mergeRuns(a, b *dedupRun) {
 			}
 		}
 		i, ok := d.mergeDueLocked()
-		if err != nil || !ok || !d.loaded {
+		if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
 			d.merging = false
 			d.mu.Unlock()
 			return
@@ -107,3 +109,11 @@ func (l *Log) mergeRunFiles(a, b *dedupRun) (*dedupRun, error) {
 
 // dedupWaitMerges waits for the merge goroutine (tests, dedupFlush).
 func (l *Log) dedupWaitMerges() { l.dedup.mergeWG.Wait() }
+
+// dedupMerging reports whether the merge goroutine runs.
+func (l *Log) dedupMerging() bool {
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.merging
+}
