@@ -117,6 +117,7 @@ func (l *Log) dedupLoadLocked() error {
 		from = msgs[len(msgs)-1].Offset + 1
 	}
 	d.loaded = true
+	d.startMergeLocked(l) // a run half expired since it was written, or merges a failure left
 	if why != "" && l.opts.OnRecover != nil {
 		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: why})
 	}

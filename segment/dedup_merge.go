@@ -2,72 +2,107 @@ package segment
 
 import "github.com/combmq/comb/index"
 
-// Merging runs in the background. A merge reads two neighbouring runs,
-// writes the merged run and builds its filter without holding the dedup
-// lock (the largest merges of a partition of 500,000 ids took ~190 ms under
-// it, stalling that partition's pushes); it then takes the lock only to swap
-// the two runs for the merged one. Lookups meanwhile use the two runs, whose
-// files stay until the swap. A merge whose runs changed meanwhile (retention
-// rewrote or dropped one, a lookup rebuilt a damaged one, the log was
+// Merging and rewriting runs in the background. A job (a merge of two
+// neighbouring runs, or the rewrite of the oldest run without the ids
+// retention removed) reads its runs, writes the new run and builds its
+// filter without holding the dedup lock (the largest merge of a partition of
+// 500,000 ids held it ~190 ms, stalling that partition's pushes); it then
+// takes the lock only to swap the new run in. Lookups meanwhile use the old
+// runs, whose files stay until the swap. A job whose runs changed meanwhile
+// (retention dropped one, a lookup rebuilt a damaged one, the log was
 // released) is thrown away: its file is removed and nothing is swapped.
-// At most one merge goroutine runs per log; dedupFlush (Close) stops it after
-// the merge under way and waits for it, and Release leaves a log that is
-// merging alone until the next try.
+// At most one job goroutine runs per log; dedupFlush (Close) stops it after
+// the job under way and waits for it, and Release leaves a log that is busy
+// with one alone until the next try.
 
-// mergeDueLocked returns the newest pair of neighbouring runs i, i+1 whose
-// older holds no more ids than the newer (the binary counter's rule).
-func (d *dedupState) mergeDueLocked() (int, bool) {
-	for i := len(d.runs) - 2; i >= 0; i-- {
-		if d.runs[i].hdr.Count <= d.runs[i+1].hdr.Count {
-			return i, true
-		}
-	}
-	return 0, false
+// dedupJob is a merge of a and b (neighbours, a older) or, with b nil, the
+// rewrite of a (the oldest run) from offset from.
+type dedupJob struct {
+	a, b *dedupRun
+	from uint64
 }
 
-// startMergeLocked starts the merge goroutine when a merge is due and none
-// is running.
+// nextJobLocked returns the job due: the rewrite of the oldest run when
+// retention removed half of it, else the newest pair of neighbouring runs
+// whose older holds no more ids than the newer (the binary counter's rule).
+func (d *dedupState) nextJobLocked() (dedupJob, bool) {
+	if d.rewriteDueLocked() {
+		return dedupJob{a: d.runs[0], from: d.trimmedAt}, true
+	}
+	for i := len(d.runs) - 2; i >= 0; i-- {
+		if d.runs[i].hdr.Count <= d.runs[i+1].hdr.Count {
+			return dedupJob{a: d.runs[i], b: d.runs[i+1]}, true
+		}
+	}
+	return dedupJob{}, false
+}
+
+// startMergeLocked starts the job goroutine when a job is due and none runs.
 func (d *dedupState) startMergeLocked(l *Log) {
 	if d.merging {
 		return
 	}
-	i, ok := d.mergeDueLocked()
+	job, ok := d.nextJobLocked()
 	if !ok {
 		return
 	}
 	d.merging = true
 	d.mergeWG.Add(1)
-	go l.mergeRuns(d.runs[i], d.runs[i+1])
+	go l.runJobs(job)
 }
 
-// mergeRuns merges a and b, then every pair due after them, until none is
-// due or a merge fails (kept as they are, tried again after the next seal).
-func (l *Log) mergeRuns(a, b *dedupRun) {
+// runJobs does job, then every job due after it, until none is due or one
+// fails (its runs are kept as they are; tried again after the next seal or
+// retention).
+func (l *Log) runJobs(job dedupJob) {
 	d := &l.dedup
 	defer d.mergeWG.Done()
 	for {
-		r, err := l.mergeRunFiles(a, b)
+		var r *dedupRun
+		var err error
+		if job.b == nil {
+			r, err = l.rewriteRun(job.a, job.from)
+		} else {
+			r, err = l.mergeRunFiles(job.a, job.b)
+		}
 		d.mu.Lock()
 		if err == nil {
-			if i := d.runIndexLocked(a); d.loaded && i >= 0 && i+1 < len(d.runs) && d.runs[i+1] == b {
-				d.runs = append(d.runs[:i:i], append([]*dedupRun{r}, d.runs[i+2:]...)...)
-				// The merged file sorts before the two it replaces (same
-				// first, later last), so a crash before these removes
-				// leaves redundant runs the load deletes.
-				_ = l.fs.Remove(join(l.dir, a.name()))
-				_ = l.fs.Remove(join(l.dir, b.name()))
-			} else if !d.runNamedLocked(r.name()) {
-				_ = l.fs.Remove(join(l.dir, r.name())) // unless a later load took it up
-			}
+			d.swapLocked(l, job, r)
 		}
-		i, ok := d.mergeDueLocked()
+		next, ok := d.nextJobLocked()
 		if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
 			d.merging = false
 			d.mu.Unlock()
 			return
 		}
-		a, b = d.runs[i], d.runs[i+1]
+		job = next
 		d.mu.Unlock()
+	}
+}
+
+// swapLocked puts r in the place of the job's runs and removes their files,
+// or, when they changed meanwhile, removes r's file instead.
+func (d *dedupState) swapLocked(l *Log, job dedupJob, r *dedupRun) {
+	i := d.runIndexLocked(job.a)
+	switch {
+	case !d.loaded || i < 0:
+	case job.b == nil:
+		d.runs[i] = r
+		if r.name() != job.a.name() {
+			_ = l.fs.Remove(join(l.dir, job.a.name())) // the new run starts later: sorts after, redundant
+		}
+		return
+	case i+1 < len(d.runs) && d.runs[i+1] == job.b:
+		d.runs = append(d.runs[:i:i], append([]*dedupRun{r}, d.runs[i+2:]...)...)
+		// The merged file sorts before the two it replaces (same first,
+		// later last), so a crash before these removes leaves redundant
+		// runs the load deletes.
+		_ = l.fs.Remove(join(l.dir, job.a.name()))
+		_ = l.fs.Remove(join(l.dir, job.b.name()))
+		return
+	}
+	if !d.runNamedLocked(r.name()) {
+		_ = l.fs.Remove(join(l.dir, r.name())) // unless a later load took it up
 	}
 }
 
@@ -107,10 +142,10 @@ func (l *Log) mergeRunFiles(a, b *dedupRun) (*dedupRun, error) {
 	return l.writeRun(a.hdr.First, b.hdr.Last, merged)
 }
 
-// dedupWaitMerges waits for the merge goroutine (tests, dedupFlush).
+// dedupWaitMerges waits for the job goroutine (tests, dedupFlush).
 func (l *Log) dedupWaitMerges() { l.dedup.mergeWG.Wait() }
 
-// dedupMerging reports whether the merge goroutine runs.
+// dedupMerging reports whether the job goroutine runs.
 func (l *Log) dedupMerging() bool {
 	d := &l.dedup
 	d.mu.Lock()

@@ -205,8 +205,9 @@ func (d *dedupState) sealLocked(l *Log) error {
 }
 
 // trimLocked follows retention: runs wholly below first go, and the oldest
-// run is rewritten without its expired ids once they are half of it. A
-// failed rewrite keeps the run (correct, only larger).
+// run is rewritten without its expired ids once they are half of it, in the
+// background like a merge (dedup_merge.go). A failed rewrite keeps the run
+// (correct, only larger).
 func (d *dedupState) trimLocked(l *Log, first uint64) {
 	d.trimmedAt = first
 	drop := 0
@@ -217,21 +218,22 @@ func (d *dedupState) trimLocked(l *Log, first uint64) {
 	if drop > 0 {
 		d.runs = append([]*dedupRun(nil), d.runs[drop:]...)
 	}
+	d.startMergeLocked(l)
+}
+
+// rewriteDueLocked reports whether the oldest run has at least half of its
+// offsets below the first offset retention left.
+func (d *dedupState) rewriteDueLocked() bool {
 	if len(d.runs) == 0 {
-		return
+		return false
 	}
-	r := d.runs[0]
-	if first <= r.hdr.First || first-r.hdr.First < (r.hdr.Last-r.hdr.First+1)/2 {
-		return
-	}
-	if nr, err := l.rewriteRun(r, first); err == nil {
-		d.runs[0] = nr
-	}
+	r, first := d.runs[0].hdr, d.trimmedAt
+	return first > r.First && first <= r.Last && first-r.First >= (r.Last-r.First+1)/2
 }
 
 // rewriteRun writes run r again covering from..r.Last with only the entries
 // at or after from: from its file, or from the segments when the file does
-// not verify. The new file replaces r's.
+// not verify. The caller removes r's file once the new run replaced it.
 func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
 	from = max(from, r.hdr.First)
 	_, entries, err := l.readRun(r.hdr.First, r.hdr.Last)
@@ -246,14 +248,7 @@ func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
 	} else if entries, err = l.indexSegments(from, r.hdr.Last); err != nil {
 		return nil, err
 	}
-	nr, err := l.writeRun(from, r.hdr.Last, entries)
-	if err != nil {
-		return nil, err
-	}
-	if from != r.hdr.First {
-		_ = l.fs.Remove(join(l.dir, r.name()))
-	}
-	return nr, nil
+	return l.writeRun(from, r.hdr.Last, entries)
 }
 
 // loadRunsLocked reads the run files that chain from the log's first offset
