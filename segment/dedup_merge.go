@@ -53,7 +53,8 @@ func (d *dedupState) startMergeLocked(l *Log) {
 
 // runJobs does job, then every job due after it, until none is due or one
 // fails (its runs are kept as they are; tried again after the next seal or
-// retention).
+// retention). A job that failed because its runs went meanwhile (retention
+// removed their files) is no failure: the next one is done.
 func (l *Log) runJobs(job dedupJob) {
 	d := &l.dedup
 	defer d.mergeWG.Done()
@@ -68,6 +69,8 @@ func (l *Log) runJobs(job dedupJob) {
 		d.mu.Lock()
 		if err == nil {
 			d.swapLocked(l, job, r)
+		} else if d.runIndexLocked(job.a) < 0 || (job.b != nil && d.runIndexLocked(job.b) < 0) {
+			err = nil // stale: retention dropped a run (and its file) meanwhile; go on
 		}
 		next, ok := d.nextJobLocked()
 		if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
