@@ -24,9 +24,8 @@ import (
 // Runs are merged like a binary counter (two neighbours while the older is
 // no larger than the newer), in the background (dedup_merge.go), so a log
 // holds about log2(ids/dedupRunEntries) runs and a lookup probes as many
-// filters. Retention drops runs wholly
-// below the first offset and rewrites one that is half expired, so memory
-// follows the retained messages.
+// filters. Retention drops runs wholly below the first offset and rewrites
+// one that is half expired, so memory follows the retained messages.
 //
 // Run files are caches like dedup.idx: written once (temp file, rename),
 // never synced. A run that is missing, damaged or past the offsets a crash
