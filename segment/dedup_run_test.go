@@ -106,6 +106,7 @@ func TestDedupRunEveryBitFlipIsRebuiltNeverMissed(t *testing.T) {
 			msg := fmt.Sprintf("byte %d bit %d", pos, bit)
 			requireEveryID(t, l, 30, msg)
 			require.Containsf(t, why, "dedup run unusable", "%s: the rebuild is reported", msg)
+			l.dedupWaitMerges() // Close would stop the merge of the runs the load sealed
 			require.NoError(t, l.Close())
 			require.Equalf(t, orig, fs.Bytes(run), "%s: the run is whole again", msg)
 		}
@@ -293,6 +294,7 @@ func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
 		require.NoError(t, err)
 		_, _, _, err = lo.FindTransaction("load")
 		require.NoError(t, err)
+		lo.dedupWaitMerges()
 	}
 	require.NoError(t, lo.Close())
 	run := "/p/" + runName(1, 20)
@@ -303,6 +305,7 @@ func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
 	requireEveryID(t, l, 30, "foreign run")
 	assert.Equal(t, "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log; "+
 		"dedup.idx rebuilt from the segments: its entries follow offset 20 but the dedup runs end at 0 (a run was lost)", why)
+	l.dedupWaitMerges()
 	require.NoError(t, l.Close())
 	assert.Equal(t, orig, fs.Bytes(run))
 }
