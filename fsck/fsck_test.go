@@ -94,7 +94,7 @@ func TestVerdicts(t *testing.T) {
 		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
 		{"a dedup.idx of another partition is damage, rebuilt", func(d *testDir, id uuid.UUID) {
 			b := make([]byte, index.DedupHeaderSize)
-			chain := index.PutDedupHeader(b)
+			chain := index.PutDedupHeader(b, 0)
 			for off := uint64(1); off <= 600; off++ { // whole and verified, but other ids
 				b = index.AppendDedupEntry(b, &chain, index.HashTxn(fmt.Sprintf("other-%d", off)), off)
 			}

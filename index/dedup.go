@@ -13,8 +13,14 @@ import (
 
 // Dedup file layout (docs/format.md section 4), little-endian:
 //
-//	header, 32 bytes: "CMBD" | version u8 = 2 | 23 reserved zero bytes | u32 check
+//	header, 32 bytes: "CMBD" | version u8 = 3 | 3 reserved zero bytes | base u64
+//	                  | 12 reserved zero bytes | u32 check
 //	entry, 20 bytes:  xxhash64(transactionId) u64 | offset u64 | u32 check
+//
+// Base says where the file starts: every offset ≤ base is indexed by the
+// sealed run files (run.go), and the file's entries have offsets > base. A
+// reader that finds the runs ending below base knows a run is missing and
+// re-indexes the gap from the segments instead of trusting the file.
 //
 // The header's check is CRC-32C (Castagnoli) of its bytes 0..27. An entry's
 // check continues the CRC-32C from the check stored just before it (the
@@ -28,9 +34,10 @@ import (
 const (
 	DedupHeaderSize = 32
 	DedupEntrySize  = 20
-	// DedupVersion is the dedup file's format version. Version 1 (16-byte
-	// entries, no checks) is never read: such a file is rebuilt.
-	DedupVersion = 2
+	// DedupVersion is the dedup file's format version. Versions 1 (16-byte
+	// entries, no checks) and 2 (no base: the file held every entry of the
+	// partition) are never read: such a file is rebuilt.
+	DedupVersion = 3
 )
 
 var dedupMagic = [4]byte{'C', 'M', 'B', 'D'}
@@ -47,15 +54,24 @@ var (
 	ErrDedupHeader = errors.New("index: bad dedup file header")
 )
 
-// HashTxn is the dedup key of a transaction id: xxhash64 of its bytes.
-func HashTxn(txid string) uint64 { return xxhash.Sum64String(txid) }
+// HashTxn is the dedup key of a transaction id: xxhash64 of its bytes, with
+// 0 taken as 1 (Table keeps 0 for an empty slot; giving every reader the
+// same key keeps the table, the run files and the filters in agreement).
+func HashTxn(txid string) uint64 {
+	if h := xxhash.Sum64String(txid); h != 0 {
+		return h
+	}
+	return 1
+}
 
-// PutDedupHeader writes a dedup file header into b[:DedupHeaderSize] and
-// returns its check: the chain value the first entry continues.
-func PutDedupHeader(b []byte) (chain uint32) {
+// PutDedupHeader writes a dedup file header whose entries follow offset
+// base into b[:DedupHeaderSize] and returns its check: the chain value the
+// first entry continues.
+func PutDedupHeader(b []byte, base uint64) (chain uint32) {
 	clear(b[:DedupHeaderSize])
 	copy(b, dedupMagic[:])
 	b[4] = DedupVersion
+	binary.LittleEndian.PutUint64(b[8:], base)
 	chain = crc32.Checksum(b[:28], castagnoli)
 	binary.LittleEndian.PutUint32(b[28:], chain)
 	return chain
@@ -103,6 +119,8 @@ func dedupEntryAt(b []byte, pos int, prev uint32) (hash, offset uint64, check ui
 
 // DedupScan is what ScanDedup found in a dedup file.
 type DedupScan struct {
+	// Base is the header's base: the entries' offsets are above it.
+	Base uint64
 	// Entries is the number of verified entries from the start; End is where
 	// they stop (header + Entries entries, in bytes): the valid prefix, and
 	// where the next entry goes.
@@ -125,7 +143,7 @@ type DedupScan struct {
 // ScanDedup checks a whole dedup file (header included) and calls fn with
 // each verified entry of its valid prefix, in file order (i counts from 0).
 // An entry is verified when its check continues the chain and its offset is
-// above the previous one (offsets strictly increase, and are ≥ 1). It never
+// above the previous one (offsets strictly increase, from above the base). It never
 // panics on any input. Errors: those of CheckDedupHeader; fn is then not
 // called and the file must be rebuilt whole.
 func ScanDedup(file []byte, fn func(i int, hash, offset uint64)) (DedupScan, error) {
@@ -133,9 +151,9 @@ func ScanDedup(file []byte, fn func(i int, hash, offset uint64)) (DedupScan, err
 	if err != nil {
 		return DedupScan{Resync: -1}, err
 	}
-	s := DedupScan{Chain: chain, Resync: -1}
+	s := DedupScan{Chain: chain, Resync: -1, Base: binary.LittleEndian.Uint64(file[8:])}
 	pos := DedupHeaderSize
-	var last uint64
+	last := s.Base
 	for ; pos+DedupEntrySize <= len(file); pos += DedupEntrySize {
 		h, off, check, ok := dedupEntryAt(file, pos, s.Chain)
 		if !ok {

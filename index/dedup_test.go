@@ -13,7 +13,7 @@ import (
 // dedupFile builds a version 2 dedup file with n entries: hash i·977, offset 10·i.
 func dedupFile(n int) []byte {
 	b := make([]byte, DedupHeaderSize)
-	chain := PutDedupHeader(b)
+	chain := PutDedupHeader(b, 0)
 	for i := 1; i <= n; i++ {
 		b = AppendDedupEntry(b, &chain, uint64(i)*977, uint64(10*i))
 	}
@@ -96,7 +96,7 @@ func TestDedupTails(t *testing.T) {
 	repeated := append(append([]byte(nil), full...), entry(3)...)
 	var chain uint32
 	hdr := make([]byte, DedupHeaderSize)
-	chain = PutDedupHeader(hdr)
+	chain = PutDedupHeader(hdr, 0)
 	notIncreasing := AppendDedupEntry(AppendDedupEntry(hdr, &chain, 1, 5), &chain, 2, 5)
 	cases := []struct {
 		name    string
@@ -152,4 +152,23 @@ func BenchmarkScanDedup(b *testing.B) {
 			b.Fatal(s, err)
 		}
 	}
+}
+
+// Version 3: the header's base says the entries follow offset base (the offsets up to it
+// are in the run files); an entry at or below it does not verify.
+func TestDedupBase(t *testing.T) {
+	b := make([]byte, DedupHeaderSize)
+	chain := PutDedupHeader(b, 90)
+	b = AppendDedupEntry(b, &chain, 7, 91)
+	b = AppendDedupEntry(b, &chain, 8, 95)
+	s, got := scanAll(t, b)
+	assert.Equal(t, uint64(90), s.Base)
+	assert.Equal(t, []dedupEntry{{7, 91}, {8, 95}}, got)
+
+	b = b[:DedupHeaderSize]
+	chain = DedupChainAt(b, DedupHeaderSize)
+	b = AppendDedupEntry(b, &chain, 7, 90)
+	s, got = scanAll(t, b)
+	assert.Empty(t, got)
+	assert.Equal(t, "offset 90 after 90", s.Reason)
 }

@@ -2,7 +2,8 @@
 // index (one fixed-size entry per segment: base offset, byte position,
 // timestamp, record count), used for offset → (file, position) and
 // timestamp → offset lookups, and the dedup index (xxhash64 of a
-// transactionId → offset).
+// transactionId → offset) in two forms: the append-only dedup file and
+// sealed runs sorted by hash.
 //
 // Both are caches of the segment files: deleting, truncating or tearing them
 // loses nothing, because package segment rebuilds them from the segments.
@@ -29,11 +30,13 @@
 // follow its predecessor (base must grow by the predecessor's count, position
 // must grow).
 //
-// Dedup file "dedup.idx", little-endian, appended with plain writes. It
-// decides exactly-once (a retried push whose entry is missing would be stored
-// twice), so every byte of it is checked:
+// Dedup file "dedup.idx", little-endian, appended with plain writes; it holds
+// the newest ids, those after the sealed runs. It decides exactly-once (a
+// retried push whose entry is missing would be stored twice), so every byte
+// of it is checked:
 //
-//	header (32 bytes): "CMBD" | version u8 (2) | 23 reserved zero bytes
+//	header (32 bytes): "CMBD" | version u8 (3) | 3 reserved zero bytes
+//	                   | base u64 (the entries' offsets are above it) | 12 reserved zero bytes
 //	                   | u32 CRC-32C of header bytes 0..27
 //	entries (20 bytes each): xxhash64(transactionId) u64 | offset u64
 //	                   | u32 check = CRC-32C continued from the check stored
@@ -45,6 +48,15 @@
 // TailCorrupt, is damage to the file rather than a torn append). A file of
 // another version is never read, only rebuilt. Entries are loaded into
 // Table, an open-addressing hash table of 16 bytes per slot.
+//
+// Dedup run file (run.go), written once: the entries of a range of offsets
+// sorted by hash, so that one is found by reading one page; memory keeps a
+// Filter (a blocked Bloom filter, 10 bits an id) and each page's first hash:
+//
+//	header (32 bytes): "CMBR" | version u8 (1) | 3 reserved zero bytes | count u32
+//	                   | first offset u64 | last offset u64 | u32 CRC-32C of bytes 0..27
+//	page k:            up to 256 × (hash u64 | offset u64) sorted by (hash, offset)
+//	                   | u32 CRC-32C continued from the header's over k (u32) and the entries
 //
 // docs/format.md describes both byte by byte.
 package index

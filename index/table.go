@@ -146,3 +146,28 @@ func (t *Table) Prefetch(hashes []uint64) {
 	}
 	prefetchSink.Store(s)
 }
+
+// Reset empties the table and keeps its slots, so a table filled to the
+// same size over and over (the active run of package segment) allocates
+// once.
+func (t *Table) Reset() {
+	clear(t.keys)
+	clear(t.vals)
+	t.n = 0
+	t.oldK, t.oldV, t.mig, t.oldLeft = nil, nil, 0, 0
+}
+
+// Each calls fn with every (hash, offset) entry, in no particular order.
+// A hash of 0 comes back as 1 (see fix): Lookup treats them alike.
+func (t *Table) Each(fn func(hash, offset uint64)) {
+	for i, k := range t.keys {
+		if k != 0 {
+			fn(k, t.vals[i])
+		}
+	}
+	for i := t.mig; i < len(t.oldK); i++ {
+		if k := t.oldK[i]; k != 0 {
+			fn(k, t.oldV[i])
+		}
+	}
+}

@@ -1,9 +1,13 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
@@ -11,23 +15,34 @@ import (
 
 // dedupState is the Log's dedup index: transactionId hash → offsets, loaded on
 // the first FindTransaction (so Open stays cheap and idle partitions hold no
-// table) from dedup.idx plus a scan of the segments the file does not cover.
-// Append keeps it current once loaded and appends new entries to the file in
-// batches. The file is a cache and never synced: entries at or past the
-// offset the log had at Open may describe records a crash took back, so they
-// are dropped on load.
+// memory for it). Offsets up to runsEnd are in sealed run files, of which
+// memory keeps a filter and a page index each (dedup_run.go); the newest
+// ids, after runsEnd, are in the active table and in dedup.idx, whose
+// header names runsEnd as its base. Append keeps both current once loaded,
+// appending new entries to dedup.idx in batches and sealing the table into a
+// run when it holds dedupRunEntries ids. The files are caches and never
+// synced: entries at or past the offset the log had at Open may describe
+// records a crash took back, so they are dropped on load.
 //
-// The file decides exactly-once (an entry that is missing or wrong lets a
-// retried push be stored twice), so it is trusted only as far as its entry
-// checks verify (index.ScanDedup); whatever follows is re-indexed from the
-// segments and the file cut there. The writer keeps the file a verified
+// The files decide exactly-once (an entry that is missing or wrong lets a
+// retried push be stored twice), so they are trusted only as far as their
+// checks verify (index.ScanDedup, index.ScanRun); whatever follows is
+// re-indexed from the segments. The writer keeps dedup.idx a verified
 // prefix: it never appends after bytes it could not cut back.
 type dedupState struct {
 	mu       sync.Mutex
 	loaded   bool
-	table    index.Table
-	covered  uint64 // every offset ≤ covered is in the table (or has no transaction id)
-	openNext uint64 // NextOffset at Open
+	table    index.Table // the ids after runsEnd
+	covered  uint64      // every offset ≤ covered is in the runs or the table (or has no transaction id)
+	openNext uint64      // NextOffset at Open
+
+	runs        []*dedupRun // sealed runs, oldest first, each starting at or before the offset after the one before
+	runsEnd     uint64      // the last offset the runs cover (0: none yet)
+	sealRetryAt int         // after a failed seal: the table length to try again at (0: none)
+	trimmedAt   uint64      // FirstOffset when retention was last applied to the runs
+	merging     bool        // the merge goroutine runs (dedup_merge.go)
+	mergeWG     sync.WaitGroup
+	mergeStop   atomic.Bool // dedupFlush: finish the merge under way, start no other
 
 	f       file   // dedup.idx, open for appending; nil when not loaded or given up on
 	size    int64  // bytes of f that are header and whole entries: where the next write lands
@@ -46,8 +61,9 @@ const dedupMaxPending = 1 << 20
 // FindTransaction looks txid up in the dedup index and returns the offset and
 // message id of the newest retained record carrying it. Hash matches are
 // verified by reading the record, so a collision never yields a wrong answer.
-// The first call loads the index (file plus a scan of the uncovered tail).
-// Safe concurrently with Append and Read. FindTransactions does many at once.
+// The first call loads the index (runs, file, and a scan of the uncovered
+// tail). Safe concurrently with Append and Read. FindTransactions does many
+// at once.
 func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool, err error) {
 	if txid == "" {
 		return 0, id, false, nil // records without a transaction id are never indexed
@@ -58,27 +74,35 @@ func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool,
 	return offset, id, ok, err
 }
 
-// dedupLoadLocked fills the table from dedup.idx, as far as its checks
-// verify, and from the segments after it. A dedup file that cannot be
-// opened, read or written costs nothing but speed: the table is built from
-// the segments alone and kept in memory. Only a failed segment read fails
-// the load.
+// dedupLoadLocked loads the runs, then fills the table from dedup.idx, as
+// far as its checks verify, and from the segments after it, sealing runs as
+// the table fills. A dedup file that cannot be opened, read or written costs
+// nothing but speed: the table is built from the segments alone and kept in
+// memory. Only a failed segment read or directory listing fails the load.
 func (l *Log) dedupLoadLocked() error {
 	d := &l.dedup
-	d.table, d.covered, d.pending = index.Table{}, 0, d.pending[:0]
+	d.table, d.covered, d.pending, d.sealRetryAt = index.Table{}, 0, d.pending[:0], 0
 	first := l.FirstOffset()
-	why, err := d.loadFileLocked(l, first)
+	d.trimmedAt = first
+	rwhy, err := d.loadRunsLocked(l, first)
 	if err != nil {
-		why = fmt.Sprintf("%s unusable (%v): the dedup index is kept in memory only", dedupFileName, err)
+		d.runs, d.runsEnd = nil, 0
+		return err
 	}
-	// Index what the file does not cover. Append publishes a segment before
+	d.covered = d.runsEnd
+	fwhy, err := d.loadFileLocked(l, first)
+	if err != nil {
+		fwhy = fmt.Sprintf("%s unusable (%v): the dedup index is kept in memory only", dedupFileName, err)
+	}
+	why := strings.Join(slices.DeleteFunc([]string{rwhy, fwhy}, func(s string) bool { return s == "" }), "; ")
+	// Index what the files do not cover. Append publishes a segment before
 	// it takes d.mu, so everything it skipped while !loaded is seen here.
 	var rb ReadBuffer
 	for from := max(d.covered+1, first); ; {
 		msgs, err := l.Read(from, 4096, 0, &rb)
 		if err != nil {
 			d.closeFileLocked(l)
-			d.table, d.pending = index.Table{}, d.pending[:0]
+			d.table, d.pending, d.runs = index.Table{}, d.pending[:0], nil
 			return err
 		}
 		if len(msgs) == 0 {
@@ -86,10 +110,14 @@ func (l *Log) dedupLoadLocked() error {
 		}
 		for i := range msgs {
 			d.addLocked(msgs[i].TransactionID, msgs[i].Offset)
+			if d.table.Len() >= dedupRunEntries && d.sealDue() {
+				_ = d.sealLocked(l) // a failed seal keeps the table: complete, only larger
+			}
 		}
 		from = msgs[len(msgs)-1].Offset + 1
 	}
 	d.loaded = true
+	d.startMergeLocked(l) // a run half expired since it was written, or merges a failure left
 	if why != "" && l.opts.OnRecover != nil {
 		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: why})
 	}
@@ -98,12 +126,16 @@ func (l *Log) dedupLoadLocked() error {
 	return nil
 }
 
+// sealDue reports whether a seal may be tried now (not right after one failed).
+func (d *dedupState) sealDue() bool { return d.sealRetryAt == 0 || d.table.Len() >= d.sealRetryAt }
+
 // loadFileLocked opens dedup.idx (creating it), inserts its verified entries
-// below openNext and at or above first, cuts the file after them and leaves
-// it open for appending. why says what was rebuilt and why ("" when the file
-// was whole, new, or only lost entries a crash took back). On error the file
-// is closed and the table holds whatever was inserted (still correct: every
-// inserted entry verified).
+// after runsEnd, below openNext and at or above first, cuts the file after
+// them and leaves it open for appending. A file whose base is past runsEnd
+// (it follows a run that was lost) is not used. why says what was rebuilt
+// and why ("" when the file was whole, new, or only lost entries a crash
+// took back). On error the file is closed and the table holds whatever was
+// inserted (still correct: every inserted entry verified).
 func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error) {
 	path := join(l.dir, dedupFileName)
 	f, err := openAppend(l.fs, path, true)
@@ -117,16 +149,22 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	}
 	kept := 0
 	var lastHash, lastOff uint64 // the last kept entry at or above first
-	scan, herr := index.ScanDedup(b, func(i int, h, off uint64) {
-		if off >= d.openNext {
-			return // a crash may have taken the record back; its offset will be reused
-		}
-		if off >= first {
-			d.table.Insert(h, off)
-			lastHash, lastOff = h, off
-		}
-		d.covered, kept = off, i+1
-	})
+	var scan index.DedupScan
+	var herr error
+	if _, err := index.CheckDedupHeader(b); err == nil && dedupBase(b) > d.runsEnd {
+		herr = fmt.Errorf("its entries follow offset %d but the dedup runs end at %d (a run was lost)", dedupBase(b), d.runsEnd)
+	} else {
+		scan, herr = index.ScanDedup(b, func(i int, h, off uint64) {
+			if off >= d.openNext {
+				return // a crash may have taken the record back; its offset will be reused
+			}
+			if off > d.runsEnd && off >= first {
+				d.table.Insert(h, off)
+				lastHash, lastOff = h, off
+			}
+			d.covered, kept = max(d.covered, off), i+1
+		})
+	}
 	keep := int64(index.DedupHeaderSize + kept*index.DedupEntrySize)
 	if herr == nil && lastOff != 0 {
 		// Verified entries can still describe another log (a file copied or
@@ -135,11 +173,11 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 		match, err := l.dedupEntryMatches(lastHash, lastOff)
 		if err != nil {
 			_ = f.Close()
-			d.table, d.covered = index.Table{}, 0
+			d.table, d.covered = index.Table{}, d.runsEnd
 			return "", err
 		}
 		if !match {
-			d.table, d.covered, keep = index.Table{}, 0, 0
+			d.table, d.covered, keep = index.Table{}, d.runsEnd, 0
 			why = fmt.Sprintf("%s rebuilt from the segments: its entry for offset %d names another transaction id than the record there, so the file does not describe this log", dedupFileName, lastOff)
 		}
 	}
@@ -165,7 +203,7 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	}
 	if keep == 0 {
 		var hdr [index.DedupHeaderSize]byte
-		d.chain = index.PutDedupHeader(hdr[:])
+		d.chain = index.PutDedupHeader(hdr[:], d.runsEnd)
 		if _, err := f.Write(hdr[:]); err != nil {
 			_ = f.Truncate(0) // a torn header is rebuilt by the next load anyway
 			_ = f.Close()
@@ -178,6 +216,32 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	d.f, d.size = f, keep
 	l.cache.adjust(l, 1)
 	return why, nil
+}
+
+// dedupBase is the base in a checked dedup.idx header (bytes 8..15).
+func dedupBase(b []byte) uint64 { return binary.LittleEndian.Uint64(b[8:]) }
+
+// restartFileLocked empties dedup.idx after a seal: a header whose base is
+// the new runsEnd, the entries before it being in the run. If that fails
+// the file is given up until the next load, which skips the entries the
+// runs cover.
+func (d *dedupState) restartFileLocked(l *Log) {
+	d.pending = d.pending[:0]
+	if d.f == nil {
+		return
+	}
+	var hdr [index.DedupHeaderSize]byte
+	chain := index.PutDedupHeader(hdr[:], d.runsEnd)
+	if err := d.f.Truncate(0); err != nil {
+		d.closeFileLocked(l)
+		return
+	}
+	if _, err := d.f.Write(hdr[:]); err != nil {
+		_ = d.f.Truncate(0)
+		d.closeFileLocked(l)
+		return
+	}
+	d.chain, d.size = chain, index.DedupHeaderSize
 }
 
 // dedupEntryMatches reports whether the record at off carries a transaction
@@ -269,6 +333,14 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	if !d.loaded {
 		return
 	}
+	if first := l.FirstOffset(); first != d.trimmedAt {
+		d.trimLocked(l, first)
+	}
+	if n := d.table.Len(); n > 0 && n+len(recs) > dedupRunEntries && d.sealDue() {
+		// Sealed before the table would grow past its slots. A failed seal
+		// keeps the table (complete, only larger) and is retried later.
+		_ = d.sealLocked(l)
+	}
 	// Grow once, then touch every home slot before inserting, so the cache
 	// misses of a whole segment's inserts overlap (see index.Table.Prefetch).
 	var hashBuf [128]uint64
@@ -295,10 +367,15 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	}
 }
 
-// dedupFlush writes pending entries, closes the file and drops the table
-// (Close, Release).
+// dedupFlush writes pending entries, closes the file and drops the table and
+// the runs' filters (Close, Release).
 func (l *Log) dedupFlush() error {
 	d := &l.dedup
+	// A merge swaps under d.mu: wait for it first. No new one starts: they
+	// start from Append and lookups, which do not run with Close or Release.
+	d.mergeStop.Store(true)
+	l.dedupWaitMerges()
+	d.mergeStop.Store(false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.loaded {
@@ -316,6 +393,7 @@ func (l *Log) dedupFlush() error {
 	}
 	d.loaded = false
 	d.table = index.Table{}
+	d.runs, d.runsEnd = nil, 0
 	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:
 	// a reload after Release keeps it all and rescans only past it.

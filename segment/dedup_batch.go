@@ -20,9 +20,11 @@ var verifyBufPool = sync.Pool{New: func() any { return new(ReadBuffer) }}
 
 // FindTransactions is FindTransaction for many transaction ids under one lock of the dedup
 // index: found(i, offset, id) is called once for each txids[i] that a retained record carries,
-// with the newest such record's offset and message id. Empty ids are skipped. Hash matches are
-// verified by reading the records (so a collision never yields a wrong answer); candidates are
-// visited in offset order and each read decodes a run of segments once for all of them.
+// with the newest such record's offset and message id. Empty ids are skipped. The active table
+// is searched first; ids it does not answer are looked up in the sealed runs whose filter may
+// hold them (dedup_run.go). Hash matches are verified by reading the records (so a collision
+// or a filter false positive never yields a wrong answer); candidates are visited in offset
+// order and each read decodes a run of segments once for all of them.
 // Safe concurrently with Append and Read.
 //
 // A log holding no record answers at once, without opening (or creating) the
@@ -46,8 +48,8 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 			return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
 		}
 	}
-	if d.table.Len() == 0 {
-		return nil
+	if first := l.FirstOffset(); first != d.trimmedAt {
+		d.trimLocked(l, first)
 	}
 	var hashBuf [128]uint64
 	hashes := hashBuf[:0]
@@ -58,25 +60,74 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 		}
 		hashes = append(hashes, h)
 	}
-	d.table.Prefetch(hashes)
-	type candidate struct {
-		off uint64
-		i   int
-	}
-	var cands []candidate
-	for i, h := range hashes {
-		if txids[i] == "" {
-			continue
+	// The table holds the newest ids: one found there is answered, and only
+	// the others are looked up in the runs (all older).
+	var cands []dedupCandidate
+	if d.table.Len() > 0 {
+		d.table.Prefetch(hashes)
+		for i, h := range hashes {
+			if txids[i] == "" {
+				continue
+			}
+			d.table.Lookup(h, func(off uint64) bool {
+				cands = append(cands, dedupCandidate{off, i})
+				return true
+			})
 		}
-		d.table.Lookup(h, func(off uint64) bool {
-			cands = append(cands, candidate{off, i})
-			return true
-		})
 	}
+	best := make(map[int]Message, len(cands))
+	if err := l.verifyCandidates(txids, cands, best); err != nil {
+		return err
+	}
+	if len(d.runs) > 0 {
+		cands = cands[:0]
+		var offs []uint64
+		for ri := len(d.runs) - 1; ri >= 0; ri-- {
+			var f file
+			for i, h := range hashes {
+				if _, done := best[i]; done || txids[i] == "" || !d.runs[ri].filter.MayContain(h) {
+					continue
+				}
+				var err error
+				if offs, err = d.runCandidates(l, ri, h, &f, offs[:0]); err != nil {
+					if f != nil {
+						_ = f.Close()
+					}
+					return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
+				}
+				for _, off := range offs {
+					cands = append(cands, dedupCandidate{off, i})
+				}
+			}
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+		if err := l.verifyCandidates(txids, cands, best); err != nil {
+			return err
+		}
+	}
+	for i, m := range best {
+		found(i, m.Offset, m.ID)
+	}
+	return nil
+}
+
+// dedupCandidate is an offset the dedup index holds for txids[i]'s hash.
+type dedupCandidate struct {
+	off uint64
+	i   int
+}
+
+// verifyCandidates reads the records at the candidates' offsets and records
+// in best[i], for each txids[i] a record really carries, the newest such
+// record. Candidates are visited in offset order and each read decodes a run
+// of segments once for all of them.
+func (l *Log) verifyCandidates(txids []string, cands []dedupCandidate, best map[int]Message) error {
 	if len(cands) == 0 {
 		return nil
 	}
-	slices.SortFunc(cands, func(a, b candidate) int {
+	slices.SortFunc(cands, func(a, b dedupCandidate) int {
 		switch {
 		case a.off < b.off:
 			return -1
@@ -89,7 +140,6 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 	defer verifyBufPool.Put(rb)
 	first := l.FirstOffset()
 	var msgs []Message
-	best := make(map[int]Message, len(cands))
 	for _, c := range cands {
 		if c.off < first {
 			continue // retention removed it
@@ -107,9 +157,6 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 		if m.TransactionID == txids[c.i] {
 			best[c.i] = Message{Offset: m.Offset, Record: Record{ID: m.ID}} // candidates ascend: the last match is the newest
 		}
-	}
-	for i, m := range best {
-		found(i, m.Offset, m.ID)
 	}
 	return nil
 }

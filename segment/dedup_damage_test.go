@@ -91,7 +91,7 @@ func TestDedupReportWording(t *testing.T) {
 		{"partial last entry: a torn append", orig[:len(orig)-5], ""},
 		{"a flipped bit mid-file is damage", flip(orig, entry(4)+2), fmt.Sprintf("dedup.idx damaged: the entry at byte %d fails its check (entry check fails) and verified entries follow it at byte %d", entry(4), entry(5))},
 		{"a flipped bit in the last entry is a torn write or damage", flip(orig, entry(11)+9), fmt.Sprintf("dedup.idx: the last entries from byte %d fail their checks (entry check fails): a torn write or damage", entry(11))},
-		{"a version 1 file", v1, "dedup.idx rebuilt from the segments: index: dedup file of another version: version 1, this comb reads 2"},
+		{"a version 1 file", v1, "dedup.idx rebuilt from the segments: index: dedup file of another version: version 1, this comb reads 3"},
 		{"a damaged header", flip(orig, 30), "dedup.idx rebuilt from the segments: index: bad dedup file header: check"},
 	}
 	for _, tc := range cases {

@@ -263,8 +263,8 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 		return false
 	}
 	l.hstate.Store(hReleasing)
-	if l.pins.Load() != 0 {
-		l.hstate.Store(hLoaded)
+	if l.pins.Load() != 0 || l.dedupMerging() {
+		l.hstate.Store(hLoaded) // a dedup merge would be waited for: try again later
 		return false
 	}
 	// No operation uses l's handles until hstate is hLoaded again.

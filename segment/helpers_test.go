@@ -92,7 +92,7 @@ func withIndexFiles(t testing.TB) {
 // dedupBytes is a dedup file holding the given (hash, offset) entries.
 func dedupBytes(entries ...[2]uint64) []byte {
 	b := make([]byte, index.DedupHeaderSize)
-	chain := index.PutDedupHeader(b)
+	chain := index.PutDedupHeader(b, 0)
 	for _, e := range entries {
 		b = index.AppendDedupEntry(b, &chain, e[0], e[1])
 	}

@@ -150,7 +150,15 @@ func (l *Log) cutUnsynced(names []string, keepBelow uint64, rep *RecoveryReport)
 	}
 	n, err := l.cutDedup(keepBelow)
 	cut.DedupEntries = n
-	return err
+	if err != nil {
+		return err
+	}
+	n, err = removeRunsFrom(l.fs, l.dir, keepBelow, false)
+	cut.DedupEntries += n
+	if err != nil {
+		return fmt.Errorf("cut dedup runs: %w", err)
+	}
+	return nil
 }
 
 // planKeep finds where the offsets below keepBelow end, reading only: the
@@ -345,7 +353,7 @@ func (l *Log) emptyCarrier(keepBelow uint64, exists bool, cut *UnsyncedCut) erro
 }
 
 // cutDedup drops the verified entries of dedup.idx for offsets at or after
-// keepBelow (they would claim those offsets as indexed while the replay and
+// keepBelow (removeRunsFrom does it for the sealed runs) (they would claim those offsets as indexed while the replay and
 // later appends may put other records there) and fdatasyncs the cut, so no
 // crash brings them back. A file that does not verify is left to the next
 // load, which trusts none of it past the first failing byte.

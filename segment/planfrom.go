@@ -83,6 +83,9 @@ func planFrom(fsys fileSystem, dir string, keepBelow uint64) (UnsyncedCut, error
 			cut.DedupEntries = n // as cutDedup: a file that does not verify is left to the load
 		}
 	}
+	if n, err := removeRunsFrom(fsys, dir, keepBelow, true); err == nil {
+		cut.DedupEntries += n
+	}
 	return cut, nil
 }
 

@@ -1,0 +1,419 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/combmq/comb/index"
+)
+
+// Sealed dedup runs (issue 14: dedup memory that does not grow with stored
+// messages). The newest dedupRunEntries transaction ids of a loaded log sit
+// in the active table (and dedup.idx); when it fills they are sealed into a
+// run file, sorted by hash (index.EncodeRun), and memory keeps only the
+// run's Bloom filter (1.25 bytes an id) and the first hash of each of its
+// pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
+// every hash match is still verified against the record (FindTransactions),
+// so a false positive costs a read, never a wrong answer.
+//
+// Runs are merged like a binary counter (two neighbours while the older is
+// no larger than the newer), in the background (dedup_merge.go), so a log
+// holds about log2(ids/dedupRunEntries) runs and a lookup probes as many
+// filters. Retention drops runs wholly below the first offset and rewrites
+// one that is half expired, so memory follows the retained messages.
+//
+// Run files are caches like dedup.idx: written once (temp file, rename),
+// never synced. A run that is missing, damaged or past the offsets a crash
+// kept leaves a gap that the load re-indexes from the segments.
+
+// dedupRunEntries is how many ids the active table holds before they are
+// sealed into a run: 6,144 entries fill its 8,192 slots (128 KiB) to the
+// 3/4 load it allows, so the table never grows past them. That is 0.26
+// bytes a message of issue 14's shape (100 partitions, 500,000 messages
+// each); twice the entries would halve the seals but double that. A
+// variable so tests can seal small runs.
+var dedupRunEntries = 6144
+
+// dedupTableMaxBytes is the active table's size after a seal: a table grown
+// past it (one push larger than a run) is dropped rather than kept.
+const dedupTableMaxBytes = 16 * 8192
+
+// dedupRun is a sealed run in memory.
+type dedupRun struct {
+	hdr       index.RunHeader // First..Last, Count, Check
+	pageFirst []uint64        // the first hash of each page
+	filter    *index.Filter
+}
+
+func (r *dedupRun) name() string { return runName(r.hdr.First, r.hdr.Last) }
+
+// runName is a run file's name: its first and last offsets (20 digits).
+func runName(first, last uint64) string {
+	return fmt.Sprintf("dedup-%020d-%020d.run", first, last)
+}
+
+// parseRunName reverses runName.
+func parseRunName(name string) (first, last uint64, ok bool) {
+	rest, found := strings.CutPrefix(name, "dedup-")
+	if !found || len(rest) != 20+1+20+4 || rest[20] != '-' || !strings.HasSuffix(rest, ".run") {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(rest[:20], 10, 64)
+	b, err2 := strconv.ParseUint(rest[21:41], 10, 64)
+	if err1 != nil || err2 != nil || a == 0 || a > b {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+// listRuns returns the run files in dir as (first, last), sorted by first
+// ascending and, for equal firsts, last descending (a merged run before the
+// runs it replaced).
+func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][2]uint64
+	for _, n := range names {
+		if a, b, ok := parseRunName(n); ok {
+			runs = append(runs, [2]uint64{a, b})
+		} else if a, b, ok := parseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
+			_ = fsys.Remove(join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		return runs[i][0] < runs[j][0] || (runs[i][0] == runs[j][0] && runs[i][1] > runs[j][1])
+	})
+	return runs, nil
+}
+
+// newDedupRun builds the in-memory part of a run from its verified entries.
+func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
+	r := &dedupRun{hdr: hdr, filter: index.NewFilter(len(entries)), pageFirst: make([]uint64, hdr.Pages())}
+	for i, e := range entries {
+		r.filter.Add(e.Hash)
+		if i%index.RunPageEntries == 0 {
+			r.pageFirst[i/index.RunPageEntries] = e.Hash
+		}
+	}
+	return r
+}
+
+// readRun reads and verifies a whole run file, returning its entries.
+func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, error) {
+	b, err := l.fs.ReadFile(join(l.dir, runName(first, last)))
+	if err != nil {
+		return index.RunHeader{}, nil, err
+	}
+	var entries []index.RunEntry
+	if h, err := index.ParseRunHeader(b); err == nil && int64(len(b)) == h.Size() {
+		entries = make([]index.RunEntry, 0, h.Count) // sized by a header the scan checks again
+	}
+	hdr, err := index.ScanRun(b, func(_ int, e index.RunEntry) { entries = append(entries, e) })
+	if err == nil && (hdr.First != first || hdr.Last != last) {
+		err = fmt.Errorf("%w: header says offsets %d..%d, the name %d..%d", index.ErrRun, hdr.First, hdr.Last, first, last)
+	}
+	if err != nil {
+		return hdr, nil, fmt.Errorf("%s: %w", runName(first, last), err)
+	}
+	return hdr, entries, nil
+}
+
+// writeRun writes a run file (a temp file renamed into place: a crash leaves
+// the old name or the whole new file, though unsynced bytes may be lost with
+// it; the load checks every byte) and returns its in-memory part.
+func (l *Log) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
+	b := index.EncodeRun(first, last, entries)
+	name := runName(first, last)
+	tmp := join(l.dir, name+".tmp")
+	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	_, err = f.WriteAt(b, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = l.fs.Rename(tmp, join(l.dir, name))
+	}
+	if err != nil {
+		_ = l.fs.Remove(tmp)
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	hdr, _ := index.ParseRunHeader(b)
+	return newDedupRun(hdr, entries), nil
+}
+
+// indexSegments returns the run entries of the records first..last, read
+// from the segments (what a run is rebuilt from).
+func (l *Log) indexSegments(first, last uint64) ([]index.RunEntry, error) {
+	var entries []index.RunEntry
+	var rb ReadBuffer
+	for from := first; from <= last; {
+		msgs, err := l.Read(from, 4096, 0, &rb)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for i := range msgs {
+			if m := &msgs[i]; m.Offset <= last && m.TransactionID != "" {
+				entries = append(entries, index.RunEntry{Hash: index.HashTxn(m.TransactionID), Offset: m.Offset})
+			}
+		}
+		from = msgs[len(msgs)-1].Offset + 1
+	}
+	index.SortRunEntries(entries)
+	return entries, nil
+}
+
+// sealLocked writes the active table as the run covering runsEnd+1 ..
+// covered, empties the table and restarts dedup.idx after it, then starts
+// merging runs in the background (dedup_merge.go). A failed write keeps the table (complete, only larger) and is
+// retried after another run's worth of ids.
+func (d *dedupState) sealLocked(l *Log) error {
+	if d.covered <= d.runsEnd {
+		return nil
+	}
+	entries := make([]index.RunEntry, 0, d.table.Len())
+	d.table.Each(func(h, off uint64) { entries = append(entries, index.RunEntry{Hash: h, Offset: off}) })
+	index.SortRunEntries(entries)
+	r, err := l.writeRun(d.runsEnd+1, d.covered, entries)
+	if err != nil {
+		d.sealRetryAt = d.table.Len() + dedupRunEntries
+		return err
+	}
+	d.runs = append(d.runs, r)
+	d.runsEnd, d.sealRetryAt = d.covered, 0
+	if d.table.Bytes() > dedupTableMaxBytes {
+		d.table = index.Table{}
+	} else {
+		d.table.Reset()
+	}
+	d.restartFileLocked(l)
+	d.startMergeLocked(l)
+	return nil
+}
+
+// trimLocked follows retention: runs wholly below first go, and the oldest
+// run is rewritten without its expired ids once they are half of it, in the
+// background like a merge (dedup_merge.go). A failed rewrite keeps the run
+// (correct, only larger).
+func (d *dedupState) trimLocked(l *Log, first uint64) {
+	d.trimmedAt = first
+	drop := 0
+	for drop < len(d.runs) && d.runs[drop].hdr.Last < first {
+		_ = l.fs.Remove(join(l.dir, d.runs[drop].name()))
+		drop++
+	}
+	if drop > 0 {
+		d.runs = append([]*dedupRun(nil), d.runs[drop:]...)
+	}
+	d.startMergeLocked(l)
+}
+
+// rewriteDueLocked reports whether the oldest run has at least half of its
+// offsets below the first offset retention left.
+func (d *dedupState) rewriteDueLocked() bool {
+	if len(d.runs) == 0 {
+		return false
+	}
+	r, first := d.runs[0].hdr, d.trimmedAt
+	return first > r.First && first <= r.Last && first-r.First >= (r.Last-r.First+1)/2
+}
+
+// rewriteRun writes run r again covering from..r.Last with only the entries
+// at or after from: from its file, or from the segments when the file does
+// not verify. The caller removes r's file once the new run replaced it.
+func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
+	from = max(from, r.hdr.First)
+	_, entries, err := l.readRun(r.hdr.First, r.hdr.Last)
+	if err == nil {
+		kept := entries[:0]
+		for _, e := range entries {
+			if e.Offset >= from {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	} else if entries, err = l.indexSegments(from, r.hdr.Last); err != nil {
+		return nil, err
+	}
+	return l.writeRun(from, r.hdr.Last, entries)
+}
+
+// loadRunsLocked reads the run files that chain from the log's first offset
+// (each starting at or before the offset after the one before it, ending
+// below openNext) into memory and deletes the rest: runs retention left
+// behind, runs a merge or rewrite replaced, runs past what a crash kept, and
+// every run after a gap (a run lost or damaged), whose offsets the caller
+// re-indexes from the segments. It returns what was rebuilt and why ("" when
+// nothing was lost). Only a failed listing or segment read is an error.
+func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error) {
+	names, err := listRuns(l.fs, l.dir)
+	if err != nil {
+		return "", err
+	}
+	d.runs, d.runsEnd = nil, 0
+	covered := first - 1
+	if first == 0 {
+		covered = 0
+	}
+	gap := false
+	var top index.RunEntry // the newest kept run's entry with the highest offset
+	for _, fl := range names {
+		a, b := fl[0], fl[1]
+		switch {
+		case gap, b < first, b >= d.openNext, b <= covered:
+		case a > covered+1:
+			gap = true
+			why = fmt.Sprintf("dedup run %s starts after offset %d, where the runs before it end: a run is missing; re-indexed from the segments", runName(a, b), covered)
+		default:
+			hdr, entries, rerr := l.readRun(a, b)
+			if rerr != nil {
+				gap = true
+				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
+				break
+			}
+			d.runs = append(d.runs, newDedupRun(hdr, entries))
+			d.runsEnd, covered = b, b
+			top = index.RunEntry{}
+			for _, e := range entries {
+				if e.Offset > top.Offset {
+					top = e
+				}
+			}
+			continue
+		}
+		_ = l.fs.Remove(join(l.dir, runName(a, b)))
+	}
+	if len(d.runs) == 0 {
+		return why, nil
+	}
+	// Verified runs can still describe another log (files copied or restored
+	// from elsewhere): the newest run's newest entry must name the record
+	// at its offset, as for dedup.idx.
+	if top.Offset == 0 {
+		return why, nil // the newest run holds no id
+	}
+	match, err := l.dedupEntryMatches(top.Hash, top.Offset)
+	if err != nil || match {
+		return why, err
+	}
+	for _, r := range d.runs {
+		_ = l.fs.Remove(join(l.dir, r.name()))
+	}
+	d.runs, d.runsEnd = nil, 0
+	return "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log", nil
+}
+
+// runCandidates returns the offsets run i holds for hash h, reading the
+// pages that may hold it (one, unless equal hashes cross a page boundary).
+// A page that cannot be read or fails its check makes the run be rebuilt
+// from the segments and read again; only a failure of that is an error.
+func (d *dedupState) runCandidates(l *Log, i int, h uint64, f *file, out []uint64) ([]uint64, error) {
+	out, err := d.runs[i].candidates(l, h, f, out)
+	if err == nil {
+		return out, nil
+	}
+	if *f != nil {
+		_ = (*f).Close()
+		*f = nil
+	}
+	r := d.runs[i]
+	entries, serr := l.indexSegments(r.hdr.First, r.hdr.Last)
+	if serr != nil {
+		return out, errors.Join(err, serr)
+	}
+	nr, werr := l.writeRun(r.hdr.First, r.hdr.Last, entries)
+	if werr != nil {
+		return out, errors.Join(err, werr)
+	}
+	d.runs[i] = nr
+	if l.opts.OnRecover != nil {
+		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: fmt.Sprintf("%v: rebuilt from the segments", err)})
+	}
+	return nr.candidates(l, h, f, out)
+}
+
+// candidates appends to out the offsets of r's entries with hash h. *f is
+// r's file, opened on first use and left open for the caller to close.
+func (r *dedupRun) candidates(l *Log, h uint64, f *file, out []uint64) ([]uint64, error) {
+	pages := len(r.pageFirst)
+	if pages == 0 || h < r.pageFirst[0] {
+		return out, nil // below the run's smallest hash: a filter false positive
+	}
+	k := sort.Search(pages, func(k int) bool { return r.pageFirst[k] >= h })
+	if k > 0 {
+		k-- // entries with hash h may end the page before the first that starts at h
+	}
+	if *f == nil {
+		var err error
+		if *f, err = l.fs.OpenFile(join(l.dir, r.name()), os.O_RDONLY); err != nil {
+			return out, fmt.Errorf("%s: %w", r.name(), err)
+		}
+	}
+	var buf [index.RunPageSize]byte
+	for start := k; k < pages && (k == start || r.pageFirst[k] <= h); k++ {
+		at, n := r.hdr.Page(k)
+		page := buf[:n*index.RunEntrySize+4]
+		if m, err := (*f).ReadAt(page, at); m < len(page) {
+			if err == nil || errors.Is(err, fs.ErrClosed) {
+				err = fmt.Errorf("%w: short page", index.ErrRun)
+			}
+			return out, fmt.Errorf("%s: page %d: %w", r.name(), k, err)
+		}
+		ents, err := index.CheckRunPage(r.hdr, k, page)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", r.name(), err)
+		}
+		for j := 0; j < n; j++ {
+			if e := index.RunEntryAt(ents, j); e.Hash == h {
+				out = append(out, e.Offset)
+			} else if e.Hash > h {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
+
+// removeRunsFrom deletes the run files of dir that cover any offset at or
+// after keepBelow and returns how many entries they held (OpenFrom: those
+// offsets are cut and replayed, and may hold other records afterwards).
+// With dry, it only counts.
+func removeRunsFrom(fsys fileSystem, dir string, keepBelow uint64, dry bool) (entries int, err error) {
+	runs, err := listRuns(fsys, dir)
+	if err != nil {
+		return 0, err
+	}
+	removed := false
+	for _, fl := range runs {
+		if fl[1] < keepBelow {
+			continue
+		}
+		if b, rerr := fsys.ReadFile(join(dir, runName(fl[0], fl[1]))); rerr == nil {
+			if hdr, herr := index.ParseRunHeader(b); herr == nil {
+				entries += hdr.Count
+			}
+		}
+		if !dry {
+			if err := fsys.Remove(join(dir, runName(fl[0], fl[1]))); err != nil {
+				return entries, err
+			}
+			removed = true
+		}
+	}
+	if removed {
+		err = fsys.SyncDir(dir)
+	}
+	return entries, err
+}
