@@ -266,10 +266,20 @@ func (b *Broker) resourceLabels(label func(*queueConf) string) []ResourceLabel {
 	return out
 }
 
+// maxTimeLagReads bounds the one-message reads of an overview's time lag.
+const maxTimeLagReads = 1000
+
+// lagHead is a partition with pending messages and its oldest pending offset.
+type lagHead struct {
+	p    *partition
+	from uint64
+}
+
 // ResourcesOverview answers spec 8.4's overview. Lags are over the
 // partitions with pending messages for the queue-mode group: offset lag in
 // messages, time lag in seconds (age of the oldest pending message, one
-// one-message read per such partition). Throughput is pushed and acked (or
+// one-message read per such partition, over an even sample of at most
+// maxTimeLagReads of them). Throughput is pushed and acked (or
 // auto-acked) messages per second since the previous overview.
 func (b *Broker) ResourcesOverview() ResourceOverview {
 	if err := b.enter(); err != nil {
@@ -280,6 +290,7 @@ func (b *Broker) ResourcesOverview() ResourceOverview {
 	o := ResourceOverview{NowMicros: now}
 	namespaces, tasks := make(map[string]bool), make(map[string]bool)
 	var offLags, timeLags []float64
+	var heads []lagHead
 	buf := new(segment.ReadBuffer)
 	for _, q := range b.sortedQueues() {
 		c := q.conf.Load()
@@ -298,16 +309,22 @@ func (b *Broker) ResourcesOverview() ResourceOverview {
 				continue
 			}
 			offLags = append(offLags, float64(pc.Pending+pc.Processing))
-			from := p.visible.Load() - uint64(pc.Pending+pc.Processing)
-			buf.Reset()
-			if p.isDamaged() {
-				continue
-			}
-			if msgs, err := p.log.Read(from, 1, 1, buf); err == nil && len(msgs) > 0 {
-				timeLags = append(timeLags, float64(max(now-msgs[0].TimestampMicros, 0))/1e6)
+			if !p.isDamaged() {
+				heads = append(heads, lagHead{p, p.visible.Load() - uint64(pc.Pending+pc.Processing)})
 			}
 		}
 		o.Messages.DeadLetter += b.dlqCount(q)
+	}
+	// The time lag costs a read per partition: over more than
+	// maxTimeLagReads partitions it is taken from an even sample of them
+	// (spec 8.4: counts may be approximate), so the overview stays bounded
+	// (measured 2.5 s at 88,713 partitions when every one was read).
+	stride := max(1, (len(heads)+maxTimeLagReads-1)/maxTimeLagReads)
+	for i := 0; i < len(heads); i += stride {
+		buf.Reset()
+		if msgs, err := heads[i].p.log.Read(heads[i].from, 1, 1, buf); err == nil && len(msgs) > 0 {
+			timeLags = append(timeLags, float64(max(now-msgs[0].TimestampMicros, 0))/1e6)
+		}
 	}
 	o.Namespaces, o.Tasks = len(namespaces), len(tasks)
 	o.OffsetLag, o.TimeLagSeconds = lagStats(offLags), lagStats(timeLags)
