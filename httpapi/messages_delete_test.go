@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,10 @@ func TestTracesRoutes(t *testing.T) {
 		{"no data", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q}`, pid), `{"error":"data is required"}`},
 		{"null data", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"data":null}`, pid), `{"error":"data is required"}`},
 		{"bad names", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"data":1,"traceNames":5}`, pid), `{"error":"traceNames must be a string or an array of strings"}`},
+		{"invalid UTF-8", fmt.Sprintf("{\"transactionId\":\"t1\",\"partitionId\":%q,\"data\":{\"a\":\"\xff\"}}", pid), `{"error":"Invalid JSON: not valid UTF-8"}`},
+		{"too many names", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"data":1,"traceNames":[%s"x"]}`, pid, strings.Repeat(`"n",`, 32)), `{"error":"traceNames: at most 32 names"}`},
+		{"long name", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"data":1,"traceNames":%q}`, pid, strings.Repeat("n", 256)), `{"error":"consumerGroup, eventType, workerId and traceNames: at most 255 characters each"}`},
+		{"large data", fmt.Sprintf(`{"transactionId":"t1","partitionId":%q,"data":%q}`, pid, strings.Repeat("d", 64<<10)), `{"error":"data: at most 65536 bytes of JSON, got 65538"}`},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) { expectJSON(t, ts.do("POST", "/api/v1/traces", c.body), 400, c.want) })

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,6 +16,11 @@ const (
 	defaultTracesLimit = 100
 	defaultNamesLimit  = 50
 	maxTracesLimit     = 1000
+	// maxTraceData bounds a trace event's data (bytes of compact JSON) and
+	// maxTraceNames its names: traces live in memory and in the notes file
+	// until their message's retention, so one request must not hold megabytes.
+	maxTraceData  = 64 << 10
+	maxTraceNames = 32
 )
 
 // traceBody is POST /api/v1/traces (spec 9.3). Strings that are not strings are 400s through
@@ -30,6 +37,10 @@ type traceBody struct {
 
 // decodeTrace parses a trace body; msg is the 400 text when it is not acceptable.
 func decodeTrace(body []byte) (broker.TraceRequest, string) {
+	if !utf8.Valid(body) {
+		// encoding/json would keep the bytes and a later GET answer invalid JSON.
+		return broker.TraceRequest{}, "Invalid JSON: not valid UTF-8"
+	}
 	var tb traceBody
 	if err := json.Unmarshal(body, &tb); err != nil {
 		if te, ok := err.(*json.UnmarshalTypeError); ok {
@@ -47,9 +58,20 @@ func decodeTrace(body []byte) (broker.TraceRequest, string) {
 	if !ok {
 		return broker.TraceRequest{}, "traceNames must be a string or an array of strings"
 	}
+	if len(names) > maxTraceNames {
+		return broker.TraceRequest{}, fmt.Sprintf("traceNames: at most %d names", maxTraceNames)
+	}
+	for _, f := range append([]string{tb.ConsumerGroup, tb.EventType, tb.WorkerID}, names...) {
+		if utf8.RuneCountInString(f) > maxNameChars {
+			return broker.TraceRequest{}, fmt.Sprintf("consumerGroup, eventType, workerId and traceNames: at most %d characters each", maxNameChars)
+		}
+	}
 	var data bytes.Buffer
 	if err := json.Compact(&data, tb.Data); err != nil {
 		return broker.TraceRequest{}, "Invalid JSON: " + err.Error()
+	}
+	if data.Len() > maxTraceData {
+		return broker.TraceRequest{}, fmt.Sprintf("data: at most %d bytes of JSON, got %d", maxTraceData, data.Len())
 	}
 	return broker.TraceRequest{PartitionID: tb.PartitionID, TransactionID: tb.TransactionID, Group: tb.ConsumerGroup,
 		EventType: tb.EventType, WorkerID: tb.WorkerID, Names: names, Data: data.Bytes()}, ""
