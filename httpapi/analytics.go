@@ -145,6 +145,9 @@ func (s *Server) queueLag(ctx *fasthttp.RequestCtx) {
 // emptySeries answers a chart route comb has no source for: the envelope and
 // empty arrays under the names Queen's dashboard reads.
 func (s *Server) emptySeries(ctx *fasthttp.RequestCtx, arrays ...string) {
+	if !validTimeRange(ctx) {
+		return
+	}
 	_, env := analyticsQuery(ctx)
 	out := map[string]any{"timeRange": env.TimeRange, "bucketMinutes": env.BucketMinutes}
 	for _, a := range arrays {

@@ -39,7 +39,26 @@ func (s *Server) withStatus(ctx *fasthttp.RequestCtx, fn func(sb statusBackend))
 		notSupported(ctx)
 		return
 	}
+	if !validTimeRange(ctx) {
+		return
+	}
 	fn(sb)
+}
+
+// validTimeRange answers 400 for a from or to that is present but not
+// ISO-8601, as GET /api/v1/messages does, instead of quietly using the
+// default window; it reports whether the request may go on.
+func validTimeRange(ctx *fasthttp.RequestCtx) bool {
+	q := queryArgs{ctx.QueryArgs()}
+	for _, key := range []string{"from", "to"} {
+		if text := q.str(key); text != "" {
+			if _, ok := parseISO(text); !ok {
+				badRequest(ctx, "Invalid "+key+" timestamp: must be ISO-8601")
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // notSupported answers spec 8.10's 501 for what comb does not have (PostgreSQL).
@@ -259,6 +278,9 @@ type pagination struct {
 // statusQueues serves GET /api/v1/status/queues: the resources queue list
 // (newest first) with pagination, limit 100 by default.
 func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) {
+	if !validTimeRange(ctx) {
+		return
+	}
 	q := queryArgs{ctx.QueryArgs()}
 	f := broker.ResourceFilter{Namespace: q.str("namespace"), Task: q.str("task"),
 		Limit: int(min(max(q.integer("limit", 100), 1), 10000)), Offset: int(min(max(q.integer("offset", 0), 0), 1<<31))}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,4 +239,21 @@ func TestPrometheusQueueFamilies(t *testing.T) {
 	} {
 		assert.Contains(t, body, line+"\n")
 	}
+}
+
+// A from or to that is not ISO-8601 is a 400 on every status and chart route,
+// as on GET /api/v1/messages, not the default window in silence.
+func TestStatusRoutesRefuseBadTimestamps(t *testing.T) {
+	clk := &statusClock{t: time.Date(2026, 7, 30, 9, 0, 10, 0, time.UTC)}
+	ts, _ := startStatusServer(t, t.TempDir(), clk)
+	for _, path := range []string{"/api/v1/status?from=garbage", "/api/v1/status/analytics?to=x",
+		"/api/v1/analytics/queue-ops?from=bad", "/api/v1/analytics/retention?from=bad", "/api/v1/status/queues?from=notadate"} {
+		key := "from"
+		if strings.Contains(path, "?to=") {
+			key = "to"
+		}
+		expectJSON(t, ts.do("GET", path, ""), 400, `{"error":"Invalid `+key+` timestamp: must be ISO-8601"}`)
+	}
+	m := obj(t, ts.do("GET", "/api/v1/status?from=2026-07-30T08:00:00Z", ""))
+	assert.Contains(t, m, "timeRange")
 }
