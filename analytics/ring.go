@@ -36,9 +36,6 @@ func (r *ring) add(t int64, p Point) {
 		for u := r.last + 1; u <= t && u <= r.last+int64(r.size); u++ {
 			r.pts[u%int64(r.size)] = Point{}
 		}
-		if t-r.last >= int64(r.size) {
-			clear(r.pts)
-		}
 		r.last = t
 	}
 	if i := r.slot(t); i >= 0 {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -195,7 +196,7 @@ func Summarize(runs []CompareRun) []MetricRatio {
 		out = append(out, MetricRatio{
 			Metric: m.Name, HigherIsBetter: m.HigherIsBetter,
 			Baseline: Median(bases), Candidate: Median(cands), Ratios: ratios,
-			Median: Median(ratios), Min: minOf(ratios), Max: maxOf(ratios),
+			Median: Median(ratios), Min: slices.Min(ratios), Max: slices.Max(ratios),
 		})
 	}
 	return out
@@ -214,20 +215,4 @@ func Median(xs []float64) float64 {
 		return s[mid]
 	}
 	return (s[mid-1] + s[mid]) / 2
-}
-
-func minOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = min(m, x)
-	}
-	return m
-}
-
-func maxOf(xs []float64) float64 {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = max(m, x)
-	}
-	return m
 }

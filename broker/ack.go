@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/combmq/comb/cursor"
@@ -66,10 +65,7 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		}
 	}
 	if firstErr != nil {
-		if errors.Is(firstErr, cursor.ErrClosed) {
-			firstErr = ErrClosed
-		}
-		return nil, firstErr
+		return nil, b.closedErr(firstErr)
 	}
 	countAcks(batches, results)
 	for i := range results {

@@ -152,9 +152,6 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	pc.budget, pc.bytesLeft, pc.parts = pc.req.Batch, maxPopBytes, pc.req.Partitions
 	pc.bufs, pc.dirty, pc.nextDue, pc.undo = nil, false, 0, pc.undo[:0]
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
-	if pc.req.AutoAck {
-		res.LeaseID = ""
-	}
 	pc.res = &res
 	var out popOutcome
 	var err error
@@ -191,25 +188,12 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	}
 	if err != nil || len(res.Messages) == 0 {
 		res.Release()
-		if errors.Is(err, cursor.ErrClosed) {
-			err = ErrClosed
-		}
 		out.PopResult = PopResult{}
 		out.nextDue = pc.nextDue
-		return out, err
-	}
-	for i := range res.Messages {
-		res.Messages[i].Queue = firstNonEmpty(res.Messages[i].Queue, res.Queue)
+		return out, b.closedErr(err)
 	}
 	out.PopResult = res
 	return out, nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // popWildcard claims from up to req.Partitions ready partitions of one queue,

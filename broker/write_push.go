@@ -190,10 +190,12 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 			// spec 1.4: a generated unique id; the message id is one.
 			txid = idStr
 		}
-		if seen == nil {
-			seen = make(map[string]int)
+		if it.TransactionID != "" { // generated ids are unique: never looked up
+			if seen == nil {
+				seen = make(map[string]int)
+			}
+			seen[txid] = i
 		}
-		seen[txid] = i
 		r.Status, r.TransactionID, r.MessageID = PushQueued, txid, idStr
 		payload := it.Payload
 		if payload == nil {

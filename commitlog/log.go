@@ -386,9 +386,6 @@ func (l *Log) Close() error {
 	if cerr := l.closeFiles(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, ErrFailed) {
-		return err
-	}
 	return err
 }
 

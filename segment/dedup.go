@@ -11,6 +11,7 @@ import (
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/vfs"
 )
 
 // dedupState is the Log's dedup index: transactionId hash → offsets, loaded on
@@ -142,7 +143,7 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	if err != nil {
 		return "", err
 	}
-	b, err := readAllFile(f)
+	b, err := vfs.ReadAll(f)
 	if err != nil {
 		_ = f.Close()
 		return "", err
@@ -254,19 +255,6 @@ func (l *Log) dedupEntryMatches(h, off uint64) (bool, error) {
 	}
 	return len(msgs) == 1 && msgs[0].Offset == off && msgs[0].TransactionID != "" &&
 		index.HashTxn(msgs[0].TransactionID) == h, nil
-}
-
-// readAllFile reads f from byte 0 to its size.
-func readAllFile(f file) ([]byte, error) {
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); err != nil && int64(n) < size {
-		return nil, err
-	}
-	return b, nil
 }
 
 func (d *dedupState) addLocked(txid string, off uint64) {

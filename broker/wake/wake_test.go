@@ -55,8 +55,13 @@ func TestWakeGateWithoutWaitersIsSkipped(t *testing.T) {
 	w := NewWaker(time.Millisecond)
 	defer w.Close()
 	g := NewGate()
+	before := g.ch
 	w.Signal(g)
+	assert.True(t, before == g.ch, "a gate nobody waits on is not fired")
 	assert.False(t, g.pending.Load(), "a gate nobody waits on is not queued")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.pending, "a gate nobody waits on is not queued")
 }
 
 func TestWakeGateQuietGateFiresWithoutWaitingATick(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/combmq/comb/auth"
 	"github.com/combmq/comb/fsck"
 	"github.com/combmq/comb/seal"
 )
@@ -77,7 +78,7 @@ flags:`)
 	// Encrypted payloads of a data directory (issue 11) open with the server's keys, from the
 	// server's environment: QUEEN_ENCRYPTION_KEY and COMB_ENCRYPTION_PREVIOUS_KEYS.
 	if k := os.Getenv("QUEEN_ENCRYPTION_KEY"); k != "" {
-		if o.Keys, err = seal.ParseKeyring(k, splitList(os.Getenv("COMB_ENCRYPTION_PREVIOUS_KEYS"))); err != nil {
+		if o.Keys, err = seal.ParseKeyring(k, auth.SplitPaths(os.Getenv("COMB_ENCRYPTION_PREVIOUS_KEYS"))); err != nil {
 			fmt.Fprintln(os.Stderr, "comb replay: QUEEN_ENCRYPTION_KEY:", err)
 			return 2
 		}

@@ -138,7 +138,7 @@ func (s *securityFlags) build(log zerolog.Logger) (security, error) {
 	if s.encKey != "" {
 		// A key that is set but malformed stops the start (spec 9.2 would only disable
 		// encryption): a typo must not silently store plaintext.
-		keys, err := seal.ParseKeyring(s.encKey, splitList(s.encPrevious))
+		keys, err := seal.ParseKeyring(s.encKey, auth.SplitPaths(s.encPrevious))
 		if err != nil {
 			return out, fmt.Errorf("QUEEN_ENCRYPTION_KEY / --encryption-key: %w", err)
 		}
@@ -167,16 +167,6 @@ func readPEMArg(v string) (string, error) {
 		return "", fmt.Errorf("JWT_PUBLIC_KEY / --jwt-public-key: neither PEM text nor a readable file: %w", err)
 	}
 	return string(b), nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // logPosture says at start-up how the server is secured, and warns where it is not (issue 11,

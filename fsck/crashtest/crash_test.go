@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/fsck"
 	"github.com/stretchr/testify/require"
 )
 
@@ -46,13 +47,13 @@ type fsckJSON struct {
 // (issue 14: a batch of the commit log torn mid-write, never acknowledged) or recovers them
 // (the unsynced tails of logs written behind the commit log, replayed from it: info).
 var afterKillKinds = map[string]bool{
-	"torn_tail":           true,
-	"index_missing":       true,
-	"index_stale":         true,
-	"dedup_stale":         true,
-	"journal_torn_tail":   true,
-	"commitlog_torn_tail": true,
-	"unsynced_tail":       true,
+	"torn_tail":                        true,
+	"index_missing":                    true,
+	"index_stale":                      true,
+	"dedup_stale":                      true,
+	"journal_torn_tail":                true,
+	string(fsck.KindCommitLogTornTail): true,
+	string(fsck.KindUnsyncedTail):      true,
 }
 
 type crashFigures struct {
