@@ -82,12 +82,11 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 		key string
 		dst *int64
 	}{{"from", &f.FromMicros}, {"to", &f.ToMicros}} {
-		if text := q.str(bound.key); text != "" {
-			ts, ok := parseISO(text)
-			if !ok {
-				badRequest(ctx, "Invalid "+bound.key+" timestamp: must be ISO-8601")
-				return
-			}
+		ts, ok := timeArg(ctx, q, bound.key)
+		if !ok {
+			return
+		}
+		if ts != 0 {
 			*bound.dst = ts
 		}
 	}

@@ -51,14 +51,24 @@ func (s *Server) withStatus(ctx *fasthttp.RequestCtx, fn func(sb statusBackend))
 func validTimeRange(ctx *fasthttp.RequestCtx) bool {
 	q := queryArgs{ctx.QueryArgs()}
 	for _, key := range []string{"from", "to"} {
-		if text := q.str(key); text != "" {
-			if _, ok := parseISO(text); !ok {
-				badRequest(ctx, "Invalid "+key+" timestamp: must be ISO-8601")
-				return false
-			}
+		if _, ok := timeArg(ctx, q, key); !ok {
+			return false
 		}
 	}
 	return true
+}
+
+// timeArg reads the ISO-8601 query argument key as µs since the epoch (0 when
+// absent); a present but unreadable one is answered 400 and ok is false.
+func timeArg(ctx *fasthttp.RequestCtx, q queryArgs, key string) (micros int64, ok bool) {
+	text := q.str(key)
+	if text == "" {
+		return 0, true
+	}
+	if micros, ok = parseISO(text); !ok {
+		badRequest(ctx, "Invalid "+key+" timestamp: must be ISO-8601")
+	}
+	return micros, ok
 }
 
 // notSupported answers spec 8.10's 501 for what comb does not have (PostgreSQL).
