@@ -48,6 +48,8 @@ type Backend interface {
 	ResourceTasks() []broker.ResourceLabel
 	// MessageBackend serves the message and trace routes (spec 8.5, 9.3; messages.go).
 	MessageBackend
+	// StreamBackend serves spec 10 (streams_backend.go).
+	StreamBackend
 }
 
 var _ Backend = (*broker.Broker)(nil)
