@@ -2,8 +2,8 @@ package streams
 
 import (
 	"fmt"
-	"reflect"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/combmq/comb/record"
