@@ -43,7 +43,9 @@ func (b *Broker) StreamCycle(req StreamCycleRequest) (StreamCycleResult, error) 
 	if req.Group == "" {
 		req.Group = QueueModeGroup
 	}
+	b.streams.regMu.RLock()
 	msg, err := b.cycle(c)
+	b.streams.regMu.RUnlock()
 	switch {
 	case err != nil:
 		return c.res, err
