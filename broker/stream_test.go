@@ -391,6 +391,7 @@ func TestStreamCompaction(t *testing.T) {
 	pid, _ := parseID(m.pid)
 	snap := m.mem.Bytes(m.b.streams.files.ShardPath(streams.ShardKey{Query: qid, Partition: pid}))
 	assert.Less(t, len(snap), 100, "one key: %d bytes", len(snap))
+	t.Logf("10,000 upserts of one key: a %d-byte snapshot, %d bytes retained in the commit log", len(snap), m.b.wal.RetainedBytes())
 	assert.Less(t, m.b.wal.RetainedBytes(), int64(64<<10), "the commit log (64 KiB files) was truncated behind the snapshot")
 	m.crash()
 	assert.Equal(t, map[string]string{"counter": "9999"}, stateOf(t, m.b, m.qid, m.pid))
