@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"fmt"
+
+	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
+)
+
+// streamAckStatuses are a cycle ack's statuses; true dead-letters.
+// "" is the HTTP layer's default, completed.
+var streamAckStatuses = map[string]bool{"": false, "completed": false, "success": false, "failed": true, "dlq": true}
+
+// streamDLQError is a dead-lettered cycle ack's error when it has none.
+const streamDLQError = "Streaming cycle reported failure"
+
+// streamAckState is the ack rule of a cycle (spec 10; Queen's
+// streams_cycle_v1), which differs from /ack: the message is found by its
+// transactionId (offset, 0 = not found); a leaseId, when given, must be the
+// live lease of the (partition, group); the cursor moves to the message,
+// everything before it consumed. completed/success clear the lease only with
+// release (false keeps it, so the rest of the leased span is redelivered in
+// order once it expires); failed/dlq dead-letter the message and always clear
+// it. An ack at or below the cursor (already consumed) changes nothing and
+// succeeds (spec 11 #13). msg is why the ack fails the cycle.
+func streamAckState(pre lease.State, offset uint64, a *StreamAck, release bool, nowMicros int64) (post lease.State, r StreamAckResult, msg string) {
+	r = StreamAckResult{Success: true, Count: max(a.Count, 1)}
+	switch {
+	case offset == 0:
+		return pre, r, lease.ErrTextNotFound
+	case offset <= pre.Committed:
+		return pre, r, ""
+	}
+	if a.LeaseID != "" {
+		id, ok := parseID(a.LeaseID)
+		if !ok || id != pre.Lease.ID || !pre.Lease.Live(nowMicros) {
+			return pre, r, lease.ErrTextInvalidLease
+		}
+	}
+	post = pre
+	post.Committed = offset
+	r.DLQ = streamAckStatuses[a.Status]
+	if r.DLQ || release {
+		r.LeaseReleased = pre.Lease.Held()
+		post.Lease, post.Retries = lease.Lease{}, 0
+	}
+	return post, r, ""
+}
+
+// cycleAck is a cycle's ack evaluated against its (partition, group) state.
+type cycleAck struct {
+	k         cursor.Key
+	pre, post lease.State
+	had       bool   // the state existed
+	offset    uint64 // the acked message (0 = not found)
+	res       StreamAckResult
+	msg       string // why the ack fails the cycle ("" = it does not)
+}
+
+// cycleAckEval resolves the cycle's ack against the source partition's
+// current state (the caller holds its lock).
+func (b *Broker) cycleAckEval(c *cycleRun, nowMicros int64) (cycleAck, error) {
+	a := cycleAck{k: cursor.Key{Partition: c.src.id, Group: c.req.Group}}
+	a.pre, a.had = b.cur.Get(a.k)
+	acks := []lease.Ack{{}}
+	txid := c.req.Ack.TransactionID
+	if err := b.resolveOffsetsLocked(c.src, acks, func(int) string { return txid }, a.pre.Lease); err != nil {
+		return a, b.storageErr(c.src, err)
+	}
+	a.offset = acks[0].Offset
+	a.post, a.res, a.msg = streamAckState(a.pre, a.offset, c.req.Ack, c.req.ReleaseLease, nowMicros)
+	return a, nil
+}
+
+// cyclePrecheck evaluates the ack before the sink partitions are created, so
+// a cycle that fails on its ack leaves no trace (as txTargets does). It is
+// evaluated again, locked, by cycleStageAck: the state may move in between.
+func (b *Broker) cyclePrecheck(c *cycleRun) (string, error) {
+	if c.req.Ack == nil {
+		return "", nil
+	}
+	c.src.mu.Lock()
+	defer c.src.mu.Unlock()
+	if c.src.deleted {
+		return "Partition not found", nil
+	}
+	if err := c.src.damagedErr(); err != nil {
+		return "", err
+	}
+	a, err := b.cycleAckEval(c, b.now().UnixMicro())
+	return a.msg, err
+}
+
+// cycleStageAck adds the ack's cursor move (with the lease kept or cleared)
+// and its DLQ entry to the transaction's entry; nothing is set yet.
+func (b *Broker) cycleStageAck(c *cycleRun) (string, error) {
+	if c.req.Ack == nil {
+		return "", nil
+	}
+	t := c.t
+	a, err := b.cycleAckEval(c, t.now)
+	if err != nil || a.msg != "" {
+		return a.msg, err
+	}
+	c.res.Ack = &a.res
+	if a.res.DLQ {
+		item := dlqItem{offset: a.offset, group: a.k.Group, errMsg: c.req.Ack.Error}
+		recs, err := b.buildDLQRecordsLocked(c.src, []dlqItem{item}, t.now, streamDLQError, fmt.Sprintf("tx/%s/%d", t.res.TransactionID, len(t.rec.DLQ)))
+		if err != nil {
+			return "", err
+		}
+		for _, rec := range recs {
+			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: c.src.q.id, Rec: rec})
+		}
+	}
+	if a.post != a.pre {
+		t.rec.States = append(t.rec.States, redoState{Partition: c.src.id, Group: a.k.Group, HadPre: a.had, Pre: a.pre, Post: a.post})
+		t.sets = append(t.sets, txStateSet{k: a.k, p: c.src, post: a.post, released: a.res.LeaseReleased})
+	}
+	return "", nil
+}
