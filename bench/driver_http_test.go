@@ -25,7 +25,7 @@ type fakeQueen struct {
 	msgs      map[string][]fakeMsg // queue → messages
 	next      map[string]int       // queue → first undelivered
 	acked     int
-	pushFails bool // answer every push with 500
+	pushFails bool           // answer every push with 500
 	commits   map[string]int // "cycle" / "transaction" → requests answered
 }
 
