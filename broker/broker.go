@@ -79,7 +79,8 @@ type Broker struct {
 	stats counters
 	rest  atRest // payload encryption at rest (atrest.go)
 
-	msgNotes msgNotes // message tombstones and trace events (note_store.go)
+	msgNotes msgNotes    // message tombstones and trace events (note_store.go)
+	streams  streamState // stream queries and their state (stream_store.go, package streams)
 	// hooks are failure points for crash tests (nil in production).
 	hooks struct {
 		afterTxCommitPoint func() error

@@ -26,10 +26,13 @@ import (
 //     file is durable (what recovery keeps without the commit log), with a
 //     stamp when nothing was appended since (start-up then skips the file).
 //  4. A metadata snapshot (meta/journal) covering L, when metadata changed.
-//  5. A cursor snapshot (cursor.Engine.Snapshot), which says from which LSN
+//  5. The streams registry file covering L and the snapshots of the shards
+//     changed since the last pass (stream_store.go).
+//  6. A cursor snapshot (cursor.Engine.Snapshot), which says from which LSN
 //     its checkpoints must be replayed.
-//  6. The log is truncated before min(L+1, that LSN, the first transaction
-//     whose effects are not applied yet).
+//  7. The log is truncated before min(L+1, that LSN, the first transaction
+//     whose effects are not applied yet, the oldest stream state change no
+//     snapshot holds).
 //
 // A failure at any step leaves the log as it is (nothing truncated): the
 // next pass tries again, and a crash recovers from the log.
@@ -61,6 +64,23 @@ func (b *Broker) noteDir(dir string) {
 	b.flush.stateMu.Lock()
 	b.flush.newDirs = append(b.flush.newDirs, dir)
 	b.flush.stateMu.Unlock()
+}
+
+// appendInflight appends an entry that is in flight from its append on,
+// under the lock the flush pass reads the in-flight set with: no pass can
+// truncate it between the append and txInflight (as logNote does).
+func (b *Broker) appendInflight(kind byte, payload []byte) (walTicket, error) {
+	b.flush.stateMu.Lock()
+	defer b.flush.stateMu.Unlock()
+	tk, err := b.wal.Append(kind, payload)
+	if err != nil {
+		return nil, err
+	}
+	if b.flush.inflight == nil {
+		b.flush.inflight = map[uint64]int{}
+	}
+	b.flush.inflight[tk.LSN()]++
+	return tk, nil
 }
 
 // txInflight keeps the commit log from being truncated at or past lsn until
@@ -154,6 +174,9 @@ func (b *Broker) flushPassLocked() error {
 	if err := b.snapshotMeta(L); err != nil {
 		return fmt.Errorf("flush: metadata snapshot: %w", err)
 	}
+	if err := b.flushStreams(L); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
 	replayFrom, err := b.cur.Snapshot()
 	if err != nil {
 		return fmt.Errorf("flush: cursor snapshot: %w", err)
@@ -164,6 +187,11 @@ func (b *Broker) flushPassLocked() error {
 		T = min(T, lsn)
 	}
 	b.flush.stateMu.Unlock()
+	// Read after the in-flight set: a cycle's change reaches the store's
+	// dirty set before its entry leaves that set.
+	if m := b.streams.store.MinDirtyLSN(); m > 0 {
+		T = min(T, m)
+	}
 	// Every Note entry below T was applied to the notes file before it left
 	// inflight (logNote): make them durable there before the log drops them.
 	if err := b.syncNotes(); err != nil {

@@ -95,6 +95,7 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	parts := b.unregisterQueueLocked(q)
 	b.metaMu.Unlock()
 	b.dropQueueState(q, parts)
+	b.dropStreamPartitions(parts)
 	if err := b.deleteSubscriptionsOf(name); err != nil {
 		return true, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/streams"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -119,7 +120,10 @@ func (b *Broker) open() error {
 		return fmt.Errorf("broker: cursor engine: %w", err)
 	}
 	b.cur = cur
-	if err := b.openCommitLog(max(st.Covers+1, crep.ReplayFrom)); err != nil {
+	if err := b.loadStreams(); err != nil {
+		return err
+	}
+	if err := b.openCommitLog(max(st.Covers+1, crep.ReplayFrom, b.streams.loaded.MaxLSN()+1)); err != nil {
 		return err
 	}
 	if b.summaries, err = b.takeCleanMarker(); err != nil {
@@ -145,10 +149,14 @@ func (b *Broker) open() error {
 	if err := b.openNotes(); err != nil { // before the replay: it replays Note entries
 		return err
 	}
+	if err := b.restoreStreams(); err != nil { // before the replay: it replays state changes
+		return err
+	}
 	if err := b.replayCommitLog(crep.ReplayFrom); err != nil {
 		return err
 	}
 	b.walScan = walScan{}
+	b.streams.loaded = streams.Loaded{}
 	cur.Start()
 	if err := b.recover(crep.LegacyRecords); err != nil {
 		return err
@@ -321,6 +329,11 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 				return fmt.Errorf("commit log entry %d: %w", lsn, err)
 			}
 			if err := b.replayTx(&rec); err != nil {
+				return err
+			}
+			b.replayStreamChanges(lsn, &rec)
+		case walStream:
+			if err := b.replayStreamEntry(lsn, payload); err != nil {
 				return err
 			}
 		}

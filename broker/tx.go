@@ -341,23 +341,26 @@ func (b *Broker) txStageAck(t *txRun, k txAckKey, acks []lease.Ack) (int, string
 // it (txInflight); a failure after the commit point keeps it until a restart
 // finishes the transaction (open_recover.go).
 func (b *Broker) txCommit(t *txRun) error {
-	tk, err := b.wal.Append(walTx, t.rec.encode())
+	tk, err := b.appendInflight(walTx, t.rec.encode())
 	if errors.Is(err, commitlog.ErrTooLarge) {
 		return BadRequest("transaction too large: " + err.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("broker: commit log: %w", err)
 	}
+	lsn := tk.LSN()
 	if err := tk.Wait(); err != nil {
 		return fmt.Errorf("broker: commit log: %w", err)
 	}
-	lsn := tk.LSN()
-	b.txInflight(lsn)
 	if h := b.hooks.afterTxCommitPoint; h != nil {
 		if err := h(); err != nil {
 			return err
 		}
 	}
+	// A streams cycle's state ops: in the store (and its dirty set) before
+	// the entry leaves the in-flight set, so no flush pass truncates past
+	// them before a snapshot holds them.
+	b.applyStreamChanges(lsn, &t.rec)
 	for _, s := range t.sets {
 		b.cur.Set(s.k, s.post)
 		b.cursorChanged(s.p, s.k.Group)

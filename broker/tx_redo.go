@@ -7,6 +7,7 @@ import (
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/streams"
 )
 
 // redoRecord is a transaction's redo record, stored opaquely in the cursor
@@ -18,6 +19,10 @@ import (
 //	pushes: n, then n × { partition [16] | m, then m × { id [16] | txid str | trace str | producer str | payload bytes } }
 //	dlq:    n, then n × { queue id [16] | id [16] | key str | trace str | producer str | payload bytes | extra bytes }
 //	state:  committed | retries | lease id [16] | worker str | start | end | expiresAt varint | attempts
+//	streams (ver 2 only): n, then n × streams.Change (a streams cycle's state ops, package streams)
+//
+// A record without state changes of a stream query is written as version 1,
+// byte for byte as before streams existed; one with them as version 2.
 //
 // Integers are uvarint unless marked varint; str and bytes are uvarint length
 // + bytes.
@@ -27,6 +32,9 @@ type redoRecord struct {
 	States []redoState
 	Pushes []redoPush
 	DLQ    []redoDLQ
+	// Streams are a streams cycle's state ops (stream_cycle.go): applied to
+	// the state store with the entry's LSN once it is durable.
+	Streams []streams.Change
 }
 
 type redoState struct {
@@ -101,6 +109,9 @@ func (d *metaReader) record() segment.Record {
 
 func (r *redoRecord) encode() []byte {
 	b := []byte{1}
+	if len(r.Streams) > 0 {
+		b[0] = 2
+	}
 	b = append(b, r.TxID[:]...)
 	b = binary.AppendVarint(b, r.TS)
 	b = binary.AppendUvarint(b, uint64(len(r.States)))
@@ -131,13 +142,19 @@ func (r *redoRecord) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(x.Rec.Extra)))
 		b = append(b, x.Rec.Extra...)
 	}
+	if len(r.Streams) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(r.Streams)))
+		for i := range r.Streams {
+			b = streams.AppendChange(b, &r.Streams[i])
+		}
+	}
 	return b
 }
 
 // decodeRedoRecord never panics; counts are bounded by the remaining bytes.
 func decodeRedoRecord(b []byte) (redoRecord, error) {
 	var r redoRecord
-	if len(b) < 1 || b[0] != 1 {
+	if len(b) < 1 || (b[0] != 1 && b[0] != 2) {
 		return r, errRedo
 	}
 	d := &metaReader{record.Fields{B: b[1:]}}
@@ -179,6 +196,11 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 		x.Rec = d.record()
 		x.Rec.Extra = d.byteSlice()
 		r.DLQ = append(r.DLQ, x)
+	}
+	if b[0] == 2 {
+		for n := count(); n > 0 && d.Err == nil; n-- {
+			r.Streams = append(r.Streams, streams.ReadChange(&d.Fields))
+		}
 	}
 	if d.Err != nil || len(d.B) != 0 {
 		return r, errRedo

@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/combmq/comb/streams"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -183,12 +184,23 @@ func TestTransactionRedoRecordRoundTrip(t *testing.T) {
 	got, err := decodeRedoRecord(rec.encode())
 	require.NoError(t, err)
 	assert.Equal(t, rec, got)
+	assert.Equal(t, byte(1), rec.encode()[0], "a record without stream state is version 1, as before streams")
+
+	rec.Streams = []streams.Change{{Query: [16]byte{7}, Partition: [16]byte{8},
+		Ops: []streams.Op{{Kind: streams.OpUpsert, Key: "k", Value: []byte(`{}`), UpdatedAtMicros: 5}, {Kind: streams.OpDelete, Key: "d", UpdatedAtMicros: 5}}}}
+	b := rec.encode()
+	assert.Equal(t, byte(2), b[0])
+	got, err = decodeRedoRecord(b)
+	require.NoError(t, err)
+	assert.Equal(t, rec, got)
 }
 
 func FuzzDecodeRedoRecord(f *testing.F) {
 	rec := redoRecord{TxID: newV7(), TS: 1, States: []redoState{{Group: "g"}}, Pushes: []redoPush{{Recs: nil}}}
 	f.Add(rec.encode())
 	f.Add([]byte{1})
+	rec.Streams = []streams.Change{{Ops: []streams.Op{{Kind: streams.OpUpsert, Key: "k", Value: []byte("1")}, {Kind: streams.OpDelete, Key: "d"}}}}
+	f.Add(rec.encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeRedoRecord(b)
 		if err != nil {

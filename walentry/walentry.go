@@ -21,6 +21,7 @@ import (
 //	Checkpoint: a cursor checkpoint body (package cursor)
 //	Tx:         a transaction commit (the broker's redo record)
 //	Note:       a message tombstone or trace event: a package notes body
+//	Stream:     a stream query's registration or reset (streams.EncodeEntry)
 const (
 	Meta       byte = 1
 	Push       byte = 2
@@ -28,6 +29,7 @@ const (
 	Checkpoint byte = 4
 	Tx         byte = 5
 	Note       byte = 6
+	Stream     byte = 7
 )
 
 // SplitLog reads the 16-byte id that starts a Push or DLQ payload.

@@ -1,0 +1,197 @@
+package streams
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+)
+
+// WriteRegistry writes the registry file covering LSN covers when the
+// registry changed since the last write. The caller guarantees that every
+// registry entry at or below covers has been applied (the broker holds its
+// registration lock).
+//
+// Durability: vfs.WriteFileAtomic (temp file, sync, rename, sync the
+// directory) unless NoSync.
+func (s *Store) WriteRegistry(f *Files, covers uint64) error {
+	s.mu.Lock()
+	if !s.regDirty {
+		s.mu.Unlock()
+		return nil
+	}
+	r := Registry{Covers: covers}
+	for _, q := range s.byID {
+		r.Queries = append(r.Queries, *q)
+	}
+	s.regDirty = false
+	s.mu.Unlock()
+	slices.SortFunc(r.Queries, func(a, b Query) int { return compareID(a.ID, b.ID) })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.FS.MkdirAll(f.Root)
+	if err == nil {
+		err = RegistryFormat.WriteFile(f.FS, filepath.Join(f.Root, RegistryFile), EncodeRegistry(r), f.NoSync)
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.regDirty = true
+		s.mu.Unlock()
+		return fmt.Errorf("streams: registry: %w", err)
+	}
+	return nil
+}
+
+func compareID(a, b [16]byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return int(a[i]) - int(b[i])
+		}
+	}
+	return 0
+}
+
+// WriteSnapshots writes the snapshot of every dirty shard, atomically, so
+// that disk holds each shard's live rows once whatever the number of updates.
+// A shard changed while its file was written stays dirty from the first LSN
+// after the one written.
+//
+// Durability: as WriteRegistry; a new query directory is synced into its
+// parent before its first file.
+func (s *Store) WriteSnapshots(f *Files) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for _, k := range s.dirtyKeys() {
+		sn, ok := s.snapshot(k)
+		if !ok {
+			continue // dropped since
+		}
+		if err := f.writeSnapshot(k, &sn); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.mu.Lock()
+		if sh := s.shards[k]; sh != nil {
+			if sh.lsn == sn.LSN {
+				sh.dirtyFrom = 0
+			} else {
+				sh.dirtyFrom = sn.LSN + 1
+			}
+		}
+		s.mu.Unlock()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("streams: snapshots: %w (and %d more)", errs[0], len(errs)-1)
+	}
+	return nil
+}
+
+func (f *Files) writeSnapshot(k ShardKey, sn *Snapshot) error {
+	path := f.ShardPath(k)
+	dir := filepath.Dir(path)
+	if ok, _ := existsDir(f, dir); !ok {
+		if err := f.FS.MkdirAll(dir); err != nil {
+			return err
+		}
+		if !f.NoSync {
+			if err := f.FS.SyncDir(f.Root); err != nil {
+				return err
+			}
+		}
+	}
+	return SnapshotFormat.WriteFile(f.FS, path, EncodeSnapshot(sn), f.NoSync)
+}
+
+func existsDir(f *Files, dir string) (bool, error) {
+	_, err := f.FS.List(dir)
+	return err == nil, err
+}
+
+func (s *Store) dirtyKeys() []ShardKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ks []ShardKey
+	for k, sh := range s.shards {
+		if sh.dirtyFrom != 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// snapshot copies shard k's rows, sorted by key.
+func (s *Store) snapshot(k ShardKey) (Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh := s.shards[k]
+	if sh == nil {
+		return Snapshot{}, false
+	}
+	sn := Snapshot{Query: k.Query, Partition: k.Partition, LSN: sh.lsn, Cycles: sh.cycles, Rows: make([]KeyRow, 0, len(sh.rows))}
+	for key, r := range sh.rows {
+		sn.Rows = append(sn.Rows, KeyRow{Key: key, Row: r})
+	}
+	slices.SortFunc(sn.Rows, func(a, b KeyRow) int {
+		switch {
+		case a.Key < b.Key:
+			return -1
+		case a.Key > b.Key:
+			return 1
+		}
+		return 0
+	})
+	return sn, true
+}
+
+// MinDirtyLSN is the oldest LSN whose change no written snapshot holds (0 =
+// none): the commit log must not be truncated past it.
+func (s *Store) MinDirtyLSN() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m uint64
+	for _, sh := range s.shards {
+		if sh.dirtyFrom != 0 && (m == 0 || sh.dirtyFrom < m) {
+			m = sh.dirtyFrom
+		}
+	}
+	return m
+}
+
+// RemoveShards deletes the snapshot files of ks (dropped shards) and the
+// directories of queries left without one. Not synced: a file that comes
+// back after a crash is older than its query's reset, or names a deleted
+// partition, and Restore leaves it out.
+func (f *Files) RemoveShards(ks []ShardKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	dirs := map[string]bool{}
+	for _, k := range ks {
+		p := f.ShardPath(k)
+		dirs[filepath.Dir(p)] = true
+		if err := f.FS.Remove(p); err != nil && !isNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	for d := range dirs {
+		if names, err := f.FS.List(d); err == nil && len(names) == 0 {
+			_ = f.FS.Remove(d)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("streams: remove shards: %w", errs[0])
+	}
+	return nil
+}
+
+// RemovePaths deletes files Restore called stale.
+func (f *Files) RemovePaths(paths []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range paths {
+		if err := f.FS.Remove(p); err != nil && !isNotExist(err) {
+			return fmt.Errorf("streams: %w", err)
+		}
+	}
+	return nil
+}

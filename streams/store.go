@@ -1,0 +1,217 @@
+package streams
+
+import (
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ShardKey names a shard: a query and one partition of its source queue.
+type ShardKey struct{ Query, Partition [16]byte }
+
+// Row is one key's state.
+type Row struct {
+	Value           []byte // JSON text
+	UpdatedAtMicros int64
+}
+
+// shard is one (query, partition)'s rows.
+type shard struct {
+	rows   map[string]Row
+	bytes  int64  // len(key)+len(value) over rows
+	lsn    uint64 // the last change applied
+	cycles uint64 // changes applied over the shard's life
+	// dirtyFrom is the LSN of the oldest change not in a written snapshot
+	// (0 = the snapshot file holds everything): the commit log must keep
+	// it.
+	dirtyFrom uint64
+}
+
+// Store is the registry and the shards in memory. All methods are safe for
+// concurrent use. Writers of one shard are serialised by the caller (the
+// broker holds the source partition's lock across a cycle), so changes of a
+// shard arrive in LSN order.
+type Store struct {
+	mu       sync.Mutex
+	byID     map[[16]byte]*Query
+	byName   map[string]*Query
+	shards   map[ShardKey]*shard
+	regDirty bool // the registry changed since the registry file was written
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{byID: map[[16]byte]*Query{}, byName: map[string]*Query{}, shards: map[ShardKey]*shard{}}
+}
+
+// Lookup returns the query registered under name.
+func (s *Store) Lookup(name string) (Query, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.byName[name]
+	if !ok {
+		return Query{}, false
+	}
+	return *q, true
+}
+
+// Query returns the query with id.
+func (s *Store) Query(id [16]byte) (Query, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.byID[id]
+	if !ok {
+		return Query{}, false
+	}
+	return *q, true
+}
+
+// ApplyQuery applies a registration entry at lsn: q replaces the query of its
+// id; with reset, the query's resetLSN becomes lsn and its shards older than
+// lsn are dropped. It returns the shards dropped (their files are the
+// caller's to remove). Idempotent: applying an entry again changes nothing
+// a later entry set.
+func (s *Store) ApplyQuery(lsn uint64, q Query, reset bool) []ShardKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.byID[q.ID]; ok {
+		q.ResetLSN = old.ResetLSN
+		if old.Name != q.Name {
+			delete(s.byName, old.Name)
+		}
+	}
+	if reset && lsn > q.ResetLSN {
+		q.ResetLSN = lsn
+	}
+	s.byID[q.ID] = &q
+	s.byName[q.Name] = &q
+	s.regDirty = true
+	var dropped []ShardKey
+	for k, sh := range s.shards {
+		if k.Query == q.ID && sh.lsn < q.ResetLSN {
+			delete(s.shards, k)
+			dropped = append(dropped, k)
+		}
+	}
+	return dropped
+}
+
+// LiveKeysAfter is the number of live keys the shard of c would hold after
+// c, to check a limit before c is committed.
+func (s *Store) LiveKeysAfter(c *Change) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows map[string]Row
+	if sh := s.shards[ShardKey{c.Query, c.Partition}]; sh != nil {
+		rows = sh.rows
+	}
+	n := len(rows)
+	seen := make(map[string]bool, len(c.Ops))
+	for _, op := range c.Ops {
+		_, had := rows[op.Key]
+		if prev, ok := seen[op.Key]; ok {
+			had = prev
+		}
+		live := op.Kind == OpUpsert
+		switch {
+		case live && !had:
+			n++
+		case !live && had:
+			n--
+		}
+		seen[op.Key] = live
+	}
+	return n
+}
+
+// ApplyChange applies c, committed at lsn, and counts one cycle. It is
+// skipped (false) when the query is unknown, when lsn is older than the
+// query's last reset, or when the shard already holds lsn (a replay over a
+// newer snapshot).
+func (s *Store) ApplyChange(lsn uint64, c *Change) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.byID[c.Query]
+	if !ok || lsn < q.ResetLSN {
+		return false
+	}
+	k := ShardKey{c.Query, c.Partition}
+	sh := s.shards[k]
+	if sh == nil {
+		sh = &shard{rows: map[string]Row{}}
+		s.shards[k] = sh
+	}
+	if lsn <= sh.lsn {
+		return false
+	}
+	for _, op := range c.Ops {
+		if old, ok := sh.rows[op.Key]; ok {
+			sh.bytes -= int64(len(op.Key) + len(old.Value))
+			delete(sh.rows, op.Key)
+		}
+		if op.Kind == OpUpsert {
+			sh.rows[op.Key] = Row{Value: op.Value, UpdatedAtMicros: op.UpdatedAtMicros}
+			sh.bytes += int64(len(op.Key) + len(op.Value))
+		}
+	}
+	sh.lsn = lsn
+	sh.cycles++
+	if sh.dirtyFrom == 0 {
+		sh.dirtyFrom = lsn
+	}
+	return true
+}
+
+// Filter selects the rows of Rows; its conditions are AND-ed.
+type Filter struct {
+	Keys      []string // when non-empty, only these keys
+	KeyPrefix string   // when non-empty, only keys starting with it
+	Match     func(value []byte) bool
+}
+
+// Rows returns the rows of shard k that f selects, sorted by key. Values
+// alias the store's (they are never modified in place).
+func (s *Store) Rows(k ShardKey, f Filter) []KeyRow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh := s.shards[k]
+	if sh == nil {
+		return nil
+	}
+	var out []KeyRow
+	keep := func(key string, r Row) {
+		if strings.HasPrefix(key, f.KeyPrefix) && (f.Match == nil || f.Match(r.Value)) {
+			out = append(out, KeyRow{Key: key, Row: r})
+		}
+	}
+	if len(f.Keys) > 0 {
+		seen := make(map[string]bool, len(f.Keys))
+		for _, key := range f.Keys {
+			if r, ok := sh.rows[key]; ok && !seen[key] {
+				seen[key] = true
+				keep(key, r)
+			}
+		}
+	} else {
+		for key, r := range sh.rows {
+			keep(key, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// DropPartitions drops the shards of the partitions ids names (their queue
+// was deleted) and returns them; the queries stay registered.
+func (s *Store) DropPartitions(gone func(partition [16]byte) bool) []ShardKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var dropped []ShardKey
+	for k := range s.shards {
+		if gone(k.Partition) {
+			delete(s.shards, k)
+			dropped = append(dropped, k)
+		}
+	}
+	return dropped
+}
