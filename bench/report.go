@@ -131,9 +131,13 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " (pushes %.0f msg/s)", r.PushMsgPerSec)
 	}
 	fmt.Fprintln(w)
-	if r.Workload == WorkloadCycle || r.Workload == WorkloadTransaction {
-		fmt.Fprintf(w, "  %.0f %ss/s (each: %d state upserts, 1 sink push, the ack of one popped batch), p99 %.3f ms\n",
-			r.CommitsPerSec, r.Workload, r.StateOps, r.LatencyMs.P99)
+	switch r.Workload {
+	case WorkloadCycle:
+		fmt.Fprintf(w, "  %.0f cycles/s (each: %d state upserts, 1 sink push, the ack of one popped batch), p99 %.3f ms\n",
+			r.CommitsPerSec, r.StateOps, r.LatencyMs.P99)
+	case WorkloadTransaction:
+		fmt.Fprintf(w, "  %.0f transactions/s (each: 1 sink push, the ack of one popped batch), p99 %.3f ms\n",
+			r.CommitsPerSec, r.LatencyMs.P99)
 	}
 	names := make([]string, 0, len(r.RequestLatencyMs))
 	for k := range r.RequestLatencyMs {

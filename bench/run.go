@@ -203,7 +203,9 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	res.LatencyMs = res.RequestLatencyMs[main]
 	if commit != nil {
 		res.CommitsPerSec = Rate(res.LatencyMs.Count, window)
-		res.StateOps = cfg.StateOps
+		if cfg.Workload == WorkloadCycle {
+			res.StateOps = cfg.StateOps
+		}
 	}
 	return res, nil
 }
