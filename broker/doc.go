@@ -33,6 +33,9 @@
 //	transaction  Broker.Transaction (tx.go): sortOps → txTargets → txCheckLocked → txStagePushes,
 //	             txStageAcks → txCommit (the commit point: its Tx entry, format in tx_redo.go) →
 //	             applyRedoAppends (tx_apply.go) → txFinish
+//	streams      Broker.StreamRegister, StreamState (stream.go); Broker.StreamCycle (stream_cycle.go):
+//	             checkCycle → cycleResolve → cyclePrecheck (stream_ack.go) → txTargets → cycleStageState,
+//	             txStagePushes, cycleStageAck → txCommit (applyStreamChanges, stream_store.go)
 //	recovery     Open (open.go) → open: openMeta (meta_journal.go), cursor.Open, openCommitLog,
 //	             takeCleanMarker (open_startup.go), scanCommitLog, applyMeta → openPartition
 //	             (open_partitions.go) → replayCommitLog (open.go) → recover, replayTx
@@ -71,6 +74,9 @@
 //	flush_   the background flush pass (with flush.go)
 //	maint_   the maintenance task: idle eviction and retention
 //	note_    message deletions and trace events: the notes store (package notes) and its pruning
+//	stream_  (and stream.go) stream queries (spec 10): registration, the cycle (a transaction
+//	         whose Tx entry carries the state ops), its ack rule, the state store's place in the
+//	         flush pass and recovery (package streams holds the rows and files)
 //
 // Files without a prefix are shared by several paths: broker.go (the Broker,
 // queue and partition types and the registry), api.go, config.go, names.go,
@@ -92,6 +98,7 @@
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
 //	<data>/notes/log                 message tombstones and trace events (package notes; note_store.go)
+//	<data>/streams/                  stream query registry and per-(query, partition) state snapshots (package streams; stream_store.go)
 //	<data>/quarantine/               what comb fsck --repair moved aside, and cut journal tails
 //
 // Queue and partition names never become paths.

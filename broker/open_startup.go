@@ -184,20 +184,32 @@ func parallelFor(n int, fn func(i int)) {
 const startupWorkers = 16
 
 // fileBudget caps the partition file handles at half the process's soft
-// RLIMIT_NOFILE, leaving the rest for connections, journals and DLQ reads:
-// a server started under a low `ulimit -n` degrades to more reopens instead
-// of failing with EMFILE.
+// RLIMIT_NOFILE (FileBudget), with a warning when that lowers want.
 func (b *Broker) fileBudget(want int) int {
 	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY {
+	nofile := uint64(0)
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Cur != unix.RLIM_INFINITY {
+		nofile = rl.Cur
+	}
+	got := FileBudget(want, nofile)
+	if got != want {
+		b.log.Warn().Int("maxOpenFiles", want).Uint64("rlimitNofile", nofile).Int("using", got).
+			Msg("max open files above half the process's file limit; lowering it")
+	}
+	return got
+}
+
+// FileBudget is how many partition file handles a broker asked for want
+// (Config.MaxOpenFiles; < 0 means no cap) holds under a soft RLIMIT_NOFILE of
+// nofile descriptors (0: unknown or unlimited): at most half the limit,
+// leaving the rest for connections, journals and DLQ reads, so a server
+// started under a low `ulimit -n` degrades to more reopens instead of failing
+// with EMFILE. `comb serve` sizes its connection cap next to the same number.
+func FileBudget(want int, nofile uint64) int {
+	if nofile == 0 || want < 0 {
 		return want
 	}
-	if half := int(rl.Cur / 2); want > half {
-		b.log.Warn().Int("maxOpenFiles", want).Uint64("rlimitNofile", rl.Cur).Int("using", half).
-			Msg("max open files above half the process's file limit; lowering it")
-		return half
-	}
-	return want
+	return int(min(uint64(want), nofile/2))
 }
 
 // readSummaryCheckpoint returns meta/summaries, or nil when it is missing or

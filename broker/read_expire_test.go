@@ -128,11 +128,11 @@ func TestExpiredMessagesCountNowhere(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := expiryEnv(t, func(o *QueueOptions) { o.MaxWaitTimeSeconds = 60 }, 2*time.Minute, true)
-			d, ok := e.b.ResourceQueue("q")
+			d, ok := e.b.ResourceQueue("q", PartitionPage{})
 			require.True(t, ok)
 			require.Equal(t, int64(3), d.Messages.Total, "not found yet")
 			tc.before(e)
-			d, _ = e.b.ResourceQueue("q")
+			d, _ = e.b.ResourceQueue("q", PartitionPage{})
 			assert.Equal(t, MessageCounts{Total: 1, Pending: 1}, d.Messages)
 			assert.Equal(t, int64(1), e.b.lookupQueue("q").pendingQM.Load(), "maxSize depth")
 		})

@@ -184,9 +184,29 @@ func (b *Broker) ResourceQueues(f ResourceFilter) []ResourceQueue {
 	return out
 }
 
-// ResourceQueue answers one queue with its partitions (oldest first); ok is
-// false for an unknown queue (HTTP 404).
-func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
+// PartitionPage picks the partitions a queue detail lists: Limit of them
+// (<= 0: all) from Offset on, oldest first. The queue's totals and its
+// partition count always cover every partition.
+type PartitionPage struct{ Offset, Limit int }
+
+// size is how many of n partitions the page lists.
+func (pg PartitionPage) size(n int) int {
+	n = max(n-pg.Offset, 0)
+	if pg.Limit > 0 {
+		n = min(n, pg.Limit)
+	}
+	return n
+}
+
+func (pg PartitionPage) holds(i int) bool {
+	return i >= pg.Offset && (pg.Limit <= 0 || i-pg.Offset < pg.Limit)
+}
+
+// ResourceQueue answers one queue with the partitions of page (oldest
+// first); ok is false for an unknown queue (HTTP 404). Only listed partitions
+// pay for reading their oldest message's time, so a page bounds the files one
+// request opens (docs/api.md, "Queue detail").
+func (b *Broker) ResourceQueue(name string, page PartitionPage) (ResourceQueueDetail, bool) {
 	if err := b.enter(); err != nil {
 		return ResourceQueueDetail{}, false
 	}
@@ -205,12 +225,16 @@ func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
 		return parts[i].name < parts[j].name
 	})
 	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task,
-		CreatedAtMicros: q.createdAt, Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, len(parts))}
+		CreatedAtMicros: q.createdAt, Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, page.size(len(parts)))}
 	buf := new(segment.ReadBuffer)
 	dead := b.dlqCountsByPartition(q)
-	for _, p := range parts {
+	for i, p := range parts {
 		rp := ResourcePartition{ID: p.idStr, Name: p.name, CreatedAtMicros: p.createdAt, Stats: b.partCounts(p, now)}
 		rp.Stats.DeadLetter = dead[p.id]
+		d.Messages.add(rp.Stats)
+		if !page.holds(i) {
+			continue
+		}
 		if rp.Stats.Total > 0 && !p.isDamaged() {
 			rp.NewestMicros = p.log.LastTimestamp()
 			buf.Reset()
@@ -218,7 +242,6 @@ func (b *Broker) ResourceQueue(name string) (ResourceQueueDetail, bool) {
 				rp.OldestMicros = msgs[0].TimestampMicros
 			}
 		}
-		d.Messages.add(rp.Stats)
 		d.PartitionList = append(d.PartitionList, rp)
 	}
 	d.Messages.DeadLetter = b.dlqCount(q)

@@ -16,7 +16,7 @@ func TestResourceCountsFollowCursorsAndLeases(t *testing.T) {
 	e.ack(QueueModeGroup, res, "completed")
 	e.pop(PopRequest{Queue: "ns.q", Partition: "p", Batch: 1}) // c leased
 
-	d, ok := e.b.ResourceQueue("ns.q")
+	d, ok := e.b.ResourceQueue("ns.q", PartitionPage{})
 	require.True(t, ok)
 	cases := []struct {
 		name string
@@ -37,10 +37,10 @@ func TestResourceCountsFollowCursorsAndLeases(t *testing.T) {
 	assert.Less(t, d.PartitionList[0].OldestMicros, d.PartitionList[1].NewestMicros)
 
 	e.clk.Advance(10 * time.Minute) // the 300 s default lease expires: its span counts as pending again
-	d, _ = e.b.ResourceQueue("ns.q")
+	d, _ = e.b.ResourceQueue("ns.q", PartitionPage{})
 	assert.Equal(t, MessageCounts{Total: 5, Pending: 3, Completed: 2}, d.PartitionList[0].Stats)
 
-	_, ok = e.b.ResourceQueue("nope")
+	_, ok = e.b.ResourceQueue("nope", PartitionPage{})
 	assert.False(t, ok, "unknown queue")
 }
 
@@ -51,7 +51,7 @@ func TestResourceCountsForNamedGroupsOnly(t *testing.T) {
 		e.pop(PopRequest{Queue: "q", Group: g, Batch: 1, AutoAck: true})
 	}
 	e.pop(PopRequest{Queue: "q", Group: "g1", Batch: 1, AutoAck: true})
-	d, _ := e.b.ResourceQueue("q")
+	d, _ := e.b.ResourceQueue("q", PartitionPage{})
 	assert.Equal(t, MessageCounts{Total: 3, Pending: 2, Completed: 1}, d.Messages, "completed = consumed by every group")
 }
 
@@ -113,6 +113,40 @@ func TestResourceCountsHideHeldMessages(t *testing.T) {
 	_, err := e.b.SetPushMaintenance(true)
 	require.NoError(t, err)
 	e.push("q", "p", "b")
-	d, _ := e.b.ResourceQueue("q")
+	d, _ := e.b.ResourceQueue("q", PartitionPage{})
 	assert.Equal(t, int64(1), d.Messages.Total)
+}
+
+// A page lists its window of partitions (oldest first) while the totals and
+// the partition count still cover the whole queue.
+func TestResourceQueuePage(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"p0", "p1", "p2", "p3", "p4"} {
+		e.push("q", p, "a-"+p, "b-"+p)
+		e.clk.Advance(time.Second)
+	}
+	cases := []struct {
+		name string
+		page PartitionPage
+		want []string
+	}{
+		{"all", PartitionPage{}, []string{"p0", "p1", "p2", "p3", "p4"}},
+		{"the first two", PartitionPage{Limit: 2}, []string{"p0", "p1"}},
+		{"two from the fourth", PartitionPage{Offset: 3, Limit: 2}, []string{"p3", "p4"}},
+		{"past the end", PartitionPage{Offset: 5, Limit: 2}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := e.b.ResourceQueue("q", c.page)
+			require.True(t, ok)
+			var got []string
+			for _, rp := range d.PartitionList {
+				got = append(got, rp.Name)
+				assert.NotZero(t, rp.OldestMicros, rp.Name)
+			}
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, 5, d.Partitions)
+			assert.Equal(t, MessageCounts{Total: 10, Pending: 10}, d.Messages)
+		})
+	}
 }

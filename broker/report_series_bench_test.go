@@ -100,7 +100,7 @@ func BenchmarkStatusReads(b *testing.B) {
 				{"StatusSummary", func() { br.StatusSummary() }},
 				{"Series-24h-minutes-all", func() { br.Series(day) }},
 				{"Series-24h-minutes-one-queue", func() { br.Series(one) }},
-				{"StatusQueue", func() { br.StatusQueue("q07") }},
+				{"StatusQueue", func() { br.StatusQueue("q07", PartitionPage{}) }},
 				{"RecentMessages-50", func() { br.RecentMessages("q07", 50, 0) }},
 			} {
 				b.Run(c.name, func(b *testing.B) {

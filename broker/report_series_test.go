@@ -96,7 +96,7 @@ func TestResourceQueueDeadLetterPerPartition(t *testing.T) {
 		e.ack(QueueModeGroup, res, "failed")
 	}
 	counts := func() map[string]int64 {
-		d, ok := e.b.ResourceQueue("q")
+		d, ok := e.b.ResourceQueue("q", PartitionPage{})
 		require.True(t, ok)
 		out := map[string]int64{"total": d.Messages.DeadLetter}
 		for _, p := range d.PartitionList {

@@ -23,9 +23,10 @@ type StatusQueueDetail struct {
 	Consumed []int64 // per partition: committed offset - first offset + 1 of the queue-mode cursor (0 without one)
 }
 
-// StatusQueue answers one queue's status detail; ok false for an unknown queue.
-func (b *Broker) StatusQueue(name string) (StatusQueueDetail, bool) {
-	d, ok := b.ResourceQueue(name)
+// StatusQueue answers one queue's status detail with the partitions of page;
+// ok false for an unknown queue.
+func (b *Broker) StatusQueue(name string, page PartitionPage) (StatusQueueDetail, bool) {
+	d, ok := b.ResourceQueue(name, page)
 	if !ok {
 		return StatusQueueDetail{}, false
 	}

@@ -47,19 +47,29 @@ func streamAckState(pre lease.State, offset uint64, a *StreamAck, release bool, 
 	return post, r, ""
 }
 
+// cycleAck is a cycle's ack evaluated against its (partition, group) state.
+type cycleAck struct {
+	k         cursor.Key
+	pre, post lease.State
+	had       bool   // the state existed
+	offset    uint64 // the acked message (0 = not found)
+	res       StreamAckResult
+	msg       string // why the ack fails the cycle ("" = it does not)
+}
+
 // cycleAckEval resolves the cycle's ack against the source partition's
 // current state (the caller holds its lock).
-func (b *Broker) cycleAckEval(c *cycleRun, nowMicros int64) (k cursor.Key, pre, post lease.State, had bool, offset uint64, r StreamAckResult, msg string, err error) {
-	k = cursor.Key{Partition: c.src.id, Group: c.req.Group}
-	pre, had = b.cur.Get(k)
+func (b *Broker) cycleAckEval(c *cycleRun, nowMicros int64) (cycleAck, error) {
+	a := cycleAck{k: cursor.Key{Partition: c.src.id, Group: c.req.Group}}
+	a.pre, a.had = b.cur.Get(a.k)
 	acks := []lease.Ack{{}}
 	txid := c.req.Ack.TransactionID
-	if err = b.resolveOffsetsLocked(c.src, acks, func(int) string { return txid }, pre.Lease); err != nil {
-		return k, pre, pre, had, 0, r, "", b.storageErr(c.src, err)
+	if err := b.resolveOffsetsLocked(c.src, acks, func(int) string { return txid }, a.pre.Lease); err != nil {
+		return a, b.storageErr(c.src, err)
 	}
-	offset = acks[0].Offset
-	post, r, msg = streamAckState(pre, offset, c.req.Ack, c.req.ReleaseLease, nowMicros)
-	return k, pre, post, had, offset, r, msg, nil
+	a.offset = acks[0].Offset
+	a.post, a.res, a.msg = streamAckState(a.pre, a.offset, c.req.Ack, c.req.ReleaseLease, nowMicros)
+	return a, nil
 }
 
 // cyclePrecheck evaluates the ack before the sink partitions are created, so
@@ -77,8 +87,8 @@ func (b *Broker) cyclePrecheck(c *cycleRun) (string, error) {
 	if err := c.src.damagedErr(); err != nil {
 		return "", err
 	}
-	_, _, _, _, _, _, msg, err := b.cycleAckEval(c, b.now().UnixMicro())
-	return msg, err
+	a, err := b.cycleAckEval(c, b.now().UnixMicro())
+	return a.msg, err
 }
 
 // cycleStageAck adds the ack's cursor move (with the lease kept or cleared)
@@ -88,13 +98,13 @@ func (b *Broker) cycleStageAck(c *cycleRun) (string, error) {
 		return "", nil
 	}
 	t := c.t
-	k, pre, post, had, offset, r, msg, err := b.cycleAckEval(c, t.now)
-	if err != nil || msg != "" {
-		return msg, err
+	a, err := b.cycleAckEval(c, t.now)
+	if err != nil || a.msg != "" {
+		return a.msg, err
 	}
-	c.res.Ack = &r
-	if r.DLQ {
-		item := dlqItem{offset: offset, group: k.Group, errMsg: c.req.Ack.Error}
+	c.res.Ack = &a.res
+	if a.res.DLQ {
+		item := dlqItem{offset: a.offset, group: a.k.Group, errMsg: c.req.Ack.Error}
 		recs, err := b.buildDLQRecordsLocked(c.src, []dlqItem{item}, t.now, streamDLQError, fmt.Sprintf("tx/%s/%d", t.res.TransactionID, len(t.rec.DLQ)))
 		if err != nil {
 			return "", err
@@ -103,9 +113,9 @@ func (b *Broker) cycleStageAck(c *cycleRun) (string, error) {
 			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: c.src.q.id, Rec: rec})
 		}
 	}
-	if post != pre {
-		t.rec.States = append(t.rec.States, redoState{Partition: c.src.id, Group: k.Group, HadPre: had, Pre: pre, Post: post})
-		t.sets = append(t.sets, txStateSet{k: k, p: c.src, post: post, released: r.LeaseReleased})
+	if a.post != a.pre {
+		t.rec.States = append(t.rec.States, redoState{Partition: c.src.id, Group: a.k.Group, HadPre: a.had, Pre: a.pre, Post: a.post})
+		t.sets = append(t.sets, txStateSet{k: a.k, p: c.src, post: a.post, released: a.res.LeaseReleased})
 	}
 	return "", nil
 }

@@ -43,7 +43,9 @@ func (b *Broker) StreamCycle(req StreamCycleRequest) (StreamCycleResult, error) 
 	if req.Group == "" {
 		req.Group = QueueModeGroup
 	}
+	b.streams.regMu.RLock()
 	msg, err := b.cycle(c)
+	b.streams.regMu.RUnlock()
 	switch {
 	case err != nil:
 		return c.res, err
@@ -178,10 +180,12 @@ func (b *Broker) cycleResolve(c *cycleRun) string {
 func (b *Broker) cycleStageState(c *cycleRun) error {
 	c.change = streams.Change{Query: c.q.ID, Partition: c.src.id, Ops: make([]streams.Op, len(c.req.StateOps))}
 	for i, op := range c.req.StateOps {
-		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: op.Value, UpdatedAtMicros: c.t.now}
+		// The value is copied: the store keeps it, and the request's bytes
+		// may be the HTTP layer's reused buffer.
+		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: append([]byte(nil), op.Value...), UpdatedAtMicros: c.t.now}
 		if op.Type == "delete" {
 			o.Kind, o.Value = streams.OpDelete, nil
-		} else if o.Value == nil {
+		} else if op.Value == nil {
 			o.Value = []byte("{}")
 		}
 		c.change.Ops[i] = o

@@ -31,7 +31,11 @@ type streamState struct {
 	store  *streams.Store
 	files  *streams.Files
 	loaded streams.Loaded // during Open only
-	regMu  sync.Mutex     // registrations, and the registry file's writes
+	// regMu serialises registrations (and the registry file's writes) with
+	// cycles, which hold it shared from their query lookup to their apply:
+	// a reset's wipe then never meets a shard that holds changes from both
+	// sides of it.
+	regMu sync.RWMutex
 
 	cycles, failed atomic.Uint64
 }

@@ -431,3 +431,57 @@ func TestStreamRemoval(t *testing.T) {
 	assert.Empty(t, stateOf(t, m.b, m.qid, m.pid))
 	assert.Equal(t, "h2", m.b.StreamQueries()[0].ConfigHash)
 }
+
+// Cycles on several shards at once, with flush passes truncating the log
+// meanwhile: after a crash every shard holds its last committed value.
+func TestStreamConcurrentCyclesAndFlushes(t *testing.T) {
+	m := newMemStreams(t)
+	var pids []string
+	for i := range 4 {
+		res, err := m.b.Push([]PushItem{{Queue: "src", Partition: fmt.Sprint("c", i), TransactionID: "x", Payload: []byte("1")}})
+		require.NoError(t, err)
+		pids = append(pids, res[0].PartitionID)
+	}
+	done := make(chan struct{})
+	flushed := make(chan error, 1)
+	go func() {
+		var err error
+		for {
+			select {
+			case <-done:
+				flushed <- err
+				return
+			default:
+			}
+			if e := m.b.flushPass(); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	errs := make(chan error, len(pids))
+	for _, pid := range pids {
+		go func() {
+			for i := range 200 {
+				r, err := m.b.StreamCycle(StreamCycleRequest{QueryID: m.qid, PartitionID: pid,
+					StateOps: []StreamStateOp{upsertOp("n", fmt.Sprint(i))}})
+				if err == nil && !r.Success {
+					err = fmt.Errorf("cycle failed: %s", r.Error)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range pids {
+		require.NoError(t, <-errs)
+	}
+	close(done)
+	require.NoError(t, <-flushed)
+	m.crash()
+	for _, pid := range pids {
+		assert.Equal(t, map[string]string{"n": "199"}, stateOf(t, m.b, m.qid, pid))
+	}
+}

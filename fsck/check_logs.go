@@ -167,6 +167,13 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		f.Repair = "keep the entries before the first that fails and rebuild the rest of " + f.File + " from the segments"
 		add(f)
 	}
+	for _, v := range s.DedupRuns {
+		f := base
+		f.Kind, f.Severity, f.File = v.Kind, SeverityRepairable, filepath.Join(d.Rel, v.File)
+		f.Detail = v.Detail
+		f.Repair = "remove it and every later run of the log; their offsets are re-indexed from the segments"
+		add(f)
+	}
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
 		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, region: s.Region, findings: fixedByOpen})
 	}

@@ -36,6 +36,9 @@ type DumpOptions struct {
 	// "commitlog" line per entry, and with Payload the records of each push
 	// and DLQ entry (what the server's recovery would replay).
 	CommitLog bool
+	// StreamQuery, when set, prints that stream query (a name or a query id)
+	// and its shards' rows from <data>/streams instead of the logs.
+	StreamQuery string
 }
 
 // DumpStats counts what Dump printed.
@@ -144,6 +147,16 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 		return st, err
 	}
 	if err := isDataDir(abs); err != nil {
+		return st, err
+	}
+	if opts.StreamQuery != "" {
+		bw := bufio.NewWriterSize(w, 256<<10)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		err := dumpStreams(abs, opts.StreamQuery, enc, &st)
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
 		return st, err
 	}
 	var want func([16]byte) bool

@@ -12,7 +12,7 @@ import (
 
 // walKindNames names the commit log's entry kinds in dump lines.
 var walKindNames = map[byte]string{
-	walentry.Meta: "meta", walentry.Push: "push", walentry.DLQ: "dlq", walentry.Checkpoint: "checkpoint", walentry.Tx: "tx", walentry.Note: "note",
+	walentry.Meta: "meta", walentry.Push: "push", walentry.DLQ: "dlq", walentry.Checkpoint: "checkpoint", walentry.Tx: "tx", walentry.Note: "note", walentry.Stream: "stream",
 }
 
 // dumpCommitLog prints one "commitlog" line per entry the commit log keeps, in

@@ -110,6 +110,16 @@ const (
 	// server ignores it and verifies every log in full at start (they are
 	// caches). Informational.
 	KindSummariesIgnored Kind = "summaries_ignored"
+	// KindStreamsCorrupt: a streams registry or shard snapshot file
+	// (<data>/streams) fails its checksum or does not decode, or the commit log
+	// ends before an LSN it holds (entries were lost). The server refuses to
+	// start: a snapshot is the only copy of its state once the log was
+	// truncated behind it. Needs a person.
+	KindStreamsCorrupt Kind = "streams_corrupt"
+	// KindStreamsStale: a shard snapshot of an unknown query, older than its
+	// query's last reset, or of a partition the metadata does not name (its
+	// queue was deleted). The server removes it at start; informational.
+	KindStreamsStale Kind = "streams_stale"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.

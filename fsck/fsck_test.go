@@ -104,6 +104,20 @@ func TestVerdicts(t *testing.T) {
 			v1 := append([]byte("CMBD\x01"), make([]byte, 27+16)...)
 			require.NoError(t, os.WriteFile(filepath.Join(d.partitionDir(id), dedupFile), v1, 0o644))
 		}, []Kind{KindDedupStale}, ExitRepairable, ExitClean},
+		{"a dedup run that fails its page check is damage to the cache, rebuilt", func(d *testDir, id uuid.UUID) {
+			var ents []index.RunEntry
+			for off := uint64(1); off <= 100; off++ {
+				ents = append(ents, index.RunEntry{Hash: index.HashTxn(fmt.Sprintf("run-%d", off)), Offset: off})
+			}
+			index.SortRunEntries(ents)
+			run := filepath.Join(d.partitionDir(id), index.RunFileName(1, 100))
+			require.NoError(t, os.WriteFile(run, index.EncodeRun(1, 100, ents), 0o644))
+			d.flipBit(run, index.RunHeaderSize+5*index.RunEntrySize+2)
+		}, []Kind{KindDedupDamaged}, ExitRepairable, ExitClean},
+		{"an interrupted dedup run write is stale, removed", func(d *testDir, id uuid.UUID) {
+			tmp := filepath.Join(d.partitionDir(id), index.RunFileName(1, 100)+".tmp")
+			require.NoError(t, os.WriteFile(tmp, random[:40], 0o644))
+		}, []Kind{KindDedupStale}, ExitRepairable, ExitClean},
 		{"a cursor past the high-water mark is clamped", func(d *testDir, id uuid.UUID) {
 			d.setCursor(id, "g", lease.State{Committed: 900})
 		}, []Kind{KindCursorPastEnd}, ExitRepairable, ExitClean},

@@ -35,6 +35,9 @@ type Totals struct {
 	Bytes      int64 `json:"bytes"`
 	Queues     int   `json:"queues"`
 	Cursors    int   `json:"cursors"`
+	// StreamQueries and StreamShards count <data>/streams' registry and snapshots.
+	StreamQueries int `json:"streamQueries"`
+	StreamShards  int `json:"streamShards"`
 	// CommitLog counts what <data>/commitlog holds (issue 14).
 	CommitLog CommitLogTotals `json:"commitLog"`
 }

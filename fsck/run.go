@@ -138,6 +138,7 @@ func (c *checker) check() error {
 	}
 	c.cursors = cur
 	c.checkCursors()
+	c.checkStreams()
 	return nil
 }
 

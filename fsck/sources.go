@@ -71,6 +71,7 @@ type logScan struct {
 	StaleIndexes            []string // base names of index files to rebuild
 	MissingIndexes          []string
 	Dedup                   *dedupVerdict // nil when dedup.idx is whole or absent
+	DedupRuns               []runVerdict  // sealed dedup runs that fail their checks, interrupted run writes
 	// An interrupted split (segment.PendingSplits): pending marker ranges, copies.
 	PendingSplits []segment.OffsetRange
 	SplitCopies   []string

@@ -8,6 +8,7 @@ import (
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/streams"
 	"github.com/combmq/comb/walentry"
 )
 
@@ -128,6 +129,10 @@ func (v *walView) add(e commitlog.Entry) error {
 		v.Checkpoints++
 	case walentry.Tx:
 		v.TxEntries++
+	case walentry.Stream:
+		if _, _, err := streams.DecodeEntry(e.Payload); err != nil {
+			bad(err)
+		}
 	}
 	return nil
 }

@@ -158,6 +158,7 @@ func scanLogBelow(dir string, region *durableRegion, onBytes func(int64)) (*logS
 	}
 	checkIndexes(dir, s)
 	checkDedup(dir, s)
+	checkDedupRuns(dir, s)
 	if s.PendingSplits, s.SplitCopies, err = segment.PendingSplits(dir); err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ type Backend interface {
 	// The Resource* methods serve spec 8.4.
 	ResourcesOverview() broker.ResourceOverview
 	ResourceQueues(f broker.ResourceFilter) []broker.ResourceQueue
-	ResourceQueue(name string) (broker.ResourceQueueDetail, bool)
+	ResourceQueue(name string, page broker.PartitionPage) (broker.ResourceQueueDetail, bool)
 	ResourceNamespaces() []broker.ResourceLabel
 	ResourceTasks() []broker.ResourceLabel
 	// MessageBackend serves the message and trace routes (spec 8.5, 9.3; messages.go).

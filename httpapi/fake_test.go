@@ -55,6 +55,7 @@ type fakeBackend struct {
 	maintErr    error
 	overview    broker.ResourceOverview
 	resQueues   []broker.ResourceQueue
+	resPage     broker.PartitionPage
 	resFilter   broker.ResourceFilter
 	resDetail   map[string]broker.ResourceQueueDetail
 	namespaces  []broker.ResourceLabel
@@ -235,8 +236,11 @@ func (f *fakeBackend) ResourceQueues(filter broker.ResourceFilter) []broker.Reso
 	return f.resQueues
 }
 
-func (f *fakeBackend) ResourceQueue(name string) (broker.ResourceQueueDetail, bool) {
+func (f *fakeBackend) ResourceQueue(name string, page broker.PartitionPage) (broker.ResourceQueueDetail, bool) {
 	f.record("ResourceQueue")
+	f.mu.Lock()
+	f.resPage = page
+	f.mu.Unlock()
 	d, ok := f.resDetail[name]
 	return d, ok
 }

@@ -99,7 +99,7 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 	for i := range list.Messages {
 		out.Messages = append(out.Messages, rowJSON(&list.Messages[i]))
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, out)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
 }
 
 func rowJSON(m *broker.MessageRow) messageRowJSON {
@@ -187,7 +187,7 @@ func (s *Server) message(ctx *fasthttp.RequestCtx, partitionID, txid string) {
 		out.ConsumerGroups = append(out.ConsumerGroups, groupPositionJSON{Name: g.Name, Consumed: g.Consumed,
 			Status: g.Status, CursorOffset: g.CursorOffset, LeaseExpiresAt: isoTimeOrNull(g.LeaseExpiresAtMicros, 3)})
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, out)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
 }
 
 type deleteMessageJSON struct {
@@ -210,20 +210,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, partitionID, txid strin
 	if !found {
 		out.Message = "Message not found"
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, out)
-}
-
-// sendColdJSON encodes a cold route's typed answer with encoding/json (issue 13: cold routes read
-// like the spec; the hot paths keep their hand-written encoders).
-func sendColdJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, "encode response: "+err.Error())
-		return
-	}
-	p := getBuf()
-	*p = append(*p, body...)
-	sendJSON(ctx, status, p)
+	s.sendValue(ctx, fasthttp.StatusOK, out)
 }
 
 func optString(s string) *string {

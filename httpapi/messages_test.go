@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,20 @@ func TestMessageStatusRelativeToNamedGroups(t *testing.T) {
 	require.Len(t, got.Messages, 1)
 	require.Equal(t, "t1", got.Messages[0].TransactionID)
 	require.Equal(t, map[string]int{"consumedBy": 2, "totalGroups": 2}, got.Messages[0].BusStatus)
+}
+
+// The message routes encode strings as every other route does: <, > and & as they are (a
+// second encoder once answered them as \u003c, \u003e, \u0026).
+func TestMessageRoutesDoNotEscapeHTML(t *testing.T) {
+	clock := &testClock{now: t0}
+	ts := startMsgServer(t, vfs.NewMem(), clock)
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"mq","partition":"p","transactionId":"a<b&c>","payload":{"h":"<i>"}}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	pid := r.json(t).([]any)[0].(map[string]any)["partition_id"].(string)
+	r = ts.do("GET", "/api/v1/messages?queue=mq", "")
+	require.Equal(t, 200, r.status)
+	require.Contains(t, string(r.body), `"transactionId":"a<b&c>"`)
+	r = ts.do("GET", "/api/v1/messages/"+pid+"/"+url.PathEscape("a<b&c>"), "")
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Contains(t, string(r.body), `"payload":{"h":"<i>"}`)
 }

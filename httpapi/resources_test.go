@@ -38,7 +38,7 @@ func TestResourceRouteShapes(t *testing.T) {
 			"createdAt":"2026-07-30T09:12:44.881Z","partitions":1,"messages":{"total":6,"pending":3,"processing":1}}]}`},
 		{"queue detail", "/api/v1/resources/queues/orders", 200, `{"id":"q-id","name":"orders","namespace":"shop","task":"",
 			"createdAt":"2026-07-30T09:12:44.881Z","partitions":[{"id":"p-id","name":"Default","createdAt":"2026-07-30T09:12:44.881Z",
-			"stats":` + allCounts + `,"oldestMessage":"2026-07-30T09:12:44.881Z","newestMessage":null}],"totals":` + allCounts + `}`},
+			"stats":` + allCounts + `,"oldestMessage":"2026-07-30T09:12:44.881Z","newestMessage":null}],"partitionCount":1,"totals":` + allCounts + `}`},
 		{"unknown queue is 404", "/api/v1/resources/queues/nope", 404, `{"error":"Queue not found"}`},
 		{"namespaces", "/api/v1/resources/namespaces", 200, `{"namespaces":[{"namespace":"shop","queues":1,"partitions":1,"messages":{"total":6,"pending":3}}]}`},
 		{"no tasks is an empty array", "/api/v1/resources/tasks", 200, `{"tasks":[]}`},
@@ -65,4 +65,30 @@ func TestResourcesAgainstTheRealBroker(t *testing.T) {
 	o := ts.do("GET", "/api/v1/resources/overview", "").json(t).(map[string]any)
 	assert.Equal(t, 1.0, o["queues"])
 	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, o["timestamp"])
+}
+
+// The queue detail's partition list is a page: limit (default and at most 10,000) from offset.
+func TestQueueDetailPartitionPage(t *testing.T) {
+	fake := newFake()
+	fake.resDetail = map[string]broker.ResourceQueueDetail{"orders": {}}
+	ts := startServer(t, fake, Config{})
+	cases := []struct {
+		query string
+		want  broker.PartitionPage
+	}{
+		{"", broker.PartitionPage{Limit: 10000}},
+		{"?limit=2&offset=1", broker.PartitionPage{Offset: 1, Limit: 2}},
+		{"?limit=99999", broker.PartitionPage{Limit: 10000}},
+		{"?limit=0&offset=-5", broker.PartitionPage{Limit: 10000}},
+		{"?limit=abc&offset=7", broker.PartitionPage{Offset: 7, Limit: 10000}},
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			require.Equal(t, 200, ts.do("GET", "/api/v1/resources/queues/orders"+c.query, "").status)
+			fake.mu.Lock()
+			got := fake.resPage
+			fake.mu.Unlock()
+			require.Equal(t, c.want, got)
+		})
+	}
 }

@@ -22,7 +22,7 @@ type statusBackend interface {
 	Series(q broker.SeriesQuery) []analytics.Bucket
 	SeriesByQueue(q broker.SeriesQuery) []analytics.QueueSeries
 	LastMinute(fn func(queue string, p analytics.Point))
-	StatusQueue(name string) (broker.StatusQueueDetail, bool)
+	StatusQueue(name string, page broker.PartitionPage) (broker.StatusQueueDetail, bool)
 	RecentMessages(name string, limit, offset int) ([]broker.RecentMessage, bool)
 	StatusSummary() broker.StatusSummary
 	CheckpointLatency() broker.LatencyHistogram
@@ -348,17 +348,19 @@ type statusTotals struct {
 // statusQueue serves GET /api/v1/status/queues/:queue; unknown → 404.
 func (s *Server) statusQueue(ctx *fasthttp.RequestCtx, name string) {
 	s.withStatus(ctx, func(sb statusBackend) {
-		d, ok := sb.StatusQueue(name)
+		d, ok := sb.StatusQueue(name, partitionPage(ctx))
 		if !ok {
 			writeError(ctx, fasthttp.StatusNotFound, "Queue not found")
 			return
 		}
 		o := d.Options
 		out := struct {
-			Queue      statusQueueHead   `json:"queue"`
-			Partitions []statusPartition `json:"partitions"`
-			Totals     statusTotals      `json:"totals"`
+			Queue          statusQueueHead   `json:"queue"`
+			Partitions     []statusPartition `json:"partitions"`
+			PartitionCount int               `json:"partitionCount"` // every partition; the list is one page
+			Totals         statusTotals      `json:"totals"`
 		}{
+			PartitionCount: d.Partitions,
 			Queue: statusQueueHead{ID: d.ID, Name: d.Name, Namespace: d.Namespace, Task: d.Task, Priority: o.Priority, CreatedAt: isoMicros(d.CreatedAtMicros),
 				Config: statusQueueConfig{o.LeaseTime, o.RetryLimit, o.RetryDelay, o.TTL, o.MaxSize, o.DeadLetterQueue}},
 			Partitions: make([]statusPartition, 0, len(d.PartitionList)),

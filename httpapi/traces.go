@@ -119,7 +119,7 @@ func (s *Server) addTrace(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	sendColdJSON(ctx, fasthttp.StatusCreated, struct {
+	s.sendValue(ctx, fasthttp.StatusCreated, struct {
 		Success bool   `json:"success"`
 		TraceID string `json:"traceId"`
 	}{true, id})
@@ -163,7 +163,7 @@ func (s *Server) traces(ctx *fasthttp.RequestCtx, partitionID, txid string) {
 	for i := range evs {
 		out = append(out, traceToJSON(&evs[i], false))
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, struct {
+	s.sendValue(ctx, fasthttp.StatusOK, struct {
 		Traces []traceJSON `json:"traces"`
 	}{out})
 }
@@ -195,7 +195,7 @@ func (s *Server) tracesByName(ctx *fasthttp.RequestCtx, name string) {
 	for i := range evs {
 		out = append(out, traceToJSON(&evs[i], true))
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, struct {
+	s.sendValue(ctx, fasthttp.StatusOK, struct {
 		Traces     []traceJSON    `json:"traces"`
 		Total      int            `json:"total"`
 		Pagination paginationJSON `json:"pagination"`
@@ -222,7 +222,7 @@ func (s *Server) traceNames(ctx *fasthttp.RequestCtx) {
 		out = append(out, traceNameJSON{TraceName: n.Name, TraceCount: n.Traces, MessageCount: n.Messages,
 			LastSeen: isoTimeOrNull(n.LastSeenMicros, 3)})
 	}
-	sendColdJSON(ctx, fasthttp.StatusOK, struct {
+	s.sendValue(ctx, fasthttp.StatusOK, struct {
 		TraceNames []traceNameJSON `json:"trace_names"`
 		Total      int             `json:"total"`
 		Pagination paginationJSON  `json:"pagination"`

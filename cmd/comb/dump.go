@@ -28,6 +28,7 @@ instead ("type": commitlog; with --payload each push's records too). Examples:
   comb dump --partition-id 0198e4c1-0000-7000-8000-00000000aa01 --what index ./comb-data
   comb dump --queue orders --from 2026-07-30T09:00:00Z --to 2026-07-30T10:00:00Z --payload ./comb-data > orders.jsonl
   comb dump --commit-log ./comb-data | jq -c 'select(.replay)'
+  comb dump --stream-query word-count ./comb-data | jq -c 'select(.type=="stream_row")'
 
 flags:`)
 		fs.PrintDefaults()
@@ -43,6 +44,7 @@ flags:`)
 	to := fs.String("to", "", "last segment timestamp (inclusive)")
 	what := fs.String("what", "segments,records", "comma list of: segments, records, index")
 	fs.BoolVar(&o.Payload, "payload", false, "include each record's payload (needed for comb replay from a dump)")
+	fs.StringVar(&o.StreamQuery, "stream-query", "", "print this stream query (name or query id) and its shards' state rows (stream_query, stream_shard, stream_row lines) instead of the logs")
 	fs.BoolVar(&o.CommitLog, "commit-log", false, "print the commit log's entries (kind, LSN, partition and offsets of pushes, whether a restart replays them) instead of the logs")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/combmq/comb/broker"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 )
@@ -31,15 +32,15 @@ func nofileLimit() uint64 {
 }
 
 // connRoom is how many connections fit under nofile descriptors next to the partition file
-// budget (maxOpenFiles, lowered to half the limit by the broker; half the limit when there is
-// no cap, maxOpenFiles < 0) and connReserve; at least 1. nofile 0 means unknown: no bound.
+// budget (broker.FileBudget; half the limit when there is no cap, maxOpenFiles < 0) and
+// connReserve; at least 1. nofile 0 means unknown: no bound.
 func connRoom(nofile uint64, maxOpenFiles int) int {
 	if nofile == 0 {
 		return int(^uint(0) >> 1)
 	}
-	files := nofile / 2
-	if maxOpenFiles >= 0 && uint64(maxOpenFiles) < files {
-		files = uint64(maxOpenFiles)
+	files := nofile / 2 // no cap: the handles a busy broker may hold are assumed to be half
+	if budget := broker.FileBudget(maxOpenFiles, nofile); budget >= 0 {
+		files = uint64(budget)
 	}
 	if nofile <= files+connReserve {
 		return 1

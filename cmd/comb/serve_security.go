@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -207,32 +206,6 @@ func (sec security) logPosture(log zerolog.Logger, ln net.Addr, dataDir string) 
 func isLoopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP != nil && tcp.IP.IsLoopback()
-}
-
-// unitDuration is a flag.Value for a duration given as a bare number of unit (Queen's
-// JWT_CLOCK_SKEW seconds, JWT_JWKS_TIMEOUT_MS milliseconds) or as a Go duration ("30s").
-type unitDuration struct {
-	d    time.Duration
-	unit time.Duration
-}
-
-func (u *unitDuration) String() string { return u.d.String() }
-
-func (u *unitDuration) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 0 || n > int64(24*time.Hour/u.unit) {
-			return fmt.Errorf("%q: want between 0 and a day", v)
-		}
-		u.d = time.Duration(n) * u.unit
-		return nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return fmt.Errorf("%q: want a number of %s or a duration like 30s", v, u.unit)
-	}
-	u.d = d
-	return nil
 }
 
 // tlsConfig is the server's TLS configuration, nil without --tls-cert.

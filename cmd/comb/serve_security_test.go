@@ -86,7 +86,7 @@ func TestSecurityRefusals(t *testing.T) {
 		{"cert without key", []string{"--tls-cert", "c.pem"}, nil, "go together"},
 		{"missing cert files", []string{"--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"}, nil, "no such file"},
 		{"public key file missing", []string{"--jwt-enabled", "--jwt-algorithm", "RS256", "--jwt-public-key", "/nonexistent.pem"}, nil, "neither PEM text nor a readable file"},
-		{"bad clock skew", []string{"--jwt-clock-skew", "soon"}, nil, "want a number of 1s"},
+		{"bad clock skew", []string{"--jwt-clock-skew", "soon"}, nil, "want a number of seconds"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -4,10 +4,13 @@ import { api, enc, optional, q } from '../api.js';
 import { add, badge, card, cards, fmt, h, kv, link, section, table, unavailable } from '../dom.js';
 import { lineChart } from '../chart.js';
 
+// The partitions one view lists; the route's partitionCount says how many there are.
+const PARTITION_PAGE = 1000;
+
 export async function render(root, { queue }) {
   const [d, st, ops, groups] = await Promise.all([
-    api('/api/v1/resources/queues/' + enc(queue)),
-    optional('/api/v1/status/queues/' + enc(queue)),
+    api('/api/v1/resources/queues/' + enc(queue) + '?limit=' + PARTITION_PAGE),
+    optional('/api/v1/status/queues/' + enc(queue) + '?limit=1'), // its configuration only
     optional('/api/v1/analytics/queue-ops' + q({ queue })),
     api('/api/v1/consumer-groups'),
   ]);
@@ -19,7 +22,7 @@ export async function render(root, { queue }) {
       'namespace ', d.namespace || '–', ' · task ', d.task || '–', ' · created ', fmt.time(d.createdAt), ' · ',
       link('#/messages' + q({ queue }), 'messages'), ' · ', link('#/dlq' + q({ queue }), 'dead letters')),
     cards(
-      card('Partitions', fmt.int((d.partitions || []).length), 'queue-partitions'),
+      card('Partitions', fmt.int(d.partitionCount ?? (d.partitions || []).length), 'queue-partitions'),
       card('Messages', fmt.int(t.total), 'queue-total'),
       card('Pending', fmt.int(t.pending), 'queue-pending'),
       card('Processing', fmt.int(t.processing), 'queue-processing'),
@@ -29,7 +32,7 @@ export async function render(root, { queue }) {
     h('div', { class: 'grid2' },
       section('Configuration', config(st)),
       section('Operations per second, last hour', opsChart(ops, queue))),
-    section('Partitions', table('partitions', [
+    section(partitionsTitle(d), table('partitions', [
       { label: 'Partition', value: (p) => link('#/messages' + q({ queue, partition: p.name }), p.name) },
       { label: 'Messages', num: true, value: (p) => fmt.int(p.stats?.total) },
       { label: 'Pending', num: true, value: (p) => fmt.int(p.stats?.pending) },
@@ -73,4 +76,11 @@ function opsChart(ops, queue) {
     { key: 'popPerSecond', label: 'pop' },
     { key: 'ackPerSecond', label: 'ack' },
   ], points, { yLabel: 'msg/s' });
+}
+
+// partitionsTitle says when the table shows the first page only.
+function partitionsTitle(d) {
+  const shown = (d.partitions || []).length;
+  if (d.partitionCount > shown) return 'Partitions (the oldest ' + fmt.int(shown) + ' of ' + fmt.int(d.partitionCount) + ')';
+  return 'Partitions';
 }

@@ -28,14 +28,14 @@ func TestMillisTakesQueenMillisecondsOrADuration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
-			var m millis
+			m := millis(0)
 			err := m.Set(c.in)
 			if !c.ok {
 				require.Error(t, err)
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, c.want, time.Duration(m))
+			require.Equal(t, c.want, m.d)
 		})
 	}
 }
@@ -50,8 +50,8 @@ func TestRetentionAndEvictionIntervalsFromTheEnvironment(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--eviction-interval", "3s"}))
 	env := map[string]string{"RETENTION_INTERVAL": "2000", "EVICTION_INTERVAL": "1000"}
 	require.NoError(t, applyEnv(fs, func(k string) string { return env[k] }))
-	require.Equal(t, 2*time.Second, time.Duration(ret))
-	require.Equal(t, 3*time.Second, time.Duration(ev), "the flag wins")
+	require.Equal(t, 2*time.Second, ret.d)
+	require.Equal(t, 3*time.Second, ev.d, "the flag wins")
 
 	fs = flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.Var(&ret, "retention-interval", "")
@@ -67,9 +67,9 @@ func FuzzMillis(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		var m millis
-		if err := m.Set(s); err == nil && m <= 0 {
-			t.Fatalf("%q set %v", s, time.Duration(m))
+		m := millis(time.Second)
+		if err := m.Set(s); err == nil && m.d <= 0 {
+			t.Fatalf("%q set %v", s, m.d)
 		}
 	})
 }

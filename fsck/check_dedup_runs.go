@@ -1,0 +1,76 @@
+package fsck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/combmq/comb/index"
+)
+
+// runVerdict is what checkDedupRuns says about one sealed dedup run file.
+type runVerdict struct {
+	File   string // base name in the log's directory
+	Kind   Kind   // KindDedupDamaged or KindDedupStale
+	Detail string
+}
+
+// checkDedupRuns verifies every sealed dedup run of dir (docs/format.md 4.2)
+// whole, as the log's load does (index.ScanRun: header, every page's check,
+// entry order, the name against the header). A run that fails is damage: the
+// load deletes it and every later run and re-indexes their offsets from the
+// segments, so no transactionId can be stored twice, and a repair's reopen does
+// the same now. A ".run.tmp" is a run write a crash interrupted (stale: the
+// load removes it). Overlapping runs are not judged: a crash in a merge leaves
+// the merged run beside its inputs, and the load keeps the one that reaches
+// furthest.
+func checkDedupRuns(dir string, s *logScan) {
+	if s.Region != nil && s.Region.Err != nil {
+		return // the server takes the log out of service, caches and all
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return // the segment scan reported the directory already
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "dedup-") && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if v := checkRunFile(dir, name); v != nil {
+			s.DedupRuns = append(s.DedupRuns, *v)
+		}
+	}
+}
+
+// checkRunFile judges one file named dedup-*: nil when it is a whole run or
+// not a run file at all.
+func checkRunFile(dir, name string) *runVerdict {
+	if stem, ok := strings.CutSuffix(name, ".tmp"); ok {
+		if _, _, ok := index.ParseRunFileName(stem); ok {
+			return &runVerdict{File: name, Kind: KindDedupStale, Detail: "a dedup run write a crash interrupted (removed on the next load)"}
+		}
+		return nil
+	}
+	first, last, ok := index.ParseRunFileName(name)
+	if !ok {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return &runVerdict{File: name, Kind: KindDedupDamaged, Detail: fmt.Sprintf("dedup run unreadable: %v", err)}
+	}
+	h, err := index.ScanRun(b, nil)
+	if err == nil && (h.First != first || h.Last != last) {
+		err = fmt.Errorf("header says offsets %d..%d, the name %d..%d", h.First, h.Last, first, last)
+	}
+	if err != nil {
+		return &runVerdict{File: name, Kind: KindDedupDamaged, Detail: fmt.Sprintf("dedup run fails its check (%v)", err)}
+	}
+	return nil
+}
