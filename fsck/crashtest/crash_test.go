@@ -78,7 +78,13 @@ func TestCrashKill9(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 
 	data := filepath.Join(t.TempDir(), "data")
-	srv := newServer(t, data)
+	// CRASH_FLUSH_MS, when set, shortens the flush pass (partition syncs, stream state
+	// snapshots, commit-log truncation) so kills also land around it; unset: the server's default.
+	var extra []string
+	if ms := envInt("CRASH_FLUSH_MS", 0); ms > 0 {
+		extra = append(extra, "--flush-interval", strconv.Itoa(ms)+"ms")
+	}
+	srv := newServer(t, data, extra...)
 	led := newLedger()
 	sl := newStreamsLedger(led)
 	fig := crashFigures{fsckKinds: map[string]int{}}

@@ -32,5 +32,5 @@
 // Knobs (environment): CRASH_KILLS (default 5; the local target is 100), CRASH_SEED
 // (default: time-based, logged), CRASH_PUSHERS (default 16), CRASH_CONSUMERS (default 8),
 // CRASH_MAX_RUN_MS (longest run between kills, default 1500), CRASH_STREAMS_CONSUMERS
-// (default 2).
+// (default 2), CRASH_FLUSH_MS (the server's --flush-interval in ms; unset: its default).
 package crashtest
