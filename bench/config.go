@@ -24,10 +24,16 @@ const (
 	// WorkloadLongPoll parks --concurrency consumers with wait=true, one queue each, and measures
 	// the latency from push to wake.
 	WorkloadLongPoll Workload = "longpoll"
+	// WorkloadCycle prefills a backlog, then pops batches and commits each with one streams
+	// cycle (spec 10): --state-ops state upserts, one sink push and the source ack (cycle.go).
+	WorkloadCycle Workload = "cycle"
+	// WorkloadTransaction is WorkloadCycle's baseline: the same pops, each committed with one
+	// POST /api/v1/transaction of the same sink push and source ack, without state.
+	WorkloadTransaction Workload = "transaction"
 )
 
 // Workloads lists every workload in the order reports show them.
-var Workloads = []Workload{WorkloadPush, WorkloadConsume, WorkloadE2E, WorkloadFanout, WorkloadLongPoll}
+var Workloads = []Workload{WorkloadPush, WorkloadConsume, WorkloadE2E, WorkloadFanout, WorkloadLongPoll, WorkloadCycle, WorkloadTransaction}
 
 // Driver names accepted by Config.Driver.
 const (
@@ -59,6 +65,7 @@ type Config struct {
 	Rate     float64       // open-loop target, msg/s over all pushers; 0 = closed loop
 	Prefill  int           // consume: backlog size in messages
 	WaitMs   int           // long-poll timeout of a pop, ms
+	StateOps int           // cycle: state upserts per cycle
 
 	Token      string // driver comb: sent as "Authorization: Bearer <Token>" (JWT auth, spec 9.1); "" = none
 	ServerPID  int    // 0 = discover the local process listening on the target port
@@ -86,6 +93,7 @@ func DefaultConfig() Config {
 		Warmup:      time.Second,
 		Prefill:     1_000_000,
 		WaitMs:      1000,
+		StateOps:    4,
 		SyncMetric:  DefaultSyncMetric,
 	}
 }
@@ -111,8 +119,13 @@ func (c Config) Normalize() (Config, error) {
 		if c.Rate <= 0 {
 			c.Rate = 1000
 		}
+	case WorkloadCycle, WorkloadTransaction:
+		// Streams cycles and transactions are routes of the Queen HTTP API only.
+		if c.Driver != DriverComb {
+			return c, fmt.Errorf("workload %s runs with driver comb only: %w", c.Workload, ErrConfig)
+		}
 	default:
-		return c, fmt.Errorf("workload %q (want push|consume|e2e|fanout|longpoll): %w", c.Workload, ErrConfig)
+		return c, fmt.Errorf("workload %q (want push|consume|e2e|fanout|longpoll|cycle|transaction): %w", c.Workload, ErrConfig)
 	}
 	switch c.Driver {
 	case DriverComb, DriverRedis, DriverNATS:
@@ -126,7 +139,7 @@ func (c Config) Normalize() (Config, error) {
 	}{
 		{"queues", c.Queues, 1}, {"partitions", c.Partitions, 1}, {"batch", c.Batch, 1},
 		{"size", c.Size, 2}, {"concurrency", c.Concurrency, 1}, {"producers", c.Producers, 1},
-		{"groups", c.Groups, 0}, {"prefill", c.Prefill, 0}, {"wait-ms", c.WaitMs, 1},
+		{"groups", c.Groups, 0}, {"prefill", c.Prefill, 0}, {"wait-ms", c.WaitMs, 1}, {"state-ops", c.StateOps, 0},
 	} {
 		if f.v < f.min {
 			return c, fmt.Errorf("--%s %d is below %d: %w", f.name, f.v, f.min, ErrConfig)

@@ -4,7 +4,8 @@
 // and NATS JetStream) with the same workload shapes through their official Go clients.
 //
 // What it owns:
-//   - the workloads: push, consume, e2e, fanout and longpoll (config.go, run.go, workers.go);
+//   - the workloads: push, consume, e2e, fanout and longpoll (config.go, run.go, workers.go),
+//     and cycle with its baseline transaction (cycle.go: streams cycles, spec 10, issue 12);
 //   - the Driver seam and its three implementations (driver_http.go, driver_redis.go,
 //     driver_nats.go);
 //   - measurement: HDR histograms of request and end-to-end latency, counters, the open-loop

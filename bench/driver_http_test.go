@@ -25,7 +25,8 @@ type fakeQueen struct {
 	msgs      map[string][]fakeMsg // queue → messages
 	next      map[string]int       // queue → first undelivered
 	acked     int
-	pushFails bool // answer every push with 500
+	pushFails bool           // answer every push with 500
+	commits   map[string]int // "cycle" / "transaction" → requests answered
 }
 
 type recorded struct {
@@ -43,7 +44,7 @@ type fakeMsg struct {
 }
 
 func newFakeQueen() *fakeQueen {
-	return &fakeQueen{msgs: map[string][]fakeMsg{}, next: map[string]int{}}
+	return &fakeQueen{msgs: map[string][]fakeMsg{}, next: map[string]int{}, commits: map[string]int{}}
 }
 
 func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -97,6 +98,19 @@ func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.acked += len(out)
 		_ = json.NewEncoder(w).Encode(out)
+	case r.Method == http.MethodPost && r.URL.Path == "/streams/v1/queries":
+		_, _ = w.Write([]byte(`{"success":true,"query_id":"Q1","name":"n","config_hash":"bench","fresh":true,"reset":false}`))
+	case r.Method == http.MethodPost && r.URL.Path == "/streams/v1/cycle":
+		var req struct {
+			Ack struct{ Count int } `json:"ack"`
+		}
+		_ = json.Unmarshal(body, &req)
+		f.acked += req.Ack.Count
+		f.commits["cycle"]++
+		_, _ = w.Write([]byte(`{"success":true,"push_results":[],"ack_result":null}`))
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/transaction":
+		f.commits["transaction"]++
+		_, _ = w.Write([]byte(`{"transactionId":"x","success":true,"results":[]}`))
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"error":"Not Found"}`))

@@ -64,6 +64,9 @@ type PoppedBatch struct {
 	n       int
 	sent    []int64
 	ackBody []byte
+	// The last message, which a cycle or a transaction acks for the whole batch (committing a
+	// message commits everything before it in its partition, spec 4.6); copies, not aliases.
+	lastTx, lastPartitionID, lastPartition, lastLease []byte
 }
 
 // Len is the number of messages delivered.
@@ -115,5 +118,16 @@ func ParsePop(p *fastjson.Parser, body []byte, group string, wantTimes bool, b *
 	}
 	b.ackBody = appendAckTail(b.ackBody, group)
 	b.n = len(msgs)
+	if b.n > 0 {
+		m := msgs[b.n-1]
+		b.lastTx = append(b.lastTx[:0], m.GetStringBytes("transactionId")...)
+		b.lastPartitionID = append(b.lastPartitionID[:0], m.GetStringBytes("partitionId")...)
+		b.lastPartition = append(b.lastPartition[:0], m.GetStringBytes("partition")...)
+		lease := m.GetStringBytes("leaseId")
+		if len(lease) == 0 {
+			lease = envLease
+		}
+		b.lastLease = append(b.lastLease[:0], lease...)
+	}
 	return nil
 }

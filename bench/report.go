@@ -70,7 +70,12 @@ type Result struct {
 	PushMsgPerSec float64 `json:"pushMsgPerSec"`
 	Requests      int64   `json:"requests"`
 
-	LatencyMs        Percentiles            `json:"latencyMs"`              // the main request kind (push for push; pop otherwise)
+	// CommitsPerSec is cycles (cycle) or transactions (transaction) answered per second, each
+	// committing one popped batch; StateOps the upserts of each cycle.
+	CommitsPerSec float64 `json:"commitsPerSec,omitempty"`
+	StateOps      int     `json:"stateOps,omitempty"`
+
+	LatencyMs        Percentiles            `json:"latencyMs"`              // the main request kind (push for push; cycle or transaction for those; pop otherwise)
 	RequestLatencyMs map[string]Percentiles `json:"requestLatencyMs"`       // by request kind
 	E2ELatencyMs     *Percentiles           `json:"e2eLatencyMs,omitempty"` // from (intended) send to consumer
 
@@ -126,6 +131,14 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " (pushes %.0f msg/s)", r.PushMsgPerSec)
 	}
 	fmt.Fprintln(w)
+	switch r.Workload {
+	case WorkloadCycle:
+		fmt.Fprintf(w, "  %.0f cycles/s (each: %d state upserts, 1 sink push, the ack of one popped batch), p99 %.3f ms\n",
+			r.CommitsPerSec, r.StateOps, r.LatencyMs.P99)
+	case WorkloadTransaction:
+		fmt.Fprintf(w, "  %.0f transactions/s (each: 1 sink push, the ack of one popped batch), p99 %.3f ms\n",
+			r.CommitsPerSec, r.LatencyMs.P99)
+	}
 	names := make([]string, 0, len(r.RequestLatencyMs))
 	for k := range r.RequestLatencyMs {
 		names = append(names, k)
@@ -233,6 +246,9 @@ func MarkdownTable(results []Result) string {
 			rate := fmt.Sprintf("%.0f", r.MsgPerSec)
 			if wl == WorkloadFanout || wl == WorkloadE2E {
 				rate += fmt.Sprintf(" (push %.0f)", r.PushMsgPerSec)
+			}
+			if wl == WorkloadCycle || wl == WorkloadTransaction {
+				rate += fmt.Sprintf(" (%.0f commits/s)", r.CommitsPerSec)
 			}
 			fmt.Fprintf(&sb, "| %s | %s | %s | %.1f | %s | %.2f / %.2f | %s | %d | %s | %s |\n",
 				wl, name, rate, r.MBPerSec, ratio, r.LatencyMs.P50, r.LatencyMs.P99, e2e, r.ErrorsTotal, rss, cpu)

@@ -64,12 +64,21 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		return nil, fmt.Errorf("setup: %w", err)
 	}
 	dests := allDests(cfg.Queues, cfg.Partitions)
+	var commit *CommitSpec
+	if cfg.Workload == WorkloadCycle || cfg.Workload == WorkloadTransaction {
+		var err error
+		if commit, err = commitSpec(ctx, cfg, drv); err != nil {
+			return nil, err
+		}
+		// The commits read queue 0 only (one stream query, one source queue).
+		dests = allDests(1, cfg.Partitions)
+	}
 
 	// Untimed preparation: the consume backlog, or one message per long-poll queue so every
 	// queue exists before consumers park on it.
 	target := int64(0)
 	switch cfg.Workload {
-	case WorkloadConsume:
+	case WorkloadConsume, WorkloadCycle, WorkloadTransaction:
 		if progress != nil {
 			fmt.Fprintf(progress, "prefilling %d messages...\n", cfg.Prefill)
 		}
@@ -104,7 +113,7 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	roles := rolesFor(cfg, dests)
+	roles := rolesFor(cfg, dests, commit)
 	var wg sync.WaitGroup
 	var startErr atomic.Value
 	id := 0
@@ -183,15 +192,26 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 		res.RequestLatencyMs[name] = p
 	}
 	main := string(OpPop)
-	if cfg.Workload == WorkloadPush {
+	switch cfg.Workload {
+	case WorkloadPush:
 		main = string(OpPush)
+	case WorkloadCycle:
+		main = string(OpCycle)
+	case WorkloadTransaction:
+		main = string(OpTransaction)
 	}
 	res.LatencyMs = res.RequestLatencyMs[main]
+	if commit != nil {
+		res.CommitsPerSec = Rate(res.LatencyMs.Count, window)
+		if cfg.Workload == WorkloadCycle {
+			res.StateOps = cfg.StateOps
+		}
+	}
 	return res, nil
 }
 
 // rolesFor lays out the workers of each workload.
-func rolesFor(cfg Config, dests []Dest) []role {
+func rolesFor(cfg Config, dests []Dest, commit *CommitSpec) []role {
 	var tl *Timeline
 	if cfg.Rate > 0 {
 		tl = NewTimeline(time.Now(), cfg.Rate, pushBatch(cfg))
@@ -214,6 +234,11 @@ func rolesFor(cfg Config, dests []Dest) []role {
 		return []role{pushers(cfg.Concurrency)}
 	case WorkloadConsume:
 		return []role{consumers(cfg.Concurrency, cfg.groupName(0), 0)}
+	case WorkloadCycle, WorkloadTransaction:
+		src := Source{Queue: 0, Group: cfg.groupName(0), Max: cfg.Batch}
+		return []role{{n: cfg.Concurrency, run: func(ctx context.Context, i int, w Worker, ws *WorkerStats) {
+			commitLoop(ctx, w, ws, src, commit)
+		}}}
 	case WorkloadE2E, WorkloadLongPoll:
 		return []role{consumers(cfg.Concurrency, cfg.groupName(0), wait), pushers(cfg.Producers)}
 	case WorkloadFanout:

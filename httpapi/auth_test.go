@@ -43,6 +43,10 @@ var specLevels = map[string]auth.Level{
 	"POST /api/v1/ack/batch":                                                       auth.ReadWrite,
 	"POST /api/v1/transaction":                                                     auth.ReadWrite,
 	"POST /api/v1/lease/:leaseId/extend":                                           auth.ReadWrite,
+	"POST /streams/v1/queries":                                                     auth.ReadWrite,
+	"POST /streams/v1/cycle":                                                       auth.ReadWrite,
+	"POST /streams/v1/state/get":                                                   auth.ReadWrite,
+	"GET /api/v1/streams/queries":                                                  auth.ReadOnly, // comb's own read route
 	"GET /api/v1/consumer-groups":                                                  auth.ReadOnly,
 	"GET /api/v1/consumer-groups/lagging":                                          auth.ReadOnly,
 	"GET /api/v1/consumer-groups/:group":                                           auth.ReadOnly,

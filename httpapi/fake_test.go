@@ -32,6 +32,7 @@ type fakeBackend struct {
 	onAck       func(string, []broker.AckItem) ([]broker.AckResult, error)
 	onTx        func([]broker.TxOp) (broker.TxResult, error)
 	onConfigure func(broker.ConfigureRequest) (broker.ConfigureResult, error)
+	streams     fakeStreams // fake_streams_test.go
 	extendRes   broker.ExtendResult
 	seekRes     broker.SeekResult
 	pseekRes    broker.PartitionSeekResult

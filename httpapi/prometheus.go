@@ -64,6 +64,12 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="401"`, s.authRefused401.Load())
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="403"`, s.authRefused403.Load())
 	w.sampleUint("comb_auth_refused_total", `scope="cluster",status="500"`, s.authErrors.Load())
+	ss := s.b.StreamStats()
+	w.gauge("comb_stream_queries", "Stream queries registered (spec 10).", float64(ss.Queries))
+	w.counter("comb_stream_cycles_total", "Stream cycles committed since start.", ss.Cycles)
+	w.counter("comb_stream_cycles_failed_total", "Stream cycles answered success:false (nothing applied) since start.", ss.FailedCycles)
+	w.gauge("comb_stream_state_keys", "Live stream state keys over all (query, partition) shards.", float64(ss.StateKeys))
+	w.gauge("comb_stream_state_bytes", "Bytes of stream state keys and values over all shards.", float64(ss.StateBytes))
 	s.promSeries(&w) // per-queue families, DLQ depth, checkpoint latency (prometheus_series.go)
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 

@@ -59,6 +59,12 @@ var routes = []route{
 		}
 	}},
 
+	// Streams (spec 10, RW; streams.go) and comb's read-side list of their queries.
+	{"POST", "/streams/v1/queries", rw, func(s *Server, r *request) { s.streamRegister(r.ctx) }},
+	{"POST", "/streams/v1/cycle", rw, func(s *Server, r *request) { s.streamCycle(r.ctx, r.sub) }},
+	{"POST", "/streams/v1/state/get", rw, func(s *Server, r *request) { s.streamState(r.ctx) }},
+	{"GET", "/api/v1/streams/queries", ro, func(s *Server, r *request) { s.streamQueries(r.ctx) }},
+
 	{"GET", "/api/v1/consumer-groups", ro, func(s *Server, r *request) { s.listGroups(r.ctx) }},
 	{"GET", "/api/v1/consumer-groups/lagging", ro, func(s *Server, r *request) { s.laggingGroups(r.ctx) }},
 	{"GET", "/api/v1/consumer-groups/:group", ro, func(s *Server, r *request) {

@@ -17,10 +17,10 @@ import (
 )
 
 func init() {
-	register("bench", "load generator: push|consume|e2e|fanout|longpoll against comb, any Queen server, Redis or NATS", cmdBench)
+	register("bench", "load generator: push|consume|e2e|fanout|longpoll|cycle|transaction against comb, any Queen server, Redis or NATS", cmdBench)
 }
 
-const benchUsage = `usage: comb bench <push|consume|e2e|fanout|longpoll> [flags]
+const benchUsage = `usage: comb bench <push|consume|e2e|fanout|longpoll|cycle|transaction> [flags]
        comb bench compare --baseline OLD_COMB [--candidate NEW_COMB] --workload W [--rounds N] [flags]
        comb bench table FILE...   (markdown table from --json result lines)
 `
@@ -115,6 +115,7 @@ func workloadFlags(fs *flag.FlagSet, cfg *bench.Config) {
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "connections of the main role: pushers (push) or consumers (other workloads; fanout splits them over the groups)")
 	fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "pushers in e2e, fanout and longpoll")
 	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "consumer groups; 0 = queue mode (fanout default 10)")
+	fs.IntVar(&cfg.StateOps, "state-ops", cfg.StateOps, "cycle: state upserts per streams cycle (transaction: none, its baseline)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured window")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured run before the window")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "open-loop target msg/s over all pushers, latency from the intended send time; 0 = closed loop (longpoll default 1000)")

@@ -36,7 +36,7 @@ func benchCompare(args []string, stdout, stderr io.Writer) int {
 	}
 	baseline := fs.String("baseline", "", "the reference comb binary, e.g. the previous release (required)")
 	candidate := fs.String("candidate", "", "the comb binary under test; default this binary")
-	workload := fs.String("workload", "", "push|consume|e2e|fanout|longpoll (required)")
+	workload := fs.String("workload", "", "push|consume|e2e|fanout|longpoll|cycle|transaction (required)")
 	rounds := fs.Int("rounds", 3, "rounds; each runs both binaries once")
 	serve := fs.String("serve", "--sync always", "serve flags both binaries get, split at spaces (each run sets --addr and --data-dir)")
 	dataRoot := fs.String("data-root", os.TempDir(), "directory under which each run's fresh data directory is made; on the disk under test, not a tmpfs")

@@ -17,7 +17,7 @@ func TestBenchWithoutAWorkloadPrintsUsage(t *testing.T) {
 	}{
 		{"no arguments", nil, 2, "comb bench: a workload is required"},
 		{"flags only", []string{"--url", "http://127.0.0.1:1", "--duration", "1s"}, 2, "comb bench: a workload is required"},
-		{"help", []string{"-h"}, 0, "usage: comb bench <push|consume|e2e|fanout|longpoll>"},
+		{"help", []string{"-h"}, 0, "usage: comb bench <push|consume|e2e|fanout|longpoll|cycle|transaction>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -25,7 +25,7 @@ func TestBenchWithoutAWorkloadPrintsUsage(t *testing.T) {
 			out := captureStderr(t, func() { code = cmdBench(c.args) })
 			require.Equal(t, c.code, code)
 			require.Contains(t, out, c.want)
-			require.Contains(t, out, "usage: comb bench <push|consume|e2e|fanout|longpoll> [flags]")
+			require.Contains(t, out, "usage: comb bench <push|consume|e2e|fanout|longpoll|cycle|transaction> [flags]")
 		})
 	}
 }

@@ -60,6 +60,7 @@ type crashFigures struct {
 	kills, recoveryKills, resent, drains, drainedMsgs int
 	fullDrains, checkedMsgs                           int
 	fsckClean, fsckRepairable                         int
+	sinkMsgs                                          int
 	fsckKinds                                         map[string]int
 }
 
@@ -71,13 +72,21 @@ func TestCrashKill9(t *testing.T) {
 	seed := uint64(envInt("CRASH_SEED", int(time.Now().UnixNano()%1_000_000_007)))
 	pushers := envInt("CRASH_PUSHERS", 16)
 	consumers := envInt("CRASH_CONSUMERS", 8)
+	streamsConsumers := envInt("CRASH_STREAMS_CONSUMERS", 2)
 	maxRun := time.Duration(envInt("CRASH_MAX_RUN_MS", 1500)) * time.Millisecond
 	t.Logf("CRASH_SEED=%d CRASH_KILLS=%d pushers=%d consumers=%d", seed, kills, pushers, consumers)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 
 	data := filepath.Join(t.TempDir(), "data")
-	srv := newServer(t, data)
+	// CRASH_FLUSH_MS, when set, shortens the flush pass (partition syncs, stream state
+	// snapshots, commit-log truncation) so kills also land around it; unset: the server's default.
+	var extra []string
+	if ms := envInt("CRASH_FLUSH_MS", 0); ms > 0 {
+		extra = append(extra, "--flush-interval", strconv.Itoa(ms)+"ms")
+	}
+	srv := newServer(t, data, extra...)
 	led := newLedger()
+	sl := newStreamsLedger(led)
 	fig := crashFigures{fsckKinds: map[string]int{}}
 	seqs := make([]int, pushers)
 	partitions := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
@@ -103,6 +112,8 @@ func TestCrashKill9(t *testing.T) {
 		n, err := resend(ctx, a, led)
 		require.NoErrorf(t, err, "epoch %d", epoch)
 		fig.resent += n
+		qid, err := registerStreams(ctx, a)
+		require.NoErrorf(t, err, "epoch %d: register the streams query", epoch)
 
 		if epoch > 0 {
 			// Every tenth restart and the last one drain everything from the start;
@@ -130,10 +141,23 @@ func TestCrashKill9(t *testing.T) {
 			if err != nil || st != http.StatusOK {
 				t.Logf("epoch %d: deleting group %s: %d %v", epoch, group, st, err)
 			}
+			sinkN, err := verifyStreams(ctx, a, sl, qid, epoch, false)
+			require.NoErrorf(t, err, "epoch %d streams verification", epoch)
+			fig.sinkMsgs = sinkN
 			failNow(fmt.Sprintf("after kill %d", epoch))
 		}
 		cancel()
 		if epoch == kills {
+			// The streams consumers fold what is left of the source; then every stored
+			// source message must be in exactly one sink span.
+			sw := &streamsWork{api: a, sl: sl, qid: qid, epoch: epoch, seed: seed}
+			require.NoError(t, sw.drainStreams(streamsConsumers, 3*time.Second, 2*time.Minute))
+			fctx, fcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			sinkN, err := verifyStreams(fctx, a, sl, qid, epoch, true)
+			fcancel()
+			require.NoError(t, err, "final streams verification")
+			fig.sinkMsgs = sinkN
+			failNow("streams at the end")
 			a.close()
 			break
 		}
@@ -143,11 +167,14 @@ func TestCrashKill9(t *testing.T) {
 		w := &workload{api: a, led: led, epoch: epoch, seed: seed, partitions: append(partitions, fmt.Sprintf("e%d", epoch)), seqs: seqs}
 		runStarts = append(runStarts, time.Now())
 		stop := w.run(pushers, consumers)
+		sw := &streamsWork{api: a, sl: sl, qid: qid, epoch: epoch, seed: seed}
+		stopStreams := sw.run(streamsConsumers, true)
 		runFor := time.Duration(100+rng.IntN(int(maxRun/time.Millisecond)+1)) * time.Millisecond
 		timer := time.NewTimer(runFor)
 		<-timer.C
 		srv.kill()
 		stop()
+		stopStreams()
 		a.close()
 		fig.kills++
 		failNow(fmt.Sprintf("during run %d", epoch))
@@ -182,6 +209,8 @@ func TestCrashKill9(t *testing.T) {
 		"verification drains %d (%d full; %d messages read, %d promised messages checked), fsck after kill: clean %d, repairable %d [%s], violations %d, wall %v",
 		fig.kills, fig.recoveryKills, led.pushes, len(led.confirmed), fig.resent, led.deliveries, led.redeliveries, led.acks, led.ackedMsgs,
 		fig.drains, fig.fullDrains, fig.drainedMsgs, fig.checkedMsgs, fig.fsckClean, fig.fsckRepairable, strings.Join(kinds, " "), len(led.violations), time.Since(started).Round(time.Second))
+	t.Logf("streams figures: cycles answered success %d (%d source messages folded), success:false %d, answers lost in a kill %d, source pushes %d, sink messages at the end %d",
+		sl.cycles.Load(), sl.folded.Load(), sl.failedCycles.Load(), sl.lostCycles.Load(), sl.sourceN, fig.sinkMsgs)
 	if path := os.Getenv("CRASH_REPORT"); path != "" {
 		_ = os.WriteFile(path, fmt.Appendf(nil, "kills=%d recovery_kills=%d pushes=%d messages_verified=%d resent=%d deliveries=%d acks=%d acked_msgs=%d drains=%d drained=%d fsck_clean=%d fsck_repairable=%d kinds=%s violations=%d seed=%d wall=%v\n",
 			fig.kills, fig.recoveryKills, led.pushes, len(led.confirmed), fig.resent, led.deliveries, led.acks, led.ackedMsgs, fig.drains, fig.drainedMsgs,

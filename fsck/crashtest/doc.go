@@ -17,6 +17,10 @@
 //     tail or a stale index (both repaired by the next start);
 //   - pushes whose answer was lost in the kill are re-sent with the same transactionIds
 //     after the restart; the broker's dedup must give each of them exactly one message.
+//   - streams cycles (issue 12, streams_test.go) are all-or-nothing: per source partition
+//     the sink holds one chain of cycles, the state is the fold of exactly those, no source
+//     message is folded twice, every cycle answered success:true survives, and at the end
+//     every stored source message is in exactly one cycle.
 //
 // It also holds the end-to-end damage tests on a stopped data directory (garbage tail,
 // flipped bit in a sealed file, deleted or truncated index, cursor newer than the data)
@@ -27,5 +31,6 @@
 //
 // Knobs (environment): CRASH_KILLS (default 5; the local target is 100), CRASH_SEED
 // (default: time-based, logged), CRASH_PUSHERS (default 16), CRASH_CONSUMERS (default 8),
-// CRASH_MAX_RUN_MS (longest run between kills, default 1500).
+// CRASH_MAX_RUN_MS (longest run between kills, default 1500), CRASH_STREAMS_CONSUMERS
+// (default 2), CRASH_FLUSH_MS (the server's --flush-interval in ms; unset: its default).
 package crashtest

@@ -168,6 +168,11 @@ func resend(ctx context.Context, a *api, led *ledger) (int, error) {
 // is zero, else from a subscriptionFrom timestamp, and returns every message in
 // delivery order.
 func drain(ctx context.Context, a *api, group string, since time.Time) ([]popMessage, error) {
+	return drainQueue(ctx, a, crashQueue, group, since)
+}
+
+// drainQueue is drain for any queue.
+func drainQueue(ctx context.Context, a *api, queue, group string, since time.Time) ([]popMessage, error) {
 	var all []popMessage
 	q := url.Values{}
 	q.Set("batch", "5000")
@@ -179,7 +184,7 @@ func drain(ctx context.Context, a *api, group string, since time.Time) ([]popMes
 		q.Set("subscriptionFrom", since.UTC().Format("2006-01-02T15:04:05.000000Z"))
 	}
 	for {
-		st, ans, err := a.pop(ctx, crashQueue, q)
+		st, ans, err := a.pop(ctx, queue, q)
 		if err != nil {
 			return all, err
 		}
