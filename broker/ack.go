@@ -196,8 +196,18 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	}
 	k := cursor.Key{Partition: p.id, Group: group}
 	st, _ := b.cur.Get(k)
-	if err := b.resolveOffsetsLocked(p, ab.acks, func(i int) string { return items[i].TransactionID }, st.Lease); err != nil {
-		return false, false, b.storageErr(p, err)
+	txid := func(i int) string { return items[i].TransactionID }
+	if rest := resolveClaimedLocked(p, group, ab.acks, txid, st.Lease); len(rest) > 0 {
+		sub := make([]lease.Ack, len(rest))
+		for i, j := range rest {
+			sub[i] = ab.acks[j]
+		}
+		if err := b.resolveOffsetsLocked(p, sub, txid, st.Lease); err != nil {
+			return false, false, b.storageErr(p, err)
+		}
+		for i, j := range rest {
+			ab.acks[j].Offset = sub[i].Offset
+		}
 	}
 	before := st
 	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
@@ -227,5 +237,8 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		r.QueueName, r.PartitionName = q.name, p.name
 	}
 	released = before.Lease.Held() && st.Lease.ID != before.Lease.ID
+	if released || !st.Lease.Held() {
+		p.forgetClaimedLocked(&b.claimed, group)
+	}
 	return ch, released, nil
 }

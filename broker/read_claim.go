@@ -66,6 +66,11 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		return cl, err
 	}
 	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
+	if pc.req.AutoAck {
+		p.forgetClaimedLocked(&b.claimed, pc.group)
+	} else {
+		b.rememberClaimedLocked(p, pc.group, msgs)
+	}
 	pc.bufs = append(pc.bufs, buf)
 	b.addClaimed(pc, p, st, msgs)
 	return cl, nil
