@@ -23,6 +23,9 @@ type ackBatch struct {
 // their messages, and Ack returns only after the checkpoint holding the new
 // cursors is durable, so an acknowledged ack survives a crash.
 //
+// Ack keeps none of the items' strings once it returns (the results echo them),
+// so a caller may pass strings that alias its request buffer.
+//
 // Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
 // harmless). Per-item problems are in the results, not the error.
 func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
