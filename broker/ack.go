@@ -111,6 +111,11 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 		ab := byPart[p]
 		if ab == nil {
 			ab = &ackBatch{p: p}
+			if len(batches) == 0 {
+				// A popped batch is one partition's: its acks all land here,
+				// with no growing copies.
+				ab.acks = make([]lease.Ack, 0, len(items)-i)
+			}
 			byPart[p] = ab
 			batches = append(batches, ab)
 		}
