@@ -153,7 +153,7 @@ func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []seg
 	}
 	res.PartitionsClaimed++
 	if res.Messages == nil {
-		res.Messages = make([]Message, 0, min(pc.req.Batch, 1024))
+		res.Messages = getMessages(min(pc.req.Batch, maxPooledMessages))
 	}
 	retries := int64(st.Retries)
 	for i := range msgs {
