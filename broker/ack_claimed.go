@@ -28,9 +28,11 @@ type claimedTxids struct {
 	offs  []uint64
 }
 
-// claimedBudgetBytes bounds the bytes all claimedTxids hold together (about
-// 20,000 leased batches of 100 messages with 36-byte ids).
-const claimedBudgetBytes = 96 << 20
+// claimedBudgetBytes bounds the bytes all claimedTxids hold together: about
+// 6,500 leased batches of 100 messages with 36-byte ids, far more than the
+// consumers of a broker hold at once, and small next to issue 14's 250 MB
+// for 50 M stored messages.
+const claimedBudgetBytes = 32 << 20
 
 func (c *claimedTxids) bytes() int64 {
 	return int64(len(c.ids) + 4*len(c.ends) + 8*len(c.offs) + len(c.group) + 64)
