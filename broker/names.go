@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/hex"
 	"strings"
 	"unicode/utf8"
 
@@ -67,6 +68,22 @@ func checkLabel(what, label string) error {
 
 // uuidString formats a 16-byte id as the canonical 36-character UUID text.
 func uuidString(id [16]byte) string { return uuid.UUID(id).String() }
+
+// appendUUID appends id in the canonical form uuidString gives
+// (8-4-4-4-12 lowercase hex).
+func appendUUID(dst []byte, id [16]byte) []byte {
+	var buf [36]byte
+	hex.Encode(buf[0:8], id[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], id[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], id[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], id[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:], id[10:])
+	return append(dst, buf[:]...)
+}
 
 // parseID parses a UUID given by a client; ok=false for anything else.
 func parseID(s string) ([16]byte, bool) {

@@ -79,3 +79,14 @@ func TestConfigureRefusesBadLabelsAndWritesNothing(t *testing.T) {
 		assert.Equal(t, "./x", qs[0].Task)
 	}
 }
+
+// appendUUID writes what uuidString returns (the pop's message ids use it).
+func TestAppendUUIDMatchesUUIDString(t *testing.T) {
+	ids := [][16]byte{{}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for range 100 {
+		ids = append(ids, newV7())
+	}
+	for _, id := range ids {
+		assert.Equal(t, uuidString(id), string(appendUUID([]byte("x"), id))[1:])
+	}
+}

@@ -86,14 +86,22 @@ func BenchmarkCheckPayload100(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeAckBatch100: copy is the strings copied into an arena (decodeAckBatch), alias
+// what the ack/batch handler does (parseAckBatchBody without copies, the parser held).
 func BenchmarkDecodeAckBatch100(b *testing.B) {
 	body := ackBody100()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, msg := decodeAckBatch(body); msg != "" {
-			b.Fatal(msg)
-		}
+	for _, copyStrs := range []bool{true, false} {
+		b.Run(map[bool]string{true: "copy", false: "alias"}[copyStrs], func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			parser := parserPool.Get()
+			defer parserPool.Put(parser)
+			for b.Loop() {
+				if _, _, msg := parseAckBatchBody(parser, body, copyStrs); msg != "" {
+					b.Fatal(msg)
+				}
+			}
+		})
 	}
 }
 

@@ -53,6 +53,13 @@ func FuzzDecodeAckBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		items, group, msg := decodeAckBatch(body)
+		// The handler's path (strings aliasing the parser) reads the same.
+		parser := parserPool.Get()
+		aItems, aGroup, aMsg := parseAckBatchBody(parser, body, false)
+		require.Equal(t, msg, aMsg)
+		require.Equal(t, group, aGroup)
+		require.Equal(t, items, aItems)
+		parserPool.Put(parser)
 		if msg != "" {
 			return
 		}
