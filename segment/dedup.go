@@ -103,6 +103,7 @@ func (l *Log) dedupLoadLocked() error {
 		msgs, err := l.Read(from, 4096, 0, &rb)
 		if err != nil {
 			d.closeFileLocked(l)
+			d.closeRunsLocked(l, d.runs...)
 			d.table, d.pending, d.runs = index.Table{}, d.pending[:0], nil
 			return err
 		}
@@ -381,6 +382,7 @@ func (l *Log) dedupFlush() error {
 	}
 	d.loaded = false
 	d.table = index.Table{}
+	d.closeRunsLocked(l, d.runs...)
 	d.runs, d.runsEnd = nil, 0
 	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:

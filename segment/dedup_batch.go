@@ -83,24 +83,17 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 		cands = cands[:0]
 		var offs []uint64
 		for ri := len(d.runs) - 1; ri >= 0; ri-- {
-			var f file
 			for i, h := range hashes {
 				if _, done := best[i]; done || txids[i] == "" || !d.runs[ri].filter.MayContain(h) {
 					continue
 				}
 				var err error
-				if offs, err = d.runCandidates(l, ri, h, &f, offs[:0]); err != nil {
-					if f != nil {
-						_ = f.Close()
-					}
+				if offs, err = d.runCandidates(l, ri, h, offs[:0]); err != nil {
 					return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
 				}
 				for _, off := range offs {
 					cands = append(cands, dedupCandidate{off, i})
 				}
-			}
-			if f != nil {
-				_ = f.Close()
 			}
 		}
 		if err := l.verifyCandidates(txids, cands, best); err != nil {
