@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/combmq/comb/segment"
@@ -17,8 +18,15 @@ type pushGroup struct {
 	next   uint64 // offset after the last appended
 	ts     int64
 	ticket walTicket // its commit-log entry (nil = nothing appended)
-	entry  []byte    // the entry's payload: partition id + segment
 }
+
+// entryBufs recycles the buffers a push builds its commit-log entries in (partition id +
+// segment, ~20 KB for 100 messages of 200 B): the commit log copies an entry on Append, so
+// the buffer is free again at once, and a request no longer allocates one per partition.
+var entryBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledEntry keeps one huge push from pinning its buffer in the pool.
+const maxPooledEntry = 1 << 20
 
 // Push stores items (spec 1): one segment per (queue, partition) with one
 // timestamp for the whole request, so all its messages share createdAt; ids
@@ -155,6 +163,9 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		}
 		return nil
 	}
+	if g.recs == nil {
+		g.recs = make([]segment.Record, 0, len(g.idxs)) // sized once: a Record is 100+ bytes
+	}
 	g.recs = g.recs[:0]
 	if err := p.damagedErr(); err != nil {
 		return err
@@ -192,7 +203,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		}
 		if it.TransactionID != "" { // generated ids are unique: never looked up
 			if seen == nil {
-				seen = make(map[string]int)
+				seen = make(map[string]int, len(g.idxs))
 			}
 			seen[txid] = i
 		}
@@ -214,7 +225,11 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		g.next = p.log.NextOffset() // duplicates wait for the same commit as their original
 		return nil
 	}
-	first, err := b.appendLogged(p, g.ts, g.recs, &g.entry, &g.ticket)
+	bp := entryBufs.Get().(*[]byte)
+	first, err := b.appendLogged(p, g.ts, g.recs, bp, &g.ticket)
+	if cap(*bp) <= maxPooledEntry {
+		entryBufs.Put(bp)
+	}
 	if err != nil {
 		return err
 	}
@@ -225,7 +240,8 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 // appendLogged appends recs to p's log as one segment and the same segment to
 // the commit log (walPush), under p's lock: the file first (a failure there
 // is cut back and leaves nothing), then the entry. The caller waits for
-// *ticket before it publishes. *entry is a reusable buffer.
+// *ticket before it publishes. *entry is a reusable buffer, free again on
+// return (the commit log copies what it is given).
 //
 // The commit log refuses an entry only when it cannot get space (a full
 // disk); the segment is then in the file with no entry to replay it from

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/combmq/comb/index"
 )
@@ -362,6 +363,10 @@ func (d *dedupState) runCandidates(l *Log, i int, h uint64, out []uint64) ([]uin
 	return nr.candidates(l, h, out)
 }
 
+// runPages recycles the page buffers of candidates (a page on the stack
+// escapes through ReadAt: one 4 KiB allocation a filter hit).
+var runPages = sync.Pool{New: func() any { return new([index.RunPageSize]byte) }}
+
 // candidates appends to out the offsets of r's entries with hash h, opening
 // r's file on first use (it stays open: see dedupRun).
 func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) {
@@ -381,7 +386,9 @@ func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) 
 		r.f = f
 		l.cache.adjust(l, 1)
 	}
-	var buf [index.RunPageSize]byte
+	bp := runPages.Get().(*[index.RunPageSize]byte)
+	defer runPages.Put(bp)
+	buf := bp[:]
 	for start := k; k < pages && (k == start || r.pageFirst[k] <= h); k++ {
 		at, n := r.hdr.Page(k)
 		page := buf[:n*index.RunEntrySize+4]
