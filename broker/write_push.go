@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/segment"
 )
 
@@ -170,7 +171,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err := p.damagedErr(); err != nil {
 		return err
 	}
-	stored, err := b.findStored(p, g.idxs, items, results)
+	stored, hashes, err := b.findStored(p, g.idxs, items, results)
 	if err != nil {
 		return b.storageErr(p, err)
 	}
@@ -216,7 +217,12 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		if err != nil {
 			return err
 		}
-		g.recs = append(g.recs, segment.Record{ID: id, TransactionID: txid, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
+		var h uint64 // a generated id was not looked up: Append hashes it
+		if it.TransactionID != "" {
+			h = hashes[k]
+		}
+		g.recs = append(g.recs, segment.Record{ID: id, TransactionID: txid, TraceID: it.TraceID, ProducerSub: it.ProducerSub,
+			Payload: payload, TxHash: h})
 	}
 	// Timestamps of a partition never go backwards, even when a concurrent
 	// request that read the clock later appended first.
@@ -276,25 +282,28 @@ type storedTx struct {
 // findStored looks up the transactionIds of one partition's items in its dedup index with one
 // call (one lock, overlapping cache misses, one read to verify a whole retried batch), instead
 // of one FindTransaction per item. stored[k] answers items[idxs[k]]; nil when none is stored.
+// hashes[k] is the hash of that id (index.HashTxn, 0 for none), which the append reuses.
 // The caller holds p.mu, so nothing is appended between the lookup and its use.
-func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results []PushResult) ([]storedTx, error) {
+func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results []PushResult) ([]storedTx, []uint64, error) {
 	txids := make([]string, len(idxs))
+	hashes := make([]uint64, len(idxs))
 	for k, i := range idxs {
-		if results[i].Status != PushFailed {
+		if results[i].Status != PushFailed && items[i].TransactionID != "" {
 			txids[k] = items[i].TransactionID
+			hashes[k] = index.HashTxn(txids[k])
 		}
 	}
 	var stored []storedTx
-	err := p.log.FindTransactions(txids, func(k int, _ uint64, id [16]byte) {
+	err := p.log.FindTransactionsHashed(txids, hashes, func(k int, _ uint64, id [16]byte) {
 		if stored == nil {
 			stored = make([]storedTx, len(idxs))
 		}
 		stored[k] = storedTx{id: id, ok: true}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
+		return nil, nil, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
 	}
-	return stored, nil
+	return stored, hashes, nil
 }
 
 // waitGroups waits until the commit-log entries of every group are durable:

@@ -335,7 +335,11 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	var hashBuf [128]uint64
 	hashes := hashBuf[:0]
 	for i := range recs {
-		hashes = append(hashes, index.HashTxn(recs[i].TransactionID))
+		h := recs[i].TxHash
+		if h == 0 {
+			h = index.HashTxn(recs[i].TransactionID)
+		}
+		hashes = append(hashes, h)
 	}
 	d.table.Reserve(len(recs))
 	d.table.Prefetch(hashes)
