@@ -155,6 +155,7 @@ func (b *Broker) groupPush(items []PushItem) ([]*pushGroup, error) {
 func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResult, ts int64, ids *idSeq) error {
 	p := g.p
 	var seen map[string]int // transactionId → item index of its first occurrence in this request
+	var texts *idTexts      // the message ids' strings
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
@@ -196,7 +197,10 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		if err != nil {
 			return fmt.Errorf("message id: %w", err)
 		}
-		idStr := uuidString(id)
+		if texts == nil {
+			texts = newIDTexts(len(g.idxs))
+		}
+		idStr := texts.str(id)
 		txid := it.TransactionID
 		if txid == "" {
 			// spec 1.4: a generated unique id; the message id is one.
