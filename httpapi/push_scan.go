@@ -41,8 +41,7 @@ type pushScanner struct {
 // distinct name of the request): the broker keeps those as map keys, and they must not pin
 // the whole body.
 func scanPush(body []byte) (items []broker.PushItem, ok bool) {
-	own := make([]byte, len(body))
-	copy(own, body)
+	own := bytes.Clone(body) // not zeroed first, as make would
 	s := pushScanner{b: own}
 	s.ws()
 	if !s.take('{') {
@@ -257,6 +256,7 @@ func (s *pushScanner) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i
+	s.i = skipPlainASCII(s.b, s.i)
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
@@ -406,6 +406,20 @@ func skipPlain(b []byte, i int) int {
 	for ; i < len(b); i++ {
 		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
 			return i
+		}
+	}
+	return i
+}
+
+// skipPlainASCII is skipPlain that also stops at DEL and every byte past ASCII (names and keys
+// on the fast path are printable ASCII).
+func skipPlainASCII(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		v := binary.LittleEndian.Uint64(b[i:])
+		q, bs, del := v^(ones*'"'), v^(ones*'\\'), v^(ones*0x7f)
+		if (v|(v-ones*0x20)&^v|(q-ones)&^q|(bs-ones)&^bs|(del-ones)&^del)&highs != 0 {
+			break
 		}
 	}
 	return i
