@@ -162,3 +162,17 @@ func BenchmarkHandlerAck100(b *testing.B) {
 	fake.onAck = func(string, []broker.AckItem) ([]broker.AckResult, error) { return results, nil }
 	benchHandler(b, fake, "POST", "/api/v1/ack/batch", ackBody100())
 }
+
+// BenchmarkEncodePushResults100: the 201 body of a 100-message push into one queue.
+func BenchmarkEncodePushResults100(b *testing.B) {
+	results := make([]broker.PushResult, 100)
+	for i := range results {
+		results[i] = broker.PushResult{Status: broker.PushQueued, TransactionID: fmt.Sprintf("run1-w3-%06d", i),
+			MessageID: "0198e4c1-0000-7000-8000-00000000aa01", PartitionID: "0198e4c1-0000-7000-8000-00000000bb01", Queue: "bench"}
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendPushResults(buf[:0], results)
+	}
+}
