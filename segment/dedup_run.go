@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -73,24 +72,11 @@ func (d *dedupState) closeRunsLocked(l *Log, runs ...*dedupRun) {
 
 func (r *dedupRun) name() string { return runName(r.hdr.First, r.hdr.Last) }
 
-// runName is a run file's name: its first and last offsets (20 digits).
-func runName(first, last uint64) string {
-	return fmt.Sprintf("dedup-%020d-%020d.run", first, last)
-}
+// runName is a run file's name: its first and last offsets (index.RunFileName).
+func runName(first, last uint64) string { return index.RunFileName(first, last) }
 
 // parseRunName reverses runName.
-func parseRunName(name string) (first, last uint64, ok bool) {
-	rest, found := strings.CutPrefix(name, "dedup-")
-	if !found || len(rest) != 20+1+20+4 || rest[20] != '-' || !strings.HasSuffix(rest, ".run") {
-		return 0, 0, false
-	}
-	a, err1 := strconv.ParseUint(rest[:20], 10, 64)
-	b, err2 := strconv.ParseUint(rest[21:41], 10, 64)
-	if err1 != nil || err2 != nil || a == 0 || a > b {
-		return 0, 0, false
-	}
-	return a, b, true
-}
+func parseRunName(name string) (first, last uint64, ok bool) { return index.ParseRunFileName(name) }
 
 // listRuns returns the run files in dir as (first, last), sorted by first
 // ascending and, for equal firsts, last descending (a merged run before the
