@@ -170,6 +170,33 @@ func (e *Engine) ApplyCheckpoint(body []byte) error {
 	case started:
 		return ErrStarted
 	}
+	return e.applyCheckpointBody(body)
+}
+
+// ApplyCommitted applies one checkpoint body another node wrote, committed
+// through a replicated commit log (issue 15), to a started engine: a
+// follower keeps its cursors current this way while its own writer has
+// nothing to write (the applied states are not marked changed, so they are
+// never checkpointed again here; the next snapshot reads them from memory).
+// Same rules as ApplyCheckpoint (whole or nothing, last writer wins, a body
+// applied twice is harmless); concurrent readers see each key's state
+// change atomically, not the body as a whole.
+//
+// Errors: ErrClosed; a body that does not decode wraps ErrCorrupt and
+// changes nothing.
+func (e *Engine) ApplyCommitted(body []byte) error {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	return e.applyCheckpointBody(body)
+}
+
+// applyCheckpointBody checks the whole body first, so a bad one changes
+// nothing, then applies it.
+func (e *Engine) applyCheckpointBody(body []byte) error {
 	entries, err := checkpointEntries(body)
 	if err == nil {
 		err = decodeEntries(entries, formatVersion, nopVisitor{})

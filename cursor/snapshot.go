@@ -71,6 +71,32 @@ func (e *Engine) Snapshot() (replayFrom uint64, err error) {
 	return e.writeSnapshot(legacy, e.snapshotCovered)
 }
 
+// SnapshotAt writes a snapshot as Snapshot does, with the replayFrom the
+// caller gives instead of one found by appending a checkpoint: for an engine
+// whose every change comes from checkpoints another node wrote (a follower
+// of a replicated log, ApplyCommitted), which can append none. The caller
+// has applied every checkpoint below replayFrom before calling.
+//
+// Errors: as Snapshot, without the checkpoint's.
+func (e *Engine) SnapshotAt(replayFrom uint64) error {
+	e.snapMu.Lock()
+	defer e.snapMu.Unlock()
+	e.mu.Lock()
+	closed, started := e.closed, e.started
+	e.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !started:
+		return ErrNotStarted
+	}
+	e.legacyMu.Lock()
+	legacy := e.legacy
+	e.legacyMu.Unlock()
+	_, err := e.writeSnapshot(legacy, func() (uint64, error) { return replayFrom, nil })
+	return err
+}
+
 // snapshotCovered waits, after the snapshot read all state, until a
 // checkpoint holding every change made so far is durable and returns the
 // snapshot's replayFrom (see Snapshot). Errors: the failed generation's
