@@ -1,0 +1,89 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Peer is one voting member of the cluster: its node id and raft address.
+type Peer struct {
+	ID   string // --node-id, e.g. "n1"
+	Addr string // --raft-addr, host:port
+}
+
+// ParseCluster reads --initial-cluster in etcd's convention,
+// "n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003".
+//
+// Errors: an item without "=", an empty id, an address that is not
+// host:port, or an id named twice.
+func ParseCluster(s string) ([]Peer, error) {
+	var peers []Peer
+	seen := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(item, "=")
+		if !ok || id == "" {
+			return nil, fmt.Errorf("replica: --initial-cluster item %q: want id=host:port", item)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("replica: --initial-cluster item %q: %w", item, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("replica: --initial-cluster names %q twice", id)
+		}
+		seen[id] = true
+		peers = append(peers, Peer{ID: id, Addr: addr})
+	}
+	if len(peers) == 0 {
+		return nil, errors.New("replica: --initial-cluster is empty")
+	}
+	return peers, nil
+}
+
+// Config configures Open.
+type Config struct {
+	NodeID   string // this node's id; must be in Cluster
+	RaftAddr string // host:port raft listens on and advertises (a concrete address, not 0.0.0.0)
+	// Dir holds raft's own state: <Dir>/wal (log and stable store,
+	// raft-wal) and <Dir>/snapshots. The broker passes <data>/raft.
+	Dir string
+	// Cluster is the initial voting membership, used once: on a node with
+	// no raft state yet every member bootstraps the same configuration.
+	Cluster []Peer
+
+	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
+	// timeouts, 500 ms leader lease). Tests shorten them.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+
+	// StartLSN is the LSN this node's state already covers plus one (the
+	// broker's snapshots): a new leader numbers on from the larger of it
+	// and what it applied, so LSNs never run backwards.
+	StartLSN uint64
+
+	Logger hclog.Logger // nil = warnings and errors to stderr
+}
+
+func (c *Config) check() error {
+	if c.NodeID == "" || c.RaftAddr == "" || c.Dir == "" {
+		return errors.New("replica: NodeID, RaftAddr and Dir are required")
+	}
+	for _, p := range c.Cluster {
+		if p.ID == c.NodeID {
+			if p.Addr != c.RaftAddr {
+				return fmt.Errorf("replica: --initial-cluster gives %s the address %s, --raft-addr says %s", c.NodeID, p.Addr, c.RaftAddr)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("replica: --initial-cluster does not name this node (%s)", c.NodeID)
+}

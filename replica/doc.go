@@ -1,0 +1,40 @@
+// Package replica is comb's commit log replicated by raft
+// (github.com/hashicorp/raft, issue 15): the broker appends to it as to its
+// local commit log, an entry's ticket completes once a quorum holds it and
+// this node applied it, and every other node hands the entry to its broker
+// (Applier), which applies it as its start-up replay would. It owns the raft
+// node (TCP transport, log and stable store, snapshot store), LSN
+// assignment and the leader's readiness; it must not know what an entry
+// means (a kind byte and opaque bytes, as package commitlog) nor import the
+// broker.
+//
+// # Files
+//
+//	<data>/raft/wal/         raft's log and stable store (hashicorp/raft-wal)
+//	<data>/raft/snapshots/   raft's snapshots (markers only, see fsm.go)
+//
+// # Command format
+//
+// Each comb entry is one raft command (raft.Log.Data):
+//
+//	+---------+---------+------------+---------+-------------------+
+//	| version | LSN     | origin     | kind    | payload ...       |
+//	| u8 (1)  | u64 BE  | u64 BE     | u8      | to the end        |
+//	+---------+---------+------------+---------+-------------------+
+//
+// The LSN is comb's (the broker needs it when it appends; raft's index is
+// known only after dispatch and counts raft's own entries too). A new
+// leader numbers on from the highest LSN it applied, after a barrier, so
+// LSNs increase along the committed log; an entry proposed by a deposed
+// leader and never committed may share its LSN with a later one, and is
+// never applied anywhere. origin is random per Log value: the proposer
+// skips its own entries (its handler applied them), every other node and
+// the proposer's next incarnation apply them.
+//
+// # What a ticket promises
+//
+// Wait returns nil once the entry is committed (on a quorum's disks: raft-wal
+// fsyncs every append) and applied on this node. Entries commit in LSN
+// order. A failed wait after leadership was lost does not say the entry is
+// lost: the next leader may commit it.
+package replica

@@ -1,0 +1,313 @@
+package replica
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+)
+
+// Errors of Log.
+var (
+	// ErrNotLeader: this node is not the leader (or is a new leader still
+	// catching up); nothing was appended. The caller forwards or redirects.
+	// Retryable (a later term may make this node the leader).
+	ErrNotLeader error = retryableError("replica: not the leader")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("replica: closed")
+	// ErrDiverged: a committed entry could not be applied here; this node's
+	// state no longer follows the log until it is rebuilt.
+	ErrDiverged = errors.New("replica: a committed entry failed to apply")
+)
+
+// retryableError is a refusal that a later leader or term lifts: the
+// broker's cursor engine retries instead of stopping (its Log.Retryable).
+type retryableError string
+
+func (e retryableError) Error() string   { return string(e) }
+func (e retryableError) Retryable() bool { return true }
+
+// Applier is what a follower hands each committed entry proposed by another
+// node (the broker: it applies the entry as its start-up replay would).
+type Applier interface {
+	ApplyReplicated(lsn uint64, kind byte, payload []byte) error
+}
+
+// Log is a commit log replicated by raft: the broker appends through it as
+// it does through its local commit log (same method set, LSN semantics and
+// ordering), and an entry's ticket completes once it is committed on a
+// quorum and applied on this node. Only the leader appends. Safe for
+// concurrent use.
+type Log struct {
+	cfg    Config
+	origin uint64 // random per Log value: marks the entries it proposed
+	logger hclog.Logger
+
+	store *wal.WAL
+	snaps *raft.FileSnapshotStore
+	trans *raft.NetworkTransport
+	r     *raft.Raft // nil until Start
+	fsm   *fsm
+
+	// mu orders Append: the LSN is assigned and the command enqueued to
+	// raft's leader loop under it, so raft indexes follow LSN order.
+	mu     sync.Mutex
+	next   uint64 // the next LSN to assign; 0 = not ready to append (not the leader, or catching up)
+	closed bool
+
+	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
+	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
+	err     atomic.Pointer[error]
+	leaders atomic.Uint64 // times this node became the leader
+
+	notify chan bool
+	done   chan struct{}
+}
+
+// Open creates raft's stores under cfg.Dir and binds cfg.RaftAddr; raft
+// itself starts with Start, once the broker (the Applier) is open.
+//
+// Errors: a bad Config, or the stores' and the listener's.
+func Open(cfg Config) (*Log, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("replica: origin id: %w", err)
+	}
+	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger}
+	walDir := filepath.Join(cfg.Dir, "wal")
+	if err := os.MkdirAll(walDir, 0o755); err != nil {
+		return nil, fmt.Errorf("replica: %w", err)
+	}
+	var err error
+	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal"))); err != nil {
+		return nil, fmt.Errorf("replica: raft log store %s: %w", walDir, err)
+	}
+	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger.Named("snapshots")); err != nil {
+		l.store.Close()
+		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
+	}
+	if l.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, logger.Named("transport")); err != nil {
+		l.store.Close()
+		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	l.applied.Store(max(cfg.StartLSN, 1) - 1)
+	l.first.Store(max(cfg.StartLSN, 1))
+	return l, nil
+}
+
+// Start starts raft with a as the follower side, bootstrapping the initial
+// cluster when this node has no raft state yet.
+func (l *Log) Start(a Applier) error {
+	conf := raft.DefaultConfig()
+	conf.LocalID = raft.ServerID(l.cfg.NodeID)
+	conf.Logger = l.logger
+	conf.BatchApplyCh = true // a burst of appends is enqueued without waiting for the leader loop
+	if l.cfg.HeartbeatTimeout > 0 {
+		conf.HeartbeatTimeout = l.cfg.HeartbeatTimeout
+	}
+	if l.cfg.ElectionTimeout > 0 {
+		conf.ElectionTimeout = l.cfg.ElectionTimeout
+	}
+	if l.cfg.LeaderLeaseTimeout > 0 {
+		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
+	}
+	l.notify = make(chan bool, 8)
+	l.done = make(chan struct{})
+	conf.NotifyCh = l.notify
+	l.fsm = &fsm{l: l, a: a}
+	has, err := raft.HasExistingState(l.store, l.store, l.snaps)
+	if err != nil {
+		return fmt.Errorf("replica: %w", err)
+	}
+	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, l.snaps, l.trans)
+	if err != nil {
+		return fmt.Errorf("replica: start raft: %w", err)
+	}
+	l.r = r
+	if !has {
+		var servers []raft.Server
+		for _, p := range l.cfg.Cluster {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+		}
+		// Every member bootstraps the same configuration (raft allows it);
+		// ErrCantBootstrap only says another start did it already.
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("replica: bootstrap: %w", err)
+		}
+	}
+	go l.watchLeadership()
+	return nil
+}
+
+// watchLeadership opens appends when this node becomes the leader and has
+// applied everything committed before its term (a barrier), so the LSNs it
+// assigns continue the log; it closes them the moment leadership is lost.
+func (l *Log) watchLeadership() {
+	defer close(l.done)
+	for isLeader := range l.notify {
+		if !isLeader {
+			l.mu.Lock()
+			l.next = 0
+			l.mu.Unlock()
+			continue
+		}
+		if err := l.r.Barrier(0).Error(); err != nil {
+			continue // lost it again (or shut down): a later notification says so
+		}
+		l.mu.Lock()
+		if l.r.State() == raft.Leader && !l.closed {
+			l.next = l.applied.Load() + 1
+			l.leaders.Add(1)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// Append proposes one entry and returns its LSN and a wait that returns nil
+// once the entry is committed on a quorum and applied here. The payload is
+// copied.
+//
+// Errors: ErrNotLeader (nothing proposed), ErrClosed, or the sticky error
+// of Err. A wait's error is raft's: ErrLeadershipLost leaves the entry's
+// fate unknown (it may still commit under the next leader).
+func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return 0, nil, ErrClosed
+	case l.Err() != nil:
+		return 0, nil, l.Err()
+	case l.next == 0:
+		return 0, nil, ErrNotLeader
+	}
+	lsn := l.next
+	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
+	l.next++
+	wait := func() error {
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("replica: entry %d: %w", lsn, err)
+		}
+		return nil
+	}
+	return lsn, wait, nil
+}
+
+// NumberFrom raises the LSN this node counts as applied to start-1 (the
+// broker's snapshots cover everything below start), before Start.
+func (l *Log) NumberFrom(start uint64) {
+	if start > 0 && start-1 > l.applied.Load() {
+		l.applied.Store(start - 1)
+	}
+	if start > l.first.Load() {
+		l.first.Store(start)
+	}
+}
+
+// Read visits nothing: a replicated node's past is what its data directory
+// holds plus what raft applies again after a start (every committed entry
+// after raft's last snapshot goes through Apply, and the broker's replay is
+// idempotent), so there is no local tail for the broker's start-up to read.
+func (l *Log) Read(from uint64, fn func(lsn uint64, kind byte, payload []byte) error) error {
+	return nil
+}
+
+// DurableLSN is the highest LSN committed and applied on this node.
+func (l *Log) DurableLSN() uint64 { return l.applied.Load() }
+
+// FirstLSN is the broker's last truncation point.
+func (l *Log) FirstLSN() uint64 { return l.first.Load() }
+
+// TruncateBefore notes that the broker's files hold every entry below lsn.
+// Raft compacts its own log at its snapshots; tying those to this point is
+// not built yet (docs/replication.md, "What is left").
+func (l *Log) TruncateBefore(lsn uint64) error {
+	for {
+		cur := l.first.Load()
+		if lsn <= cur || l.first.CompareAndSwap(cur, lsn) {
+			return nil
+		}
+	}
+}
+
+// RetainedBytes is 0: raft bounds its own log (TrailingLogs), so the
+// broker's flush pass runs on its interval only.
+func (l *Log) RetainedBytes() int64 { return 0 }
+
+// Err is nil unless this node can no longer follow the log (ErrDiverged).
+// Not being the leader is not an error here: Append says it.
+func (l *Log) Err() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Close shuts raft down (a leader steps down without handing over: the
+// others elect a new one after their election timeout) and closes the
+// stores and the listener.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed, l.next = true, 0
+	l.mu.Unlock()
+	var errs []error
+	if l.r != nil {
+		errs = append(errs, l.r.Shutdown().Error())
+		close(l.notify) // raft writes to it no more after Shutdown
+		<-l.done
+	}
+	errs = append(errs, l.trans.Close(), l.store.Close())
+	return errors.Join(errs...)
+}
+
+// Role is "leader" when this node appends (leader and caught up),
+// "candidate" while an election runs, "follower" otherwise (/health).
+func (l *Log) Role() string {
+	switch {
+	case l.Leading():
+		return "leader"
+	case l.r != nil && l.r.State() == raft.Candidate:
+		return "candidate"
+	}
+	return "follower"
+}
+
+// Leader is the current leader's id and raft address ("" when none is
+// known).
+func (l *Log) Leader() (id, addr string) {
+	if l.r == nil {
+		return "", ""
+	}
+	a, i := l.r.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Leading reports whether this node appends: the leader, caught up.
+func (l *Log) Leading() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next != 0
+}
+
+// LeaderTerms is how many times this node became a ready leader.
+func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }
