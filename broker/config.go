@@ -76,6 +76,12 @@ type Config struct {
 	// counting on the push, pop and ack paths, empty dashboard series. For
 	// measuring what the counting costs (comb serve --analytics=false).
 	NoAnalytics bool
+	// Replicated, when set, replaces the local commit log (issue 15,
+	// docs/replication.md): entries are committed through it (package
+	// replica) and the broker applies the entries other nodes proposed
+	// (ApplyReplicated). nil: the single-node commit log, nothing else
+	// changes.
+	Replicated ReplicatedLog
 }
 
 // Defaults applied by Open.

@@ -177,7 +177,7 @@ func (b *Broker) flushPassLocked() error {
 	if err := b.flushStreams(L); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
-	replayFrom, err := b.cur.Snapshot()
+	replayFrom, err := b.snapshotCursors(L)
 	if err != nil {
 		return fmt.Errorf("flush: cursor snapshot: %w", err)
 	}
@@ -292,4 +292,15 @@ func (b *Broker) snapshotMeta(L uint64) error {
 	}
 	b.flush.metaLSN, b.flush.metaDirty = L, false
 	return nil
+}
+
+// snapshotCursors writes the cursor snapshot and returns its replay point.
+// A node following a replicated log appends no checkpoint of its own: every
+// checkpoint up to L (its applied LSN, read before) is in memory, so the
+// snapshot replays from L+1.
+func (b *Broker) snapshotCursors(L uint64) (uint64, error) {
+	if b.cfg.Replicated != nil && !b.cfg.Replicated.Leading() {
+		return L + 1, b.cur.SnapshotAt(L + 1)
+	}
+	return b.cur.Snapshot()
 }

@@ -145,6 +145,13 @@ func (b *Broker) describeAll(st *meta.State) error {
 	if st.Described {
 		return nil
 	}
+	if b.cfg.Replicated != nil {
+		// A replicated node cannot append before it leads, and its data
+		// directory was never a pre-descriptor one: there is nothing to
+		// upgrade.
+		b.described = true
+		return nil
+	}
 	type job struct {
 		dir string
 		d   meta.Descriptor

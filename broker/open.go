@@ -179,6 +179,11 @@ func (b *Broker) open() error {
 // openCommitLog opens <data>/commitlog with the broker's sync policy; an
 // empty log numbers from start.
 func (b *Broker) openCommitLog(start uint64) error {
+	if b.cfg.Replicated != nil {
+		b.cfg.Replicated.NumberFrom(start)
+		b.wal = replicatedLog{b.cfg.Replicated}
+		return nil
+	}
 	policy := commitlog.SyncAlways
 	switch b.syncMode {
 	case segment.SyncInterval:
@@ -283,61 +288,11 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 	var n, appended int
 	err := b.wal.Read(b.wal.FirstLSN(), func(lsn uint64, kind byte, payload []byte) error {
 		n++
-		switch kind {
-		case walPush:
-			id, seg, _ := splitLogEntry(payload)
-			p := b.parts[id]
-			if p == nil || p.isDamaged() {
-				return nil // its queue was deleted since, or the log is out of service
-			}
-			ok, err := b.replaySegment(p.log, seg)
-			if err != nil {
-				b.markDamaged(p, err)
-				return nil
-			}
-			if ok {
-				appended++
-			}
-		case walDLQ:
-			id, seg, _ := splitLogEntry(payload)
-			q := b.queueByID(id)
-			if q == nil {
-				return nil
-			}
-			q.dlqMu.Lock()
-			l, err := b.dlqLogLocked(q, true)
-			if err == nil {
-				_, err = b.replaySegment(l, seg)
-			}
-			q.dlqMu.Unlock()
-			if err != nil {
-				return fmt.Errorf("queue %s dlq: %w", q.name, err)
-			}
-		case walCheckpoint:
-			if lsn >= replayFrom {
-				if err := b.cur.ApplyCheckpoint(payload); err != nil {
-					return fmt.Errorf("commit log entry %d: %w", lsn, err)
-				}
-			}
-		case walNote:
-			if err := b.replayNote(lsn, payload); err != nil {
-				return err
-			}
-		case walTx:
-			rec, err := decodeRedoRecord(payload)
-			if err != nil {
-				return fmt.Errorf("commit log entry %d: %w", lsn, err)
-			}
-			if err := b.replayTx(&rec); err != nil {
-				return err
-			}
-			b.replayStreamChanges(lsn, &rec)
-		case walStream:
-			if err := b.replayStreamEntry(lsn, payload); err != nil {
-				return err
-			}
+		ok, err := b.replayEntry(lsn, kind, payload, replayFrom, b.cur.ApplyCheckpoint)
+		if ok {
+			appended++
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("broker: commit log replay: %w", err)
@@ -349,6 +304,69 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 		b.log.Info().Int("entries", n).Int("segmentsAppended", appended).Msg("start-up: replayed the commit log")
 	}
 	return nil
+}
+
+// replayEntry applies one commit-log entry other than Meta (scanCommitLog
+// applies those) where the files do not hold it yet, for the start-up replay
+// and for a follower's committed entries (ApplyReplicated). Checkpoints at or
+// after replayFrom go to applyCkpt. It reports whether a Push entry's segment
+// was appended.
+func (b *Broker) replayEntry(lsn uint64, kind byte, payload []byte, replayFrom uint64, applyCkpt func([]byte) error) (bool, error) {
+	switch kind {
+	case walPush:
+		id, seg, _ := splitLogEntry(payload)
+		p := b.lookupPartitionByID(id)
+		if p == nil || p.isDamaged() {
+			return false, nil // its queue was deleted since, or the log is out of service
+		}
+		p.mu.Lock()
+		ok, err := b.replaySegment(p.log, seg)
+		p.mu.Unlock()
+		if err != nil {
+			b.markDamaged(p, err)
+			return false, nil
+		}
+		return ok, nil
+	case walDLQ:
+		id, seg, _ := splitLogEntry(payload)
+		q := b.queueByID(id)
+		if q == nil {
+			return false, nil
+		}
+		q.dlqMu.Lock()
+		l, err := b.dlqLogLocked(q, true)
+		if err == nil {
+			_, err = b.replaySegment(l, seg)
+		}
+		q.dlqMu.Unlock()
+		if err != nil {
+			return false, fmt.Errorf("queue %s dlq: %w", q.name, err)
+		}
+	case walCheckpoint:
+		if lsn >= replayFrom {
+			if err := applyCkpt(payload); err != nil {
+				return false, fmt.Errorf("commit log entry %d: %w", lsn, err)
+			}
+		}
+	case walNote:
+		if err := b.replayNote(lsn, payload); err != nil {
+			return false, err
+		}
+	case walTx:
+		rec, err := decodeRedoRecord(payload)
+		if err != nil {
+			return false, fmt.Errorf("commit log entry %d: %w", lsn, err)
+		}
+		if err := b.replayTx(&rec); err != nil {
+			return false, err
+		}
+		b.replayStreamChanges(lsn, &rec)
+	case walStream:
+		if err := b.replayStreamEntry(lsn, payload); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // replaySegment appends seg to l when its base is l's next offset (it was

@@ -111,4 +111,10 @@ func waitLast(ts []walTicket) error {
 
 // Retryable: a full disk leaves the commit log usable (commitlog.ErrNoSpace:
 // nothing was appended); anything else failed it for good.
-func (c cursorLog) Retryable(err error) bool { return errors.Is(err, commitlog.ErrNoSpace) }
+//
+// A replicated log's refusals that a later leader or term lifts (not the
+// leader, leadership lost) say so with a Retryable method.
+func (c cursorLog) Retryable(err error) bool {
+	var r interface{ Retryable() bool }
+	return errors.Is(err, commitlog.ErrNoSpace) || errors.As(err, &r) && r.Retryable()
+}
