@@ -1,0 +1,106 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/segment"
+)
+
+// ApplyReplicated applies one committed entry another node proposed, on a
+// node whose commit log is replicated (Config.Replicated): the follower side
+// of issue 15. It is the start-up replay of that entry kind (replayEntry),
+// run on an open broker, so an entry the files already hold (raft applies
+// entries again after a start) changes nothing; Meta entries, which the
+// start-up replay folds into the registry in one piece, are applied one by
+// one (applyReplicatedMeta). Pushed messages become visible at once: the
+// entry is committed. Called by one goroutine (raft's), in LSN order.
+//
+// Errors: a payload that does not decode, or a failed write to this node's
+// files; the caller stops applying (the node's state would diverge).
+func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
+	if kind == walMeta {
+		return b.applyReplicatedMeta(lsn, payload)
+	}
+	if _, err := b.replayEntry(lsn, kind, payload, 0, b.cur.ApplyCommitted); err != nil {
+		return fmt.Errorf("broker: replicated entry %d: %w", lsn, err)
+	}
+	if kind == walPush {
+		id, _, _ := splitLogEntry(payload)
+		if p := b.lookupPartitionByID(id); p != nil {
+			p.visible.Store(p.log.NextOffset())
+		}
+	}
+	return nil
+}
+
+// applyReplicatedMeta applies a Meta entry's records to the registry, as the
+// leader did when it appended them: a queue created or reconfigured, a
+// partition created with its directory. A queue deletion is not applied on
+// followers yet (docs/replication.md, "What is left"): it is logged.
+func (b *Broker) applyReplicatedMeta(lsn uint64, payload []byte) error {
+	recs, err := decodeMetaEntry(payload)
+	if err != nil {
+		return fmt.Errorf("broker: replicated entry %d: %w", lsn, err)
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	b.flush.metaDirty = true
+	for _, r := range recs {
+		switch r.Kind {
+		case meta.KindQueuePut:
+			b.putReplicatedQueueLocked(r)
+		case meta.KindPartitionCreate:
+			if err := b.createReplicatedPartitionLocked(r); err != nil {
+				return fmt.Errorf("broker: replicated entry %d: %w", lsn, err)
+			}
+		case meta.KindDescribed:
+			b.described = true
+		case meta.KindQueueDelete:
+			b.log.Error().Uint64("lsn", lsn).Str("queueId", uuidString(r.ID)).
+				Msg("replication: a queue deletion is not applied on followers yet")
+		}
+	}
+	return nil
+}
+
+// putReplicatedQueueLocked creates the queue r names or replaces its
+// configuration (the caller holds metaMu).
+func (b *Broker) putReplicatedQueueLocked(r meta.Record) {
+	c := queueConf{namespace: r.Namespace, task: r.Task, opts: r.Opts}
+	if q := b.queueByID(r.ID); q != nil {
+		q.conf.Store(&c)
+		return
+	}
+	q := b.newQueue(r.ID, r.Name, r.CreatedAt, c)
+	b.mu.Lock()
+	b.queues[q.name] = q
+	b.mu.Unlock()
+}
+
+// createReplicatedPartitionLocked makes the partition r names, with its
+// directory (makePartitionDirs: no sync, the flush pass makes it durable),
+// unless this node has it (the caller holds metaMu).
+func (b *Broker) createReplicatedPartitionLocked(r meta.Record) error {
+	if b.lookupPartitionByID(r.ID) != nil {
+		return nil
+	}
+	q := b.queueByID(r.QueueID)
+	if q == nil {
+		return fmt.Errorf("partition %s names queue %s, which this node does not have", uuidString(r.ID), uuidString(r.QueueID))
+	}
+	p := &partition{id: r.ID, idStr: uuidString(r.ID), name: r.Name, q: q, createdAt: r.CreatedAt}
+	if err := b.makePartitionDirs([]*partition{p}); err != nil {
+		// As on the leader: the partition exists, out of service until a
+		// restart makes its directory.
+		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+		p.log = segment.OpenSummary(dir, b.segOpts, segment.Summary{})
+		p.visible.Store(p.log.NextOffset())
+		b.markDamaged(p, &segment.CorruptionError{File: dir, Reason: "its directory could not be made (" + err.Error() + "); restart the server to make it"})
+	}
+	b.mu.Lock()
+	b.addPartitionLocked(p)
+	b.mu.Unlock()
+	return nil
+}
