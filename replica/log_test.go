@@ -1,0 +1,116 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder is an Applier that keeps what it was handed.
+type recorder struct {
+	mu  sync.Mutex
+	got []entry
+}
+
+func (r *recorder) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, entry{lsn: lsn, kind: kind, payload: append([]byte(nil), payload...)})
+	return nil
+}
+
+func (r *recorder) entries() []entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]entry(nil), r.got...)
+}
+
+type testNode struct {
+	log *Log
+	rec *recorder
+}
+
+func startNodes(t *testing.T, n int) []*testNode {
+	t.Helper()
+	peers := make([]Peer, n)
+	for i := range peers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		peers[i] = Peer{ID: fmt.Sprintf("n%d", i+1), Addr: ln.Addr().String()}
+		require.NoError(t, ln.Close())
+	}
+	nodes := make([]*testNode, n)
+	for i, p := range peers {
+		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, Dir: t.TempDir(), Cluster: peers,
+			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
+		require.NoError(t, err)
+		nodes[i] = &testNode{log: l, rec: &recorder{}}
+		require.NoError(t, l.Start(nodes[i].rec))
+		t.Cleanup(func() { l.Close() })
+	}
+	return nodes
+}
+
+func leaderOf(t *testing.T, nodes []*testNode, except *testNode) *testNode {
+	t.Helper()
+	var leader *testNode
+	require.Eventually(t, func() bool {
+		for _, n := range nodes {
+			if n != except && n.log.Leading() {
+				leader = n
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond)
+	return leader
+}
+
+// TestLogOrdersAppliesAndSkipsTheProposer: entries get consecutive LSNs in
+// Append order, followers are handed each one once in that order, the
+// proposer none (its handler applied them); a follower refuses appends; a
+// new leader numbers on after the last committed LSN.
+func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	var waits []func() error
+	for i := range 20 {
+		lsn, wait, err := leader.log.Append(byte(i%3), []byte{byte(i)})
+		require.NoError(t, err)
+		require.Equal(t, uint64(i+1), lsn)
+		waits = append(waits, wait)
+	}
+	for _, w := range waits {
+		require.NoError(t, w())
+	}
+	require.Equal(t, uint64(20), leader.log.DurableLSN())
+	require.Empty(t, leader.rec.entries(), "the proposer applies nothing twice")
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		require.Eventually(t, func() bool { return n.log.DurableLSN() == 20 }, 5*time.Second, 5*time.Millisecond)
+		got := n.rec.entries()
+		require.Len(t, got, 20)
+		for i, e := range got {
+			require.Equal(t, entry{lsn: uint64(i + 1), kind: byte(i % 3), payload: []byte{byte(i)}}, e)
+		}
+		_, _, err := n.log.Append(1, nil)
+		require.True(t, errors.Is(err, ErrNotLeader), "a follower refuses: %v", err)
+		require.Equal(t, "follower", n.log.Role())
+	}
+
+	require.NoError(t, leader.log.Close())
+	next := leaderOf(t, nodes, leader)
+	lsn, wait, err := next.log.Append(9, []byte("after"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
+	require.NoError(t, wait())
+}
