@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ type clusterNode struct {
 
 // startCluster starts n nodes on loopback TCP, each with its own data
 // directory, and returns them once one is the ready leader.
-func startCluster(t *testing.T, n int) []*clusterNode {
+func startCluster(t testing.TB, n int) []*clusterNode {
 	t.Helper()
 	peers := make([]replica.Peer, n)
 	for i := range peers {
@@ -60,7 +59,7 @@ func (n *clusterNode) close() {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -70,7 +69,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // waitLeader returns the one live node that is the ready leader.
-func waitLeader(t *testing.T, nodes []*clusterNode) *clusterNode {
+func waitLeader(t testing.TB, nodes []*clusterNode) *clusterNode {
 	t.Helper()
 	var leader *clusterNode
 	require.Eventually(t, func() bool {
@@ -155,28 +154,6 @@ func TestClusterReplicatesPushesAndAcksAndSurvivesLeaderLoss(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, uint64(2), st.Committed, "node %s: the cursor survives the failover", f.id)
 	}
-}
-
-// TestClusterPushLatency measures a one-message push's commit latency
-// through raft on loopback (sequential pushes, 3 nodes): logged, not
-// asserted.
-func TestClusterPushLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
-	nodes := startCluster(t, 3)
-	leader := waitLeader(t, nodes)
-	const n = 500
-	lat := make([]time.Duration, n)
-	for i := range lat {
-		start := time.Now()
-		_, err := leader.b.Push([]PushItem{{Queue: "lat", TransactionID: fmt.Sprintf("x%d", i), Payload: []byte(`{"n":1}`)}})
-		require.NoError(t, err)
-		lat[i] = time.Since(start)
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	t.Logf("3-node push commit latency over %d sequential 1-message pushes: p50 %v p90 %v p99 %v max %v",
-		n, lat[n/2], lat[n*9/10], lat[n*99/100], lat[n-1])
 }
 
 func parseTestUUID(t *testing.T, s string) [16]byte {
