@@ -60,6 +60,9 @@
 //	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
 //	             (readLiveSpanLocked, read_expire.go); readers start at partition.liveFrom
 //	shutdown     Close, closeFiles (close.go)
+//	following    ApplyReplicated (follow_apply.go), on a node with Config.Replicated that does
+//	             not lead: replayEntry (open.go) per committed entry, applyReplicatedMeta for
+//	             Meta records (issue 15, docs/replication.md)
 //
 // # Files: one prefix per path the data travels
 //
@@ -77,6 +80,8 @@
 //	stream_  (and stream.go) stream queries (spec 10): registration, the cycle (a transaction
 //	         whose Tx entry carries the state ops), its ack rule, the state store's place in the
 //	         flush pass and recovery (package streams holds the rows and files)
+//	follow_  a follower of a replicated commit log: committed entries from the leader
+//	         (write_replica.go is the seam's adapter)
 //
 // Files without a prefix are shared by several paths: broker.go (the Broker,
 // queue and partition types and the registry), api.go, config.go, names.go,
