@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // Errors of Log.
@@ -53,6 +54,10 @@ type Log struct {
 	logger hclog.Logger
 
 	store *wal.WAL
+	// meta is raft-wal's meta and stable store, held here because
+	// WAL.Close leaves it open (and its file lock held: a restart in the
+	// same process would wait on it forever).
+	meta  *metadb.BoltMetaDB
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
 	r     *raft.Raft // nil until Start
@@ -95,15 +100,19 @@ func Open(cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
 	var err error
-	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal"))); err != nil {
+	l.meta = &metadb.BoltMetaDB{}
+	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(l.meta)); err != nil {
+		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft log store %s: %w", walDir, err)
 	}
 	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger.Named("snapshots")); err != nil {
 		l.store.Close()
+		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
 	}
 	if l.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, logger.Named("transport")); err != nil {
 		l.store.Close()
+		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
 	l.applied.Store(max(cfg.StartLSN, 1) - 1)
@@ -276,7 +285,7 @@ func (l *Log) Close() error {
 		close(l.notify) // raft writes to it no more after Shutdown
 		<-l.done
 	}
-	errs = append(errs, l.trans.Close(), l.store.Close())
+	errs = append(errs, l.trans.Close(), l.store.Close(), l.meta.Close())
 	return errors.Join(errs...)
 }
 
