@@ -18,9 +18,10 @@ import (
 // clusterNode is one comb of an in-process cluster: its broker over a
 // replicated commit log.
 type clusterNode struct {
-	id  string
-	log *replica.Log
-	b   *Broker
+	id, dir string
+	peers   []replica.Peer
+	log     *replica.Log
+	b       *Broker
 }
 
 // startCluster starts n nodes on loopback TCP, each with its own data
@@ -33,23 +34,37 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
-		dir := t.TempDir()
-		l, err := replica.Open(replica.Config{
-			NodeID: p.ID, RaftAddr: p.Addr, Dir: filepath.Join(dir, "raft"), Cluster: peers,
-			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
-			Logger: hclog.NewNullLogger(),
-		})
-		require.NoError(t, err)
-		b, err := Open(Config{DataDir: dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
-			MaintenanceInterval: -1, Replicated: l})
-		require.NoError(t, err)
-		require.NoError(t, l.Start(b))
-		node := &clusterNode{id: p.ID, log: l, b: b}
+		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers}
+		node.open(t)
 		nodes[i] = node
 		t.Cleanup(func() { node.close() })
 	}
 	waitLeader(t, nodes)
 	return nodes
+}
+
+// open starts the node on its data directory (<dir>/raft holds raft's
+// state), as comb serve would: the replicated log, the broker over it,
+// then raft with the broker as its follower side.
+func (n *clusterNode) open(t testing.TB) {
+	t.Helper()
+	var self replica.Peer
+	for _, p := range n.peers {
+		if p.ID == n.id {
+			self = p
+		}
+	}
+	l, err := replica.Open(replica.Config{
+		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
+		Logger: hclog.NewNullLogger(),
+	})
+	require.NoError(t, err)
+	b, err := Open(Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
+		MaintenanceInterval: -1, Replicated: l})
+	require.NoError(t, err)
+	require.NoError(t, l.Start(b))
+	n.log, n.b = l, b
 }
 
 func (n *clusterNode) close() {
@@ -107,7 +122,8 @@ func waitMessage(t *testing.T, n *clusterNode, partitionID, txid, payload string
 // first slice. A push answered by the leader is held by every follower
 // (read back through their read path); an ack's checkpoint moves the
 // followers' cursors; after the leader is shut down another node leads and
-// takes pushes, which the remaining follower holds too.
+// takes pushes, which the remaining follower holds too; the old leader
+// restarted on its directory catches up and follows.
 func TestClusterReplicatesPushesAndAcksAndSurvivesLeaderLoss(t *testing.T) {
 	nodes := startCluster(t, 3)
 	leader := waitLeader(t, nodes)
@@ -154,6 +170,26 @@ func TestClusterReplicatesPushesAndAcksAndSurvivesLeaderLoss(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, uint64(2), st.Committed, "node %s: the cursor survives the failover", f.id)
 	}
+
+	// The old leader rejoins on its directory: raft applies again what it
+	// missed (t3) and what it had (the replay skips it), and it follows on.
+	old.open(t)
+	waitMessage(t, old, pid, "t3", `{"n":3}`)
+	res, err = leader.b.Push([]PushItem{{Queue: "orders", TransactionID: "t4", Payload: []byte(`{"n":4}`)}})
+	require.NoError(t, err)
+	waitMessage(t, old, pid, "t4", `{"n":4}`)
+	for _, tx := range []string{"t1", "t2"} {
+		d, err := old.b.Message(pid, tx)
+		require.NoError(t, err)
+		require.Equal(t, uint64(map[string]int{"t1": 1, "t2": 2}[tx]), d.offset, "node %s: %s is held once, at its offset", old.id, tx)
+	}
+	d, err := old.b.Message(pid, "t4")
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), d.offset, "no segment was appended twice")
+	require.Eventually(t, func() bool {
+		st, ok := old.b.cur.Get(key)
+		return ok && st.Committed == 2
+	}, 5*time.Second, 5*time.Millisecond)
 }
 
 func parseTestUUID(t *testing.T, s string) [16]byte {
