@@ -37,8 +37,7 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 
 // applyReplicatedMeta applies a Meta entry's records to the registry, as the
 // leader did when it appended them: a queue created or reconfigured, a
-// partition created with its directory. A queue deletion is not applied on
-// followers yet (docs/replication.md, "What is left"): it is logged.
+// partition created with its directory, a queue deleted with its files.
 func (b *Broker) applyReplicatedMeta(lsn uint64, payload []byte) error {
 	recs, err := decodeMetaEntry(payload)
 	if err != nil {
@@ -58,8 +57,7 @@ func (b *Broker) applyReplicatedMeta(lsn uint64, payload []byte) error {
 		case meta.KindDescribed:
 			b.described = true
 		case meta.KindQueueDelete:
-			b.log.Error().Uint64("lsn", lsn).Str("queueId", uuidString(r.ID)).
-				Msg("replication: a queue deletion is not applied on followers yet")
+			b.deleteReplicatedQueueLocked(r.ID)
 		}
 	}
 	return nil
@@ -103,4 +101,21 @@ func (b *Broker) createReplicatedPartitionLocked(r meta.Record) error {
 	b.addPartitionLocked(p)
 	b.mu.Unlock()
 	return nil
+}
+
+// deleteReplicatedQueueLocked deletes a queue as DeleteQueue does after its
+// entry is durable, except for its cursors and subscription records: the
+// leader's deletions of those come in its next checkpoint, and a follower
+// appends none (the caller holds metaMu).
+func (b *Broker) deleteReplicatedQueueLocked(id [16]byte) {
+	q := b.queueByID(id)
+	if q == nil {
+		return
+	}
+	parts := b.unregisterQueueLocked(q)
+	b.dropQueueState(q, parts)
+	b.dropStreamPartitions(parts)
+	if err := b.removeQueueFiles(q, parts); err != nil {
+		b.log.Warn().Err(err).Str("queue", q.name).Msg("replication: removing a deleted queue's files (the next start does)")
+	}
 }

@@ -198,3 +198,57 @@ func parseTestUUID(t *testing.T, s string) [16]byte {
 	require.True(t, ok, "not a UUID: %s", s)
 	return id
 }
+
+// TestClusterReplicatesConfigureTransactionsAndDeletes: a queue's
+// configuration, a transaction (its push and its ack, through its Tx entry)
+// and a queue deletion reach the followers, the deletion with its files.
+func TestClusterReplicatesConfigureTransactionsAndDeletes(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	opts := DefaultQueueOptions()
+	opts.LeaseTime, opts.RetryLimit = 42, 7
+	conf, err := leader.b.Configure(ConfigureRequest{Queue: "jobs", Namespace: "ns", Options: opts})
+	require.NoError(t, err)
+	res, err := leader.b.Push([]PushItem{{Queue: "jobs", TransactionID: "a", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	pid := res[0].PartitionID
+	require.Equal(t, conf.PartitionID, pid)
+	pop, err := leader.b.Pop(context.Background(), PopRequest{Queue: "jobs", Group: "g", Batch: 1})
+	require.NoError(t, err)
+	require.Len(t, pop.Messages, 1)
+	pop.Release()
+	tx, err := leader.b.Transaction([]TxOp{
+		{Type: "ack", Group: "g", Ack: AckItem{TransactionID: "a", PartitionID: pid, LeaseID: pop.LeaseID}},
+		{Type: "push", Push: PushItem{Queue: "jobs", TransactionID: "b", Payload: []byte(`2`)}},
+	})
+	require.NoError(t, err)
+	require.True(t, tx.Success, tx.Error)
+
+	key := cursor.Key{Partition: parseTestUUID(t, pid), Group: "g"}
+	for _, f := range followersOf(nodes, leader) {
+		waitMessage(t, f, pid, "b", `2`)
+		require.Eventually(t, func() bool {
+			st, ok := f.b.cur.Get(key)
+			return ok && st.Committed == 1
+		}, 5*time.Second, 5*time.Millisecond, "node %s: the transaction's ack", f.id)
+		q := f.b.lookupQueue("jobs")
+		require.NotNil(t, q)
+		c := q.conf.Load()
+		require.Equal(t, "ns", c.namespace)
+		require.Equal(t, int64(42), c.opts.LeaseTime)
+		require.Equal(t, int64(7), c.opts.RetryLimit)
+	}
+
+	found, err := leader.b.DeleteQueue("jobs")
+	require.NoError(t, err)
+	require.True(t, found)
+	for _, f := range followersOf(nodes, leader) {
+		require.Eventually(t, func() bool {
+			_, hasCursor := f.b.cur.Get(key)
+			return f.b.lookupQueue("jobs") == nil && !hasCursor
+		}, 5*time.Second, 5*time.Millisecond, "node %s: the queue and its cursor go", f.id)
+		ok, err := existsDir(f.b.fs, filepath.Join(f.dir, "partitions", pid))
+		require.NoError(t, err)
+		require.False(t, ok, "node %s: the partition's directory is removed", f.id)
+	}
+}

@@ -95,6 +95,7 @@ func (b *Broker) DeleteQueue(name string) (bool, error) {
 	parts := b.unregisterQueueLocked(q)
 	b.metaMu.Unlock()
 	b.dropQueueState(q, parts)
+	b.dropCursorsOf(parts)
 	b.dropStreamPartitions(parts)
 	if err := b.deleteSubscriptionsOf(name); err != nil {
 		return true, err
@@ -123,20 +124,32 @@ func (b *Broker) unregisterQueueLocked(q *queue) []*partition {
 }
 
 // dropQueueState marks a deleted queue's partitions deleted (a request that
-// still holds one sees it under its lock), closes their logs and the DLQ and
-// deletes their cursors and leases.
+// still holds one sees it under its lock) and closes their logs and the DLQ.
 func (b *Broker) dropQueueState(q *queue, parts []*partition) {
 	b.series.Drop(q.id)
-	ids := make(map[[16]byte]bool, len(parts))
 	for _, p := range parts {
 		p.mu.Lock()
 		p.deleted = true
 		p.forgetAllClaimedLocked(&b.claimed)
-		ids[p.id] = true
 		if err := p.log.Close(); err != nil {
 			b.log.Warn().Err(err).Str("queue", q.name).Str("partition", p.name).Msg("delete queue: closing log")
 		}
 		p.mu.Unlock()
+	}
+	q.dlqMu.Lock()
+	if q.dlq != nil {
+		q.dlq.Close()
+		q.dlq = nil
+	}
+	q.dlqMu.Unlock()
+}
+
+// dropCursorsOf deletes the cursors and leases of deleted partitions (the
+// next checkpoint records it; a follower gets the leader's instead).
+func (b *Broker) dropCursorsOf(parts []*partition) {
+	ids := make(map[[16]byte]bool, len(parts))
+	for _, p := range parts {
+		ids[p.id] = true
 	}
 	var keys []cursor.Key
 	b.cur.Range(func(k cursor.Key, _ lease.State) bool {
@@ -148,12 +161,6 @@ func (b *Broker) dropQueueState(q *queue, parts []*partition) {
 	for _, k := range keys {
 		b.cur.Delete(k)
 	}
-	q.dlqMu.Lock()
-	if q.dlq != nil {
-		q.dlq.Close()
-		q.dlq = nil
-	}
-	q.dlqMu.Unlock()
 }
 
 // removeQueueFiles removes a deleted queue's partition and DLQ directories
