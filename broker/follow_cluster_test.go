@@ -252,3 +252,20 @@ func TestClusterReplicatesConfigureTransactionsAndDeletes(t *testing.T) {
 		require.False(t, ok, "node %s: the partition's directory is removed", f.id)
 	}
 }
+
+// TestFollowersRunNoRetention: retention moves cursors and cuts files, which
+// on a replicated cluster belongs to the leader (its cursor moves arrive in
+// checkpoints); a follower's maintenance cycle applies no rule.
+func TestFollowersRunNoRetention(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	now := time.Now().UnixMicro()
+	leader.b.maint.mu.Lock()
+	require.True(t, leader.b.dueRulesLocked(&leader.b.maint, now).any(), "the leader applies retention")
+	leader.b.maint.mu.Unlock()
+	for _, f := range followersOf(nodes, leader) {
+		f.b.maint.mu.Lock()
+		require.False(t, f.b.dueRulesLocked(&f.b.maint, now).any(), "node %s follows", f.id)
+		f.b.maint.mu.Unlock()
+	}
+}

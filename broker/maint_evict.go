@@ -96,7 +96,7 @@ func (b *Broker) maintain(now time.Time) {
 				break
 			}
 			m.list, m.pos, rebuilt = b.partitionList(m.list[:0]), 0, true
-			if m.rules = m.dueRulesLocked(b.cfg, nowMicros); m.rules.any() {
+			if m.rules = b.dueRulesLocked(m, nowMicros); m.rules.any() {
 				b.retainDLQs(nowMicros, m.rules)
 			}
 			if len(m.list) == 0 {
@@ -117,6 +117,18 @@ func (b *Broker) maintain(now time.Time) {
 	}
 	b.pruneNotes()
 	b.tickSeries(now)
+}
+
+// dueRulesLocked is which retention rules this cycle applies: none on a
+// node following a replicated log, where moving cursors and cutting files
+// belong to the leader (its cursor moves arrive in its checkpoints; cutting
+// the same files on every node is still to build, docs/replication.md).
+// The caller holds b.maint.mu.
+func (b *Broker) dueRulesLocked(m *maintenance, nowMicros int64) timeRules {
+	if b.cfg.Replicated != nil && !b.cfg.Replicated.Leading() {
+		return timeRules{}
+	}
+	return m.dueRulesLocked(b.cfg, nowMicros)
 }
 
 // partitionList appends every live partition to dst.
