@@ -269,3 +269,27 @@ func TestFollowersRunNoRetention(t *testing.T) {
 		f.b.maint.mu.Unlock()
 	}
 }
+
+// TestClusterReplicationStatus: what /health reports of each node (issue
+// 15: the acceptance check reads role = leader | follower); a single node
+// reports nothing.
+func TestClusterReplicationStatus(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	_, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: "x", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	want := leader.b.cfg.Replicated.DurableLSN()
+	for _, n := range nodes {
+		role := "follower"
+		if n == leader {
+			role = "leader"
+		}
+		require.Eventually(t, func() bool {
+			rs, ok := n.b.Replication()
+			return ok && rs.Role == role && rs.LeaderID == leader.id && rs.AppliedLSN == want
+		}, 5*time.Second, 5*time.Millisecond, "node %s", n.id)
+	}
+	single := newEnv(t)
+	_, ok := single.b.Replication()
+	require.False(t, ok)
+}

@@ -55,3 +55,23 @@ func (b *Broker) CheckpointFailure() (CheckpointFailure, bool) {
 	}
 	return CheckpointFailure{Reason: f.Err.Error(), SinceMicros: f.Since.UnixMicro(), Sticky: f.Sticky}, true
 }
+
+// ReplicationStatus is a replicated node's place in its cluster (GET
+// /health, issue 15).
+type ReplicationStatus struct {
+	Role       string // "leader" or "follower"
+	LeaderID   string // "" while no leader is known
+	LeaderAddr string // the leader's raft address
+	AppliedLSN uint64 // the highest LSN committed and applied here
+}
+
+// Replication reports the node's role and its leader; false on a single
+// node (Config.Replicated nil).
+func (b *Broker) Replication() (ReplicationStatus, bool) {
+	r := b.cfg.Replicated
+	if r == nil {
+		return ReplicationStatus{}, false
+	}
+	id, addr := r.Leader()
+	return ReplicationStatus{Role: r.Role(), LeaderID: id, LeaderAddr: addr, AppliedLSN: r.DurableLSN()}, true
+}

@@ -19,6 +19,10 @@ type ReplicatedLog interface {
 	NumberFrom(start uint64)
 	// Leading reports whether this node appends (the ready leader).
 	Leading() bool
+	// Role is "leader" or "follower"; Leader the current leader's node id
+	// and raft address ("" when none is known).
+	Role() string
+	Leader() (id, addr string)
 }
 
 // replicatedLog adapts a ReplicatedLog to commitLog.

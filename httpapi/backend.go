@@ -14,6 +14,8 @@ type Backend interface {
 	// CheckpointFailure reports cursor checkpoints failing now (a full disk: GET /health says
 	// "degraded" until the next good one; a failed fdatasync: "unhealthy" until a restart).
 	CheckpointFailure() (broker.CheckpointFailure, bool)
+	// Replication is a replicated node's role and leader (GET /health); false on a single node.
+	Replication() (broker.ReplicationStatus, bool)
 	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)
 	Push(items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is

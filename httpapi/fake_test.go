@@ -14,6 +14,7 @@ type fakeBackend struct {
 	mu      sync.Mutex
 	calls   []string
 	healthy bool
+	repl    *broker.ReplicationStatus // nil: a single node
 
 	pushed    []broker.PushItem
 	popReq    broker.PopRequest
@@ -77,6 +78,13 @@ func (f *fakeBackend) callList() []string {
 }
 
 func (f *fakeBackend) Healthy() bool { f.record("Healthy"); return f.healthy }
+
+func (f *fakeBackend) Replication() (broker.ReplicationStatus, bool) {
+	if f.repl == nil {
+		return broker.ReplicationStatus{}, false
+	}
+	return *f.repl, true
+}
 
 func (f *fakeBackend) CheckpointFailure() (broker.CheckpointFailure, bool) {
 	f.record("CheckpointFailure")

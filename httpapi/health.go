@@ -28,6 +28,9 @@ import (
 //     the segment file's base name, byte range and offsets; the server log has the full path;
 //     `comb fsck` repairs).
 //
+// A node of a replicated cluster (issue 15) adds "role" ("leader" | "follower") and "leader"
+// ({"id","raftAddr"}, null while none is known) and "appliedLSN"; a single node adds nothing.
+//
 // Error texts have their directories cut to base names, as 500 bodies do.
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	status, db, code := "healthy", "connected", fasthttp.StatusOK
@@ -52,6 +55,9 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	b = append(b, `,"server":"comb","worker_id":0,"version":`...)
 	b = appendString(b, s.cfg.Version)
 	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}`...)
+	if rs, ok := s.b.Replication(); ok {
+		b = appendReplication(b, rs)
+	}
 	if failing {
 		b = appendCheckpointFailure(b, ckpt)
 	}
@@ -60,6 +66,23 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	}
 	*p = append(b, '}')
 	sendJSON(ctx, code, p)
+}
+
+func appendReplication(b []byte, rs broker.ReplicationStatus) []byte {
+	b = append(b, `,"role":`...)
+	b = appendString(b, rs.Role)
+	b = append(b, `,"leader":`...)
+	if rs.LeaderID == "" {
+		b = append(b, `null`...)
+	} else {
+		b = append(b, `{"id":`...)
+		b = appendString(b, rs.LeaderID)
+		b = append(b, `,"raftAddr":`...)
+		b = appendString(b, rs.LeaderAddr)
+		b = append(b, '}')
+	}
+	b = append(b, `,"appliedLSN":`...)
+	return strconv.AppendUint(b, rs.AppliedLSN, 10)
 }
 
 func appendCheckpointFailure(b []byte, f broker.CheckpointFailure) []byte {

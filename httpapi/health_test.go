@@ -41,3 +41,20 @@ func TestHealthIs503AfterAStickyCheckpointFailure(t *testing.T) {
 	 "checkpoint":{"error":"cursor checkpoint failed, journal unusable until restart: fdatasync: input/output error",
 	  "since":"2026-07-30T09:12:44.881Z","retrying":false,"action":"check the disk, then restart the server"}}`)
 }
+
+// issue 15: a node of a replicated cluster says its role and its leader; a single node's
+// answer is unchanged (the tests above).
+func TestHealthSaysTheRoleAndTheLeaderOfAReplicatedNode(t *testing.T) {
+	fake := newFake()
+	fake.repl = &broker.ReplicationStatus{Role: "follower", LeaderID: "n1", LeaderAddr: "127.0.0.1:7001", AppliedLSN: 42}
+	ts := startServer(t, fake, Config{Version: "1.2.3"})
+	r := ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
+	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001"},"appliedLSN":42}`)
+
+	fake.repl = &broker.ReplicationStatus{Role: "follower"}
+	r = ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},"role":"follower","leader":null,"appliedLSN":0}`)
+}

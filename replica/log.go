@@ -289,14 +289,11 @@ func (l *Log) Close() error {
 	return errors.Join(errs...)
 }
 
-// Role is "leader" when this node appends (leader and caught up),
-// "candidate" while an election runs, "follower" otherwise (/health).
+// Role is "leader" when this node appends (the leader, caught up) and
+// "follower" otherwise, elections included (/health's role).
 func (l *Log) Role() string {
-	switch {
-	case l.Leading():
+	if l.Leading() {
 		return "leader"
-	case l.r != nil && l.r.State() == raft.Candidate:
-		return "candidate"
 	}
 	return "follower"
 }
