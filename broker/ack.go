@@ -29,7 +29,7 @@ type ackBatch struct {
 // Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
 // harmless). Per-item problems are in the results, not the error.
 func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return nil, err
 	}
 	defer b.leave()

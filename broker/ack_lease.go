@@ -1,12 +1,19 @@
 package broker
 
-import "github.com/combmq/comb/lease"
+import (
+	"errors"
+
+	"github.com/combmq/comb/lease"
+)
 
 // ExtendLease renews every live lease held under leaseID (spec 6):
 // expiresAt = max(current, now + seconds); seconds <= 0 means 60. It never
 // revives an expired lease. Durable (checkpointed) before it returns.
 func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
+		if errors.Is(err, ErrNotLeader) {
+			return ExtendResult{Error: err.Error()}
+		}
 		return ExtendResult{Error: "Lease not found"}
 	}
 	defer b.leave()

@@ -17,12 +17,16 @@ const QueueModeGroup = "__QUEUE_MODE__"
 const DefaultPartition = "Default"
 
 // Sentinel errors. httpapi maps them to statuses: ErrBadRequest → 400,
-// ErrNotFound → 404, ErrClosed → 503, anything else → 500. Wrapped errors keep
-// the sentinel (errors.Is) and carry the user-facing message in Error().
+// ErrNotFound → 404, ErrClosed and ErrNotLeader → 503, anything else → 500.
+// Wrapped errors keep the sentinel (errors.Is) and carry the user-facing
+// message in Error().
 var (
 	ErrBadRequest = errors.New("bad request")
 	ErrNotFound   = errors.New("not found")
 	ErrClosed     = errors.New("broker closed")
+	// ErrNotLeader: a request that writes reached a node of a replicated
+	// cluster that does not lead it (issue 15); nothing was changed.
+	ErrNotLeader = errors.New("this node does not lead its cluster")
 )
 
 // BadRequest returns an error that wraps ErrBadRequest and whose Error() is msg

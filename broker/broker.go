@@ -249,6 +249,18 @@ func (b *Broker) enter() error {
 
 func (b *Broker) leave() { b.inflight.Done() }
 
+// enterWrite is enter for a request that appends to the commit log: on a
+// replicated node that does not lead, ErrNotLeader before anything changes
+// (a push would otherwise write its segment, fail its append and take the
+// partition out of service). Leadership lost after the check is the
+// deposed leader's case (docs/replication.md, "What is left").
+func (b *Broker) enterWrite() error {
+	if r := b.cfg.Replicated; r != nil && !r.Leading() {
+		return ErrNotLeader
+	}
+	return b.enter()
+}
+
 // sortedQueues returns the live queues sorted by name.
 func (b *Broker) sortedQueues() []*queue {
 	b.mu.RLock()

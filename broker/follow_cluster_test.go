@@ -293,3 +293,42 @@ func TestClusterReplicationStatus(t *testing.T) {
 	_, ok := single.b.Replication()
 	require.False(t, ok)
 }
+
+// TestFollowersRefuseWritesAndChangeNothing: every request that would append
+// answers ErrNotLeader on a follower before it touches a file (a push used
+// to write its segment, fail its append and take the partition out of
+// service), and the follower goes on applying the leader's entries.
+func TestFollowersRefuseWritesAndChangeNothing(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: "a", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	pid := res[0].PartitionID
+	f := followersOf(nodes, leader)[0]
+	waitMessage(t, f, pid, "a", `1`)
+
+	_, err = f.b.Push([]PushItem{{Queue: "q", TransactionID: "x", Payload: []byte(`9`)}})
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.Push([]PushItem{{Queue: "new", TransactionID: "y", Payload: []byte(`9`)}})
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g"})
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.Ack("g", []AckItem{{TransactionID: "a", PartitionID: pid}})
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.Configure(ConfigureRequest{Queue: "q", Options: DefaultQueueOptions()})
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.DeleteQueue("q")
+	require.ErrorIs(t, err, ErrNotLeader)
+	_, err = f.b.Transaction([]TxOp{{Type: "push", Push: PushItem{Queue: "q", TransactionID: "z", Payload: []byte(`9`)}}})
+	require.ErrorIs(t, err, ErrNotLeader)
+	require.Equal(t, ErrNotLeader.Error(), f.b.ExtendLease(uuidString(newV7()), 10).Error)
+	require.Empty(t, f.b.Damaged())
+	require.Nil(t, f.b.lookupQueue("new"))
+
+	_, err = leader.b.Push([]PushItem{{Queue: "q", TransactionID: "b", Payload: []byte(`2`)}})
+	require.NoError(t, err)
+	waitMessage(t, f, pid, "b", `2`)
+	d, err := f.b.Message(pid, "b")
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), d.offset, "the refused push took no offset")
+}

@@ -103,7 +103,7 @@ func (b *Broker) maintStatusLocked() MaintenanceStatus {
 // returns. The new mode is durable before the call returns; a failed write
 // leaves the mode unchanged and returns the error.
 func (b *Broker) SetPushMaintenance(on bool) (MaintenanceStatus, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return MaintenanceStatus{}, err
 	}
 	defer b.leave()
@@ -131,7 +131,7 @@ func (b *Broker) SetPushMaintenance(on bool) (MaintenanceStatus, error) {
 
 // SetPopMaintenance switches pop maintenance (spec 8.8); durable on return.
 func (b *Broker) SetPopMaintenance(on bool) (MaintenanceStatus, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return MaintenanceStatus{}, err
 	}
 	defer b.leave()

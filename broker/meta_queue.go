@@ -17,7 +17,7 @@ import (
 //
 // Errors: ErrBadRequest for a bad name or label, ErrClosed, storage errors.
 func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return ConfigureResult{}, err
 	}
 	defer b.leave()
@@ -72,7 +72,7 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 // Durability: the delete is journaled (fsynced) first; files are removed
 // after, and a crash in between is finished by Open (checkStrayDirs).
 func (b *Broker) DeleteQueue(name string) (bool, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return false, err
 	}
 	defer b.leave()

@@ -66,7 +66,7 @@ func (b *Broker) findMessage(pidStr, txid string) (foundMessage, error) {
 // returns once it is durable: the segment logs stay append-only. found is false for an unknown or already deleted
 // message (200 with success:false).
 func (b *Broker) DeleteMessage(partitionID, txid string) (found bool, err error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return false, err
 	}
 	defer b.leave()

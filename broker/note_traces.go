@@ -40,7 +40,7 @@ type TraceName = notes.NameStat
 // message → NotFound("Message not found"); a message already holding
 // notes.MaxTracesPerMessage events → BadRequest.
 func (b *Broker) AddTrace(r TraceRequest) (string, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return "", err
 	}
 	defer b.leave()

@@ -16,7 +16,7 @@ import (
 // Errors: ErrBadRequest (missing or too long name, source_queue or config_hash),
 // ErrConflict (a different config_hash without reset), ErrClosed, storage errors.
 func (b *Broker) StreamRegister(req StreamQueryRequest) (StreamQueryResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return StreamQueryResult{}, err
 	}
 	defer b.leave()

@@ -32,7 +32,7 @@ type cycleRun struct {
 // Errors: ErrBadRequest (missing query_id or partition_id, a broken limit),
 // ErrClosed, storage errors. A cycle that cannot apply is a result with Success=false.
 func (b *Broker) StreamCycle(req StreamCycleRequest) (StreamCycleResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return StreamCycleResult{}, err
 	}
 	defer b.leave()

@@ -49,7 +49,7 @@ const maxPooledEntry = 1 << 20
 // Errors: ErrBadRequest (names, transactionId over 255 bytes; nothing stored),
 // ErrClosed, or a storage error (HTTP 500; a retry is safe thanks to dedup).
 func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
-	if err := b.enter(); err != nil {
+	if err := b.enterWrite(); err != nil {
 		return nil, err
 	}
 	defer b.leave()

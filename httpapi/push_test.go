@@ -187,6 +187,7 @@ func TestBrokerErrorsMapToStatuses(t *testing.T) {
 		{"ErrBadRequest is 400 with the broker's message", broker.BadRequest("invalid subscriptionFrom"), 400, "invalid subscriptionFrom"},
 		{"ErrNotFound is 404 with the broker's message", broker.NotFound("Partition not found"), 404, "Partition not found"},
 		{"ErrClosed is 503", broker.ErrClosed, 503, "Service unavailable: shutting down"},
+		{"ErrNotLeader is 503 (issue 15: a write reached a follower)", fmt.Errorf("wrapped: %w", broker.ErrNotLeader), 503, "Service unavailable: this node does not lead its cluster"},
 		{"anything else is 500", errors.New("disk on fire"), 500, "disk on fire"},
 		{"ErrDamaged is 500 with the broker's short message", fmt.Errorf("wrapped: %w", broker.ErrDamaged), 500, "wrapped: partition damaged"},
 		{"absolute paths in a 500 are cut to their base name",

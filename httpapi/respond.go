@@ -55,7 +55,7 @@ func noContent(ctx *fasthttp.RequestCtx) {
 }
 
 // fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
-// carry the broker's message verbatim; ErrClosed is 503; ErrDamaged is a 500 with the broker's
+// carry the broker's message verbatim; ErrClosed and ErrNotLeader are 503; ErrDamaged is a 500 with the broker's
 // short message (it names the partition and says to run `comb fsck`); anything else is a logged
 // 500 whose body has every absolute file path cut to its base name (the log keeps the paths).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
@@ -68,6 +68,10 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, broker.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
+	case errors.Is(err, broker.ErrNotLeader):
+		// Until followers forward (issue 15), a write that reaches one is refused; Queen's
+		// clients retry 5xx, and /health names the leader.
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: this node does not lead its cluster")
 	case errors.Is(err, context.Canceled):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	default:
