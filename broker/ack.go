@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/combmq/comb/cursor"
@@ -29,7 +30,7 @@ type ackBatch struct {
 // Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
 // harmless). Per-item problems are in the results, not the error.
 func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return nil, err
 	}
 	defer b.leave()

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 )
@@ -10,7 +12,7 @@ import (
 // createdAt <= tsMicros (the start of the partition if none). Leases are
 // released and retry counters reset. Durable before it returns.
 func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (SeekResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return SeekResult{}, err
 	}
 	defer b.leave()
@@ -59,7 +61,7 @@ func (b *Broker) Seek(group, queueName string, toEnd bool, tsMicros int64) (Seek
 // SeekPartition moves one partition's cursor to its newest message and
 // releases its lease (spec 7.2). Errors: NotFound("Partition not found").
 func (b *Broker) SeekPartition(group, queueName, partitionName string) (PartitionSeekResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return PartitionSeekResult{}, err
 	}
 	defer b.leave()
@@ -101,7 +103,7 @@ func (b *Broker) SeekPartition(group, queueName, partitionName string) (Partitio
 // the number of partitions whose cursor was deleted. Unknown groups are not an
 // error. Durable before it returns.
 func (b *Broker) DeleteGroup(group, queueName string, deleteMetadata bool) (int, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return 0, err
 	}
 	defer b.leave()
@@ -164,7 +166,7 @@ func (b *Broker) DeleteGroup(group, queueName string, deleteMetadata bool) (int,
 // (an `all` record ignores its timestamp); `new` and `timestamp` keep their
 // mode. Durable before it returns.
 func (b *Broker) SetSubscriptionTimestamp(group string, tsMicros int64) (int, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return 0, err
 	}
 	defer b.leave()

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 
 	"github.com/combmq/comb/lease"
@@ -10,7 +11,7 @@ import (
 // expiresAt = max(current, now + seconds); seconds <= 0 means 60. It never
 // revives an expired lease. Durable (checkpointed) before it returns.
 func (b *Broker) ExtendLease(leaseID string, seconds int64) ExtendResult {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		if errors.Is(err, ErrNotLeader) {
 			return ExtendResult{Error: err.Error()}
 		}

@@ -332,3 +332,25 @@ func TestFollowersRefuseWritesAndChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), d.offset, "the refused push took no offset")
 }
+
+// TestNewLeaderServesPopsAfterItsFence: seed 004, a new leader waits before
+// it serves pops; the wait is raft's leader lease plus one checkpoint
+// interval, counted from its election, and a pop that comes sooner waits
+// out the rest instead of failing. After a failover the same holds.
+func TestNewLeaderServesPopsAfterItsFence(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	fence := leader.b.fence()
+	require.Equal(t, 100*time.Millisecond+leader.b.cfg.CheckpointInterval, fence, "the test cluster's lease is 100 ms")
+	for round := range 2 {
+		since := leader.log.LeaderSince()
+		require.False(t, since.IsZero())
+		_, err := leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g"})
+		require.NoError(t, err)
+		require.False(t, time.Now().Before(since.Add(fence)), "round %d: a pop answered inside the fence", round)
+		if round == 0 {
+			leader.close()
+			leader = waitLeader(t, nodes)
+		}
+	}
+}

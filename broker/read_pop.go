@@ -109,7 +109,7 @@ func (pc *popCtx) room() bool {
 // ("namespace or task is required") or an unparsable subscriptionFrom
 // ("invalid subscriptionFrom"); ErrClosed; storage errors.
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(ctx); err != nil {
 		return PopResult{}, err
 	}
 	defer b.leave()

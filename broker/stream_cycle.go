@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"unicode/utf8"
 
@@ -32,7 +33,7 @@ type cycleRun struct {
 // Errors: ErrBadRequest (missing query_id or partition_id, a broken limit),
 // ErrClosed, storage errors. A cycle that cannot apply is a result with Success=false.
 func (b *Broker) StreamCycle(req StreamCycleRequest) (StreamCycleResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return StreamCycleResult{}, err
 	}
 	defer b.leave()

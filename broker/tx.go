@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,7 +47,7 @@ type txAckKey struct {
 // Errors: ErrBadRequest for an empty operation list or a bad name, ErrClosed,
 // storage errors. An aborted transaction is a result with Success=false.
 func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
-	if err := b.enterWrite(); err != nil {
+	if err := b.enterConsume(context.Background()); err != nil {
 		return TxResult{}, err
 	}
 	defer b.leave()

@@ -1,5 +1,7 @@
 package broker
 
+import "time"
+
 // ReplicatedLog is a commit log replicated across nodes (package replica's
 // *Log): the same contract as the local one (write_wal.go's commitLog), with
 // the ticket spelled as an LSN and a wait. Append fails on a node that is not
@@ -23,6 +25,11 @@ type ReplicatedLog interface {
 	// and raft address ("" when none is known).
 	Role() string
 	Leader() (id, addr string)
+	// LeaderSince is when this node was elected (zero when it does not
+	// lead); LeaderLeaseTimeout how long a deposed leader may still act as
+	// one. Together they give the fencing wait (follow_fence.go).
+	LeaderSince() time.Time
+	LeaderLeaseTimeout() time.Duration
 }
 
 // replicatedLog adapts a ReplicatedLog to commitLog.

@@ -73,6 +73,12 @@ type Log struct {
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
 	err     atomic.Pointer[error]
 	leaders atomic.Uint64 // times this node became the leader
+	// since is when raft last told this node it leads (UnixNano; 0 = it
+	// does not): the start of its fencing wait.
+	since atomic.Int64
+	// leaseTimeout is raft's LeaderLeaseTimeout in effect: how long a
+	// deposed leader cut off from the quorum may still act as one.
+	leaseTimeout time.Duration
 
 	notify chan bool
 	done   chan struct{}
@@ -136,6 +142,7 @@ func (l *Log) Start(a Applier) error {
 	if l.cfg.LeaderLeaseTimeout > 0 {
 		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
 	}
+	l.leaseTimeout = conf.LeaderLeaseTimeout
 	l.notify = make(chan bool, 8)
 	l.done = make(chan struct{})
 	conf.NotifyCh = l.notify
@@ -173,15 +180,20 @@ func (l *Log) watchLeadership() {
 		if !isLeader {
 			l.mu.Lock()
 			l.next = 0
+			l.since.Store(0)
 			l.mu.Unlock()
 			continue
 		}
+		// The fence counts from here, before the barrier: the old leader
+		// lost the quorum before this node could win it.
+		elected := time.Now().UnixNano()
 		if err := l.r.Barrier(0).Error(); err != nil {
 			continue // lost it again (or shut down): a later notification says so
 		}
 		l.mu.Lock()
 		if l.r.State() == raft.Leader && !l.closed {
 			l.next = l.applied.Load() + 1
+			l.since.Store(elected)
 			l.leaders.Add(1)
 		}
 		l.mu.Unlock()
@@ -278,6 +290,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed, l.next = true, 0
+	l.since.Store(0)
 	l.mu.Unlock()
 	var errs []error
 	if l.r != nil {
@@ -314,6 +327,20 @@ func (l *Log) Leading() bool {
 	defer l.mu.Unlock()
 	return l.next != 0
 }
+
+// LeaderSince is when this node was elected, for the fencing wait (zero
+// when it does not lead).
+func (l *Log) LeaderSince() time.Time {
+	if n := l.since.Load(); n != 0 && l.Leading() {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// LeaderLeaseTimeout is raft's LeaderLeaseTimeout in effect: a leader that
+// hears from no quorum for this long steps down, so a deposed leader acts as
+// one for at most this long after the others stopped hearing it.
+func (l *Log) LeaderLeaseTimeout() time.Duration { return l.leaseTimeout }
 
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }
