@@ -14,12 +14,19 @@ import (
 // run on an open broker, so an entry the files already hold (raft applies
 // entries again after a start) changes nothing; Meta entries, which the
 // start-up replay folds into the registry in one piece, are applied one by
-// one (applyReplicatedMeta). Pushed messages become visible at once: the
-// entry is committed. Called by one goroutine (raft's), in LSN order.
+// one (applyReplicatedMeta). Pushed messages are published at once (the
+// entry is committed), as the leader's push publishes them. Called by one goroutine (raft's), in LSN order.
 //
-// Errors: a payload that does not decode, or a failed write to this node's
-// files; the caller stops applying (the node's state would diverge).
+// Errors: ErrClosed, a payload that does not decode, or a failed write to
+// this node's files; the caller stops applying (the node's state would
+// diverge).
 func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
+	// Close waits for an apply under way, and none starts once it began:
+	// nothing is applied to closed logs or a closed cursor engine.
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	if kind == walMeta {
 		return b.applyReplicatedMeta(lsn, payload)
 	}
@@ -27,9 +34,14 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		return fmt.Errorf("broker: replicated entry %d: %w", lsn, err)
 	}
 	if kind == walPush {
-		id, _, _ := splitLogEntry(payload)
-		if p := b.lookupPartitionByID(id); p != nil {
-			p.visible.Store(p.log.NextOffset())
+		// As the leader's push does once committed: visible, counted in the
+		// queue's pending depth, known to the groups' ready structures (a
+		// node that led before and leads again finds the partition there)
+		// and parked pops woken.
+		id, seg, _ := splitLogEntry(payload)
+		_, _, ts, err := segment.PeekSegment(seg)
+		if p := b.lookupPartitionByID(id); p != nil && err == nil && !p.isDamaged() {
+			b.publish(p, p.log.NextOffset(), ts)
 		}
 	}
 	return nil

@@ -354,3 +354,18 @@ func TestNewLeaderServesPopsAfterItsFence(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowerPublishesAppliedPushes: an applied push is counted in the
+// follower's pending depth as the leader counts it (a node that leads later
+// starts from the right numbers).
+func TestFollowerPublishesAppliedPushes(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: "a", Payload: []byte(`1`)}, {Queue: "q", TransactionID: "b", Payload: []byte(`2`)}})
+	require.NoError(t, err)
+	for _, f := range followersOf(nodes, leader) {
+		waitMessage(t, f, res[0].PartitionID, "b", `2`)
+		require.Equal(t, int64(2), f.b.lookupQueue("q").pendingQM.Load(), "node %s", f.id)
+	}
+	require.Equal(t, int64(2), leader.b.lookupQueue("q").pendingQM.Load())
+}
