@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -66,4 +67,44 @@ func BenchmarkClusterPush(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkClusterFailover measures, with raft's default timeouts (what
+// comb serve would run with), the time from the leader's shutdown to the
+// first push answered by the next leader and to its first pop (which waits
+// out the fencing wait): reported as push-ms and pop-ms, averaged over b.N
+// failovers of fresh clusters.
+func BenchmarkClusterFailover(b *testing.B) {
+	var pushTotal, popTotal time.Duration
+	for range b.N {
+		nodes := startClusterWith(b, 3, raftDefaults)
+		leader := waitLeader(b, nodes)
+		_, err := leader.b.Push([]PushItem{{Queue: "f", TransactionID: "before", Payload: []byte(`1`)}})
+		require.NoError(b, err)
+		start := time.Now()
+		leader.close()
+		var next *clusterNode
+		for {
+			for _, n := range nodes {
+				if n.b != nil && n.log.Leading() {
+					next = n
+				}
+			}
+			if next != nil {
+				if _, err := next.b.Push([]PushItem{{Queue: "f", TransactionID: "after", Payload: []byte(`2`)}}); err == nil {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond) // polling for the election; the measurement's resolution
+		}
+		pushTotal += time.Since(start)
+		_, err = next.b.Pop(context.Background(), PopRequest{Queue: "f", Group: "g"})
+		require.NoError(b, err)
+		popTotal += time.Since(start)
+		for _, n := range nodes {
+			n.close()
+		}
+	}
+	b.ReportMetric(float64(pushTotal.Milliseconds())/float64(b.N), "push-ms")
+	b.ReportMetric(float64(popTotal.Milliseconds())/float64(b.N), "pop-ms")
 }

@@ -20,13 +20,28 @@ import (
 type clusterNode struct {
 	id, dir string
 	peers   []replica.Peer
+	timing  raftTiming
 	log     *replica.Log
 	b       *Broker
 }
 
+// raftTiming is the raft timeouts of a test cluster.
+type raftTiming struct{ heartbeat, election, lease time.Duration }
+
+// fastRaft keeps the tests short; raftDefaults (zero: raft's own, 1 s, 1 s
+// and 500 ms) is what comb serve would run with.
+var (
+	fastRaft     = raftTiming{200 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond}
+	raftDefaults = raftTiming{}
+)
+
 // startCluster starts n nodes on loopback TCP, each with its own data
 // directory, and returns them once one is the ready leader.
 func startCluster(t testing.TB, n int) []*clusterNode {
+	return startClusterWith(t, n, fastRaft)
+}
+
+func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
 	t.Helper()
 	peers := make([]replica.Peer, n)
 	for i := range peers {
@@ -34,7 +49,7 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
-		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers}
+		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing}
 		node.open(t)
 		nodes[i] = node
 		t.Cleanup(func() { node.close() })
@@ -56,7 +71,7 @@ func (n *clusterNode) open(t testing.TB) {
 	}
 	l, err := replica.Open(replica.Config{
 		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
-		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLeaseTimeout: 100 * time.Millisecond,
+		HeartbeatTimeout: n.timing.heartbeat, ElectionTimeout: n.timing.election, LeaderLeaseTimeout: n.timing.lease,
 		Logger: hclog.NewNullLogger(),
 	})
 	require.NoError(t, err)
