@@ -80,8 +80,9 @@
 //	stream_  (and stream.go) stream queries (spec 10): registration, the cycle (a transaction
 //	         whose Tx entry carries the state ops), its ack rule, the state store's place in the
 //	         flush pass and recovery (package streams holds the rows and files)
-//	follow_  a follower of a replicated commit log: committed entries from the leader
-//	         (write_replica.go is the seam's adapter)
+//	follow_  a node of a replicated cluster: committed entries from the leader, the new
+//	         leader's fencing wait (follow_fence.go; write_replica.go is the seam's adapter,
+//	         enterWrite in broker.go refuses writes on a node that does not lead)
 //
 // Files without a prefix are shared by several paths: broker.go (the Broker,
 // queue and partition types and the registry), api.go, config.go, names.go,
