@@ -21,17 +21,20 @@ import (
 type Broker struct {
 	syncHist syncHist // cumulative sync latencies for Stats
 	ckptHist syncHist // cursor checkpoint latencies, append to durable (write_wal.go cursorLog)
-	cfg      Config
-	log      zerolog.Logger
-	now      func() time.Time
-	dir      string
-	syncMode segment.SyncPolicy
-	segOpts  segment.Options
-	lockFile io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
-	fs       vfs.FS        // under the metadata journal and the segment logs (Config.FS)
-	wal      commitLog     // the commit log (write_wal.go): everything durable goes through it
-	claimed  claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
-	walScan  walScan       // what Open's first read of the commit log found (open.go); empty after Open
+	// commitHist: on a replicated node, every waited entry from its append
+	// to committed on a quorum and applied here (write_replica.go).
+	commitHist syncHist
+	cfg        Config
+	log        zerolog.Logger
+	now        func() time.Time
+	dir        string
+	syncMode   segment.SyncPolicy
+	segOpts    segment.Options
+	lockFile   io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
+	fs         vfs.FS        // under the metadata journal and the segment logs (Config.FS)
+	wal        commitLog     // the commit log (write_wal.go): everything durable goes through it
+	claimed    claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
+	walScan    walScan       // what Open's first read of the commit log found (open.go); empty after Open
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
 	flush        flushState

@@ -304,6 +304,9 @@ func TestClusterReplicationStatus(t *testing.T) {
 			return ok && rs.Role == role && rs.LeaderID == leader.id && rs.AppliedLSN == want
 		}, 5*time.Second, 5*time.Millisecond, "node %s", n.id)
 	}
+	rs, _ := leader.b.Replication()
+	require.Equal(t, uint64(1), rs.LeaderTerms)
+	require.NotZero(t, rs.CommitLatency.Count, "the push's entries were timed")
 	single := newEnv(t)
 	_, ok := single.b.Replication()
 	require.False(t, ok)

@@ -63,6 +63,12 @@ type ReplicationStatus struct {
 	LeaderID   string // "" while no leader is known
 	LeaderAddr string // the leader's raft address
 	AppliedLSN uint64 // the highest LSN committed and applied here
+	// LeaderTerms is how many times this node became the ready leader
+	// since start (comb_raft_leader_changes_total).
+	LeaderTerms uint64
+	// CommitLatency: every waited entry from its append to committed and
+	// applied here, since start.
+	CommitLatency LatencyHistogram
 }
 
 // Replication reports the node's role and its leader; false on a single
@@ -73,5 +79,6 @@ func (b *Broker) Replication() (ReplicationStatus, bool) {
 		return ReplicationStatus{}, false
 	}
 	id, addr := r.Leader()
-	return ReplicationStatus{Role: r.Role(), LeaderID: id, LeaderAddr: addr, AppliedLSN: r.DurableLSN()}, true
+	return ReplicationStatus{Role: r.Role(), LeaderID: id, LeaderAddr: addr, AppliedLSN: r.DurableLSN(),
+		LeaderTerms: r.LeaderTerms(), CommitLatency: b.commitHist.snapshot()}, true
 }

@@ -181,7 +181,7 @@ func (b *Broker) open() error {
 func (b *Broker) openCommitLog(start uint64) error {
 	if b.cfg.Replicated != nil {
 		b.cfg.Replicated.NumberFrom(start)
-		b.wal = replicatedLog{b.cfg.Replicated}
+		b.wal = replicatedLog{b.cfg.Replicated, &b.commitHist}
 		return nil
 	}
 	policy := commitlog.SyncAlways

@@ -1,6 +1,9 @@
 package broker
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // ReplicatedLog is a commit log replicated across nodes (package replica's
 // *Log): the same contract as the local one (write_wal.go's commitLog), with
@@ -30,23 +33,40 @@ type ReplicatedLog interface {
 	// one. Together they give the fencing wait (follow_fence.go).
 	LeaderSince() time.Time
 	LeaderLeaseTimeout() time.Duration
+	// LeaderTerms is how many times this node became the ready leader.
+	LeaderTerms() uint64
 }
 
-// replicatedLog adapts a ReplicatedLog to commitLog.
-type replicatedLog struct{ ReplicatedLog }
+// replicatedLog adapts a ReplicatedLog to commitLog, timing each ticket's
+// first wait into hist (comb_raft_commit_latency_seconds).
+type replicatedLog struct {
+	ReplicatedLog
+	hist *syncHist
+}
 
 type replicatedTicket struct {
-	lsn  uint64
-	wait func() error
+	lsn   uint64
+	wait  func() error
+	start time.Time
+	hist  *syncHist
+	timed *atomic.Bool
 }
 
-func (t replicatedTicket) Wait() error { return t.wait() }
+func (t replicatedTicket) Wait() error {
+	err := t.wait()
+	if err == nil && t.timed.CompareAndSwap(false, true) {
+		t.hist.observe(time.Since(t.start).Microseconds())
+	}
+	return err
+}
+
 func (t replicatedTicket) LSN() uint64 { return t.lsn }
 
 func (r replicatedLog) Append(kind byte, payload []byte) (walTicket, error) {
+	start := time.Now()
 	lsn, wait, err := r.ReplicatedLog.Append(kind, payload)
 	if err != nil {
 		return nil, err
 	}
-	return replicatedTicket{lsn, wait}, nil
+	return replicatedTicket{lsn: lsn, wait: wait, start: start, hist: r.hist, timed: new(atomic.Bool)}, nil
 }

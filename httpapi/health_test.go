@@ -3,6 +3,8 @@ package httpapi
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/combmq/comb/broker"
 )
 
@@ -57,4 +59,26 @@ func TestHealthSaysTheRoleAndTheLeaderOfAReplicatedNode(t *testing.T) {
 	r = ts.do("GET", "/health", "")
 	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
 	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},"role":"follower","leader":null,"appliedLSN":0}`)
+}
+
+// issue 15: a replicated node's role, applied LSN, leader changes and commit latency reach
+// /metrics/prometheus; a single node has none of these families.
+func TestReplicationMetrics(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	body := string(ts.do("GET", "/metrics/prometheus", "").body)
+	require.NotContains(t, body, "comb_raft_")
+
+	fake.repl = &broker.ReplicationStatus{Role: "leader", LeaderID: "n1", AppliedLSN: 42, LeaderTerms: 2,
+		CommitLatency: broker.LatencyHistogram{BoundsMicros: []int64{1000}, Counts: []uint64{3, 4}, Count: 4, SumMicros: 2500}}
+	body = string(ts.do("GET", "/metrics/prometheus", "").body)
+	for _, line := range []string{
+		`comb_raft_is_leader 1`,
+		`comb_raft_applied_lsn 42`,
+		`comb_raft_leader_changes_total{scope="cluster"} 2`,
+		`# TYPE comb_raft_commit_latency_seconds histogram`,
+		`comb_raft_commit_latency_seconds_count 4`,
+	} {
+		require.Contains(t, body, line+"\n")
+	}
 }

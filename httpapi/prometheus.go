@@ -39,6 +39,9 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.family("queen_maintenance_mode_enabled", "gauge", "1 while push maintenance mode is on (spec 1.8).")
 	w.sampleUint("queen_maintenance_mode_enabled", "", maint)
 
+	if rs, ok := s.b.Replication(); ok {
+		s.promReplication(&w, rs)
+	}
 	w.gauge("comb_parked_pops", "Long-poll pops currently parked.", float64(st.ParkedPops))
 	w.gauge("comb_damaged_partitions", "Partitions out of service because their log is damaged on disk (run comb fsck; GET /health lists them).", float64(st.DamagedPartitions))
 	w.gauge("comb_total_lag_messages", "Messages after every consumer group's cursor, summed.", float64(st.TotalLag))
@@ -136,4 +139,17 @@ func (w *promWriter) histogramMicros(name, help string, h broker.LatencyHistogra
 	w.sampleUint(bucket, `le="+Inf"`, h.Count)
 	w.sampleFloat(name+"_sum", "", float64(h.SumMicros)/1e6)
 	w.sampleUint(name+"_count", "", h.Count)
+}
+
+// promReplication writes a replicated node's families (issue 15): its role, applied LSN, how
+// often it became the leader, and the commit latency through raft.
+func (s *Server) promReplication(w *promWriter, rs broker.ReplicationStatus) {
+	leader := 0.0
+	if rs.Role == "leader" {
+		leader = 1
+	}
+	w.gauge("comb_raft_is_leader", "1 while this node leads its cluster (after its barrier), else 0.", leader)
+	w.gauge("comb_raft_applied_lsn", "The highest commit-log LSN committed on a quorum and applied on this node.", float64(rs.AppliedLSN))
+	w.counter("comb_raft_leader_changes_total", "Times this node became the leader since start.", rs.LeaderTerms)
+	w.histogramMicros("comb_raft_commit_latency_seconds", "Commit-log entries from their append to committed on a quorum and applied here, since start.", rs.CommitLatency)
 }
