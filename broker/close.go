@@ -27,13 +27,23 @@ func (b *Broker) Close() error {
 
 func (b *Broker) closeFiles() error {
 	var errs []error
+	unclean := false
 	b.stopFlusher()
 	if b.wal != nil && b.cur != nil && b.wake != nil {
 		// Everything durable outside the commit log, so the next start
 		// replays (almost) nothing. Without it (a failed log, a full disk)
 		// no clean marker is written: the next start recovers from the log.
 		if err := b.flushPass(); err != nil {
-			errs = append(errs, err)
+			if b.cfg.Replicated != nil && retryable(err) {
+				// A replicated node that lost its leadership (the others
+				// stopped first) cannot commit the pass's checkpoint; raft
+				// applies the entries again at the next start. Not an error
+				// of this node's storage, but no clean marker either.
+				b.log.Warn().Err(err).Msg("close: the last flush pass could not commit (leadership lost); the next start applies the log again")
+				unclean = true
+			} else {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if err := b.closeNotes(); err != nil { // after the last flush pass: it syncs the notes
@@ -82,7 +92,7 @@ func (b *Broker) closeFiles() error {
 		q.dlqMu.Unlock()
 	}
 	b.mu.Unlock()
-	if b.wake != nil && len(errs) == 0 {
+	if b.wake != nil && len(errs) == 0 && !unclean {
 		// Only a Close that synced and closed everything may promise it.
 		if err := b.writeCleanMarker(sums); err != nil {
 			errs = append(errs, err)

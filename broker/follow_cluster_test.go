@@ -387,3 +387,22 @@ func TestFollowerPublishesAppliedPushes(t *testing.T) {
 	}
 	require.Equal(t, int64(2), leader.b.lookupQueue("q").pendingQM.Load())
 }
+
+// TestLeaderClosesCleanlyAfterItsFollowers: a whole cluster stopped at once
+// (the followers first) leaves the leader unable to commit its last flush
+// pass; that is the cluster's state, not damage, so Close succeeds (the
+// next start applies the log again) and the cursor engine never went
+// sticky on it.
+func TestLeaderClosesCleanlyAfterItsFollowers(t *testing.T) {
+	nodes := startCluster(t, 3)
+	leader := waitLeader(t, nodes)
+	_, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: "a", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	_, err = leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g"})
+	require.NoError(t, err)
+	for _, f := range followersOf(nodes, leader) {
+		f.close()
+	}
+	require.NoError(t, leader.b.Close())
+	leader.b = nil
+}

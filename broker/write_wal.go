@@ -114,7 +114,9 @@ func waitLast(ts []walTicket) error {
 //
 // A replicated log's refusals that a later leader or term lifts (not the
 // leader, leadership lost) say so with a Retryable method.
-func (c cursorLog) Retryable(err error) bool {
+func (c cursorLog) Retryable(err error) bool { return retryable(err) }
+
+func retryable(err error) bool {
 	var r interface{ Retryable() bool }
 	return errors.Is(err, commitlog.ErrNoSpace) || errors.As(err, &r) && r.Retryable()
 }

@@ -37,6 +37,23 @@ type retryableError string
 func (e retryableError) Error() string   { return string(e) }
 func (e retryableError) Retryable() bool { return true }
 
+// CommitError is a failed wait: raft's reason for entry LSN.
+type CommitError struct {
+	LSN uint64
+	Err error
+}
+
+func (e *CommitError) Error() string { return fmt.Sprintf("replica: entry %d: %v", e.LSN, e.Err) }
+func (e *CommitError) Unwrap() error { return e.Err }
+
+// Retryable: leadership lost or moved, or raft stopping, is a state of the
+// cluster, not of this node's storage; a later leader may commit what is
+// appended then (the broker's cursor engine then retries, not stops).
+func (e *CommitError) Retryable() bool {
+	return errors.Is(e.Err, raft.ErrLeadershipLost) || errors.Is(e.Err, raft.ErrNotLeader) ||
+		errors.Is(e.Err, raft.ErrRaftShutdown) || errors.Is(e.Err, raft.ErrLeadershipTransferInProgress)
+}
+
 // Applier is what a follower hands each committed entry proposed by another
 // node (the broker: it applies the entry as its start-up replay would).
 type Applier interface {
@@ -89,7 +106,7 @@ type Log struct {
 //
 // Errors: a bad Config, or the stores' and the listener's.
 func Open(cfg Config) (*Log, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	logger := cfg.Logger
@@ -223,7 +240,7 @@ func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
 	l.next++
 	wait := func() error {
 		if err := f.Error(); err != nil {
-			return fmt.Errorf("replica: entry %d: %w", lsn, err)
+			return &CommitError{LSN: lsn, Err: err}
 		}
 		return nil
 	}
