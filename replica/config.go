@@ -73,7 +73,8 @@ type Config struct {
 	Logger hclog.Logger // nil = warnings and errors to stderr
 }
 
-func (c *Config) check() error {
+// Validate checks the required fields and that Cluster names this node at RaftAddr.
+func (c *Config) Validate() error {
 	if c.NodeID == "" || c.RaftAddr == "" || c.Dir == "" {
 		return errors.New("replica: NodeID, RaftAddr and Dir are required")
 	}

@@ -36,8 +36,8 @@ func TestParseCluster(t *testing.T) {
 
 func TestConfigCheck(t *testing.T) {
 	peers := []Peer{{"n1", "h:1"}, {"n2", "h:2"}}
-	require.NoError(t, (&Config{NodeID: "n1", RaftAddr: "h:1", Dir: "d", Cluster: peers}).check())
-	require.Error(t, (&Config{NodeID: "n3", RaftAddr: "h:3", Dir: "d", Cluster: peers}).check(), "a node outside its cluster")
-	require.Error(t, (&Config{NodeID: "n1", RaftAddr: "h:9", Dir: "d", Cluster: peers}).check(), "--raft-addr disagreeing with --initial-cluster")
-	require.Error(t, (&Config{RaftAddr: "h:1", Dir: "d", Cluster: peers}).check(), "no node id")
+	require.NoError(t, (&Config{NodeID: "n1", RaftAddr: "h:1", Dir: "d", Cluster: peers}).Validate())
+	require.Error(t, (&Config{NodeID: "n3", RaftAddr: "h:3", Dir: "d", Cluster: peers}).Validate(), "a node outside its cluster")
+	require.Error(t, (&Config{NodeID: "n1", RaftAddr: "h:9", Dir: "d", Cluster: peers}).Validate(), "--raft-addr disagreeing with --initial-cluster")
+	require.Error(t, (&Config{RaftAddr: "h:1", Dir: "d", Cluster: peers}).Validate(), "no node id")
 }

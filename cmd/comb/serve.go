@@ -77,6 +77,8 @@ func runServe(args []string) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	var secFlags securityFlags
 	secFlags.register(fs)
+	var clFlags clusterFlags
+	clFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -89,6 +91,11 @@ func runServe(args []string) int {
 	}
 	secFlags.noteCommandLine(fs)
 	if err := applyEnv(fs, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		return 2
+	}
+	clCfg, clustered, err := clFlags.config(*dataDir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
@@ -130,6 +137,11 @@ func runServe(args []string) int {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
 		return 1
 	}
+	repl, replicated, err := openReplica(clCfg, clustered)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot start replication")
+		return 1
+	}
 	b, err := broker.Open(broker.Config{
 		DataDir:            *dataDir,
 		Sync:               *syncMode,
@@ -145,8 +157,12 @@ func runServe(args []string) int {
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
 		NoAnalytics:        !*analyticsOn,
+		Replicated:         replicated,
 	})
 	if err != nil {
+		if repl != nil {
+			repl.Close()
+		}
 		ev := log.Error().Err(err).Str("data_dir", *dataDir)
 		switch {
 		case errors.Is(err, broker.ErrStrayData):
@@ -156,6 +172,15 @@ func runServe(args []string) int {
 		}
 		ev.Msg("cannot open the broker")
 		return 1
+	}
+	if repl != nil {
+		// Raft starts once the broker can apply what it commits.
+		if err := repl.Start(b); err != nil {
+			log.Error().Err(err).Msg("cannot start raft")
+			closeBroker(b, log)
+			return 1
+		}
+		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Msg("replicated: raft started")
 	}
 	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
 	srv := httpapi.New(b, httpapi.Config{
@@ -225,7 +250,7 @@ func closeBroker(b *broker.Broker, log zerolog.Logger) bool {
 func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, fe := range append(serveEnv, securityEnv...) {
+	for _, fe := range append(append(serveEnv, securityEnv...), clusterEnv...) {
 		name, env := fe[0], fe[1]
 		if given[name] {
 			continue

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"path/filepath"
+
+	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/replica"
+)
+
+// clusterEnv maps the replication flags to their environment fallbacks.
+var clusterEnv = [][2]string{
+	{"node-id", "COMB_NODE_ID"},
+	{"raft-addr", "COMB_RAFT_ADDR"},
+	{"initial-cluster", "COMB_INITIAL_CLUSTER"},
+}
+
+// clusterFlags are the flags of a replicated comb (issue 15, docs/replication.md), in etcd's
+// convention; without --node-id comb is the single node it always was.
+type clusterFlags struct {
+	nodeID, raftAddr, initialCluster *string
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	c.nodeID = fs.String("node-id", "", "this node's id in a replicated cluster, e.g. n1; empty = a single node (env COMB_NODE_ID)")
+	c.raftAddr = fs.String("raft-addr", "", "host:port raft listens on and other nodes reach it at, e.g. 127.0.0.1:7001 (env COMB_RAFT_ADDR)")
+	c.initialCluster = fs.String("initial-cluster", "", "the voting members when the cluster is first started, e.g. n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003; ignored once this node has raft state (env COMB_INITIAL_CLUSTER)")
+}
+
+// config checks the flags: all three or none. ok is false for a single node.
+func (c *clusterFlags) config(dataDir string) (cfg replica.Config, ok bool, err error) {
+	if *c.nodeID == "" && *c.raftAddr == "" && *c.initialCluster == "" {
+		return replica.Config{}, false, nil
+	}
+	if *c.nodeID == "" || *c.raftAddr == "" || *c.initialCluster == "" {
+		return replica.Config{}, false, errors.New("--node-id, --raft-addr and --initial-cluster go together")
+	}
+	peers, err := replica.ParseCluster(*c.initialCluster)
+	if err != nil {
+		return replica.Config{}, false, err
+	}
+	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, Dir: filepath.Join(dataDir, "raft"), Cluster: peers}
+	if err := cfg.Validate(); err != nil {
+		return replica.Config{}, false, err
+	}
+	return cfg, true, nil
+}
+
+// openReplica opens the replicated log when ok; a nil interface otherwise, so
+// broker.Config.Replicated stays nil on a single node.
+func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLog, error) {
+	if !ok {
+		return nil, nil, nil
+	}
+	l, err := replica.Open(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, l, nil
+}
