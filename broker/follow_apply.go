@@ -131,3 +131,14 @@ func (b *Broker) deleteReplicatedQueueLocked(id [16]byte) {
 		b.log.Warn().Err(err).Str("queue", q.name).Msg("replication: removing a deleted queue's files (the next start does)")
 	}
 }
+
+// Flush runs a flush pass (flush.go) now: every entry applied so far is
+// durable in this node's files. Package replica runs it before a raft
+// snapshot lets raft drop those entries from its log.
+func (b *Broker) Flush() error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	return b.flushPass()
+}

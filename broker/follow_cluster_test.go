@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -26,12 +27,15 @@ type clusterNode struct {
 }
 
 // raftTiming is the raft timeouts of a test cluster.
-type raftTiming struct{ heartbeat, election, lease time.Duration }
+type raftTiming struct {
+	heartbeat, election, lease time.Duration
+	trailingLogs               uint64 // 0 = raft's default
+}
 
 // fastRaft keeps the tests short; raftDefaults (zero: raft's own, 1 s, 1 s
 // and 500 ms) is what comb serve would run with.
 var (
-	fastRaft     = raftTiming{200 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond}
+	fastRaft     = raftTiming{heartbeat: 200 * time.Millisecond, election: 200 * time.Millisecond, lease: 100 * time.Millisecond}
 	raftDefaults = raftTiming{}
 )
 
@@ -72,7 +76,8 @@ func (n *clusterNode) open(t testing.TB) {
 	l, err := replica.Open(replica.Config{
 		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
 		HeartbeatTimeout: n.timing.heartbeat, ElectionTimeout: n.timing.election, LeaderLeaseTimeout: n.timing.lease,
-		Logger: hclog.NewNullLogger(),
+		TrailingLogs: n.timing.trailingLogs,
+		Logger:       hclog.NewNullLogger(),
 	})
 	require.NoError(t, err)
 	b, err := Open(Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
@@ -405,4 +410,71 @@ func TestLeaderClosesCleanlyAfterItsFollowers(t *testing.T) {
 	}
 	require.NoError(t, leader.b.Close())
 	leader.b = nil
+}
+
+// TestSnapshotsCompactRaftsLogSafely: a raft snapshot runs the flush pass
+// first, so raft may drop the entries behind it; a follower restarted after
+// its snapshot (its own marker restored, raft's log cut) holds everything
+// and catches up on what it missed while it was down.
+func TestSnapshotsCompactRaftsLogSafely(t *testing.T) {
+	timing := fastRaft
+	timing.trailingLogs = 5
+	nodes := startClusterWith(t, 3, timing)
+	leader := waitLeader(t, nodes)
+	var pid string
+	for i := range 30 {
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(fmt.Sprintf("%d", i))}})
+		require.NoError(t, err)
+		pid = res[0].PartitionID
+	}
+	f := followersOf(nodes, leader)[0]
+	waitMessage(t, f, pid, "m29", "29")
+	require.NoError(t, f.log.Snapshot())
+	require.NoError(t, leader.log.Snapshot())
+	f.close()
+	for i := 30; i < 33; i++ {
+		_, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(fmt.Sprintf("%d", i))}})
+		require.NoError(t, err)
+	}
+	f.open(t)
+	for _, i := range []int{0, 17, 29, 32} {
+		waitMessage(t, f, pid, fmt.Sprintf("m%d", i), fmt.Sprintf("%d", i))
+	}
+	require.NoError(t, f.log.Err())
+}
+
+// TestAFollowerFarBehindNeverSkips: a follower that missed entries while
+// the leader snapshotted and compacted its log either catches up on all of
+// them (raft still had them: raft-wal drops whole segment files only) or,
+// sent the leader's snapshot, refuses it and reports divergence (Err);
+// installing another node's state is not built. It never holds a later
+// message without the earlier ones.
+func TestAFollowerFarBehindNeverSkips(t *testing.T) {
+	timing := fastRaft
+	timing.trailingLogs = 2
+	nodes := startClusterWith(t, 3, timing)
+	leader := waitLeader(t, nodes)
+	f := followersOf(nodes, leader)[0]
+	f.close()
+	var pid string
+	for i := range 20 {
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		pid = res[0].PartitionID
+	}
+	require.NoError(t, leader.log.Snapshot())
+	f.open(t)
+	require.Eventually(t, func() bool {
+		if errors.Is(f.log.Err(), replica.ErrSnapshotInstall) {
+			return true
+		}
+		_, err := f.b.Message(pid, "m19")
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	if f.log.Err() == nil {
+		for i := range 20 {
+			_, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
+			require.NoError(t, err, "m%d", i)
+		}
+	}
 }

@@ -64,6 +64,11 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// How many entries raft keeps behind a snapshot, and how many new ones
+	// start the next; zero takes raft's defaults (10,240 and 8,192). Tests
+	// shorten them.
+	TrailingLogs      uint64
+	SnapshotThreshold uint64
 
 	// StartLSN is the LSN this node's state already covers plus one (the
 	// broker's snapshots): a new leader numbers on from the larger of it

@@ -50,36 +50,65 @@ func (f *fsm) fail(err error) {
 	f.l.err.CompareAndSwap(nil, &err)
 }
 
-// Snapshot records only the applied LSN: the state itself is the broker's
-// data directory. Streaming it to a node that lacks it (segment files and
-// cursor state) is not built yet, and neither is making the directory
-// durable up to this LSN before raft compacts its log behind it
-// (docs/replication.md, "What is left").
+// Snapshot records the applied LSN and this node's id: the state itself is
+// the node's data directory, which Persist makes durable up to at least
+// that LSN before raft may compact its log behind the snapshot. Streaming
+// the directory to a node that lacks it is not built yet
+// (docs/replication.md, "Snapshots").
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return marker{lsn: f.l.applied.Load()}, nil
+	return marker{lsn: f.l.applied.Load(), node: f.l.cfg.NodeID, flush: f.a.Flush}, nil
 }
 
 // Restore accepts this node's own marker (raft restores its newest snapshot
-// at every start); a snapshot can carry no state yet, so it only moves the
-// applied LSN.
+// at every start: Persist made the directory cover it) and refuses another
+// node's (an InstallSnapshot from the leader: a marker carries no state, so
+// accepting it would skip entries this node never applied). A refusal
+// marks the log diverged; the node needs a fresh copy of a data directory.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var b [8]byte
-	if _, err := io.ReadFull(rc, b[:]); err != nil {
-		return fmt.Errorf("replica: snapshot marker: %w", err)
+	m, err := readMarker(rc)
+	if err != nil {
+		return err
 	}
-	if lsn := binary.BigEndian.Uint64(b[:]); lsn > f.l.applied.Load() {
-		f.l.applied.Store(lsn)
+	if m.node != f.l.cfg.NodeID {
+		err := fmt.Errorf("%w: a snapshot of node %s up to LSN %d (installing another node's state is not built yet)", ErrSnapshotInstall, m.node, m.lsn)
+		f.fail(err)
+		return err
+	}
+	if m.lsn > f.l.applied.Load() {
+		f.l.applied.Store(m.lsn)
 	}
 	return nil
 }
 
-type marker struct{ lsn uint64 }
+// marker is a snapshot's content:
+//
+//	version u8 (1) | LSN u64 BE | node id length u8 | node id
+type marker struct {
+	lsn   uint64
+	node  string
+	flush func() error // the broker's flush pass, run before the marker is written
+}
 
+const markerVersion = 1
+
+// Persist runs the broker's flush pass first (concurrently with Apply, as
+// raft allows: a leader's pass commits a checkpoint through raft), so the
+// data directory covers every entry up to the snapshot's index before raft
+// deletes them from its log.
 func (m marker) Persist(sink raft.SnapshotSink) error {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], m.lsn)
-	if _, err := sink.Write(b[:]); err != nil {
+	if m.flush != nil {
+		if err := m.flush(); err != nil {
+			sink.Cancel()
+			return fmt.Errorf("replica: snapshot at LSN %d: flush: %w", m.lsn, err)
+		}
+	}
+	b := make([]byte, 0, 10+len(m.node))
+	b = append(b, markerVersion)
+	b = binary.BigEndian.AppendUint64(b, m.lsn)
+	b = append(b, byte(len(m.node)))
+	b = append(b, m.node...)
+	if _, err := sink.Write(b); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -87,3 +116,21 @@ func (m marker) Persist(sink raft.SnapshotSink) error {
 }
 
 func (marker) Release() {}
+
+// readMarker reads what Persist wrote.
+//
+// Errors: ErrBadSnapshot for anything else.
+func readMarker(r io.Reader) (marker, error) {
+	var h [10]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return marker{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	if h[0] != markerVersion {
+		return marker{}, fmt.Errorf("%w: version %d", ErrBadSnapshot, h[0])
+	}
+	node := make([]byte, h[9])
+	if _, err := io.ReadFull(r, node); err != nil {
+		return marker{}, fmt.Errorf("%w: node id: %v", ErrBadSnapshot, err)
+	}
+	return marker{lsn: binary.BigEndian.Uint64(h[1:9]), node: string(node)}, nil
+}

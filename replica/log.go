@@ -28,6 +28,11 @@ var (
 	// ErrDiverged: a committed entry could not be applied here; this node's
 	// state no longer follows the log until it is rebuilt.
 	ErrDiverged = errors.New("replica: a committed entry failed to apply")
+	// ErrSnapshotInstall: the leader sent a snapshot of its own state (this
+	// node fell behind raft's retained log); installing one is not built.
+	ErrSnapshotInstall = errors.New("replica: cannot install another node's snapshot")
+	// ErrBadSnapshot: a snapshot this package did not write.
+	ErrBadSnapshot = errors.New("replica: not a comb snapshot marker")
 )
 
 // retryableError is a refusal that a later leader or term lifts: the
@@ -58,6 +63,10 @@ func (e *CommitError) Retryable() bool {
 // node (the broker: it applies the entry as its start-up replay would).
 type Applier interface {
 	ApplyReplicated(lsn uint64, kind byte, payload []byte) error
+	// Flush makes every entry applied so far durable in the node's own
+	// files (the broker's flush pass); raft compacts its log behind a
+	// snapshot only after it returned nil.
+	Flush() error
 }
 
 // Log is a commit log replicated by raft: the broker appends through it as
@@ -158,6 +167,12 @@ func (l *Log) Start(a Applier) error {
 	}
 	if l.cfg.LeaderLeaseTimeout > 0 {
 		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
+	}
+	if l.cfg.TrailingLogs > 0 {
+		conf.TrailingLogs = l.cfg.TrailingLogs
+	}
+	if l.cfg.SnapshotThreshold > 0 {
+		conf.SnapshotThreshold = l.cfg.SnapshotThreshold
 	}
 	l.leaseTimeout = conf.LeaderLeaseTimeout
 	l.notify = make(chan bool, 8)
@@ -343,6 +358,15 @@ func (l *Log) Leading() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.next != 0
+}
+
+// Snapshot takes a raft snapshot now (the broker's flush pass, then the
+// marker) and lets raft compact its log behind it, keeping TrailingLogs.
+func (l *Log) Snapshot() error {
+	if l.r == nil {
+		return errors.New("replica: Snapshot before Start")
+	}
+	return l.r.Snapshot().Error()
 }
 
 // LeaderSince is when this node was elected, for the fencing wait (zero

@@ -14,14 +14,22 @@ import (
 
 // recorder is an Applier that keeps what it was handed.
 type recorder struct {
-	mu  sync.Mutex
-	got []entry
+	mu      sync.Mutex
+	got     []entry
+	flushes int
 }
 
 func (r *recorder) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, entry{lsn: lsn, kind: kind, payload: append([]byte(nil), payload...)})
+	return nil
+}
+
+func (r *recorder) Flush() error {
+	r.mu.Lock()
+	r.flushes++
+	r.mu.Unlock()
 	return nil
 }
 
