@@ -15,7 +15,8 @@ import (
 // entries again after a start) changes nothing; Meta entries, which the
 // start-up replay folds into the registry in one piece, are applied one by
 // one (applyReplicatedMeta). Pushed messages are published at once (the
-// entry is committed), as the leader's push publishes them. Called by one goroutine (raft's), in LSN order.
+// entry is committed), as the leader's push publishes them. Called by one
+// goroutine (raft's), in LSN order.
 //
 // Errors: ErrClosed, a payload that does not decode, or a failed write to
 // this node's files; the caller stops applying (the node's state would
