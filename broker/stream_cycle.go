@@ -15,6 +15,9 @@ type cycleRun struct {
 	src    *partition // the source partition: its lock serialises the shard
 	t      *txRun     // the transaction the cycle commits as
 	change streams.Change
+	// ackOffset is the acked message's offset once cyclePrecheck found it
+	// (cycleAckEval).
+	ackOffset uint64
 }
 
 // StreamCycle applies one streams cycle atomically (spec 10): state ops,

@@ -225,6 +225,44 @@ func TestStreamCycleKeepLeaseRedeliversTheTail(t *testing.T) {
 	assert.Equal(t, []string{"m2", "m3"}, txids(c.pop(PopRequest{Queue: "src", Group: "g"})))
 }
 
+// The ack's message is looked up in the leased span first (cycleAckOffset)
+// and in the whole partition otherwise; both find the same offsets.
+func TestStreamCycleAckInsideAndOutsideTheLeasedSpan(t *testing.T) {
+	cases := []struct {
+		name    string
+		ack     string
+		lease   bool   // send the pop's leaseId
+		cursor  uint64 // the group's cursor after the cycle
+		success bool
+	}{
+		{"the span's last message", "m2", true, 2, true},
+		{"the span's first message", "m1", true, 1, true},
+		{"past the span, no leaseId: the partition's lookup", "m3", false, 3, true},
+		{"pushed after the pop", "m4", false, 4, true},
+		{"nowhere", "m9", true, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.push("src", "p", "m1", "m2", "m3")
+			q := register(t, e.b, "q", "src", "", "h", false)
+			res := e.pop(PopRequest{Queue: "src", Group: "g", Batch: 2})
+			require.Equal(t, []string{"m1", "m2"}, txids(res))
+			e.push("src", "p", "m4")
+			a := &StreamAck{TransactionID: tc.ack}
+			if tc.lease {
+				a.LeaseID = res.LeaseID
+			}
+			r, err := e.b.StreamCycle(StreamCycleRequest{QueryID: q.QueryID, PartitionID: res.PartitionID, Group: "g", ReleaseLease: true, Ack: a})
+			require.NoError(t, err)
+			assert.Equal(t, tc.success, r.Success, r.Error)
+			id, _ := parseID(res.PartitionID)
+			st, _ := e.b.cur.Get(cursor.Key{Partition: id, Group: "g"})
+			assert.Equal(t, tc.cursor, st.Committed)
+		})
+	}
+}
+
 func TestStreamCycleFailedAckGoesToTheDLQ(t *testing.T) {
 	c := newCycleEnv(t)
 	r := c.cycle(StreamCycleRequest{Group: "g", ReleaseLease: false, Ack: &StreamAck{TransactionID: "m2", Status: "failed"}})
