@@ -183,9 +183,9 @@ func (b *Broker) cycleResolve(c *cycleRun) string {
 func (b *Broker) cycleStageState(c *cycleRun) error {
 	c.change = streams.Change{Query: c.q.ID, Partition: c.src.id, Ops: make([]streams.Op, len(c.req.StateOps))}
 	for i, op := range c.req.StateOps {
-		// The value is copied: the store keeps it, and the request's bytes
-		// may be the HTTP layer's reused buffer.
-		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: append([]byte(nil), op.Value...), UpdatedAtMicros: c.t.now}
+		// Not copied: the store keeps the caller's bytes (StreamStateOp.Value
+		// says so; the HTTP decoder's are its own copy).
+		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: op.Value, UpdatedAtMicros: c.t.now}
 		if op.Type == "delete" {
 			o.Kind, o.Value = streams.OpDelete, nil
 		} else if op.Value == nil {
