@@ -471,6 +471,31 @@ func TestStreamRemoval(t *testing.T) {
 	assert.Equal(t, "h2", m.b.StreamQueries()[0].ConfigHash)
 }
 
+// A flush pass holds the registration lock shared: it writes the queries
+// file while a cycle is in flight (a cycle holds the lock shared from its
+// query lookup to its apply) instead of waiting for it, which stalled every
+// cycle queued behind the pass.
+func TestStreamFlushPassDoesNotWaitForCycles(t *testing.T) {
+	m := newMemStreams(t)
+	m.b.streams.regMu.RLock() // a cycle in flight
+	flushed := make(chan error, 1)
+	go func() { flushed <- m.b.flushPass() }()
+	select {
+	case err := <-flushed:
+		m.b.streams.regMu.RUnlock()
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		m.b.streams.regMu.RUnlock()
+		t.Fatal("the flush pass waited for the cycle in flight")
+	}
+	body, err := streams.RegistryFormat.ReadFile(m.mem, filepath.Join("/data", streams.Dir, streams.RegistryFile))
+	require.NoError(t, err)
+	r, err := streams.DecodeRegistry(body)
+	require.NoError(t, err)
+	require.Len(t, r.Queries, 1)
+	assert.Equal(t, m.qid, uuidString(r.Queries[0].ID), "the registration is in the file")
+}
+
 // Cycles on several shards at once, with flush passes truncating the log
 // meanwhile: after a crash every shard holds its last committed value.
 func TestStreamConcurrentCyclesAndFlushes(t *testing.T) {
