@@ -50,63 +50,6 @@ func compareID(a, b [16]byte) int {
 	return 0
 }
 
-// WriteSnapshots writes the snapshot of every dirty shard, atomically, so
-// that disk holds each shard's live rows once whatever the number of updates.
-// A shard changed while its file was written stays dirty from the first LSN
-// after the one written.
-//
-// Durability: as WriteRegistry; a new query directory is synced into its
-// parent before its first file.
-func (s *Store) WriteSnapshots(f *Files) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var errs []error
-	for _, k := range s.dirtyKeys() {
-		sn, ok := s.snapshot(k)
-		if !ok {
-			continue // dropped since
-		}
-		if err := f.writeSnapshot(k, &sn); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s.mu.Lock()
-		if sh := s.shards[k]; sh != nil {
-			if sh.lsn == sn.LSN {
-				sh.dirtyFrom = 0
-			} else {
-				sh.dirtyFrom = sn.LSN + 1
-			}
-		}
-		s.mu.Unlock()
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("streams: snapshots: %w (and %d more)", errs[0], len(errs)-1)
-	}
-	return nil
-}
-
-func (f *Files) writeSnapshot(k ShardKey, sn *Snapshot) error {
-	path := f.ShardPath(k)
-	dir := filepath.Dir(path)
-	if ok, _ := existsDir(f, dir); !ok {
-		if err := f.FS.MkdirAll(dir); err != nil {
-			return err
-		}
-		if !f.NoSync {
-			if err := f.FS.SyncDir(f.Root); err != nil {
-				return err
-			}
-		}
-	}
-	return SnapshotFormat.WriteFile(f.FS, path, EncodeSnapshot(sn), f.NoSync)
-}
-
-func existsDir(f *Files, dir string) (bool, error) {
-	_, err := f.FS.List(dir)
-	return err == nil, err
-}
-
 func (s *Store) dirtyKeys() []ShardKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
