@@ -1,7 +1,9 @@
 package streams
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 )
@@ -28,7 +30,7 @@ func (s *Store) WriteRegistry(f *Files, covers uint64) error {
 	slices.SortFunc(r.Queries, func(a, b Query) int { return compareID(a.ID, b.ID) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := f.FS.MkdirAll(f.Root)
+	err := f.makeRootLocked()
 	if err == nil {
 		err = RegistryFormat.WriteFile(f.FS, filepath.Join(f.Root, RegistryFile), EncodeRegistry(r), f.NoSync)
 	}
@@ -37,6 +39,30 @@ func (s *Store) WriteRegistry(f *Files, covers uint64) error {
 		s.regDirty = true
 		s.mu.Unlock()
 		return fmt.Errorf("streams: registry: %w", err)
+	}
+	return nil
+}
+
+// makeRootLocked makes Root when it is missing and syncs it into its parent
+// (the data directory): the files under it are the only copy of what the
+// commit log was truncated behind, so the directory itself must survive a
+// power loss. The caller holds f.mu.
+func (f *Files) makeRootLocked() error {
+	err := f.FS.Mkdir(f.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = f.FS.MkdirAll(f.Root)
+	}
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return err
+	case f.NoSync:
+		return nil
+	}
+	if err := f.FS.SyncDir(filepath.Dir(f.Root)); err != nil {
+		_ = f.FS.Remove(f.Root) // empty: the next write makes and syncs it again
+		return err
 	}
 	return nil
 }

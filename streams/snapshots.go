@@ -125,8 +125,10 @@ func (f *Files) makeQueryDirs(keys []ShardKey, errs *[]error) map[[16]byte]bool 
 		}
 		dir := filepath.Join(f.Root, uuid.UUID(k.Query).String())
 		err := f.FS.Mkdir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			err = f.FS.MkdirAll(dir) // Root itself is missing
+		if errors.Is(err, fs.ErrNotExist) { // Root itself is missing
+			if err = f.makeRootLocked(); err == nil {
+				err = f.FS.Mkdir(dir)
+			}
 		}
 		switch {
 		case err == nil:

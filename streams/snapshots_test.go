@@ -98,3 +98,28 @@ func TestWriteSnapshotsFailedDirSyncKeepsShardsDirty(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, l.Snapshots, 10)
 }
+
+// The store's directory is synced into the data directory when it is made:
+// after a power loss the registry and the snapshots are still there, and
+// they are the only copy once the commit log was truncated behind them.
+func TestStoreDirectorySurvivesACrash(t *testing.T) {
+	for _, first := range []string{"registry", "snapshots"} {
+		t.Run(first+" first", func(t *testing.T) {
+			mem := vfs.NewStrictMem("/d") // the data directory
+			f := &Files{FS: mem, Root: "/d/streams"}
+			s := newStoreWith(t)
+			s.ApplyChange(5, &Change{Query: qA, Partition: p1, Ops: []Op{upsert("k", "1", 1)}})
+			if first == "registry" {
+				require.NoError(t, s.WriteRegistry(f, 5))
+				require.NoError(t, s.WriteSnapshots(f))
+			} else {
+				require.NoError(t, s.WriteSnapshots(f))
+				require.NoError(t, s.WriteRegistry(f, 5))
+			}
+			l, err := (&Files{FS: mem.Crash(false), Root: "/d/streams"}).Load()
+			require.NoError(t, err)
+			assert.True(t, l.HasReg)
+			assert.Len(t, l.Snapshots, 1)
+		})
+	}
+}
