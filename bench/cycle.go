@@ -83,23 +83,11 @@ func commitLoop(ctx context.Context, w Worker, ws *WorkerStats, src Source, spec
 		op = OpTransaction
 	}
 	for ctx.Err() == nil {
-		start := time.Now()
-		b, err := w.Pop(ctx, src)
-		recv := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			ws.Error(err)
-			waitUntil(ctx, recv.Add(errorBackoff))
+		b, recv, ok := popBatch(ctx, w, ws, src)
+		if !ok {
 			continue
 		}
-		ws.Request(OpPop, recv.Sub(start))
 		n := b.Len()
-		if n == 0 {
-			continue
-		}
-		ws.Delivered(n)
 		applied, err := c.Commit(ctx, b, spec)
 		end := time.Now()
 		if err != nil {

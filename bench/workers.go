@@ -77,23 +77,11 @@ func pushLoop(ctx context.Context, w Worker, ws *WorkerStats, s pushSpec) {
 // in hand, before the ack.
 func consumeLoop(ctx context.Context, w Worker, ws *WorkerStats, src Source) {
 	for ctx.Err() == nil {
-		start := time.Now()
-		b, err := w.Pop(ctx, src)
-		recv := time.Now()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			ws.Error(err)
-			waitUntil(ctx, recv.Add(errorBackoff))
+		b, recv, ok := popBatch(ctx, w, ws, src)
+		if !ok {
 			continue
 		}
-		ws.Request(OpPop, recv.Sub(start))
 		n := b.Len()
-		if n == 0 {
-			continue
-		}
-		ws.Delivered(n)
 		if src.WantTimes {
 			rn := recv.UnixNano()
 			for i := 0; i < n; i++ {
@@ -115,6 +103,27 @@ func consumeLoop(ctx context.Context, w Worker, ws *WorkerStats, src Source) {
 		ws.FailedItems(OpAck, failed)
 		ws.Consumed(n - failed)
 	}
+}
+
+// popBatch pops once and records it: ok is false when the pop failed (after the error
+// backoff) or found nothing; recv is when the answer was in hand.
+func popBatch(ctx context.Context, w Worker, ws *WorkerStats, src Source) (b Batch, recv time.Time, ok bool) {
+	start := time.Now()
+	b, err := w.Pop(ctx, src)
+	recv = time.Now()
+	if err != nil {
+		if ctx.Err() == nil {
+			ws.Error(err)
+			waitUntil(ctx, recv.Add(errorBackoff))
+		}
+		return b, recv, false
+	}
+	ws.Request(OpPop, recv.Sub(start))
+	if b.Len() == 0 {
+		return b, recv, false
+	}
+	ws.Delivered(b.Len())
+	return b, recv, true
 }
 
 // allDests lists every (queue, partition) pair, partition-major within a queue.

@@ -23,6 +23,9 @@ type ackBatch struct {
 // their messages, and Ack returns only after the checkpoint holding the new
 // cursors is durable, so an acknowledged ack survives a crash.
 //
+// Ack keeps none of the items' strings once it returns (the results echo them),
+// so a caller may pass strings that alias its request buffer.
+//
 // Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
 // harmless). Per-item problems are in the results, not the error.
 func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
@@ -108,6 +111,11 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 		ab := byPart[p]
 		if ab == nil {
 			ab = &ackBatch{p: p}
+			if len(batches) == 0 {
+				// A popped batch is one partition's: its acks all land here,
+				// with no growing copies.
+				ab.acks = make([]lease.Ack, 0, len(items)-i)
+			}
 			byPart[p] = ab
 			batches = append(batches, ab)
 		}
@@ -196,8 +204,18 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	}
 	k := cursor.Key{Partition: p.id, Group: group}
 	st, _ := b.cur.Get(k)
-	if err := b.resolveOffsetsLocked(p, ab.acks, func(i int) string { return items[i].TransactionID }, st.Lease); err != nil {
-		return false, false, b.storageErr(p, err)
+	txid := func(i int) string { return items[i].TransactionID }
+	if rest := resolveClaimedLocked(p, group, ab.acks, txid, st.Lease); len(rest) > 0 {
+		sub := make([]lease.Ack, len(rest))
+		for i, j := range rest {
+			sub[i] = ab.acks[j]
+		}
+		if err := b.resolveOffsetsLocked(p, sub, txid, st.Lease); err != nil {
+			return false, false, b.storageErr(p, err)
+		}
+		for i, j := range rest {
+			ab.acks[j].Offset = sub[i].Offset
+		}
 	}
 	before := st
 	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
@@ -227,5 +245,8 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		r.QueueName, r.PartitionName = q.name, p.name
 	}
 	released = before.Lease.Held() && st.Lease.ID != before.Lease.ID
+	if released || !st.Lease.Held() {
+		p.forgetClaimedLocked(&b.claimed, group)
+	}
 	return ch, released, nil
 }

@@ -155,8 +155,10 @@ type PopResult struct {
 	release func()
 }
 
-// Release returns the buffers the messages' payloads alias. Call it once the
-// response has been written; the result must not be used afterwards.
+// Release returns the buffers the messages' payloads alias, and the Messages
+// slice itself, to their pools. Call it once the response has been written;
+// the result (and every copy of it) must not be used afterwards. A second
+// call, on this result or a copy, does nothing.
 func (r *PopResult) Release() {
 	if r.release != nil {
 		r.release()

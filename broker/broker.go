@@ -27,10 +27,11 @@ type Broker struct {
 	dir      string
 	syncMode segment.SyncPolicy
 	segOpts  segment.Options
-	lockFile io.Closer // the LOCK (vfs.FS.Lock: flock on a real disk)
-	fs       vfs.FS    // under the metadata journal and the segment logs (Config.FS)
-	wal      commitLog // the commit log (write_wal.go): everything durable goes through it
-	walScan  walScan   // what Open's first read of the commit log found (open.go); empty after Open
+	lockFile io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
+	fs       vfs.FS        // under the metadata journal and the segment logs (Config.FS)
+	wal      commitLog     // the commit log (write_wal.go): everything durable goes through it
+	claimed  claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
+	walScan  walScan       // what Open's first read of the commit log found (open.go); empty after Open
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
 	flush        flushState
@@ -172,6 +173,10 @@ type partition struct {
 	// damaged is set (once) when the log reported on-disk damage: the
 	// partition is out of service (damage.go).
 	damaged atomic.Pointer[damage]
+
+	// claimed are the transaction ids of the spans groups lease here, for
+	// their acks (ack_claimed.go); under mu.
+	claimed []*claimedTxids
 }
 
 func (q *queue) options() QueueOptions { return q.conf.Load().opts }

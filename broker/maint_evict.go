@@ -151,6 +151,7 @@ func (b *Broker) evictIfIdleLocked(p *partition, nowMicros int64) {
 	}
 	if !p.deleted && p.log.Release() {
 		b.stats.evictions.Add(1)
+		p.forgetAllClaimedLocked(&b.claimed)
 	}
 	p.mu.Unlock()
 }

@@ -131,6 +131,7 @@ func (b *Broker) dropQueueState(q *queue, parts []*partition) {
 	for _, p := range parts {
 		p.mu.Lock()
 		p.deleted = true
+		p.forgetAllClaimedLocked(&b.claimed)
 		ids[p.id] = true
 		if err := p.log.Close(); err != nil {
 			b.log.Warn().Err(err).Str("queue", q.name).Str("partition", p.name).Msg("delete queue: closing log")

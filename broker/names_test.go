@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // spec 0.4 / 11 #27: the name rules the broker enforces itself (the HTTP layer
@@ -78,4 +79,30 @@ func TestConfigureRefusesBadLabelsAndWritesNothing(t *testing.T) {
 		assert.Equal(t, strings.Repeat("é", 255), qs[0].Namespace)
 		assert.Equal(t, "./x", qs[0].Task)
 	}
+}
+
+// appendUUID writes what uuidString returns (the pop's message ids use it).
+func TestAppendUUIDMatchesUUIDString(t *testing.T) {
+	ids := [][16]byte{{}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for range 100 {
+		ids = append(ids, newV7())
+	}
+	for _, id := range ids {
+		assert.Equal(t, uuidString(id), string(appendUUID([]byte("x"), id))[1:])
+	}
+}
+
+// idTexts writes the canonical form uuidString gives, and earlier strings survive later ones.
+func TestIDTextsMatchUUIDString(t *testing.T) {
+	texts := newIDTexts(2)
+	var got, want []string
+	for i := range 5 { // past the two it was sized for
+		var id [16]byte
+		for j := range id {
+			id[j] = byte(i*31 + j*17)
+		}
+		got = append(got, texts.str(id))
+		want = append(want, uuidString(id))
+	}
+	require.Equal(t, want, got)
 }

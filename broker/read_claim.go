@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
@@ -66,6 +67,11 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		return cl, err
 	}
 	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
+	if pc.req.AutoAck {
+		p.forgetClaimedLocked(&b.claimed, pc.group)
+	} else {
+		b.rememberClaimedLocked(p, pc.group, msgs)
+	}
 	pc.bufs = append(pc.bufs, buf)
 	b.addClaimed(pc, p, st, msgs)
 	return cl, nil
@@ -148,14 +154,23 @@ func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []seg
 	}
 	res.PartitionsClaimed++
 	if res.Messages == nil {
-		res.Messages = make([]Message, 0, min(pc.req.Batch, 1024))
+		res.Messages = getMessages(min(pc.req.Batch, maxPooledMessages))
 	}
 	retries := int64(st.Retries)
+	// The span's message ids as one string, each Message.ID a slice of it:
+	// one allocation instead of one per message.
+	var idb strings.Builder
+	idb.Grow(36 * len(msgs))
+	var one [36]byte
+	for i := range msgs {
+		idb.Write(appendUUID(one[:0], msgs[i].ID))
+	}
+	ids := idb.String()
 	for i := range msgs {
 		m := &msgs[i]
 		payload, payloadErr := b.readPayload(p.q, m.ID, m.Payload)
 		res.Messages = append(res.Messages, Message{
-			ID: uuidString(m.ID), TransactionID: m.TransactionID, TraceID: m.TraceID, ProducerSub: m.ProducerSub,
+			ID: ids[36*i : 36*i+36], TransactionID: m.TransactionID, TraceID: m.TraceID, ProducerSub: m.ProducerSub,
 			Payload: payload, PayloadError: payloadErr, CreatedAtMicros: m.TimestampMicros, Queue: p.q.name, Partition: p.name,
 			PartitionID: p.idStr, RetryCount: retries, Offset: m.Offset,
 		})

@@ -19,7 +19,8 @@ const (
 
 // commitLog is the seam between the broker and its write-ahead log:
 // *commitlog.Log through localLog, and a replicated log (issue 15) may take
-// its place without the broker knowing. Append orders entries; a ticket's
+// its place without the broker knowing. Append orders entries (it copies the
+// payload: the caller may reuse its buffer at once); a ticket's
 // Wait returns nil once its entry is durable (committed); Read replays
 // durable entries; TruncateBefore drops what everything else has made
 // durable.

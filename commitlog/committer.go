@@ -61,8 +61,8 @@ func (l *Log) commit(b *batch) {
 			err = fmt.Errorf("%w: write %s at byte %d: %v", ErrFailed, filepath.Base(w.path), w.end, werr)
 			break
 		}
-		putChunkBuf(frame)
-		c.buf = nil
+		putChunkBuf(c.pool, frame)
+		c.buf, c.pool = nil, nil
 		l.mu.Lock()
 		w.end += int64(len(frame))
 		w.reserved -= int64(len(frame))

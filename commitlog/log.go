@@ -99,19 +99,24 @@ var chunkBufs = sync.Pool{New: func() any { return new([]byte) }}
 // maxPooledChunk keeps one huge batch from pinning its buffer in the pool.
 const maxPooledChunk = 4 << 20
 
-// getChunkBuf returns a buffer holding room for a frame header and batch head.
-func getChunkBuf(need int64) []byte {
+// getChunkBuf returns a pooled buffer holding room for a frame header and
+// batch head. The pool holds *[]byte and the chunk keeps the pointer it came
+// in, so returning the buffer allocates nothing (a put of &b would allocate
+// a new slice header every frame).
+func getChunkBuf(need int64) *[]byte {
 	bp := chunkBufs.Get().(*[]byte)
-	b := *bp
-	if int64(cap(b)) < frameOverhead+need {
-		b = make([]byte, 0, max(frameOverhead+need, 64<<10))
+	if int64(cap(*bp)) < frameOverhead+need {
+		*bp = make([]byte, 0, max(frameOverhead+need, 64<<10))
 	}
-	return b[:frameOverhead]
+	*bp = (*bp)[:frameOverhead]
+	return bp
 }
 
-func putChunkBuf(b []byte) {
-	if cap(b) <= maxPooledChunk {
-		chunkBufs.Put(&b)
+// putChunkBuf returns bp to the pool holding b, the buffer it grew into.
+func putChunkBuf(bp *[]byte, b []byte) {
+	if bp != nil && cap(b) <= maxPooledChunk {
+		*bp = b[:0]
+		chunkBufs.Put(bp)
 	}
 }
 
@@ -120,7 +125,8 @@ type chunk struct {
 	w     *walFile
 	first LSN
 	count int
-	buf   []byte // frame header room, batch head room, then the entries
+	buf   []byte  // frame header room, batch head room, then the entries
+	pool  *[]byte // the pool's holder of buf, handed back once written
 }
 
 // Ticket is what Append returns: Wait blocks until the entry is durable.
@@ -228,7 +234,8 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 		}
 	}
 	if c == nil || c.w != w {
-		c = &chunk{w: w, first: l.next, buf: getChunkBuf(need)}
+		bp := getChunkBuf(need)
+		c = &chunk{w: w, first: l.next, buf: *bp, pool: bp}
 		b.chunks = append(b.chunks, c)
 	}
 	w.reserved += over

@@ -28,33 +28,60 @@ var (
 	batchAckMessages  = ackMessages{tx: msgBatchTxRequired, partition: msgBatchPartRequired}
 )
 
+// ackFields are the fields of one acknowledgement object, each the first of its name as
+// fastjson's Get would find it.
+type ackFields struct{ tx, pid, status, leaseID, err *fastjson.Value }
+
 // parseAckItem reads one acknowledgement object (spec 4.1 fields). Strings are copied into the
-// request's arena. msg is the 400 message, "" when valid.
+// request's arena, or with a nil arena alias the parser's memory. msg is the 400 message, ""
+// when valid.
 func parseAckItem(v *fastjson.Value, a *strArena, msgs ackMessages) (it broker.AckItem, msg string) {
-	if v.Type() != fastjson.TypeObject {
+	o, err := v.Object()
+	if err != nil {
 		return it, msgs.tx
 	}
-	tx := v.Get("transactionId")
-	if tx == nil || tx.Type() != fastjson.TypeString || len(tx.GetStringBytes()) == 0 {
+	// One pass over the keys: five Gets scanned them five times, and each Get of an absent
+	// key ("error" in nearly every ack) scanned them twice.
+	var f ackFields
+	o.Visit(func(k []byte, x *fastjson.Value) {
+		var dst **fastjson.Value
+		switch string(k) {
+		case "transactionId":
+			dst = &f.tx
+		case "partitionId":
+			dst = &f.pid
+		case "status":
+			dst = &f.status
+		case "leaseId":
+			dst = &f.leaseID
+		case "error":
+			dst = &f.err
+		default:
+			return
+		}
+		if *dst == nil {
+			*dst = x
+		}
+	})
+	if f.tx == nil || f.tx.Type() != fastjson.TypeString || len(f.tx.GetStringBytes()) == 0 {
 		return it, msgs.tx
 	}
-	pid := v.Get("partitionId")
-	if pid == nil || pid.Type() != fastjson.TypeString || len(pid.GetStringBytes()) == 0 {
+	if f.pid == nil || f.pid.Type() != fastjson.TypeString || len(f.pid.GetStringBytes()) == 0 {
 		return it, msgs.partition
 	}
-	it.TransactionID = a.str(tx.GetStringBytes())
+	it.TransactionID = a.str(f.tx.GetStringBytes())
 	if m := checkTransactionID(it.TransactionID); m != "" {
 		return it, m
 	}
-	it.PartitionID = a.str(pid.GetStringBytes())
+	it.PartitionID = a.str(f.pid.GetStringBytes())
 	var ok bool
-	if it.Status, ok = arenaOptString(v.Get("status"), a); !ok {
+	if it.Status, ok = arenaOptString(f.status, a); !ok {
 		return it, "status must be a string"
 	}
-	if it.LeaseID, ok = arenaOptString(v.Get("leaseId"), a); !ok {
+	if it.LeaseID, ok = arenaOptString(f.leaseID, a); !ok {
 		return it, "leaseId must be a string"
 	}
-	if it.Error, ok = arenaOptString(v.Get("error"), a); !ok {
+	if it.Error, ok = arenaOptString(f.err, a); !ok {
 		return it, "error must be a string"
 	}
 	it.Error = capErrorText(it.Error)
@@ -125,16 +152,23 @@ func decodeAck(body []byte) (item broker.AckItem, group, msg string) {
 	return item, group, msg
 }
 
-// decodeAckBatch parses and validates an ack batch body (spec 4.2) with fastjson. msg is the 400
-// message.
+// decodeAckBatch parses and validates an ack batch body (spec 4.2) with fastjson; the items'
+// strings are copies. msg is the 400 message.
 func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
+	return parseAckBatchBody(parser, body, true)
+}
+
+// parseAckBatchBody is decodeAckBatch with the caller's parser; without copyStrs the items'
+// strings alias the parser's memory, valid until the parser parses again or goes back to
+// its pool.
+func parseAckBatchBody(parser *fastjson.Parser, body []byte, copyStrs bool) (items []broker.AckItem, group, msg string) {
 	v, err := parser.Parse(b2s(body))
 	if err != nil {
 		return nil, "", "Invalid JSON: " + err.Error()
 	}
-	return parseAckBatch(v, len(body))
+	return parseAckBatch(v, len(body), copyStrs)
 }
 
 // ackOne serves POST /api/v1/ack: 200 with an array of one result (spec 4.1, 11 #34).
@@ -157,7 +191,11 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	items, group, msg := decodeAckBatch(body)
+	// The items alias the parser's memory (no copy of the body's strings): the parser goes back
+	// to its pool once the response is encoded. Broker.Ack keeps none of the strings.
+	parser := parserPool.Get()
+	defer parserPool.Put(parser)
+	items, group, msg := parseAckBatchBody(parser, body, false)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
@@ -173,7 +211,8 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 
 // parseAckBatch reads spec 4.2. Any per-item consumerGroup is ignored: the top-level one
 // applies to all items.
-func parseAckBatch(v *fastjson.Value, bodyLen int) (items []broker.AckItem, group, msg string) {
+// Strings are copied into one arena when copyStrs is set, else alias v's parser.
+func parseAckBatch(v *fastjson.Value, bodyLen int, copyStrs bool) (items []broker.AckItem, group, msg string) {
 	if v.Type() != fastjson.TypeObject {
 		return nil, "", msgAcksRequired
 	}
@@ -185,10 +224,14 @@ func parseAckBatch(v *fastjson.Value, bodyLen int) (items []broker.AckItem, grou
 	if group, msg = parseGroupField(v); msg != "" {
 		return nil, "", msg
 	}
-	arena := newStrArena(bodyLen)
+	var arena *strArena
+	if copyStrs {
+		a := newStrArena(bodyLen)
+		arena = &a
+	}
 	items = make([]broker.AckItem, len(arr))
 	for i, x := range arr {
-		if items[i], msg = parseAckItem(x, &arena, batchAckMessages); msg != "" {
+		if items[i], msg = parseAckItem(x, arena, batchAckMessages); msg != "" {
 			return nil, "", msg
 		}
 	}

@@ -21,9 +21,14 @@ type strArena struct{ buf []byte }
 // than their escaped form, so all fields of the body fit and the arena never grows.
 func newStrArena(n int) strArena { return strArena{buf: make([]byte, 0, n)} }
 
+// str copies b into the arena; a nil arena copies nothing and returns b's own bytes as a
+// string (the caller keeps b's memory alive and unchanged for as long as the string is used).
 func (a *strArena) str(b []byte) string {
 	if len(b) == 0 {
 		return ""
+	}
+	if a == nil {
+		return b2s(b)
 	}
 	if cap(a.buf)-len(a.buf) < len(b) {
 		// Not reached for fields of the body the arena was sized for; kept for safety. The old

@@ -23,9 +23,18 @@ const unauthorizedBodyBytes = 1 << 20
 // --max-body (64 MiB), so unauthenticated clients cannot make the server read and buffer large
 // bodies it will refuse anyway. The refusal itself is answered by dispatch, or by errorHandler
 // when the body was over the cap (with the same 401/403, not a 413).
+//
+// The cap is never above --max-body (a smaller --max-body stays the bound for everyone), and a
+// request whose announced body is within it is not checked here at all: the cap would change
+// nothing, and dispatch checks its token anyway, so the usual request is verified once, not
+// twice (issue 14). Chunked bodies (no length) and longer ones are checked here.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	limit := min(unauthorizedBodyBytes, s.cfg.MaxBodyBytes)
+	if n := h.ContentLength(); n >= 0 && n <= limit {
+		return fasthttp.RequestConfig{}
+	}
 	if _, err := s.checkHeader(h); err != nil {
-		return fasthttp.RequestConfig{MaxRequestBodySize: unauthorizedBodyBytes}
+		return fasthttp.RequestConfig{MaxRequestBodySize: limit}
 	}
 	return fasthttp.RequestConfig{}
 }

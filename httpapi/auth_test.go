@@ -372,3 +372,28 @@ func TestAuthCapsUnauthenticatedBodies(t *testing.T) {
 	require.Equal(t, 201, r.status, "%s", r.body)
 	require.Len(t, fake.pushed, 1)
 }
+
+// The cap on refused bodies never lifts --max-body: with --max-body under 1 MiB, a refused
+// request announcing more than --max-body is answered its 401 at once, without its body being
+// read (it used to be allowed up to 1 MiB).
+func TestAuthCapIsNeverAboveMaxBody(t *testing.T) {
+	fake := newFake()
+	a, err := auth.New(auth.Config{Enabled: true, Algorithm: auth.HS256, Secret: testSecret}, zerolog.Nop())
+	require.NoError(t, err)
+	ts := startServer(t, fake, Config{Auth: a, MaxBodyBytes: 64 << 10})
+	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	fmt.Fprintf(conn, "POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 100<<10)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "answered before the body arrived")
+	body, _ := io.ReadAll(resp.Body)
+	require.Equal(t, 401, resp.StatusCode)
+	require.JSONEq(t, `{"error":"Authentication required"}`, string(body))
+
+	rwTok := hsToken(t, testSecret, jwt.MapClaims{"role": "read-write"})
+	small := `{"items":[{"queue":"q","payload":"` + strings.Repeat("x", 10<<10) + `"}]}`
+	r := ts.doRaw("POST", "/api/v1/push", small, bearer(rwTok))
+	require.Equal(t, 201, r.status, "%s", r.body)
+}

@@ -86,14 +86,22 @@ func BenchmarkCheckPayload100(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeAckBatch100: copy is the strings copied into an arena (decodeAckBatch), alias
+// what the ack/batch handler does (parseAckBatchBody without copies, the parser held).
 func BenchmarkDecodeAckBatch100(b *testing.B) {
 	body := ackBody100()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, msg := decodeAckBatch(body); msg != "" {
-			b.Fatal(msg)
-		}
+	for _, copyStrs := range []bool{true, false} {
+		b.Run(map[bool]string{true: "copy", false: "alias"}[copyStrs], func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			parser := parserPool.Get()
+			defer parserPool.Put(parser)
+			for b.Loop() {
+				if _, _, msg := parseAckBatchBody(parser, body, copyStrs); msg != "" {
+					b.Fatal(msg)
+				}
+			}
+		})
 	}
 }
 
@@ -153,4 +161,18 @@ func BenchmarkHandlerAck100(b *testing.B) {
 	}
 	fake.onAck = func(string, []broker.AckItem) ([]broker.AckResult, error) { return results, nil }
 	benchHandler(b, fake, "POST", "/api/v1/ack/batch", ackBody100())
+}
+
+// BenchmarkEncodePushResults100: the 201 body of a 100-message push into one queue.
+func BenchmarkEncodePushResults100(b *testing.B) {
+	results := make([]broker.PushResult, 100)
+	for i := range results {
+		results[i] = broker.PushResult{Status: broker.PushQueued, TransactionID: fmt.Sprintf("run1-w3-%06d", i),
+			MessageID: "0198e4c1-0000-7000-8000-00000000aa01", PartitionID: "0198e4c1-0000-7000-8000-00000000bb01", Queue: "bench"}
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendPushResults(buf[:0], results)
+	}
 }

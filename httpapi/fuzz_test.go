@@ -53,6 +53,13 @@ func FuzzDecodeAckBatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		items, group, msg := decodeAckBatch(body)
+		// The handler's path (strings aliasing the parser) reads the same.
+		parser := parserPool.Get()
+		aItems, aGroup, aMsg := parseAckBatchBody(parser, body, false)
+		require.Equal(t, msg, aMsg)
+		require.Equal(t, group, aGroup)
+		require.Equal(t, items, aItems)
+		parserPool.Put(parser)
 		if msg != "" {
 			return
 		}
@@ -105,5 +112,17 @@ func FuzzDecodeTransaction(f *testing.F) {
 				require.True(t, utf8.Valid(op.Push.Payload), "payload %q is not UTF-8 (issue 10)", op.Push.Payload)
 			}
 		}
+	})
+}
+
+// FuzzScanPushMatchesGoccy: on every body scanPush accepts, decodePush answers exactly what
+// the goccy decoder answers (the items, byte for byte, or the same 400 message), so the fast
+// path changes no answer (issue 14).
+func FuzzScanPushMatchesGoccy(f *testing.F) {
+	for _, s := range scanPushSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		requireScanMatchesGoccy(t, body)
 	})
 }

@@ -149,8 +149,34 @@ func checkPayload(payload []byte, where string, i int) string {
 }
 
 // decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
-// valid; a valid body may hold zero items.
+// valid; a valid body may hold zero items. The usual body takes scanPush's fast path
+// (push_scan.go); any other is decoded by goccy, with the same checks either way.
 func decodePush(body []byte) ([]broker.PushItem, string) {
+	if items, ok := scanPush(body); ok {
+		return checkScannedPush(items, body)
+	}
+	return decodePushGoccy(body)
+}
+
+// checkScannedPush runs toPushItems' checks, in its order, on items scanPush read.
+func checkScannedPush(items []broker.PushItem, body []byte) ([]broker.PushItem, string) {
+	for i := range items {
+		it := &items[i]
+		if m := checkPushItem(&it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
+			return nil, m
+		}
+		if m := checkPayload(it.Payload, "items", i); m != "" {
+			return nil, m
+		}
+	}
+	if m := checkItemsNotReplaced(items, body); m != "" {
+		return nil, m
+	}
+	return items, ""
+}
+
+// decodePushGoccy is decodePush for the bodies scanPush leaves: every shape and error.
+func decodePushGoccy(body []byte) ([]broker.PushItem, string) {
 	var req pushBody
 	if err := json.UnmarshalOf(body, &req); err != nil {
 		return nil, decodeError(err, pushTypeMessage)
@@ -214,9 +240,21 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, producerSub string) {
 	sendJSON(ctx, fasthttp.StatusCreated, p)
 }
 
+// appendTwice appends s as a JSON string, then key and the same JSON again (the snake_case and
+// camelCase fields of one value), scanning s for escapes once.
+func appendTwice(b []byte, s, key string) []byte {
+	start := len(b)
+	b = appendString(b, s)
+	end := len(b)
+	b = append(b, key...)
+	return append(b, b[start:end]...)
+}
+
 // appendPushResults encodes spec 1.6: the snake_case set Queen sends plus the camelCase aliases
 // transactionId and messageId (spec 11 #24); which fields appear depends on the status.
 func appendPushResults(b []byte, results []broker.PushResult) []byte {
+	var qName string // the last queueName written, at b[qStart:qEnd]
+	var qStart, qEnd int
 	b = append(b, '[')
 	for i := range results {
 		r := &results[i]
@@ -230,16 +268,12 @@ func appendPushResults(b []byte, results []broker.PushResult) []byte {
 		// A buffered item carries a transactionId only when the client sent one (spec 1.8).
 		if r.Status != broker.PushBuffered || r.TransactionID != "" {
 			b = append(b, `,"transaction_id":`...)
-			b = appendString(b, r.TransactionID)
-			b = append(b, `,"transactionId":`...)
-			b = appendString(b, r.TransactionID)
+			b = appendTwice(b, r.TransactionID, `,"transactionId":`)
 		}
 		switch r.Status {
 		case broker.PushQueued, broker.PushDuplicate:
 			b = append(b, `,"message_id":`...)
-			b = appendString(b, r.MessageID)
-			b = append(b, `,"messageId":`...)
-			b = appendString(b, r.MessageID)
+			b = appendTwice(b, r.MessageID, `,"messageId":`)
 			if r.Status == broker.PushQueued {
 				b = append(b, `,"partition_id":`...)
 				b = appendString(b, r.PartitionID)
@@ -247,7 +281,15 @@ func appendPushResults(b []byte, results []broker.PushResult) []byte {
 				b = appendStringOrNull(b, r.TraceID)
 			}
 			b = append(b, `,"queueName":`...)
-			b = appendString(b, r.Queue)
+			// Every item of a request usually names the same queue: its JSON is copied from
+			// the one before rather than scanned for escapes again.
+			if qEnd > qStart && r.Queue == qName {
+				b = append(b, b[qStart:qEnd]...)
+			} else {
+				qStart = len(b)
+				b = appendString(b, r.Queue)
+				qEnd, qName = len(b), r.Queue
+			}
 		case broker.PushFailed:
 			b = append(b, `,"error":`...)
 			b = appendString(b, r.Error)

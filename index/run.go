@@ -67,7 +67,53 @@ func (h RunHeader) Page(k int) (at int64, entries int) {
 }
 
 // SortRunEntries sorts entries by (hash, offset), the order of a run file.
+//
+// Hashes are uniform (xxhash), so the entries are first scattered into
+// buckets by their top bits (one counting pass, one move) and each bucket,
+// of a few entries, is then sorted on its own: a seal of 6,144 ids spent 4 %
+// of a push's CPU in a comparison sort of the whole run (issue 14). Ids
+// crafted to share top bits only make their bucket large, which is then
+// sorted like the whole run used to be: never worse than that.
 func SortRunEntries(entries []RunEntry) {
+	if len(entries) < 64 {
+		sortRunEntriesCmp(entries)
+		return
+	}
+	bits := 1
+	for 1<<bits < len(entries)/4 && bits < 16 {
+		bits++ // about four entries a bucket
+	}
+	shift := 64 - bits
+	starts := make([]int, 1<<bits+1)
+	for _, e := range entries {
+		starts[e.Hash>>shift+1]++
+	}
+	for i := 1; i < len(starts); i++ {
+		starts[i] += starts[i-1]
+	}
+	tmp := make([]RunEntry, len(entries))
+	next := append([]int(nil), starts[:1<<bits]...)
+	for _, e := range entries {
+		b := e.Hash >> shift
+		tmp[next[b]] = e
+		next[b]++
+	}
+	copy(entries, tmp)
+	for b := 0; b < 1<<bits; b++ {
+		bucket := entries[starts[b]:starts[b+1]]
+		if len(bucket) > 16 {
+			sortRunEntriesCmp(bucket)
+			continue
+		}
+		for i := 1; i < len(bucket); i++ { // insertion sort
+			for j := i; j > 0 && runLess(bucket[j], bucket[j-1]); j-- {
+				bucket[j], bucket[j-1] = bucket[j-1], bucket[j]
+			}
+		}
+	}
+}
+
+func sortRunEntriesCmp(entries []RunEntry) {
 	slices.SortFunc(entries, func(a, b RunEntry) int {
 		if c := cmp.Compare(a.Hash, b.Hash); c != 0 {
 			return c

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Sizes of spec 9.2.
@@ -153,17 +154,35 @@ func splitForm(form []byte) (ct, iv, tag []byte, ok bool) {
 	return ct, iv, tag, ok && string(form) == formEnd
 }
 
+// sealScratch recycles Seal's scratch buffers (IV + ciphertext + tag).
+var sealScratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// putSealScratch returns sp unless one huge payload grew it.
+func putSealScratch(sp *[]byte) {
+	if cap(*sp) <= 1<<20 {
+		sealScratch.Put(sp)
+	}
+}
+
 // Seal encrypts plaintext with the current key and a fresh random IV and returns the sealed
 // form. Errors: a nil ring, or the system's random source failing.
 func (r *Keyring) Seal(plaintext []byte) ([]byte, error) {
 	if r == nil {
 		return nil, errors.New("seal: no encryption key configured")
 	}
-	var iv [IVSize]byte
-	if _, err := rand.Read(iv[:]); err != nil {
+	// The IV and the GCM output go to a pooled scratch buffer (an array on the stack would
+	// escape through the cipher.AEAD interface): the sealed form is this call's one allocation.
+	sp := sealScratch.Get().(*[]byte)
+	defer putSealScratch(sp)
+	need := IVSize + len(plaintext) + TagSize
+	if cap(*sp) < need {
+		*sp = make([]byte, need)
+	}
+	iv := (*sp)[:IVSize]
+	if _, err := rand.Read(iv); err != nil {
 		return nil, fmt.Errorf("seal: random IV: %w", err)
 	}
-	sealed := r.current.aead.Seal(make([]byte, 0, len(plaintext)+TagSize), iv[:], plaintext, nil)
+	sealed := r.current.aead.Seal((*sp)[IVSize:IVSize], iv, plaintext, nil)
 	ct, tag := sealed[:len(plaintext)], sealed[len(plaintext):]
 	enc := base64.StdEncoding
 	n := headerSize + len(formEncrypted+formIV+formAuthTag+formEnd) +
@@ -174,7 +193,7 @@ func (r *Keyring) Seal(plaintext []byte) ([]byte, error) {
 	out = append(out, formEncrypted...)
 	out = enc.AppendEncode(out, ct)
 	out = append(out, formIV...)
-	out = enc.AppendEncode(out, iv[:])
+	out = enc.AppendEncode(out, iv)
 	out = append(out, formAuthTag...)
 	out = enc.AppendEncode(out, tag)
 	out = append(out, formEnd...)
@@ -214,13 +233,14 @@ func (r *Keyring) Open(stored []byte) ([]byte, error) {
 		return nil, fmt.Errorf("key %x: %w: not the JSON form Seal writes", id, ErrMalformed)
 	}
 	// One allocation: the ciphertext and the tag decoded back to back (GCM's input), opened in
-	// place. The IV goes to the stack.
+	// place, and the IV after them (on the stack it would escape through cipher.AEAD).
 	enc := base64.StdEncoding
-	buf := make([]byte, enc.DecodedLen(len(ctB64))+enc.DecodedLen(len(tagB64)))
+	ctTag := enc.DecodedLen(len(ctB64)) + enc.DecodedLen(len(tagB64))
+	buf := make([]byte, ctTag+IVSize+2)
 	n, err1 := enc.Decode(buf, ctB64)
-	t, err2 := enc.Decode(buf[n:], tagB64)
-	var ivBuf [IVSize + 2]byte
-	v, err3 := enc.Decode(ivBuf[:], ivB64)
+	t, err2 := enc.Decode(buf[n:ctTag], tagB64)
+	ivBuf := buf[ctTag:]
+	v, err3 := enc.Decode(ivBuf, ivB64)
 	if err1 != nil || err2 != nil || err3 != nil || t != TagSize || v != IVSize {
 		return nil, fmt.Errorf("key %x: %w: bad base64, IV or tag size", id, ErrMalformed)
 	}

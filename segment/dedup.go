@@ -103,6 +103,7 @@ func (l *Log) dedupLoadLocked() error {
 		msgs, err := l.Read(from, 4096, 0, &rb)
 		if err != nil {
 			d.closeFileLocked(l)
+			d.closeRunsLocked(l, d.runs...)
 			d.table, d.pending, d.runs = index.Table{}, d.pending[:0], nil
 			return err
 		}
@@ -334,7 +335,11 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	var hashBuf [128]uint64
 	hashes := hashBuf[:0]
 	for i := range recs {
-		hashes = append(hashes, index.HashTxn(recs[i].TransactionID))
+		h := recs[i].TxHash
+		if h == 0 {
+			h = index.HashTxn(recs[i].TransactionID)
+		}
+		hashes = append(hashes, h)
 	}
 	d.table.Reserve(len(recs))
 	d.table.Prefetch(hashes)
@@ -381,6 +386,7 @@ func (l *Log) dedupFlush() error {
 	}
 	d.loaded = false
 	d.table = index.Table{}
+	d.closeRunsLocked(l, d.runs...)
 	d.runs, d.runsEnd = nil, 0
 	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:

@@ -30,6 +30,13 @@ var verifyBufPool = sync.Pool{New: func() any { return new(ReadBuffer) }}
 // A log holding no record answers at once, without opening (or creating) the
 // dedup file: a new partition's first push costs no dedup handle (issue 7).
 func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, id [16]byte)) error {
+	return l.FindTransactionsHashed(txids, nil, found)
+}
+
+// FindTransactionsHashed is FindTransactions given hashes[i] = index.HashTxn(txids[i]) (0 for
+// an empty id), so that a caller that appends the same ids next (Record.TxHash) hashes each
+// once. A nil hashes computes them.
+func (l *Log) FindTransactionsHashed(txids []string, hashes []uint64, found func(i int, offset uint64, id [16]byte)) error {
 	if l.empty() && !l.closed.Load() {
 		return nil
 	}
@@ -51,14 +58,16 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 	if first := l.FirstOffset(); first != d.trimmedAt {
 		d.trimLocked(l, first)
 	}
-	var hashBuf [128]uint64
-	hashes := hashBuf[:0]
-	for _, tx := range txids {
-		var h uint64
-		if tx != "" {
-			h = index.HashTxn(tx)
+	if hashes == nil {
+		var hashBuf [128]uint64
+		hashes = hashBuf[:0]
+		for _, tx := range txids {
+			var h uint64
+			if tx != "" {
+				h = index.HashTxn(tx)
+			}
+			hashes = append(hashes, h)
 		}
-		hashes = append(hashes, h)
 	}
 	// The table holds the newest ids: one found there is answered, and only
 	// the others are looked up in the runs (all older).
@@ -83,24 +92,17 @@ func (l *Log) FindTransactions(txids []string, found func(i int, offset uint64, 
 		cands = cands[:0]
 		var offs []uint64
 		for ri := len(d.runs) - 1; ri >= 0; ri-- {
-			var f file
 			for i, h := range hashes {
 				if _, done := best[i]; done || txids[i] == "" || !d.runs[ri].filter.MayContain(h) {
 					continue
 				}
 				var err error
-				if offs, err = d.runCandidates(l, ri, h, &f, offs[:0]); err != nil {
-					if f != nil {
-						_ = f.Close()
-					}
+				if offs, err = d.runCandidates(l, ri, h, offs[:0]); err != nil {
 					return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
 				}
 				for _, off := range offs {
 					cands = append(cands, dedupCandidate{off, i})
 				}
-			}
-			if f != nil {
-				_ = f.Close()
 			}
 		}
 		if err := l.verifyCandidates(txids, cands, best); err != nil {

@@ -106,12 +106,14 @@ func (d *dedupState) swapLocked(l *Log, job dedupJob, r *dedupRun) {
 	switch {
 	case !d.loaded || i < 0:
 	case job.b == nil:
+		d.closeRunsLocked(l, job.a)
 		d.runs[i] = r
 		if r.name() != job.a.name() {
 			_ = l.fs.Remove(join(l.dir, job.a.name())) // the new run starts later: sorts after, redundant
 		}
 		return
 	case i+1 < len(d.runs) && d.runs[i+1] == job.b:
+		d.closeRunsLocked(l, job.a, job.b)
 		d.runs = append(d.runs[:i:i], append([]*dedupRun{r}, d.runs[i+2:]...)...)
 		// The merged file sorts before the two it replaces (same first,
 		// later last), so a crash before these removes leaves redundant

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/combmq/comb/index"
 )
@@ -44,32 +44,39 @@ var dedupRunEntries = 6144
 const dedupTableMaxBytes = 16 * 8192
 
 // dedupRun is a sealed run in memory.
+//
+// f is the run's file, opened by the first lookup that reads a page of it and
+// kept open (one handle, counted in the Log's HandleCache) until the run
+// leaves memory (closeRunsLocked): a filter false positive, about 1 % of the
+// ids looked up per run, then costs one pread instead of an open, a pread
+// and a close (issue 14: 7.6 % of a push's CPU went to those). Only lookups
+// use it, under the dedup lock; merges read whole files by name.
 type dedupRun struct {
 	hdr       index.RunHeader // First..Last, Count, Check
 	pageFirst []uint64        // the first hash of each page
 	filter    *index.Filter
+	f         file // nil until a page is read
+}
+
+// closeRunsLocked closes the files of runs leaving memory (dropped, replaced
+// or released) and takes their handles off the cache.
+func (d *dedupState) closeRunsLocked(l *Log, runs ...*dedupRun) {
+	for _, r := range runs {
+		if r != nil && r.f != nil {
+			_ = r.f.Close()
+			r.f = nil
+			l.cache.adjust(l, -1)
+		}
+	}
 }
 
 func (r *dedupRun) name() string { return runName(r.hdr.First, r.hdr.Last) }
 
-// runName is a run file's name: its first and last offsets (20 digits).
-func runName(first, last uint64) string {
-	return fmt.Sprintf("dedup-%020d-%020d.run", first, last)
-}
+// runName is a run file's name: its first and last offsets (index.RunFileName).
+func runName(first, last uint64) string { return index.RunFileName(first, last) }
 
 // parseRunName reverses runName.
-func parseRunName(name string) (first, last uint64, ok bool) {
-	rest, found := strings.CutPrefix(name, "dedup-")
-	if !found || len(rest) != 20+1+20+4 || rest[20] != '-' || !strings.HasSuffix(rest, ".run") {
-		return 0, 0, false
-	}
-	a, err1 := strconv.ParseUint(rest[:20], 10, 64)
-	b, err2 := strconv.ParseUint(rest[21:41], 10, 64)
-	if err1 != nil || err2 != nil || a == 0 || a > b {
-		return 0, 0, false
-	}
-	return a, b, true
-}
+func parseRunName(name string) (first, last uint64, ok bool) { return index.ParseRunFileName(name) }
 
 // listRuns returns the run files in dir as (first, last), sorted by first
 // ascending and, for equal firsts, last descending (a merged run before the
@@ -211,6 +218,7 @@ func (d *dedupState) trimLocked(l *Log, first uint64) {
 	d.trimmedAt = first
 	drop := 0
 	for drop < len(d.runs) && d.runs[drop].hdr.Last < first {
+		d.closeRunsLocked(l, d.runs[drop])
 		_ = l.fs.Remove(join(l.dir, d.runs[drop].name()))
 		drop++
 	}
@@ -319,16 +327,13 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 // pages that may hold it (one, unless equal hashes cross a page boundary).
 // A page that cannot be read or fails its check makes the run be rebuilt
 // from the segments and read again; only a failure of that is an error.
-func (d *dedupState) runCandidates(l *Log, i int, h uint64, f *file, out []uint64) ([]uint64, error) {
-	out, err := d.runs[i].candidates(l, h, f, out)
+func (d *dedupState) runCandidates(l *Log, i int, h uint64, out []uint64) ([]uint64, error) {
+	out, err := d.runs[i].candidates(l, h, out)
 	if err == nil {
 		return out, nil
 	}
-	if *f != nil {
-		_ = (*f).Close()
-		*f = nil
-	}
 	r := d.runs[i]
+	d.closeRunsLocked(l, r)
 	entries, serr := l.indexSegments(r.hdr.First, r.hdr.Last)
 	if serr != nil {
 		return out, errors.Join(err, serr)
@@ -341,12 +346,16 @@ func (d *dedupState) runCandidates(l *Log, i int, h uint64, f *file, out []uint6
 	if l.opts.OnRecover != nil {
 		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: fmt.Sprintf("%v: rebuilt from the segments", err)})
 	}
-	return nr.candidates(l, h, f, out)
+	return nr.candidates(l, h, out)
 }
 
-// candidates appends to out the offsets of r's entries with hash h. *f is
-// r's file, opened on first use and left open for the caller to close.
-func (r *dedupRun) candidates(l *Log, h uint64, f *file, out []uint64) ([]uint64, error) {
+// runPages recycles the page buffers of candidates (a page on the stack
+// escapes through ReadAt: one 4 KiB allocation a filter hit).
+var runPages = sync.Pool{New: func() any { return new([index.RunPageSize]byte) }}
+
+// candidates appends to out the offsets of r's entries with hash h, opening
+// r's file on first use (it stays open: see dedupRun).
+func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) {
 	pages := len(r.pageFirst)
 	if pages == 0 || h < r.pageFirst[0] {
 		return out, nil // below the run's smallest hash: a filter false positive
@@ -355,17 +364,21 @@ func (r *dedupRun) candidates(l *Log, h uint64, f *file, out []uint64) ([]uint64
 	if k > 0 {
 		k-- // entries with hash h may end the page before the first that starts at h
 	}
-	if *f == nil {
-		var err error
-		if *f, err = l.fs.OpenFile(join(l.dir, r.name()), os.O_RDONLY); err != nil {
+	if r.f == nil {
+		f, err := l.fs.OpenFile(join(l.dir, r.name()), os.O_RDONLY)
+		if err != nil {
 			return out, fmt.Errorf("%s: %w", r.name(), err)
 		}
+		r.f = f
+		l.cache.adjust(l, 1)
 	}
-	var buf [index.RunPageSize]byte
+	bp := runPages.Get().(*[index.RunPageSize]byte)
+	defer runPages.Put(bp)
+	buf := bp[:]
 	for start := k; k < pages && (k == start || r.pageFirst[k] <= h); k++ {
 		at, n := r.hdr.Page(k)
 		page := buf[:n*index.RunEntrySize+4]
-		if m, err := (*f).ReadAt(page, at); m < len(page) {
+		if m, err := r.f.ReadAt(page, at); m < len(page) {
 			if err == nil || errors.Is(err, fs.ErrClosed) {
 				err = fmt.Errorf("%w: short page", index.ErrRun)
 			}

@@ -131,10 +131,23 @@ func TestDedupRunDamagedWhileLoaded(t *testing.T) {
 
 	require.NoError(t, fs.Remove(run)) // gone altogether
 	why = ""
+	// A run file a lookup holds open is read through its handle: the lookups still answer
+	// from the removed file's bytes, which are the run's (a load rebuilds the gap).
+	requireEveryID(t, l, 30, "removed run, handle open")
+	assert.Empty(t, why)
+	closeRunHandles(l)
 	requireEveryID(t, l, 30, "missing run")
 	assert.Contains(t, why, "rebuilt from the segments")
 	assert.Equal(t, orig, fs.Bytes(run))
 	require.NoError(t, l.Close())
+}
+
+// closeRunHandles closes the run files lookups left open, as a release would (tests).
+func closeRunHandles(l *Log) {
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeRunsLocked(l, d.runs...)
 }
 
 // A run lost while dedup.idx was restarted after it (a crash drops the unsynced run file)
@@ -410,4 +423,34 @@ func requireRunsChain(t *testing.T, fs *vfs.Mem, first, last uint64) {
 		next = r[1] + 1
 	}
 	require.Equalf(t, last+1, next, "runs %v", runFiles(t, fs))
+}
+
+// Run files a lookup opened stay open (a false filter hit is one pread) and are counted in
+// the HandleCache: each run read adds one handle, and Release and Close give them all back.
+func TestDedupRunHandlesCounted(t *testing.T) {
+	withRunEntries(t, 10)
+	fs := vfs.NewMem()
+	c := NewHandleCache(1000)
+	l := runLog(t, fs, 30, Options{Handles: c})
+	d := &l.dedup
+	before := c.Stats().Open
+	requireEveryID(t, l, 30, "every run read") // ids 1..20 are in the run: its file is read
+	d.mu.Lock()
+	opened := 0
+	for _, r := range d.runs {
+		if r.f != nil {
+			opened++
+		}
+	}
+	d.mu.Unlock()
+	require.Equal(t, 1, opened, "runs %v", runFiles(t, fs))
+	assert.Equal(t, before+opened, c.Stats().Open)
+	requireEveryID(t, l, 30, "read again")
+	assert.Equal(t, before+opened, c.Stats().Open, "a second lookup reuses the handle")
+
+	require.True(t, l.Release())
+	assert.Equal(t, 0, c.Stats().Open)
+	requireEveryID(t, l, 30, "after release")
+	require.NoError(t, l.Close())
+	assert.Equal(t, 0, c.Stats().Open)
 }

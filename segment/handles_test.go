@@ -189,3 +189,70 @@ func TestHandleCacheConcurrentUse(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// sweepRing builds a cache whose ring holds n bare Logs (the sweep reads only
+// their pins, referenced bits and sync counters).
+func sweepRing(n int) (*HandleCache, []*Log) {
+	c := NewHandleCache(4)
+	logs := make([]*Log, n)
+	for i := range logs {
+		logs[i] = &Log{slot: i}
+		c.ring = append(c.ring, logs[i])
+	}
+	return c, logs
+}
+
+func TestSweepPicksAVictim(t *testing.T) {
+	cases := []struct {
+		name    string
+		set     func(logs []*Log)
+		want    int // index of the victim, -1 for none
+		wantEnd int // the hand after the sweep
+	}{
+		{"the first idle log", func([]*Log) {}, 1, 2}, // log 0 is self
+		{"referenced logs get a second chance", func(l []*Log) {
+			for _, x := range l {
+				x.referenced.Store(true)
+			}
+		}, 1, 2}, // a round of clearing (the hand wraps past self), then log 1 again
+		{"pinned logs are skipped", func(l []*Log) { l[1].pins.Store(1); l[2].pins.Store(1) }, 3, 4},
+		{"a clean log beats an earlier dirty one", func(l []*Log) { l[1].appendSeq.Store(1) }, 2, 3},
+		{"a dirty log when no clean one is left", func(l []*Log) {
+			for _, x := range l {
+				x.appendSeq.Store(1)
+			}
+		}, 1, 1}, // two whole rounds (11 steps) looked for a clean one
+		{"none when every other log is in use, after one round", func(l []*Log) {
+			for _, x := range l[1:] {
+				x.pins.Store(1)
+			}
+		}, -1, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, logs := sweepRing(5)
+			tc.set(logs)
+			got := c.sweepLocked(logs[0])
+			if tc.want < 0 {
+				assert.Nil(t, got)
+			} else {
+				assert.Same(t, logs[tc.want], got)
+			}
+			assert.Equal(t, tc.wantEnd, c.hand)
+		})
+	}
+}
+
+// With thousands of Logs in use the sweep stops after one round instead of
+// sweeping the ring again for every pinned victim.
+func BenchmarkSweepEveryLogPinned(b *testing.B) {
+	c, logs := sweepRing(1600)
+	for _, l := range logs[1:] {
+		l.pins.Store(1)
+	}
+	for b.Loop() {
+		if c.sweepLocked(logs[0]) != nil {
+			b.Fatal("a pinned log was picked")
+		}
+	}
+}

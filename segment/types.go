@@ -42,6 +42,9 @@ type Record struct {
 	ProducerSub   string // "" = none
 	Payload       []byte // JSON value exactly as pushed
 	Extra         []byte // opaque, optional (the broker stores DLQ metadata here)
+	// TxHash is index.HashTxn(TransactionID) when the caller computed it already (for its
+	// dedup lookup, FindTransactionsHashed), 0 otherwise. Never stored or read back.
+	TxHash uint64
 }
 
 // Message is one record as read back.
