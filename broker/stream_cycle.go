@@ -18,6 +18,9 @@ type cycleRun struct {
 	// ackOffset is the acked message's offset once cyclePrecheck found it
 	// (cycleAckEval).
 	ackOffset uint64
+	// forgetClaimed: the ack leaves no lease of the group on the source,
+	// so the ids its pop remembered go once the cycle commits.
+	forgetClaimed bool
 }
 
 // StreamCycle applies one streams cycle atomically (spec 10): state ops,
@@ -104,6 +107,9 @@ func (b *Broker) cycle(c *cycleRun) (msg string, err error) {
 	t.rec.Streams = []streams.Change{c.change}
 	if err := b.txCommit(t); err != nil {
 		return "", err
+	}
+	if c.forgetClaimed {
+		c.src.forgetClaimedLocked(&b.claimed, c.req.Group)
 	}
 	t.res.Success = true // counted in the series by txFinish
 	c.res.StateOpsApplied = len(c.change.Ops)

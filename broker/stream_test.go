@@ -241,25 +241,42 @@ func TestStreamCycleAckInsideAndOutsideTheLeasedSpan(t *testing.T) {
 		{"pushed after the pop", "m4", false, 4, true},
 		{"nowhere", "m9", true, 0, false},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.push("src", "p", "m1", "m2", "m3")
-			q := register(t, e.b, "q", "src", "", "h", false)
-			res := e.pop(PopRequest{Queue: "src", Group: "g", Batch: 2})
-			require.Equal(t, []string{"m1", "m2"}, txids(res))
-			e.push("src", "p", "m4")
-			a := &StreamAck{TransactionID: tc.ack}
-			if tc.lease {
-				a.LeaseID = res.LeaseID
-			}
-			r, err := e.b.StreamCycle(StreamCycleRequest{QueryID: q.QueryID, PartitionID: res.PartitionID, Group: "g", ReleaseLease: true, Ack: a})
-			require.NoError(t, err)
-			assert.Equal(t, tc.success, r.Success, r.Error)
-			id, _ := parseID(res.PartitionID)
-			st, _ := e.b.cur.Get(cursor.Key{Partition: id, Group: "g"})
-			assert.Equal(t, tc.cursor, st.Committed)
-		})
+	for _, forget := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/pop's ids dropped=%v", tc.name, forget), func(t *testing.T) {
+				cycleAckCase(t, tc.ack, tc.lease, tc.cursor, tc.success, forget)
+			})
+		}
+	}
+}
+
+// cycleAckCase is one case of TestStreamCycleAckInsideAndOutsideTheLeasedSpan;
+// with forget, the ids the pop remembered are dropped first (as when the
+// broker's budget for them is spent), so the span is read.
+func cycleAckCase(t *testing.T, ack string, withLease bool, wantCursor uint64, wantSuccess, forget bool) {
+	e := newEnv(t)
+	e.push("src", "p", "m1", "m2", "m3")
+	q := register(t, e.b, "q", "src", "", "h", false)
+	res := e.pop(PopRequest{Queue: "src", Group: "g", Batch: 2})
+	require.Equal(t, []string{"m1", "m2"}, txids(res))
+	e.push("src", "p", "m4")
+	p := e.b.lookupPartitionByID(mustID(t, res.PartitionID))
+	if forget {
+		p.mu.Lock()
+		p.forgetClaimedLocked(&e.b.claimed, "g")
+		p.mu.Unlock()
+	}
+	a := &StreamAck{TransactionID: ack}
+	if withLease {
+		a.LeaseID = res.LeaseID
+	}
+	r, err := e.b.StreamCycle(StreamCycleRequest{QueryID: q.QueryID, PartitionID: res.PartitionID, Group: "g", ReleaseLease: true, Ack: a})
+	require.NoError(t, err)
+	assert.Equal(t, wantSuccess, r.Success, r.Error)
+	st, _ := e.b.cur.Get(cursor.Key{Partition: p.id, Group: "g"})
+	assert.Equal(t, wantCursor, st.Committed)
+	if wantSuccess {
+		assert.Zero(t, e.b.claimed.used.Load(), "the released lease's remembered ids are gone")
 	}
 }
 
