@@ -47,9 +47,13 @@ type StreamQueryResult struct {
 
 // StreamStateOp is one entry of a cycle's state_ops.
 type StreamStateOp struct {
-	Type  string // "upsert" or "delete"
-	Key   string
-	Value []byte // upsert: the value's JSON text as sent ({} when absent); delete: nil
+	Type string // "upsert" or "delete"
+	Key  string
+	// Value is an upsert's JSON text as sent ({} when absent); nil for a
+	// delete. StreamCycle hands it to the state store, which keeps it: the
+	// caller must not modify it afterwards (the HTTP layer passes the
+	// decoder's own copy, never its request buffer).
+	Value []byte
 }
 
 // StreamAck is a cycle's source ack (spec 10; the clients send the last

@@ -178,6 +178,9 @@ func decodeStreamCycle(body []byte) (broker.StreamCycleRequest, string) {
 		if m := checkStreamString("state key", op.Key, body); m != "" {
 			return broker.StreamCycleRequest{}, m
 		}
+		// op.Value is already a copy (json.RawMessage's UnmarshalJSON copies what it is given, and
+		// goccy hands it the body's bytes without copying them first): the one copy of a state
+		// value, which the broker's store keeps as it is (broker.StreamStateOp.Value).
 		v := []byte(op.Value)
 		if op.Type == "upsert" && v == nil {
 			v = []byte("{}")

@@ -218,3 +218,20 @@ func TestStreamQueriesAndMetrics(t *testing.T) {
 		require.Contains(t, text, line+"\n")
 	}
 }
+
+// The broker's store keeps a cycle's state values without copying them
+// (broker.StreamStateOp.Value), so the decoder's must be its own: a request
+// buffer reused for the next request must not change a stored value.
+func TestStreamCycleDecodedValuesDoNotAliasTheBody(t *testing.T) {
+	body := []byte(`{"query_id":"q","partition_id":"p","state_ops":[{"type":"upsert","key":"a","value":{"n":1}},` +
+		`{"type":"upsert","key":"b","value":"text"},{"type":"upsert","key":"c"}]}`)
+	req, msg := decodeStreamCycle(body)
+	require.Empty(t, msg)
+	for i := range body {
+		body[i] = 'x'
+	}
+	require.Len(t, req.StateOps, 3)
+	require.Equal(t, `{"n":1}`, string(req.StateOps[0].Value))
+	require.Equal(t, `"text"`, string(req.StateOps[1].Value))
+	require.Equal(t, `{}`, string(req.StateOps[2].Value))
+}

@@ -1,7 +1,7 @@
 package streams
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -170,8 +170,26 @@ type Filter struct {
 }
 
 // Rows returns the rows of shard k that f selects, sorted by key. Values
-// alias the store's (they are never modified in place).
+// alias the store's (they are never modified in place), so only the key
+// filters run under the store's lock: Match (a JSON decode per row) and the
+// sort run after it, and a large shard's read does not hold up every cycle.
 func (s *Store) Rows(k ShardKey, f Filter) []KeyRow {
+	out := s.rowsByKey(k, f)
+	if f.Match != nil {
+		kept := out[:0]
+		for _, r := range out {
+			if f.Match(r.Value) {
+				kept = append(kept, r)
+			}
+		}
+		out = kept
+	}
+	sortRows(out)
+	return out
+}
+
+// rowsByKey is Rows without Match and the order, under the lock.
+func (s *Store) rowsByKey(k ShardKey, f Filter) []KeyRow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shards[k]
@@ -179,26 +197,27 @@ func (s *Store) Rows(k ShardKey, f Filter) []KeyRow {
 		return nil
 	}
 	var out []KeyRow
-	keep := func(key string, r Row) {
-		if strings.HasPrefix(key, f.KeyPrefix) && (f.Match == nil || f.Match(r.Value)) {
-			out = append(out, KeyRow{Key: key, Row: r})
-		}
-	}
 	if len(f.Keys) > 0 {
 		seen := make(map[string]bool, len(f.Keys))
 		for _, key := range f.Keys {
-			if r, ok := sh.rows[key]; ok && !seen[key] {
+			if r, ok := sh.rows[key]; ok && !seen[key] && strings.HasPrefix(key, f.KeyPrefix) {
 				seen[key] = true
-				keep(key, r)
+				out = append(out, KeyRow{Key: key, Row: r})
 			}
 		}
-	} else {
-		for key, r := range sh.rows {
-			keep(key, r)
+		return out
+	}
+	for key, r := range sh.rows {
+		if strings.HasPrefix(key, f.KeyPrefix) {
+			out = append(out, KeyRow{Key: key, Row: r})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// sortRows sorts rows by key.
+func sortRows(rows []KeyRow) {
+	slices.SortFunc(rows, func(a, b KeyRow) int { return strings.Compare(a.Key, b.Key) })
 }
 
 // DropPartitions drops the shards of the partitions ids names (their queue

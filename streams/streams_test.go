@@ -209,3 +209,24 @@ func FuzzReadChange(f *testing.F) {
 		}
 	})
 }
+
+// Match (a JSON decode per row in the HTTP layer's ripe filter) runs after
+// the store's lock is released: a read of a large shard must not hold up
+// every cycle's apply.
+func TestRowsMatchRunsOutsideTheStoreLock(t *testing.T) {
+	s := newStoreWith(t)
+	s.ApplyChange(5, &Change{Query: qA, Partition: p1, Ops: []Op{upsert("b", `2`, 1), upsert("a", `1`, 1), upsert("c", `3`, 1)}})
+	var locked []bool
+	rows := s.Rows(ShardKey{qA, p1}, Filter{Match: func(v []byte) bool {
+		free := s.mu.TryLock()
+		if free {
+			s.mu.Unlock()
+		}
+		locked = append(locked, !free)
+		return string(v) != `2`
+	}})
+	assert.Equal(t, []bool{false, false, false}, locked)
+	require.Len(t, rows, 2)
+	assert.Equal(t, "a", rows[0].Key)
+	assert.Equal(t, "c", rows[1].Key)
+}
