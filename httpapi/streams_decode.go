@@ -76,6 +76,9 @@ const (
 // streamTypeMessage maps the path of a mistyped field to its 400 message. goccy names the
 // field by its JSON path ("state_ops.3.key", "ack.count", "push_items.0.queue").
 func streamTypeMessage(field string) string {
+	if field == "push_items" { // /push's "items array is required" would name the wrong field
+		return "push_items must be an array"
+	}
 	if strings.HasPrefix(field, "push_items") {
 		return itemsTypeMessage(field, "push_items")
 	}

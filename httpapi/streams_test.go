@@ -106,6 +106,7 @@ func TestStreamCycleWire(t *testing.T) {
 		{"a state op is an object", `{"query_id":"Q","partition_id":"P","state_ops":[1]}`, "each state op must be an object"},
 		{"a key is a string", `{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":5}]}`, "state_ops[].key must be a string"},
 		{"a push item obeys spec 1.2", `{"query_id":"Q","partition_id":"P","push_items":[{"queue":"a/b","payload":1}]}`, "Queue name must not contain '/'"},
+		{"push_items must be an array", `{"query_id":"Q","partition_id":"P","push_items":{"queue":"s"}}`, "push_items must be an array"},
 		{"a push item's queue is a string", `{"query_id":"Q","partition_id":"P","push_items":[{"queue":1}]}`, "Queue must be a string"},
 		{"ack is an object", `{"query_id":"Q","partition_id":"P","ack":"t"}`, "ack must be an object or null"},
 		{"ack.count is an integer", `{"query_id":"Q","partition_id":"P","ack":{"transactionId":"t","count":"2"}}`, "ack.count must be an integer"},
