@@ -23,20 +23,24 @@ const streamDLQError = "Streaming cycle reported failure"
 // release (false keeps it, so the rest of the leased span is redelivered in
 // order once it expires); failed/dlq dead-letter the message and always clear
 // it. An ack at or below the cursor (already consumed) changes nothing and
-// succeeds (spec 11 #13). msg is why the ack fails the cycle.
+// succeeds (spec 11 #13), but only once its leaseId passed: unlike a bare
+// ack, a cycle carries state ops and pushes, and a cycle sent again with a
+// released or expired lease (a retry after a lost answer, a worker whose
+// lease ran out while another committed the span) would apply them twice and
+// write older state over newer. msg is why the ack fails the cycle.
 func streamAckState(pre lease.State, offset uint64, a *StreamAck, release bool, nowMicros int64) (post lease.State, r StreamAckResult, msg string) {
 	r = StreamAckResult{Success: true, Count: max(a.Count, 1)}
-	switch {
-	case offset == 0:
+	if offset == 0 {
 		return pre, r, lease.ErrTextNotFound
-	case offset <= pre.Committed:
-		return pre, r, ""
 	}
 	if a.LeaseID != "" {
 		id, ok := parseID(a.LeaseID)
 		if !ok || id != pre.Lease.ID || !pre.Lease.Live(nowMicros) {
 			return pre, r, lease.ErrTextInvalidLease
 		}
+	}
+	if offset <= pre.Committed {
+		return pre, r, ""
 	}
 	post = pre
 	post.Committed = offset

@@ -225,6 +225,45 @@ func TestStreamCycleKeepLeaseRedeliversTheTail(t *testing.T) {
 	assert.Equal(t, []string{"m2", "m3"}, txids(c.pop(PopRequest{Queue: "src", Group: "g"})))
 }
 
+// A cycle sent again after it committed (its answer lost, or its worker's
+// lease ran out while another worker went on) carries a lease that is no
+// longer live: it is refused, so its state ops and pushes are not applied a
+// second time over newer state. Under the live lease, an ack at or below
+// the cursor stays a no-op success (spec 11 #13).
+func TestStreamCycleReplayWithAStaleLeaseAppliesNothing(t *testing.T) {
+	c := newCycleEnv(t)
+	first := StreamCycleRequest{Group: "g", ReleaseLease: true, StateOps: []StreamStateOp{upsertOp("sum", `3`)},
+		Push: []PushItem{{Queue: "sink", Payload: []byte(`3`)}},
+		Ack:  &StreamAck{TransactionID: "m3", LeaseID: c.res.LeaseID}}
+	r := c.cycle(first)
+	require.True(t, r.Success, r.Error)
+
+	r = c.cycle(first) // the same body again: its lease was released
+	assert.False(t, r.Success)
+	assert.Equal(t, "Invalid or expired lease", r.Error)
+
+	c.push("src", "p", "m4")
+	next := c.pop(PopRequest{Queue: "src", Group: "g"})
+	require.Equal(t, []string{"m4"}, txids(next))
+	r = c.cycle(StreamCycleRequest{Group: "g", ReleaseLease: false, StateOps: []StreamStateOp{upsertOp("sum", `4`)},
+		Push: []PushItem{{Queue: "sink", Payload: []byte(`4`)}},
+		Ack:  &StreamAck{TransactionID: "m4", LeaseID: next.LeaseID}})
+	require.True(t, r.Success, r.Error)
+
+	r = c.cycle(first) // while another lease is live
+	assert.False(t, r.Success)
+	assert.Equal(t, "Invalid or expired lease", r.Error)
+	assert.Equal(t, map[string]string{"sum": `4`}, stateOf(t, c.b, c.qid, c.res.PartitionID), "the newer state stays")
+	sink := c.pop(PopRequest{Queue: "sink", AutoAck: true, Batch: 10})
+	require.Len(t, sink.Messages, 2, "one push per committed cycle")
+
+	r = c.cycle(StreamCycleRequest{Group: "g", ReleaseLease: false, Ack: &StreamAck{TransactionID: "m3", LeaseID: next.LeaseID}})
+	require.True(t, r.Success, r.Error)
+	assert.Equal(t, &StreamAckResult{Success: true, Count: 1}, r.Ack, "below the cursor under the live lease: a no-op")
+	assert.Equal(t, uint64(4), c.cursorOf("g"))
+	assert.Equal(t, uint64(2), c.b.StreamStats().FailedCycles)
+}
+
 // The ack's message is looked up in the leased span first (cycleAckOffset)
 // and in the whole partition otherwise; both find the same offsets.
 func TestStreamCycleAckInsideAndOutsideTheLeasedSpan(t *testing.T) {
