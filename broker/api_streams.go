@@ -18,12 +18,16 @@ func Conflict(msg string) error { return &userError{msg: msg, kind: ErrConflict}
 // 4xx errors"). A cycle that would break one is refused with ErrBadRequest
 // and applies nothing.
 const (
-	MaxStreamKeyBytes      = 1024      // bytes of one state key (UTF-8)
-	MaxStreamValueBytes    = 256 << 10 // bytes of one state value (its JSON text)
-	MaxStreamKeysPerShard  = 100_000   // live keys of one (query, partition) shard
-	MaxStreamOpsPerCycle   = 10_000    // state ops in one cycle
-	MaxStreamQueryNameLen  = 255       // bytes of a query name
-	MaxStreamConfigHashLen = 255       // bytes of a config_hash
+	MaxStreamKeyBytes     = 1024      // bytes of one state key (UTF-8)
+	MaxStreamValueBytes   = 256 << 10 // bytes of one state value (its JSON text)
+	MaxStreamKeysPerShard = 100_000   // live keys of one (query, partition) shard
+	// MaxStreamShardBytes bounds the bytes of keys and values of one shard:
+	// the store keeps every shard in memory (100,000 keys of 256 KiB would be
+	// 25 GB).
+	MaxStreamShardBytes    = 64 << 20
+	MaxStreamOpsPerCycle   = 10_000 // state ops in one cycle
+	MaxStreamQueryNameLen  = 255    // bytes of a query name
+	MaxStreamConfigHashLen = 255    // bytes of a config_hash
 )
 
 // StreamQueryRequest is POST /streams/v1/queries (spec 10).

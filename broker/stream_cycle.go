@@ -185,7 +185,8 @@ func (b *Broker) cycleResolve(c *cycleRun) string {
 }
 
 // cycleStageState builds the cycle's Change (updated_at = the cycle's time)
-// and refuses one that would leave its shard over MaxStreamKeysPerShard.
+// and refuses one that would leave its shard over MaxStreamKeysPerShard or
+// MaxStreamShardBytes.
 func (b *Broker) cycleStageState(c *cycleRun) error {
 	c.change = streams.Change{Query: c.q.ID, Partition: c.src.id, Ops: make([]streams.Op, len(c.req.StateOps))}
 	for i, op := range c.req.StateOps {
@@ -199,8 +200,12 @@ func (b *Broker) cycleStageState(c *cycleRun) error {
 		}
 		c.change.Ops[i] = o
 	}
-	if n := b.streams.store.LiveKeysAfter(&c.change); n > MaxStreamKeysPerShard {
+	n, size := b.streams.store.SizeAfter(&c.change)
+	switch {
+	case n > MaxStreamKeysPerShard:
 		return BadRequest(fmt.Sprintf("the cycle would leave %d keys in the shard, at most %d", n, MaxStreamKeysPerShard))
+	case size > MaxStreamShardBytes:
+		return BadRequest(fmt.Sprintf("the cycle would leave %d bytes of keys and values in the shard, at most %d", size, MaxStreamShardBytes))
 	}
 	return nil
 }

@@ -212,6 +212,33 @@ func TestStreamCycleLimitsAreBadRequests(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBadRequest)
 }
 
+// A shard's keys and values are bounded in bytes too (the store holds them in
+// memory): a cycle that would pass MaxStreamShardBytes is a 400 and applies
+// nothing; one that stays under it applies.
+func TestStreamCycleShardBytesLimit(t *testing.T) {
+	c := newCycleEnv(t)
+	value := make([]byte, MaxStreamValueBytes)
+	for i := range value {
+		value[i] = '1'
+	}
+	n := MaxStreamShardBytes/MaxStreamValueBytes + 1 // one value too many
+	ops := make([]StreamStateOp, n)
+	for i := range ops {
+		ops[i] = StreamStateOp{Type: "upsert", Key: fmt.Sprintf("k%03d", i), Value: value}
+	}
+	_, err := c.b.StreamCycle(StreamCycleRequest{QueryID: c.qid, PartitionID: c.res.PartitionID, StateOps: ops})
+	require.ErrorIs(t, err, ErrBadRequest)
+	assert.Contains(t, err.Error(), "bytes of keys and values in the shard")
+	rows, err := c.b.StreamState(StreamStateRequest{QueryID: c.qid, PartitionID: c.res.PartitionID})
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+
+	res, err := c.b.StreamCycle(StreamCycleRequest{QueryID: c.qid, PartitionID: c.res.PartitionID, StateOps: ops[:n-8]})
+	require.NoError(t, err)
+	assert.True(t, res.Success, res.Error)
+	assert.Equal(t, n-8, res.StateOpsApplied)
+}
+
 // release_lease:false keeps the lease: nothing is served until it expires,
 // then the unacked tail comes again, in order.
 func TestStreamCycleKeepLeaseRedeliversTheTail(t *testing.T) {

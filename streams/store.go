@@ -96,32 +96,45 @@ func (s *Store) ApplyQuery(lsn uint64, q Query, reset bool) []ShardKey {
 	return dropped
 }
 
-// LiveKeysAfter is the number of live keys the shard of c would hold after
-// c, to check a limit before c is committed.
-func (s *Store) LiveKeysAfter(c *Change) int {
+// SizeAfter is the number of live keys, and their bytes (keys and values),
+// the shard of c would hold after c, to check the limits before c is
+// committed.
+func (s *Store) SizeAfter(c *Change) (keys int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rows map[string]Row
 	if sh := s.shards[ShardKey{c.Query, c.Partition}]; sh != nil {
-		rows = sh.rows
+		rows, bytes = sh.rows, sh.bytes
 	}
-	n := len(rows)
-	seen := make(map[string]bool, len(c.Ops))
+	keys = len(rows)
+	// now holds, for each key c touched, its value's length after the ops so
+	// far (-1: absent).
+	now := make(map[string]int, len(c.Ops))
 	for _, op := range c.Ops {
-		_, had := rows[op.Key]
-		if prev, ok := seen[op.Key]; ok {
-			had = prev
+		before, seen := now[op.Key]
+		if !seen {
+			before = -1
+			if r, ok := rows[op.Key]; ok {
+				before = len(r.Value)
+			}
 		}
-		live := op.Kind == OpUpsert
+		after := -1
+		if op.Kind == OpUpsert {
+			after = len(op.Value)
+		}
 		switch {
-		case live && !had:
-			n++
-		case !live && had:
-			n--
+		case before < 0 && after >= 0:
+			keys++
+			bytes += int64(len(op.Key) + after)
+		case before >= 0 && after < 0:
+			keys--
+			bytes -= int64(len(op.Key) + before)
+		case before >= 0:
+			bytes += int64(after - before)
 		}
-		seen[op.Key] = live
+		now[op.Key] = after
 	}
-	return n
+	return keys, bytes
 }
 
 // ApplyChange applies c, committed at lsn, and counts one cycle. It is

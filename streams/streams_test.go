@@ -77,11 +77,17 @@ func TestResetDropsOlderShards(t *testing.T) {
 	assert.Equal(t, uint64(3), got.ResetLSN)
 }
 
-func TestLiveKeysAfter(t *testing.T) {
+func TestSizeAfter(t *testing.T) {
 	s := newStoreWith(t)
 	s.ApplyChange(2, &Change{Query: qA, Partition: p1, Ops: []Op{upsert("a", `1`, 1), upsert("b", `1`, 1)}})
-	c := Change{Query: qA, Partition: p1, Ops: []Op{{Kind: OpDelete, Key: "a"}, upsert("c", `1`, 1), upsert("c", `2`, 1), {Kind: OpDelete, Key: "zz"}}}
-	assert.Equal(t, 2, s.LiveKeysAfter(&c))
+	c := Change{Query: qA, Partition: p1, Ops: []Op{{Kind: OpDelete, Key: "a"}, upsert("c", `1`, 1), upsert("c", `222`, 1), {Kind: OpDelete, Key: "zz"}, upsert("b", `12345`, 1)}}
+	keys, bytes := s.SizeAfter(&c)
+	assert.Equal(t, 2, keys, "b and c")
+	assert.Equal(t, int64(len("b12345")+len("c222")), bytes)
+	empty := Change{Query: qA, Partition: p2, Ops: []Op{upsert("x", `{}`, 1), {Kind: OpDelete, Key: "x"}}}
+	keys, bytes = s.SizeAfter(&empty)
+	assert.Equal(t, 0, keys)
+	assert.Zero(t, bytes)
 }
 
 // Files: snapshots and the registry round-trip through a Mem twin; an
