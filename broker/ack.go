@@ -157,15 +157,22 @@ func (b *Broker) resolveAckOffsetsLocked(p *partition, group string, acks []leas
 	return nil
 }
 
+// fewAcksSpanMax is the longest leased span resolveOffsetsLocked reads for one
+// or two acks: the dedup lookup verifies its candidate by reading up to 1,024
+// messages (segment's verifyReadMsgs), so a shorter span read never costs more.
+const fewAcksSpanMax = 1024
+
 // resolveOffsetsLocked sets each ack's Offset from its transactionId; 0 (not
 // found) for unknown or not yet visible messages. Acks of a popped batch
 // almost always name messages of the partition's leased span, so with several
 // acks that span is read once and matched first: one read instead of one
-// dedup lookup (and its verifying read) per message.
+// dedup lookup (and its verifying read) per message. One or two acks read it
+// only when it is no longer than that verifying read (fewAcksSpanMax).
 func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(i int) string, span lease.Lease) error {
 	vis := p.visible.Load()
 	var inSpan map[string]uint64
-	if len(acks) > 2 && span.Held() && span.End >= span.Start && span.End-span.Start < uint64(b.cfg.MaxBatch) {
+	n := span.End - span.Start + 1
+	if span.Held() && span.End >= span.Start && n <= uint64(b.cfg.MaxBatch) && (len(acks) > 2 || n <= fewAcksSpanMax) {
 		buf := readBufPool.Get().(*segment.ReadBuffer)
 		defer func() { buf.Reset(); readBufPool.Put(buf) }()
 		if msgs, err := p.log.Read(span.Start, int(span.End-span.Start+1), maxReadBytes, buf); err == nil {

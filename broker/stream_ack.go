@@ -5,7 +5,6 @@ import (
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
-	"github.com/combmq/comb/segment"
 )
 
 // streamAckStatuses are a cycle ack's statuses; true dead-letters.
@@ -82,45 +81,13 @@ func (b *Broker) cycleAckEval(c *cycleRun, nowMicros int64) (cycleAck, error) {
 }
 
 // cycleAckOffset is the offset of p's message with transactionId txid (0 =
-// not found or not visible yet). The streams runtimes ack the last message of
-// the batch they popped, which lies in group's leased span: the ids the pop
-// remembered (claimedTxids, as /ack uses them) answer without a read; failing
-// that, reading the span's few messages costs a fraction of the dedup
-// lookup, which verifies its candidate by reading up to segment's
-// verifyReadMsgs (1,024) messages from it (two lookups were 66 % of the
-// server's CPU in `comb bench cycle`, 100 partitions, batch 10). A txid
-// outside a held span, or not in it, is looked up as /ack does
-// (resolveOffsetsLocked). The caller holds p's lock.
+// not found or not visible yet), resolved as /ack resolves one
+// (resolveAckOffsetsLocked: the ids the pop remembered, then the leased span,
+// then the dedup index). The caller holds p's lock.
 func (b *Broker) cycleAckOffset(p *partition, group, txid string, span lease.Lease) (uint64, error) {
-	vis := p.visible.Load()
-	if c := p.claimedForLocked(group); c != nil && span.Held() {
-		// resolveClaimedLocked's rule for one ack, without its slices.
-		for i := len(c.offs) - 1; i >= 0; i-- { // the batch's last message first
-			if c.txid(i) == txid {
-				if off := c.offs[i]; off >= span.Start && off <= span.End && off < vis {
-					return off, nil
-				}
-				break
-			}
-		}
-	}
-	if span.Held() && span.End >= span.Start && span.End-span.Start < uint64(b.cfg.MaxBatch) {
-		buf := readBufPool.Get().(*segment.ReadBuffer)
-		defer func() { buf.Reset(); readBufPool.Put(buf) }()
-		// A read error falls through to the dedup lookup, which reports it.
-		if msgs, err := p.log.Read(span.Start, int(span.End-span.Start+1), maxReadBytes, buf); err == nil {
-			for i := range msgs {
-				if m := &msgs[i]; m.Offset <= span.End && m.Offset < vis && m.TransactionID == txid {
-					return m.Offset, nil
-				}
-			}
-		}
-	}
 	acks := []lease.Ack{{}}
-	if err := b.resolveOffsetsLocked(p, acks, func(int) string { return txid }, lease.Lease{}); err != nil {
-		return 0, err
-	}
-	return acks[0].Offset, nil
+	err := b.resolveAckOffsetsLocked(p, group, acks, func(int) string { return txid }, span)
+	return acks[0].Offset, err
 }
 
 // cyclePrecheck evaluates the ack before the sink partitions are created, so
