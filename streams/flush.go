@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,7 +28,7 @@ func (s *Store) WriteRegistry(f *Files, covers uint64) error {
 	}
 	s.regDirty = false
 	s.mu.Unlock()
-	slices.SortFunc(r.Queries, func(a, b Query) int { return compareID(a.ID, b.ID) })
+	slices.SortFunc(r.Queries, func(a, b Query) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	err := f.makeRootLocked()
@@ -65,15 +66,6 @@ func (f *Files) makeRootLocked() error {
 		return err
 	}
 	return nil
-}
-
-func compareID(a, b [16]byte) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	return 0
 }
 
 func (s *Store) dirtyKeys() []ShardKey {

@@ -1,13 +1,14 @@
 package streams
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/combmq/comb/vfs"
 	"github.com/google/uuid"
 )
 
@@ -48,10 +49,10 @@ func (s *Store) WriteSnapshots(f *Files) error {
 		return nil
 	}
 	slices.SortFunc(keys, func(a, b ShardKey) int {
-		if c := compareID(a.Query, b.Query); c != 0 {
+		if c := bytes.Compare(a.Query[:], b.Query[:]); c != 0 {
 			return c
 		}
-		return compareID(a.Partition, b.Partition)
+		return bytes.Compare(a.Partition[:], b.Partition[:])
 	})
 	var errs []error
 	dirOK := f.makeQueryDirs(keys, &errs)
@@ -163,23 +164,8 @@ func (f *Files) writeTemp(path string, body []byte, sync bool) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	fh, err := f.FS.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = fh.Write(b)
-	if err == nil && sync {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = f.FS.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	_, err = vfs.WriteTemp(f.FS, path, b, !sync)
+	return err
 }
 
 // markWritten records that shard k's snapshot file holds every change up to
