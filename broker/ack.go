@@ -136,15 +136,44 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 	return batches
 }
 
+// resolveAckOffsetsLocked sets each ack's Offset from its transactionId: from
+// the ids group's last pop leased on p (claimedTxids) first, then, for the
+// acks those do not answer, by resolveOffsetsLocked. /ack and the acks of a
+// transaction share it. The caller holds p.mu.
+func (b *Broker) resolveAckOffsetsLocked(p *partition, group string, acks []lease.Ack, txid func(i int) string, span lease.Lease) error {
+	rest := resolveClaimedLocked(p, group, acks, txid, span)
+	if len(rest) == 0 {
+		return nil
+	}
+	sub := make([]lease.Ack, len(rest))
+	for i, j := range rest {
+		sub[i] = acks[j]
+	}
+	if err := b.resolveOffsetsLocked(p, sub, txid, span); err != nil {
+		return err
+	}
+	for i, j := range rest {
+		acks[j].Offset = sub[i].Offset
+	}
+	return nil
+}
+
+// fewAcksSpanMax is the longest leased span resolveOffsetsLocked reads for one
+// or two acks: the dedup lookup verifies its candidate by reading up to 1,024
+// messages (segment's verifyReadMsgs), so a shorter span read never costs more.
+const fewAcksSpanMax = 1024
+
 // resolveOffsetsLocked sets each ack's Offset from its transactionId; 0 (not
 // found) for unknown or not yet visible messages. Acks of a popped batch
 // almost always name messages of the partition's leased span, so with several
 // acks that span is read once and matched first: one read instead of one
-// dedup lookup (and its verifying read) per message.
+// dedup lookup (and its verifying read) per message. One or two acks read it
+// only when it is no longer than that verifying read (fewAcksSpanMax).
 func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(i int) string, span lease.Lease) error {
 	vis := p.visible.Load()
 	var inSpan map[string]uint64
-	if len(acks) > 2 && span.Held() && span.End >= span.Start && span.End-span.Start < uint64(b.cfg.MaxBatch) {
+	n := span.End - span.Start + 1
+	if span.Held() && span.End >= span.Start && n <= uint64(b.cfg.MaxBatch) && (len(acks) > 2 || n <= fewAcksSpanMax) {
 		buf := readBufPool.Get().(*segment.ReadBuffer)
 		defer func() { buf.Reset(); readBufPool.Put(buf) }()
 		if msgs, err := p.log.Read(span.Start, int(span.End-span.Start+1), maxReadBytes, buf); err == nil {
@@ -205,18 +234,8 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 	}
 	k := cursor.Key{Partition: p.id, Group: group}
 	st, _ := b.cur.Get(k)
-	txid := func(i int) string { return items[i].TransactionID }
-	if rest := resolveClaimedLocked(p, group, ab.acks, txid, st.Lease); len(rest) > 0 {
-		sub := make([]lease.Ack, len(rest))
-		for i, j := range rest {
-			sub[i] = ab.acks[j]
-		}
-		if err := b.resolveOffsetsLocked(p, sub, txid, st.Lease); err != nil {
-			return false, false, b.storageErr(p, err)
-		}
-		for i, j := range rest {
-			ab.acks[j].Offset = sub[i].Offset
-		}
+	if err := b.resolveAckOffsetsLocked(p, group, ab.acks, func(i int) string { return items[i].TransactionID }, st.Lease); err != nil {
+		return false, false, b.storageErr(p, err)
 	}
 	before := st
 	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)

@@ -18,12 +18,16 @@ func Conflict(msg string) error { return &userError{msg: msg, kind: ErrConflict}
 // 4xx errors"). A cycle that would break one is refused with ErrBadRequest
 // and applies nothing.
 const (
-	MaxStreamKeyBytes      = 1024      // bytes of one state key (UTF-8)
-	MaxStreamValueBytes    = 256 << 10 // bytes of one state value (its JSON text)
-	MaxStreamKeysPerShard  = 100_000   // live keys of one (query, partition) shard
-	MaxStreamOpsPerCycle   = 10_000    // state ops in one cycle
-	MaxStreamQueryNameLen  = 255       // bytes of a query name
-	MaxStreamConfigHashLen = 255       // bytes of a config_hash
+	MaxStreamKeyBytes     = 1024      // bytes of one state key (UTF-8)
+	MaxStreamValueBytes   = 256 << 10 // bytes of one state value (its JSON text)
+	MaxStreamKeysPerShard = 100_000   // live keys of one (query, partition) shard
+	// MaxStreamShardBytes bounds the bytes of keys and values of one shard:
+	// the store keeps every shard in memory (100,000 keys of 256 KiB would be
+	// 25 GB).
+	MaxStreamShardBytes    = 64 << 20
+	MaxStreamOpsPerCycle   = 10_000 // state ops in one cycle
+	MaxStreamQueryNameLen  = 255    // bytes of a query name
+	MaxStreamConfigHashLen = 255    // bytes of a config_hash
 )
 
 // StreamQueryRequest is POST /streams/v1/queries (spec 10).
@@ -47,9 +51,13 @@ type StreamQueryResult struct {
 
 // StreamStateOp is one entry of a cycle's state_ops.
 type StreamStateOp struct {
-	Type  string // "upsert" or "delete"
-	Key   string
-	Value []byte // upsert: the value's JSON text as sent ({} when absent); delete: nil
+	Type string // "upsert" or "delete"
+	Key  string
+	// Value is an upsert's JSON text as sent ({} when absent); nil for a
+	// delete. StreamCycle hands it to the state store, which keeps it: the
+	// caller must not modify it afterwards (the HTTP layer passes the
+	// decoder's own copy, never its request buffer).
+	Value []byte
 }
 
 // StreamAck is a cycle's source ack (spec 10; the clients send the last

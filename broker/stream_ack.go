@@ -22,20 +22,24 @@ const streamDLQError = "Streaming cycle reported failure"
 // release (false keeps it, so the rest of the leased span is redelivered in
 // order once it expires); failed/dlq dead-letter the message and always clear
 // it. An ack at or below the cursor (already consumed) changes nothing and
-// succeeds (spec 11 #13). msg is why the ack fails the cycle.
+// succeeds (spec 11 #13), but only once its leaseId passed: unlike a bare
+// ack, a cycle carries state ops and pushes, and a cycle sent again with a
+// released or expired lease (a retry after a lost answer, a worker whose
+// lease ran out while another committed the span) would apply them twice and
+// write older state over newer. msg is why the ack fails the cycle.
 func streamAckState(pre lease.State, offset uint64, a *StreamAck, release bool, nowMicros int64) (post lease.State, r StreamAckResult, msg string) {
 	r = StreamAckResult{Success: true, Count: max(a.Count, 1)}
-	switch {
-	case offset == 0:
+	if offset == 0 {
 		return pre, r, lease.ErrTextNotFound
-	case offset <= pre.Committed:
-		return pre, r, ""
 	}
 	if a.LeaseID != "" {
 		id, ok := parseID(a.LeaseID)
 		if !ok || id != pre.Lease.ID || !pre.Lease.Live(nowMicros) {
 			return pre, r, lease.ErrTextInvalidLease
 		}
+	}
+	if offset <= pre.Committed {
+		return pre, r, ""
 	}
 	post = pre
 	post.Committed = offset
@@ -58,23 +62,38 @@ type cycleAck struct {
 }
 
 // cycleAckEval resolves the cycle's ack against the source partition's
-// current state (the caller holds its lock).
+// current state (the caller holds its lock). The acked message's offset is
+// looked up once per cycle (cycleAckOffset) and kept in c: a transactionId's
+// offset in a partition never changes, only the state it is judged against.
 func (b *Broker) cycleAckEval(c *cycleRun, nowMicros int64) (cycleAck, error) {
 	a := cycleAck{k: cursor.Key{Partition: c.src.id, Group: c.req.Group}}
 	a.pre, a.had = b.cur.Get(a.k)
-	acks := []lease.Ack{{}}
-	txid := c.req.Ack.TransactionID
-	if err := b.resolveOffsetsLocked(c.src, acks, func(int) string { return txid }, a.pre.Lease); err != nil {
-		return a, b.storageErr(c.src, err)
+	if c.ackOffset == 0 {
+		off, err := b.cycleAckOffset(c.src, c.req.Group, c.req.Ack.TransactionID, a.pre.Lease)
+		if err != nil {
+			return a, b.storageErr(c.src, err)
+		}
+		c.ackOffset = off
 	}
-	a.offset = acks[0].Offset
+	a.offset = c.ackOffset
 	a.post, a.res, a.msg = streamAckState(a.pre, a.offset, c.req.Ack, c.req.ReleaseLease, nowMicros)
 	return a, nil
 }
 
+// cycleAckOffset is the offset of p's message with transactionId txid (0 =
+// not found or not visible yet), resolved as /ack resolves one
+// (resolveAckOffsetsLocked: the ids the pop remembered, then the leased span,
+// then the dedup index). The caller holds p's lock.
+func (b *Broker) cycleAckOffset(p *partition, group, txid string, span lease.Lease) (uint64, error) {
+	acks := []lease.Ack{{}}
+	err := b.resolveAckOffsetsLocked(p, group, acks, func(int) string { return txid }, span)
+	return acks[0].Offset, err
+}
+
 // cyclePrecheck evaluates the ack before the sink partitions are created, so
-// a cycle that fails on its ack leaves no trace (as txTargets does). It is
-// evaluated again, locked, by cycleStageAck: the state may move in between.
+// a cycle that fails on its ack leaves no trace (as txTargets does). The
+// state is judged again, locked, by cycleStageAck (it may move in between);
+// the offset found here is kept.
 func (b *Broker) cyclePrecheck(c *cycleRun) (string, error) {
 	if c.req.Ack == nil {
 		return "", nil
@@ -113,6 +132,8 @@ func (b *Broker) cycleStageAck(c *cycleRun) (string, error) {
 			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: c.src.q.id, Rec: rec})
 		}
 	}
+	// As /ack: the pop's remembered ids go once the lease does.
+	c.forgetClaimed = !a.post.Lease.Held() || a.post.Lease.ID != a.pre.Lease.ID
 	if a.post != a.pre {
 		t.rec.States = append(t.rec.States, redoState{Partition: c.src.id, Group: a.k.Group, HadPre: a.had, Pre: a.pre, Post: a.post})
 		t.sets = append(t.sets, txStateSet{k: a.k, p: c.src, post: a.post, released: a.res.LeaseReleased})

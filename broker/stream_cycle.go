@@ -16,6 +16,12 @@ type cycleRun struct {
 	src    *partition // the source partition: its lock serialises the shard
 	t      *txRun     // the transaction the cycle commits as
 	change streams.Change
+	// ackOffset is the acked message's offset once cyclePrecheck found it
+	// (cycleAckEval).
+	ackOffset uint64
+	// forgetClaimed: the ack leaves no lease of the group on the source,
+	// so the ids its pop remembered go once the cycle commits.
+	forgetClaimed bool
 }
 
 // StreamCycle applies one streams cycle atomically (spec 10): state ops,
@@ -103,6 +109,9 @@ func (b *Broker) cycle(c *cycleRun) (msg string, err error) {
 	if err := b.txCommit(t); err != nil {
 		return "", err
 	}
+	if c.forgetClaimed {
+		c.src.forgetClaimedLocked(&b.claimed, c.req.Group)
+	}
 	t.res.Success = true // counted in the series by txFinish
 	c.res.StateOpsApplied = len(c.change.Ops)
 	c.res.PushResults = make([]PushResult, len(t.results))
@@ -177,13 +186,14 @@ func (b *Broker) cycleResolve(c *cycleRun) string {
 }
 
 // cycleStageState builds the cycle's Change (updated_at = the cycle's time)
-// and refuses one that would leave its shard over MaxStreamKeysPerShard.
+// and refuses one that would leave its shard over MaxStreamKeysPerShard or
+// MaxStreamShardBytes.
 func (b *Broker) cycleStageState(c *cycleRun) error {
 	c.change = streams.Change{Query: c.q.ID, Partition: c.src.id, Ops: make([]streams.Op, len(c.req.StateOps))}
 	for i, op := range c.req.StateOps {
-		// The value is copied: the store keeps it, and the request's bytes
-		// may be the HTTP layer's reused buffer.
-		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: append([]byte(nil), op.Value...), UpdatedAtMicros: c.t.now}
+		// Not copied: the store keeps the caller's bytes (StreamStateOp.Value
+		// says so; the HTTP decoder's are its own copy).
+		o := streams.Op{Kind: streams.OpUpsert, Key: op.Key, Value: op.Value, UpdatedAtMicros: c.t.now}
 		if op.Type == "delete" {
 			o.Kind, o.Value = streams.OpDelete, nil
 		} else if op.Value == nil {
@@ -191,8 +201,12 @@ func (b *Broker) cycleStageState(c *cycleRun) error {
 		}
 		c.change.Ops[i] = o
 	}
-	if n := b.streams.store.LiveKeysAfter(&c.change); n > MaxStreamKeysPerShard {
+	n, size := b.streams.store.SizeAfter(&c.change)
+	switch {
+	case n > MaxStreamKeysPerShard:
 		return BadRequest(fmt.Sprintf("the cycle would leave %d keys in the shard, at most %d", n, MaxStreamKeysPerShard))
+	case size > MaxStreamShardBytes:
+		return BadRequest(fmt.Sprintf("the cycle would leave %d bytes of keys and values in the shard, at most %d", size, MaxStreamShardBytes))
 	}
 	return nil
 }

@@ -17,9 +17,10 @@ const walStream = walentry.Stream
 // streamState is the broker's half of the streams state store (package
 // streams holds the rows and the files): how it rides the commit log.
 //
-//   - A registration is a walStream entry, appended and applied under regMu,
-//     durable before the answer; the flush pass writes the registry file
-//     under regMu too, so the file covers every entry up to the LSN it names.
+//   - A registration is a walStream entry, appended and applied under regMu
+//     (exclusive), durable before the answer; the flush pass writes the
+//     registry file holding regMu shared, so the file covers every entry up
+//     to the LSN it names.
 //   - A cycle's state ops travel in its transaction's Tx entry (redoRecord
 //     version 2) and reach the store with that entry's LSN right after the
 //     commit point (txCommit), before the entry leaves the in-flight set.
@@ -31,10 +32,11 @@ type streamState struct {
 	store  *streams.Store
 	files  *streams.Files
 	loaded streams.Loaded // during Open only
-	// regMu serialises registrations (and the registry file's writes) with
-	// cycles, which hold it shared from their query lookup to their apply:
-	// a reset's wipe then never meets a shard that holds changes from both
-	// sides of it.
+	// regMu serialises registrations with cycles, which hold it shared from
+	// their query lookup to their apply: a reset's wipe then never meets a
+	// shard that holds changes from both sides of it. The flush pass holds
+	// it shared too while it writes the registry file: only registrations
+	// change the registry.
 	regMu sync.RWMutex
 
 	cycles, failed atomic.Uint64
@@ -100,11 +102,15 @@ func (b *Broker) replayStreamChanges(lsn uint64, rec *redoRecord) {
 }
 
 // flushStreams is the flush pass's step for the state store: the registry
-// file covering L, then the snapshot of every dirty shard.
+// file covering L, then the snapshot of every dirty shard. regMu is held
+// shared, which keeps registrations out (every one at or below L is then
+// applied) and lets cycles run: taken exclusively, it stalled every cycle once
+// a pass, for as long as the slowest cycle in flight (its commit-log sync) and
+// the queries file's write.
 func (b *Broker) flushStreams(L uint64) error {
-	b.streams.regMu.Lock()
+	b.streams.regMu.RLock()
 	err := b.streams.store.WriteRegistry(b.streams.files, L)
-	b.streams.regMu.Unlock()
+	b.streams.regMu.RUnlock()
 	if err != nil {
 		return err
 	}

@@ -212,6 +212,33 @@ func TestStreamCycleLimitsAreBadRequests(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBadRequest)
 }
 
+// A shard's keys and values are bounded in bytes too (the store holds them in
+// memory): a cycle that would pass MaxStreamShardBytes is a 400 and applies
+// nothing; one that stays under it applies.
+func TestStreamCycleShardBytesLimit(t *testing.T) {
+	c := newCycleEnv(t)
+	value := make([]byte, MaxStreamValueBytes)
+	for i := range value {
+		value[i] = '1'
+	}
+	n := MaxStreamShardBytes/MaxStreamValueBytes + 1 // one value too many
+	ops := make([]StreamStateOp, n)
+	for i := range ops {
+		ops[i] = StreamStateOp{Type: "upsert", Key: fmt.Sprintf("k%03d", i), Value: value}
+	}
+	_, err := c.b.StreamCycle(StreamCycleRequest{QueryID: c.qid, PartitionID: c.res.PartitionID, StateOps: ops})
+	require.ErrorIs(t, err, ErrBadRequest)
+	assert.Contains(t, err.Error(), "bytes of keys and values in the shard")
+	rows, err := c.b.StreamState(StreamStateRequest{QueryID: c.qid, PartitionID: c.res.PartitionID})
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+
+	res, err := c.b.StreamCycle(StreamCycleRequest{QueryID: c.qid, PartitionID: c.res.PartitionID, StateOps: ops[:n-8]})
+	require.NoError(t, err)
+	assert.True(t, res.Success, res.Error)
+	assert.Equal(t, n-8, res.StateOpsApplied)
+}
+
 // release_lease:false keeps the lease: nothing is served until it expires,
 // then the unacked tail comes again, in order.
 func TestStreamCycleKeepLeaseRedeliversTheTail(t *testing.T) {
@@ -223,6 +250,100 @@ func TestStreamCycleKeepLeaseRedeliversTheTail(t *testing.T) {
 	assert.Empty(t, c.pop(PopRequest{Queue: "src", Group: "g"}).Messages, "the lease is still held")
 	c.clk.Advance(time.Hour)
 	assert.Equal(t, []string{"m2", "m3"}, txids(c.pop(PopRequest{Queue: "src", Group: "g"})))
+}
+
+// A cycle sent again after it committed (its answer lost, or its worker's
+// lease ran out while another worker went on) carries a lease that is no
+// longer live: it is refused, so its state ops and pushes are not applied a
+// second time over newer state. Under the live lease, an ack at or below
+// the cursor stays a no-op success (spec 11 #13).
+func TestStreamCycleReplayWithAStaleLeaseAppliesNothing(t *testing.T) {
+	c := newCycleEnv(t)
+	first := StreamCycleRequest{Group: "g", ReleaseLease: true, StateOps: []StreamStateOp{upsertOp("sum", `3`)},
+		Push: []PushItem{{Queue: "sink", Payload: []byte(`3`)}},
+		Ack:  &StreamAck{TransactionID: "m3", LeaseID: c.res.LeaseID}}
+	r := c.cycle(first)
+	require.True(t, r.Success, r.Error)
+
+	r = c.cycle(first) // the same body again: its lease was released
+	assert.False(t, r.Success)
+	assert.Equal(t, "Invalid or expired lease", r.Error)
+
+	c.push("src", "p", "m4")
+	next := c.pop(PopRequest{Queue: "src", Group: "g"})
+	require.Equal(t, []string{"m4"}, txids(next))
+	r = c.cycle(StreamCycleRequest{Group: "g", ReleaseLease: false, StateOps: []StreamStateOp{upsertOp("sum", `4`)},
+		Push: []PushItem{{Queue: "sink", Payload: []byte(`4`)}},
+		Ack:  &StreamAck{TransactionID: "m4", LeaseID: next.LeaseID}})
+	require.True(t, r.Success, r.Error)
+
+	r = c.cycle(first) // while another lease is live
+	assert.False(t, r.Success)
+	assert.Equal(t, "Invalid or expired lease", r.Error)
+	assert.Equal(t, map[string]string{"sum": `4`}, stateOf(t, c.b, c.qid, c.res.PartitionID), "the newer state stays")
+	sink := c.pop(PopRequest{Queue: "sink", AutoAck: true, Batch: 10})
+	require.Len(t, sink.Messages, 2, "one push per committed cycle")
+
+	r = c.cycle(StreamCycleRequest{Group: "g", ReleaseLease: false, Ack: &StreamAck{TransactionID: "m3", LeaseID: next.LeaseID}})
+	require.True(t, r.Success, r.Error)
+	assert.Equal(t, &StreamAckResult{Success: true, Count: 1}, r.Ack, "below the cursor under the live lease: a no-op")
+	assert.Equal(t, uint64(4), c.cursorOf("g"))
+	assert.Equal(t, uint64(2), c.b.StreamStats().FailedCycles)
+}
+
+// The ack's message is looked up in the leased span first (cycleAckOffset)
+// and in the whole partition otherwise; both find the same offsets.
+func TestStreamCycleAckInsideAndOutsideTheLeasedSpan(t *testing.T) {
+	cases := []struct {
+		name    string
+		ack     string
+		lease   bool   // send the pop's leaseId
+		cursor  uint64 // the group's cursor after the cycle
+		success bool
+	}{
+		{"the span's last message", "m2", true, 2, true},
+		{"the span's first message", "m1", true, 1, true},
+		{"past the span, no leaseId: the partition's lookup", "m3", false, 3, true},
+		{"pushed after the pop", "m4", false, 4, true},
+		{"nowhere", "m9", true, 0, false},
+	}
+	for _, forget := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/pop's ids dropped=%v", tc.name, forget), func(t *testing.T) {
+				cycleAckCase(t, tc.ack, tc.lease, tc.cursor, tc.success, forget)
+			})
+		}
+	}
+}
+
+// cycleAckCase is one case of TestStreamCycleAckInsideAndOutsideTheLeasedSpan;
+// with forget, the ids the pop remembered are dropped first (as when the
+// broker's budget for them is spent), so the span is read.
+func cycleAckCase(t *testing.T, ack string, withLease bool, wantCursor uint64, wantSuccess, forget bool) {
+	e := newEnv(t)
+	e.push("src", "p", "m1", "m2", "m3")
+	q := register(t, e.b, "q", "src", "", "h", false)
+	res := e.pop(PopRequest{Queue: "src", Group: "g", Batch: 2})
+	require.Equal(t, []string{"m1", "m2"}, txids(res))
+	e.push("src", "p", "m4")
+	p := e.b.lookupPartitionByID(mustID(t, res.PartitionID))
+	if forget {
+		p.mu.Lock()
+		p.forgetClaimedLocked(&e.b.claimed, "g")
+		p.mu.Unlock()
+	}
+	a := &StreamAck{TransactionID: ack}
+	if withLease {
+		a.LeaseID = res.LeaseID
+	}
+	r, err := e.b.StreamCycle(StreamCycleRequest{QueryID: q.QueryID, PartitionID: res.PartitionID, Group: "g", ReleaseLease: true, Ack: a})
+	require.NoError(t, err)
+	assert.Equal(t, wantSuccess, r.Success, r.Error)
+	st, _ := e.b.cur.Get(cursor.Key{Partition: p.id, Group: "g"})
+	assert.Equal(t, wantCursor, st.Committed)
+	if wantSuccess {
+		assert.Zero(t, e.b.claimed.used.Load(), "the released lease's remembered ids are gone")
+	}
 }
 
 func TestStreamCycleFailedAckGoesToTheDLQ(t *testing.T) {
@@ -431,6 +552,31 @@ func TestStreamRemoval(t *testing.T) {
 	m.crash()
 	assert.Empty(t, stateOf(t, m.b, m.qid, m.pid))
 	assert.Equal(t, "h2", m.b.StreamQueries()[0].ConfigHash)
+}
+
+// A flush pass holds the registration lock shared: it writes the queries
+// file while a cycle is in flight (a cycle holds the lock shared from its
+// query lookup to its apply) instead of waiting for it, which stalled every
+// cycle queued behind the pass.
+func TestStreamFlushPassDoesNotWaitForCycles(t *testing.T) {
+	m := newMemStreams(t)
+	m.b.streams.regMu.RLock() // a cycle in flight
+	flushed := make(chan error, 1)
+	go func() { flushed <- m.b.flushPass() }()
+	select {
+	case err := <-flushed:
+		m.b.streams.regMu.RUnlock()
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		m.b.streams.regMu.RUnlock()
+		t.Fatal("the flush pass waited for the cycle in flight")
+	}
+	body, err := streams.RegistryFormat.ReadFile(m.mem, filepath.Join("/data", streams.Dir, streams.RegistryFile))
+	require.NoError(t, err)
+	r, err := streams.DecodeRegistry(body)
+	require.NoError(t, err)
+	require.Len(t, r.Queries, 1)
+	assert.Equal(t, m.qid, uuidString(r.Queries[0].ID), "the registration is in the file")
 }
 
 // Cycles on several shards at once, with flush passes truncating the log

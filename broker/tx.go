@@ -303,7 +303,7 @@ func (b *Broker) txStageAcks(t *txRun) (int, string, error) {
 func (b *Broker) txStageAck(t *txRun, k txAckKey, acks []lease.Ack) (int, string, error) {
 	ck := cursor.Key{Partition: k.p.id, Group: k.group}
 	pre, had := b.cur.Get(ck)
-	if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return t.ops[i].Ack.TransactionID }, pre.Lease); err != nil {
+	if err := b.resolveAckOffsetsLocked(k.p, k.group, acks, func(i int) string { return t.ops[i].Ack.TransactionID }, pre.Lease); err != nil {
 		return -1, "", b.storageErr(k.p, err)
 	}
 	st := pre
@@ -422,7 +422,7 @@ func (b *Broker) txAckAbort(ops []TxOp, opPart []*partition) (int, string, error
 		}
 		acks := acksBy[k]
 		st, _ := b.cur.Get(cursor.Key{Partition: k.p.id, Group: k.group})
-		if err := b.resolveOffsetsLocked(k.p, acks, func(i int) string { return ops[i].Ack.TransactionID }, st.Lease); err != nil {
+		if err := b.resolveAckOffsetsLocked(k.p, k.group, acks, func(i int) string { return ops[i].Ack.TransactionID }, st.Lease); err != nil {
 			return -1, "", b.storageErr(k.p, err)
 		}
 		out, _, abort := lease.ApplyAcks(&st, acks, k.p.q.options().RetryLimit, now, true)

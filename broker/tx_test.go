@@ -193,6 +193,8 @@ func TestTransactionRedoRecordRoundTrip(t *testing.T) {
 	got, err = decodeRedoRecord(b)
 	require.NoError(t, err)
 	assert.Equal(t, rec, got)
+	assert.LessOrEqual(t, len(b), rec.encodedSizeBound())
+	assert.Equal(t, 1.0, testing.AllocsPerRun(10, func() { rec.encode() }), "encode sizes its buffer once")
 }
 
 func FuzzDecodeRedoRecord(f *testing.F) {
@@ -206,7 +208,9 @@ func FuzzDecodeRedoRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, err = decodeRedoRecord(r.encode())
+		enc := r.encode()
+		require.LessOrEqual(t, len(enc), r.encodedSizeBound())
+		_, err = decodeRedoRecord(enc)
 		require.NoError(t, err)
 	})
 }

@@ -114,15 +114,3 @@ func FuzzDecodeTransaction(f *testing.F) {
 		}
 	})
 }
-
-// FuzzScanPushMatchesGoccy: on every body scanPush accepts, decodePush answers exactly what
-// the goccy decoder answers (the items, byte for byte, or the same 400 message), so the fast
-// path changes no answer (issue 14).
-func FuzzScanPushMatchesGoccy(f *testing.F) {
-	for _, s := range scanPushSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		requireScanMatchesGoccy(t, body)
-	})
-}

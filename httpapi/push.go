@@ -149,34 +149,8 @@ func checkPayload(payload []byte, where string, i int) string {
 }
 
 // decodePush parses and validates a push body (spec 1.1, 1.2). msg is the 400 message, "" when
-// valid; a valid body may hold zero items. The usual body takes scanPush's fast path
-// (push_scan.go); any other is decoded by goccy, with the same checks either way.
+// valid; a valid body may hold zero items.
 func decodePush(body []byte) ([]broker.PushItem, string) {
-	if items, ok := scanPush(body); ok {
-		return checkScannedPush(items, body)
-	}
-	return decodePushGoccy(body)
-}
-
-// checkScannedPush runs toPushItems' checks, in its order, on items scanPush read.
-func checkScannedPush(items []broker.PushItem, body []byte) ([]broker.PushItem, string) {
-	for i := range items {
-		it := &items[i]
-		if m := checkPushItem(&it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
-			return nil, m
-		}
-		if m := checkPayload(it.Payload, "items", i); m != "" {
-			return nil, m
-		}
-	}
-	if m := checkItemsNotReplaced(items, body); m != "" {
-		return nil, m
-	}
-	return items, ""
-}
-
-// decodePushGoccy is decodePush for the bodies scanPush leaves: every shape and error.
-func decodePushGoccy(body []byte) ([]broker.PushItem, string) {
 	var req pushBody
 	if err := json.UnmarshalOf(body, &req); err != nil {
 		return nil, decodeError(err, pushTypeMessage)

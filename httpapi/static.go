@@ -8,7 +8,8 @@ import (
 // Config.Static nil leaves `/` a 404.
 type Static interface {
 	// Claims reports whether a request no API route matched is the dashboard's (spec 8.10: a GET
-	// of anything but /api*, /health* and /metrics*); method and rawPath are as received.
+	// of anything but /api*, /health*, /metrics* and /streams/v1*); method and rawPath are as
+	// received.
 	Claims(method, rawPath []byte) bool
 	// Serve answers a claimed request.
 	Serve(ctx *fasthttp.RequestCtx)

@@ -39,10 +39,12 @@ type streamCycleBody struct {
 }
 
 // streamOpJSON is one state op. Value is the raw JSON text, copied by the decoder (the broker
-// keeps it); nil when the op has no value (the Go runtime omits it on delete).
+// keeps it); nil when the op has no value (the Go runtime omits it on delete). Key is a pointer
+// so that an op without one (absent or null) is told from the key "": both runtimes always send
+// it, and an op without a key would otherwise write or delete the row "".
 type streamOpJSON struct {
 	Type  string          `json:"type"`
-	Key   string          `json:"key"`
+	Key   *string         `json:"key"`
 	Value json.RawMessage `json:"value"`
 }
 
@@ -74,6 +76,9 @@ const (
 // streamTypeMessage maps the path of a mistyped field to its 400 message. goccy names the
 // field by its JSON path ("state_ops.3.key", "ack.count", "push_items.0.queue").
 func streamTypeMessage(field string) string {
+	if field == "push_items" { // /push's "items array is required" would name the wrong field
+		return "push_items must be an array"
+	}
 	if strings.HasPrefix(field, "push_items") {
 		return itemsTypeMessage(field, "push_items")
 	}
@@ -175,9 +180,15 @@ func decodeStreamCycle(body []byte) (broker.StreamCycleRequest, string) {
 	req.StateOps = make([]broker.StreamStateOp, len(in.StateOps))
 	for i := range in.StateOps {
 		op := &in.StateOps[i]
-		if m := checkStreamString("state key", op.Key, body); m != "" {
+		if op.Key == nil {
+			return broker.StreamCycleRequest{}, "state_ops[" + strconv.Itoa(i) + "].key is required"
+		}
+		if m := checkStreamString("state key", *op.Key, body); m != "" {
 			return broker.StreamCycleRequest{}, m
 		}
+		// op.Value is already a copy (json.RawMessage's UnmarshalJSON copies what it is given, and
+		// goccy hands it the body's bytes without copying them first): the one copy of a state
+		// value, which the broker's store keeps as it is (broker.StreamStateOp.Value).
 		v := []byte(op.Value)
 		if op.Type == "upsert" && v == nil {
 			v = []byte("{}")
@@ -190,7 +201,7 @@ func decodeStreamCycle(body []byte) (broker.StreamCycleRequest, string) {
 		if !utf8.Valid(v) {
 			return broker.StreamCycleRequest{}, "state_ops[" + strconv.Itoa(i) + "].value is not valid UTF-8"
 		}
-		req.StateOps[i] = broker.StreamStateOp{Type: op.Type, Key: op.Key, Value: v}
+		req.StateOps[i] = broker.StreamStateOp{Type: op.Type, Key: *op.Key, Value: v}
 	}
 	items, msg := toPushItems(in.PushItems, "push_items")
 	if msg == "" {

@@ -38,6 +38,7 @@ func FuzzDecodeStreamCycle(f *testing.F) {
 		`{"query_id":"Q","partition_id":"P","consumer_group":"g","state_ops":[{"type":"upsert","key":"k","value":{"a":1}},{"type":"delete","key":"d"}],"push_items":[{"queue":"s","payload":{"x":1},"transactionId":"t"}],"ack":{"transactionId":"t","leaseId":"L","status":"completed","count":2},"release_lease":false}`,
 		`{"query_id":"Q","partition_id":"P","state_ops":null,"push_items":null,"ack":null}`,
 		`{"query_id":"Q","partition_id":"P","state_ops":[1]}`, `{"query_id":"Q"}`, `{"ack":{}}`, `{`, `[]`,
+		`{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":null},{"type":"delete"}],"push_items":{}}`,
 		"{\"query_id\":\"Q\",\"partition_id\":\"P\",\"state_ops\":[{\"type\":\"upsert\",\"key\":\"k\",\"value\":\"\xff\"}]}",
 	} {
 		f.Add([]byte(s))

@@ -106,6 +106,7 @@ func TestStreamCycleWire(t *testing.T) {
 		{"a state op is an object", `{"query_id":"Q","partition_id":"P","state_ops":[1]}`, "each state op must be an object"},
 		{"a key is a string", `{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":5}]}`, "state_ops[].key must be a string"},
 		{"a push item obeys spec 1.2", `{"query_id":"Q","partition_id":"P","push_items":[{"queue":"a/b","payload":1}]}`, "Queue name must not contain '/'"},
+		{"push_items must be an array", `{"query_id":"Q","partition_id":"P","push_items":{"queue":"s"}}`, "push_items must be an array"},
 		{"a push item's queue is a string", `{"query_id":"Q","partition_id":"P","push_items":[{"queue":1}]}`, "Queue must be a string"},
 		{"ack is an object", `{"query_id":"Q","partition_id":"P","ack":"t"}`, "ack must be an object or null"},
 		{"ack.count is an integer", `{"query_id":"Q","partition_id":"P","ack":{"transactionId":"t","count":"2"}}`, "ack.count must be an integer"},
@@ -114,6 +115,8 @@ func TestStreamCycleWire(t *testing.T) {
 		{"the group obeys spec 0.4", `{"query_id":"Q","partition_id":"P","consumer_group":".."}`, "Consumer group name must not be '.' or '..'"},
 		{"a value is UTF-8", "{\"query_id\":\"Q\",\"partition_id\":\"P\",\"state_ops\":[{\"type\":\"upsert\",\"key\":\"k\",\"value\":\"\xff\"}]}", "state_ops[0].value is not valid UTF-8"},
 		{"a key is not replaced", "{\"query_id\":\"Q\",\"partition_id\":\"P\",\"state_ops\":[{\"type\":\"upsert\",\"key\":\"k\xff\"}]}", "state key must be valid UTF-8"},
+		{"a state op has a key", `{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":"k"},{"type":"delete"}]}`, "state_ops[1].key is required"},
+		{"a null key is no key", `{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":null,"value":1}]}`, "state_ops[0].key is required"},
 	} {
 		r := ts.do("POST", "/streams/v1/cycle", c.body)
 		requireJSON(t, r, 400, `{"success":false,"error":`+string(appendString(nil, c.msg))+`}`)
@@ -121,6 +124,17 @@ func TestStreamCycleWire(t *testing.T) {
 	require.Len(t, fake.callList(), n, "a 400 never reaches the broker")
 	r = ts.do("POST", "/streams/v1/cycle", "")
 	requireJSON(t, r, 400, `{"error":"Empty request body"}`)
+}
+
+// An op without a key is a 400 (above), but the key "" is a key like any other: Queen's state
+// table takes it, and the runtimes could build it from an empty field.
+func TestStreamCycleEmptyKeyIsAKey(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/streams/v1/cycle", `{"query_id":"Q","partition_id":"P","state_ops":[{"type":"upsert","key":"","value":1},{"type":"delete","key":""}]}`)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, []broker.StreamStateOp{{Type: "upsert", Key: "", Value: []byte(`1`)}, {Type: "delete", Key: ""}},
+		fake.streams.cycleReq.StateOps)
 }
 
 func TestStreamStateWire(t *testing.T) {
@@ -217,4 +231,21 @@ func TestStreamQueriesAndMetrics(t *testing.T) {
 	} {
 		require.Contains(t, text, line+"\n")
 	}
+}
+
+// The broker's store keeps a cycle's state values without copying them
+// (broker.StreamStateOp.Value), so the decoder's must be its own: a request
+// buffer reused for the next request must not change a stored value.
+func TestStreamCycleDecodedValuesDoNotAliasTheBody(t *testing.T) {
+	body := []byte(`{"query_id":"q","partition_id":"p","state_ops":[{"type":"upsert","key":"a","value":{"n":1}},` +
+		`{"type":"upsert","key":"b","value":"text"},{"type":"upsert","key":"c"}]}`)
+	req, msg := decodeStreamCycle(body)
+	require.Empty(t, msg)
+	for i := range body {
+		body[i] = 'x'
+	}
+	require.Len(t, req.StateOps, 3)
+	require.Equal(t, `{"n":1}`, string(req.StateOps[0].Value))
+	require.Equal(t, `"text"`, string(req.StateOps[1].Value))
+	require.Equal(t, `{}`, string(req.StateOps[2].Value))
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/vfs"
 )
 
 // Sealed dedup runs (issue 14: dedup memory that does not grow with stored
@@ -137,22 +138,9 @@ func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, er
 // it; the load checks every byte) and returns its in-memory part.
 func (l *Log) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
 	b := index.EncodeRun(first, last, entries)
-	name := runName(first, last)
-	tmp := join(l.dir, name+".tmp")
-	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	_, err = f.WriteAt(b, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = l.fs.Rename(tmp, join(l.dir, name))
-	}
-	if err != nil {
-		_ = l.fs.Remove(tmp)
-		return nil, fmt.Errorf("%s: %w", name, err)
+	// Unsynced (noSync): a run is a cache the load verifies whole.
+	if err := vfs.WriteFileAtomic(l.fs, join(l.dir, runName(first, last)), b, true); err != nil {
+		return nil, err
 	}
 	hdr, _ := index.ParseRunHeader(b)
 	return newDedupRun(hdr, entries), nil

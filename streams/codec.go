@@ -61,6 +61,15 @@ func AppendChange(b []byte, c *Change) []byte {
 	return b
 }
 
+// ChangeSizeBound is at least the bytes AppendChange appends for c.
+func ChangeSizeBound(c *Change) int {
+	n := 32 + binary.MaxVarintLen64
+	for i := range c.Ops {
+		n += 1 + len(c.Ops[i].Key) + len(c.Ops[i].Value) + 3*binary.MaxVarintLen64
+	}
+	return n
+}
+
 // ReadChange decodes one Change from d (values are copied). It never panics;
 // a failure sticks in d.Err.
 func ReadChange(d *record.Fields) Change {

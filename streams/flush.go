@@ -1,7 +1,10 @@
 package streams
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 )
@@ -25,10 +28,10 @@ func (s *Store) WriteRegistry(f *Files, covers uint64) error {
 	}
 	s.regDirty = false
 	s.mu.Unlock()
-	slices.SortFunc(r.Queries, func(a, b Query) int { return compareID(a.ID, b.ID) })
+	slices.SortFunc(r.Queries, func(a, b Query) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := f.FS.MkdirAll(f.Root)
+	err := f.makeRootLocked()
 	if err == nil {
 		err = RegistryFormat.WriteFile(f.FS, filepath.Join(f.Root, RegistryFile), EncodeRegistry(r), f.NoSync)
 	}
@@ -41,70 +44,28 @@ func (s *Store) WriteRegistry(f *Files, covers uint64) error {
 	return nil
 }
 
-func compareID(a, b [16]byte) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
+// makeRootLocked makes Root when it is missing and syncs it into its parent
+// (the data directory): the files under it are the only copy of what the
+// commit log was truncated behind, so the directory itself must survive a
+// power loss. The caller holds f.mu.
+func (f *Files) makeRootLocked() error {
+	err := f.FS.Mkdir(f.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = f.FS.MkdirAll(f.Root)
 	}
-	return 0
-}
-
-// WriteSnapshots writes the snapshot of every dirty shard, atomically, so
-// that disk holds each shard's live rows once whatever the number of updates.
-// A shard changed while its file was written stays dirty from the first LSN
-// after the one written.
-//
-// Durability: as WriteRegistry; a new query directory is synced into its
-// parent before its first file.
-func (s *Store) WriteSnapshots(f *Files) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var errs []error
-	for _, k := range s.dirtyKeys() {
-		sn, ok := s.snapshot(k)
-		if !ok {
-			continue // dropped since
-		}
-		if err := f.writeSnapshot(k, &sn); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s.mu.Lock()
-		if sh := s.shards[k]; sh != nil {
-			if sh.lsn == sn.LSN {
-				sh.dirtyFrom = 0
-			} else {
-				sh.dirtyFrom = sn.LSN + 1
-			}
-		}
-		s.mu.Unlock()
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return err
+	case f.NoSync:
+		return nil
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("streams: snapshots: %w (and %d more)", errs[0], len(errs)-1)
+	if err := f.FS.SyncDir(filepath.Dir(f.Root)); err != nil {
+		_ = f.FS.Remove(f.Root) // empty: the next write makes and syncs it again
+		return err
 	}
 	return nil
-}
-
-func (f *Files) writeSnapshot(k ShardKey, sn *Snapshot) error {
-	path := f.ShardPath(k)
-	dir := filepath.Dir(path)
-	if ok, _ := existsDir(f, dir); !ok {
-		if err := f.FS.MkdirAll(dir); err != nil {
-			return err
-		}
-		if !f.NoSync {
-			if err := f.FS.SyncDir(f.Root); err != nil {
-				return err
-			}
-		}
-	}
-	return SnapshotFormat.WriteFile(f.FS, path, EncodeSnapshot(sn), f.NoSync)
-}
-
-func existsDir(f *Files, dir string) (bool, error) {
-	_, err := f.FS.List(dir)
-	return err == nil, err
 }
 
 func (s *Store) dirtyKeys() []ShardKey {
@@ -119,27 +80,22 @@ func (s *Store) dirtyKeys() []ShardKey {
 	return ks
 }
 
-// snapshot copies shard k's rows, sorted by key.
+// snapshot copies shard k's rows, sorted by key. Only the copy holds the
+// store's lock; the sort (tens of ms for 100,000 keys) runs after it, so a
+// large shard's snapshot does not hold up every cycle's apply.
 func (s *Store) snapshot(k ShardKey) (Snapshot, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	sh := s.shards[k]
 	if sh == nil {
+		s.mu.Unlock()
 		return Snapshot{}, false
 	}
 	sn := Snapshot{Query: k.Query, Partition: k.Partition, LSN: sh.lsn, Cycles: sh.cycles, Rows: make([]KeyRow, 0, len(sh.rows))}
 	for key, r := range sh.rows {
 		sn.Rows = append(sn.Rows, KeyRow{Key: key, Row: r})
 	}
-	slices.SortFunc(sn.Rows, func(a, b KeyRow) int {
-		switch {
-		case a.Key < b.Key:
-			return -1
-		case a.Key > b.Key:
-			return 1
-		}
-		return 0
-	})
+	s.mu.Unlock()
+	sortRows(sn.Rows)
 	return sn, true
 }
 

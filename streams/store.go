@@ -1,7 +1,7 @@
 package streams
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -96,32 +96,45 @@ func (s *Store) ApplyQuery(lsn uint64, q Query, reset bool) []ShardKey {
 	return dropped
 }
 
-// LiveKeysAfter is the number of live keys the shard of c would hold after
-// c, to check a limit before c is committed.
-func (s *Store) LiveKeysAfter(c *Change) int {
+// SizeAfter is the number of live keys, and their bytes (keys and values),
+// the shard of c would hold after c, to check the limits before c is
+// committed.
+func (s *Store) SizeAfter(c *Change) (keys int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rows map[string]Row
 	if sh := s.shards[ShardKey{c.Query, c.Partition}]; sh != nil {
-		rows = sh.rows
+		rows, bytes = sh.rows, sh.bytes
 	}
-	n := len(rows)
-	seen := make(map[string]bool, len(c.Ops))
+	keys = len(rows)
+	// now holds, for each key c touched, its value's length after the ops so
+	// far (-1: absent).
+	now := make(map[string]int, len(c.Ops))
 	for _, op := range c.Ops {
-		_, had := rows[op.Key]
-		if prev, ok := seen[op.Key]; ok {
-			had = prev
+		before, seen := now[op.Key]
+		if !seen {
+			before = -1
+			if r, ok := rows[op.Key]; ok {
+				before = len(r.Value)
+			}
 		}
-		live := op.Kind == OpUpsert
+		after := -1
+		if op.Kind == OpUpsert {
+			after = len(op.Value)
+		}
 		switch {
-		case live && !had:
-			n++
-		case !live && had:
-			n--
+		case before < 0 && after >= 0:
+			keys++
+			bytes += int64(len(op.Key) + after)
+		case before >= 0 && after < 0:
+			keys--
+			bytes -= int64(len(op.Key) + before)
+		case before >= 0:
+			bytes += int64(after - before)
 		}
-		seen[op.Key] = live
+		now[op.Key] = after
 	}
-	return n
+	return keys, bytes
 }
 
 // ApplyChange applies c, committed at lsn, and counts one cycle. It is
@@ -170,8 +183,26 @@ type Filter struct {
 }
 
 // Rows returns the rows of shard k that f selects, sorted by key. Values
-// alias the store's (they are never modified in place).
+// alias the store's (they are never modified in place), so only the key
+// filters run under the store's lock: Match (a JSON decode per row) and the
+// sort run after it, and a large shard's read does not hold up every cycle.
 func (s *Store) Rows(k ShardKey, f Filter) []KeyRow {
+	out := s.rowsByKey(k, f)
+	if f.Match != nil {
+		kept := out[:0]
+		for _, r := range out {
+			if f.Match(r.Value) {
+				kept = append(kept, r)
+			}
+		}
+		out = kept
+	}
+	sortRows(out)
+	return out
+}
+
+// rowsByKey is Rows without Match and the order, under the lock.
+func (s *Store) rowsByKey(k ShardKey, f Filter) []KeyRow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh := s.shards[k]
@@ -179,26 +210,27 @@ func (s *Store) Rows(k ShardKey, f Filter) []KeyRow {
 		return nil
 	}
 	var out []KeyRow
-	keep := func(key string, r Row) {
-		if strings.HasPrefix(key, f.KeyPrefix) && (f.Match == nil || f.Match(r.Value)) {
-			out = append(out, KeyRow{Key: key, Row: r})
-		}
-	}
 	if len(f.Keys) > 0 {
 		seen := make(map[string]bool, len(f.Keys))
 		for _, key := range f.Keys {
-			if r, ok := sh.rows[key]; ok && !seen[key] {
+			if r, ok := sh.rows[key]; ok && !seen[key] && strings.HasPrefix(key, f.KeyPrefix) {
 				seen[key] = true
-				keep(key, r)
+				out = append(out, KeyRow{Key: key, Row: r})
 			}
 		}
-	} else {
-		for key, r := range sh.rows {
-			keep(key, r)
+		return out
+	}
+	for key, r := range sh.rows {
+		if strings.HasPrefix(key, f.KeyPrefix) {
+			out = append(out, KeyRow{Key: key, Row: r})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// sortRows sorts rows by key.
+func sortRows(rows []KeyRow) {
+	slices.SortFunc(rows, func(a, b KeyRow) int { return strings.Compare(a.Key, b.Key) })
 }
 
 // DropPartitions drops the shards of the partitions ids names (their queue

@@ -77,11 +77,17 @@ func TestResetDropsOlderShards(t *testing.T) {
 	assert.Equal(t, uint64(3), got.ResetLSN)
 }
 
-func TestLiveKeysAfter(t *testing.T) {
+func TestSizeAfter(t *testing.T) {
 	s := newStoreWith(t)
 	s.ApplyChange(2, &Change{Query: qA, Partition: p1, Ops: []Op{upsert("a", `1`, 1), upsert("b", `1`, 1)}})
-	c := Change{Query: qA, Partition: p1, Ops: []Op{{Kind: OpDelete, Key: "a"}, upsert("c", `1`, 1), upsert("c", `2`, 1), {Kind: OpDelete, Key: "zz"}}}
-	assert.Equal(t, 2, s.LiveKeysAfter(&c))
+	c := Change{Query: qA, Partition: p1, Ops: []Op{{Kind: OpDelete, Key: "a"}, upsert("c", `1`, 1), upsert("c", `222`, 1), {Kind: OpDelete, Key: "zz"}, upsert("b", `12345`, 1)}}
+	keys, bytes := s.SizeAfter(&c)
+	assert.Equal(t, 2, keys, "b and c")
+	assert.Equal(t, int64(len("b12345")+len("c222")), bytes)
+	empty := Change{Query: qA, Partition: p2, Ops: []Op{upsert("x", `{}`, 1), {Kind: OpDelete, Key: "x"}}}
+	keys, bytes = s.SizeAfter(&empty)
+	assert.Equal(t, 0, keys)
+	assert.Zero(t, bytes)
 }
 
 // Files: snapshots and the registry round-trip through a Mem twin; an
@@ -208,4 +214,25 @@ func FuzzReadChange(f *testing.F) {
 			t.Fatalf("a decoded change does not round-trip")
 		}
 	})
+}
+
+// Match (a JSON decode per row in the HTTP layer's ripe filter) runs after
+// the store's lock is released: a read of a large shard must not hold up
+// every cycle's apply.
+func TestRowsMatchRunsOutsideTheStoreLock(t *testing.T) {
+	s := newStoreWith(t)
+	s.ApplyChange(5, &Change{Query: qA, Partition: p1, Ops: []Op{upsert("b", `2`, 1), upsert("a", `1`, 1), upsert("c", `3`, 1)}})
+	var locked []bool
+	rows := s.Rows(ShardKey{qA, p1}, Filter{Match: func(v []byte) bool {
+		free := s.mu.TryLock()
+		if free {
+			s.mu.Unlock()
+		}
+		locked = append(locked, !free)
+		return string(v) != `2`
+	}})
+	assert.Equal(t, []bool{false, false, false}, locked)
+	require.Len(t, rows, 2)
+	assert.Equal(t, "a", rows[0].Key)
+	assert.Equal(t, "c", rows[1].Key)
 }

@@ -5,8 +5,8 @@
 //
 // It owns which GET paths are the dashboard's (spec 8.10): `/` and `/index.html` are the page,
 // `/assets/*` are files (404 when missing), and any other GET path is a file of the tree when one
-// exists and otherwise the page (the single-page fallback), except `/api*`, `/health*` and
-// `/metrics*`, which are never claimed so that the API's 404 stays a 404. It also owns keeping a
+// exists and otherwise the page (the single-page fallback), except `/api*`, `/health*`,
+// `/metrics*` and `/streams/v1*`, which are never claimed so that the API's 404 stays a 404. It also owns keeping a
 // request inside the tree: every path segment is percent-decoded on its own, and a segment that
 // decodes to "..", ".", or holds a '/', '\' or NUL is refused, so neither `..` nor an encoded
 // slash can climb out; a directory is opened through os.Root, which also refuses a symbolic link

@@ -7,10 +7,12 @@ import (
 )
 
 // claimed reports whether a GET of rawPath is the dashboard's rather than the API's (spec
-// 8.10): everything except /api*, /health* and /metrics*. Matching by prefix without a slash
-// keeps /healthz and /metrics-foo away from the page too, as Queen's fallback does.
+// 8.10): everything except /api*, /health* and /metrics*, and /streams/v1*, the streams routes
+// (spec 10), whose GET must be the API's 404 too, not the page with 200. Matching by prefix
+// without a slash keeps /healthz and /metrics-foo away from the page too, as Queen's fallback
+// does; a dashboard's own /streams page is still claimed.
 func claimed(rawPath string) bool {
-	for _, p := range []string{"/api", "/health", "/metrics"} {
+	for _, p := range []string{"/api", "/health", "/metrics", "/streams/v1"} {
 		if strings.HasPrefix(rawPath, p) {
 			return false
 		}

@@ -107,8 +107,8 @@ func (s *Site) Close() error {
 }
 
 // Claims reports whether the request (method, raw path) is the dashboard's: a GET or HEAD of any
-// path but /api*, /health* and /metrics* (spec 8.10). httpapi asks only for requests no API route
-// matched.
+// path but /api*, /health*, /metrics* (spec 8.10) and /streams/v1*. httpapi asks only for
+// requests no API route matched.
 func (s *Site) Claims(method, rawPath []byte) bool {
 	m := string(method)
 	return (m == fasthttp.MethodGet || m == fasthttp.MethodHead) && claimed(string(rawPath))

@@ -47,7 +47,7 @@ func userDir(t *testing.T) string {
 }
 
 // spec 8.10: GET /, /assets/* and a GET single-page fallback serve the dashboard build; the
-// fallback must not swallow /api/*, /health* or /metrics*.
+// fallback must not swallow /api/*, /health*, /metrics* or /streams/v1/*.
 func TestUserDirFollowsTheSPARules(t *testing.T) {
 	s, err := Dir(userDir(t))
 	require.NoError(t, err)
@@ -71,6 +71,8 @@ func TestUserDirFollowsTheSPARules(t *testing.T) {
 		{"/api itself", "GET", "/api", 0, ""},
 		{"/health*", "GET", "/healthz", 0, ""},
 		{"/metrics*", "GET", "/metrics/other", 0, ""},
+		{"a streams route's GET keeps its 404", "GET", "/streams/v1/cycle", 0, ""},
+		{"a dashboard's own /streams page is the page", "GET", "/streams", 200, "<html>INDEX</html>"},
 		{"dot-dot", "GET", "/../secret.txt", 404, `{"error":"Not Found"}`},
 		{"dot-dot inside assets", "GET", "/assets/../../secret.txt", 404, `{"error":"Not Found"}`},
 		{"encoded dot-dot", "GET", "/assets/%2e%2e/%2E%2E/secret.txt", 404, `{"error":"Not Found"}`},

@@ -110,18 +110,7 @@ func Exists(fsys FS, name string) (bool, error) {
 // Errors: any error of the steps, wrapped with the path; the temporary file
 // is removed on failure.
 func WriteFileAtomic(fsys FS, name string, data []byte, noSync bool) error {
-	tmp := name + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	_, err = f.Write(data)
-	if err == nil && !noSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := WriteTemp(fsys, name, data, noSync)
 	if err == nil {
 		err = fsys.Rename(tmp, name)
 	}
@@ -133,6 +122,29 @@ func WriteFileAtomic(fsys FS, name string, data []byte, noSync bool) error {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
+}
+
+// WriteTemp is WriteFileAtomic's first half, for callers that rename many
+// files after one directory sync: data goes to name+".tmp" (returned),
+// fsynced unless noSync. On error the temporary file is removed.
+func WriteTemp(fsys FS, name string, data []byte, noSync bool) (string, error) {
+	tmp := name + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return tmp, fmt.Errorf("write %s: %w", name, err)
+	}
+	_, err = f.Write(data)
+	if err == nil && !noSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = fsys.Remove(tmp)
+		return tmp, fmt.Errorf("write %s: %w", name, err)
+	}
+	return tmp, nil
 }
 
 // ReadAll reads f from byte 0 to its current size.
