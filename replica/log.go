@@ -94,6 +94,13 @@ type Log struct {
 	mu     sync.Mutex
 	next   uint64 // the next LSN to assign; 0 = not ready to append (not the leader, or catching up)
 	closed bool
+	// ready mirrors next != 0 for Leading, which every HTTP request of a
+	// replicated node asks (httpapi's forwarding) and must not queue
+	// behind Append's mutex.
+	ready atomic.Bool
+
+	// addrs is every node's announced HTTP address (announce.go).
+	addrs httpAddrs
 
 	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
@@ -211,7 +218,7 @@ func (l *Log) watchLeadership() {
 	for isLeader := range l.notify {
 		if !isLeader {
 			l.mu.Lock()
-			l.next = 0
+			l.setNextLocked(0)
 			l.since.Store(0)
 			l.mu.Unlock()
 			continue
@@ -223,13 +230,33 @@ func (l *Log) watchLeadership() {
 			continue // lost it again (or shut down): a later notification says so
 		}
 		l.mu.Lock()
-		if l.r.State() == raft.Leader && !l.closed {
-			l.next = l.applied.Load() + 1
+		ready := l.r.State() == raft.Leader && !l.closed
+		if ready {
+			l.setNextLocked(l.applied.Load() + 1)
 			l.since.Store(elected)
 			l.leaders.Add(1)
 		}
 		l.mu.Unlock()
+		if ready && l.cfg.HTTPAddr != "" {
+			l.announce()
+		}
 	}
+}
+
+// announce proposes this node's HTTP address, so every node can forward to
+// it. Not waited for: a leader that loses its term before the entry commits
+// leaves the announcing to the next one, and a node that learns of this
+// leader before the entry reaches it answers 503 meanwhile (forwarding has
+// nowhere to go).
+func (l *Log) announce() {
+	l.r.Apply(encodeAnnounce(announcement{node: l.cfg.NodeID, httpAddr: l.cfg.HTTPAddr}), 0)
+}
+
+// setNextLocked sets the next LSN to assign (0: appends refused) and its
+// lock-free mirror. l.mu held.
+func (l *Log) setNextLocked(next uint64) {
+	l.next = next
+	l.ready.Store(next != 0)
 }
 
 // Append proposes one entry and returns its LSN and a wait that returns nil
@@ -252,7 +279,7 @@ func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
 	}
 	lsn := l.next
 	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
-	l.next++
+	l.setNextLocked(lsn + 1)
 	wait := func() error {
 		if err := f.Error(); err != nil {
 			return &CommitError{LSN: lsn, Err: err}
@@ -321,7 +348,8 @@ func (l *Log) Close() error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.closed, l.next = true, 0
+	l.closed = true
+	l.setNextLocked(0)
 	l.since.Store(0)
 	l.mu.Unlock()
 	var errs []error
@@ -353,12 +381,27 @@ func (l *Log) Leader() (id, addr string) {
 	return string(i), string(a)
 }
 
-// Leading reports whether this node appends: the leader, caught up.
-func (l *Log) Leading() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next != 0
+// Leading reports whether this node appends: the leader, caught up. It
+// takes no lock (Append may hold one for a while under load): an answer is
+// stale as soon as it is given either way.
+func (l *Log) Leading() bool { return l.ready.Load() }
+
+// LeaderHTTP is the current leader's node id and the HTTP address it
+// announced (announce.go); addr is "" while no leader is known or the known
+// one's announcement has not reached this node.
+func (l *Log) LeaderHTTP() (id, addr string) {
+	if l.r == nil {
+		return "", ""
+	}
+	_, i := l.r.LeaderWithID()
+	if i == "" {
+		return "", ""
+	}
+	return string(i), l.addrs.get(string(i))
 }
+
+// NodeID is this node's --node-id.
+func (l *Log) NodeID() string { return l.cfg.NodeID }
 
 // Snapshot takes a raft snapshot now (the broker's flush pass, then the
 // marker) and lets raft compact its log behind it, keeping TrailingLogs.

@@ -55,7 +55,7 @@ func startNodes(t *testing.T, n int) []*testNode {
 	}
 	nodes := make([]*testNode, n)
 	for i, p := range peers {
-		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, Dir: t.TempDir(), Cluster: peers,
+		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, HTTPAddr: httpAddrOf(p.ID), Dir: t.TempDir(), Cluster: peers,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
 		require.NoError(t, err)
@@ -65,6 +65,9 @@ func startNodes(t *testing.T, n int) []*testNode {
 	}
 	return nodes
 }
+
+// httpAddrOf is the HTTP address node id announces in these tests.
+func httpAddrOf(id string) string { return id + ".test:6632" }
 
 func leaderOf(t *testing.T, nodes []*testNode, except *testNode) *testNode {
 	t.Helper()
@@ -115,10 +118,34 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 		require.Equal(t, "follower", n.log.Role())
 	}
 
+	requireLeaderHTTP(t, nodes, leader)
+
 	require.NoError(t, leader.log.Close())
 	next := leaderOf(t, nodes, leader)
 	lsn, wait, err := next.log.Append(9, []byte("after"))
 	require.NoError(t, err)
-	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
+	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders (an announcement takes no LSN)")
 	require.NoError(t, wait())
+	var live []*testNode
+	for _, n := range nodes {
+		if n != leader {
+			live = append(live, n)
+		}
+	}
+	requireLeaderHTTP(t, live, next)
+}
+
+// requireLeaderHTTP waits until every node names leader and the HTTP address
+// it announced (forwarding's target), and that no node took the
+// announcement for an entry (it would have stopped following).
+func requireLeaderHTTP(t *testing.T, nodes []*testNode, leader *testNode) {
+	t.Helper()
+	want := leader.log.NodeID()
+	for _, n := range nodes {
+		require.Eventually(t, func() bool {
+			id, addr := n.log.LeaderHTTP()
+			return id == want && addr == httpAddrOf(want)
+		}, 5*time.Second, 5*time.Millisecond, "%s learns the HTTP address of %s", n.log.NodeID(), want)
+		require.NoError(t, n.log.Err(), "an announcement is not an entry")
+	}
 }
