@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
@@ -122,5 +123,49 @@ func TestAdvertisedHTTPAddr(t *testing.T) {
 	for _, bad := range [][2]string{{"6632", "h:1"}, {"127.0.0.1:0", "h:1"}, {":6632", "h"}} {
 		_, err := AdvertisedHTTPAddr(bad[0], bad[1])
 		require.Error(t, err, "%v", bad)
+	}
+}
+
+// httpAddrOf is the HTTP address node id announces in these tests.
+func httpAddrOf(id string) string { return id + ".test:6632" }
+
+// Every node learns the HTTP address of each new leader (forwarding's
+// target); the announcement takes no LSN and no node takes it for an entry.
+func TestEveryNodeLearnsTheLeadersHTTPAddress(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	requireLeaderHTTP(t, nodes, leader)
+	lsn, wait, err := leader.log.Append(1, []byte("x"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), lsn, "the announcement took no LSN")
+	require.NoError(t, wait())
+
+	require.NoError(t, leader.log.Close())
+	next := leaderOf(t, nodes, leader)
+	var live []*testNode
+	for _, n := range nodes {
+		if n != leader {
+			live = append(live, n)
+		}
+	}
+	requireLeaderHTTP(t, live, next)
+	lsn, wait, err = next.log.Append(1, []byte("y"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), lsn)
+	require.NoError(t, wait())
+}
+
+// requireLeaderHTTP waits until every node names leader and the HTTP address
+// it announced, and checks that none took the announcement for an entry (it
+// would have stopped following).
+func requireLeaderHTTP(t *testing.T, nodes []*testNode, leader *testNode) {
+	t.Helper()
+	want := leader.log.NodeID()
+	for _, n := range nodes {
+		require.Eventually(t, func() bool {
+			id, addr := n.log.LeaderHTTP()
+			return id == want && addr == httpAddrOf(want)
+		}, 5*time.Second, 5*time.Millisecond, "%s learns the HTTP address of %s", n.log.NodeID(), want)
+		require.NoError(t, n.log.Err())
 	}
 }

@@ -96,7 +96,8 @@ type Log struct {
 	closed bool
 	// ready mirrors next != 0 for Leading, which every HTTP request of a
 	// replicated node asks (httpapi's forwarding) and must not queue
-	// behind Append's mutex.
+	// behind Append's mutex. Set under mu wherever next goes to or from 0
+	// (Append's increments keep it non-zero).
 	ready atomic.Bool
 
 	// addrs is every node's announced HTTP address (announce.go).
@@ -218,8 +219,9 @@ func (l *Log) watchLeadership() {
 	for isLeader := range l.notify {
 		if !isLeader {
 			l.mu.Lock()
-			l.setNextLocked(0)
+			l.next = 0
 			l.since.Store(0)
+			l.ready.Store(false)
 			l.mu.Unlock()
 			continue
 		}
@@ -230,14 +232,15 @@ func (l *Log) watchLeadership() {
 			continue // lost it again (or shut down): a later notification says so
 		}
 		l.mu.Lock()
-		ready := l.r.State() == raft.Leader && !l.closed
-		if ready {
-			l.setNextLocked(l.applied.Load() + 1)
+		if l.r.State() == raft.Leader && !l.closed {
+			l.next = l.applied.Load() + 1
 			l.since.Store(elected)
 			l.leaders.Add(1)
 		}
+		l.ready.Store(l.next != 0)
+		announce := l.next != 0 && l.cfg.HTTPAddr != ""
 		l.mu.Unlock()
-		if ready && l.cfg.HTTPAddr != "" {
+		if announce {
 			l.announce()
 		}
 	}
@@ -250,13 +253,6 @@ func (l *Log) watchLeadership() {
 // nowhere to go).
 func (l *Log) announce() {
 	l.r.Apply(encodeAnnounce(announcement{node: l.cfg.NodeID, httpAddr: l.cfg.HTTPAddr}), 0)
-}
-
-// setNextLocked sets the next LSN to assign (0: appends refused) and its
-// lock-free mirror. l.mu held.
-func (l *Log) setNextLocked(next uint64) {
-	l.next = next
-	l.ready.Store(next != 0)
 }
 
 // Append proposes one entry and returns its LSN and a wait that returns nil
@@ -279,7 +275,7 @@ func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
 	}
 	lsn := l.next
 	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
-	l.setNextLocked(lsn + 1)
+	l.next++
 	wait := func() error {
 		if err := f.Error(); err != nil {
 			return &CommitError{LSN: lsn, Err: err}
@@ -348,8 +344,8 @@ func (l *Log) Close() error {
 		l.mu.Unlock()
 		return nil
 	}
-	l.closed = true
-	l.setNextLocked(0)
+	l.closed, l.next = true, 0
+	l.ready.Store(false)
 	l.since.Store(0)
 	l.mu.Unlock()
 	var errs []error

@@ -66,9 +66,6 @@ func startNodes(t *testing.T, n int) []*testNode {
 	return nodes
 }
 
-// httpAddrOf is the HTTP address node id announces in these tests.
-func httpAddrOf(id string) string { return id + ".test:6632" }
-
 func leaderOf(t *testing.T, nodes []*testNode, except *testNode) *testNode {
 	t.Helper()
 	var leader *testNode
@@ -118,34 +115,10 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 		require.Equal(t, "follower", n.log.Role())
 	}
 
-	requireLeaderHTTP(t, nodes, leader)
-
 	require.NoError(t, leader.log.Close())
 	next := leaderOf(t, nodes, leader)
 	lsn, wait, err := next.log.Append(9, []byte("after"))
 	require.NoError(t, err)
-	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders (an announcement takes no LSN)")
+	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
 	require.NoError(t, wait())
-	var live []*testNode
-	for _, n := range nodes {
-		if n != leader {
-			live = append(live, n)
-		}
-	}
-	requireLeaderHTTP(t, live, next)
-}
-
-// requireLeaderHTTP waits until every node names leader and the HTTP address
-// it announced (forwarding's target), and that no node took the
-// announcement for an entry (it would have stopped following).
-func requireLeaderHTTP(t *testing.T, nodes []*testNode, leader *testNode) {
-	t.Helper()
-	want := leader.log.NodeID()
-	for _, n := range nodes {
-		require.Eventually(t, func() bool {
-			id, addr := n.log.LeaderHTTP()
-			return id == want && addr == httpAddrOf(want)
-		}, 5*time.Second, 5*time.Millisecond, "%s learns the HTTP address of %s", n.log.NodeID(), want)
-		require.NoError(t, n.log.Err(), "an announcement is not an entry")
-	}
 }
