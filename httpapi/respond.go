@@ -69,9 +69,9 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, broker.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	case errors.Is(err, broker.ErrNotLeader):
-		// Until followers forward (issue 15), a write that reaches one is refused; Queen's
-		// clients retry 5xx, and /health names the leader.
-		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: this node does not lead its cluster")
+		// A follower forwards (forward.go), so this is a node elected but still catching up,
+		// or one that lost its term mid-request; Queen's clients retry 5xx.
+		unavailable(ctx, "Service unavailable: this node does not lead its cluster")
 	case errors.Is(err, context.Canceled):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	default:

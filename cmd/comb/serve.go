@@ -94,7 +94,7 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
-	clCfg, clustered, err := clFlags.config(*dataDir)
+	clCfg, clustered, err := clFlags.config(*dataDir, *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
@@ -180,7 +180,7 @@ func runServe(args []string) int {
 			closeBroker(b, log)
 			return 1
 		}
-		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Msg("replicated: raft started")
+		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Str("http_addr", clCfg.HTTPAddr).Msg("replicated: raft started")
 	}
 	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
 	srv := httpapi.New(b, httpapi.Config{
@@ -191,6 +191,7 @@ func runServe(args []string) int {
 		Auth:         sec.auth,
 		TLS:          sec.tlsConfig(),
 		Static:       site,
+		Cluster:      forwardTo(repl),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

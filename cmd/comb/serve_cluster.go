@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"path/filepath"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/replica"
 )
 
@@ -28,8 +30,10 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	c.initialCluster = fs.String("initial-cluster", "", "the voting members when the cluster is first started, e.g. n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003; ignored once this node has raft state (env COMB_INITIAL_CLUSTER)")
 }
 
-// config checks the flags: all three or none. ok is false for a single node.
-func (c *clusterFlags) config(dataDir string) (cfg replica.Config, ok bool, err error) {
+// config checks the flags: all three or none. ok is false for a single node. httpAddr is
+// --addr: the leader announces it (with the host of --raft-addr when it listens on every
+// interface) and followers forward clients' requests there.
+func (c *clusterFlags) config(dataDir, httpAddr string) (cfg replica.Config, ok bool, err error) {
 	if *c.nodeID == "" && *c.raftAddr == "" && *c.initialCluster == "" {
 		return replica.Config{}, false, nil
 	}
@@ -40,11 +44,24 @@ func (c *clusterFlags) config(dataDir string) (cfg replica.Config, ok bool, err 
 	if err != nil {
 		return replica.Config{}, false, err
 	}
-	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, Dir: filepath.Join(dataDir, "raft"), Cluster: peers}
+	advertised, err := replica.AdvertisedHTTPAddr(httpAddr, *c.raftAddr)
+	if err != nil {
+		return replica.Config{}, false, fmt.Errorf("--addr: %w", err)
+	}
+	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, "raft"), Cluster: peers}
 	if err := cfg.Validate(); err != nil {
 		return replica.Config{}, false, err
 	}
 	return cfg, true, nil
+}
+
+// forwardTo is what httpapi forwards through: the replicated log, or nil on a single node (not
+// a nil *replica.Log in a non-nil interface).
+func forwardTo(l *replica.Log) httpapi.Cluster {
+	if l == nil {
+		return nil
+	}
+	return l
 }
 
 // openReplica opens the replicated log when ok; a nil interface otherwise, so

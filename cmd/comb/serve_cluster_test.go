@@ -14,6 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// stripIDs drops the server-made ids of a push answer, for an exact comparison.
+func stripIDs(t *testing.T, body []byte) string {
+	t.Helper()
+	var items []map[string]any
+	require.NoError(t, json.Unmarshal(body, &items))
+	for _, it := range items {
+		delete(it, "message_id")
+		delete(it, "partition_id")
+		delete(it, "messageId")
+	}
+	b, err := json.Marshal(items)
+	require.NoError(t, err)
+	return string(b)
+}
+
 func TestServeClusterFlagsGoTogether(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -21,6 +36,7 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001"},
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1"},
 		{"--node-id", "n4", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001"},
+		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--addr", "127.0.0.1:0"}, // no fixed port to forward to
 	} {
 		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir}, args...)), "%v", args)
 	}
@@ -28,8 +44,9 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 
 // issue 15: three comb serve started exactly as the acceptance check starts them (etcd's
 // flags) elect a leader; /health says role leader on one and follower on the others, all
-// naming the same leader; a push through the leader is answered, one through a follower is
-// refused with 503 until forwarding exists (docs/replication.md).
+// naming the same leader and its HTTP address (--addr, announced through the log); a push
+// through one follower, and a pop and its ack through the other, are forwarded to the leader
+// and answered as the leader answers (docs/replication.md, "Forwarding, not redirect").
 func TestServeStartsAReplicatedCluster(t *testing.T) {
 	const n = 3
 	httpAddrs, raftAddrs := make([]string, n), make([]string, n)
@@ -47,7 +64,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	type health struct {
 		Status string
 		Role   string
-		Leader *struct{ ID string }
+		Leader *struct{ ID, HTTPAddr string }
 	}
 	roles := make([]health, n)
 	deadline := time.Now().Add(30 * time.Second)
@@ -64,7 +81,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 			switch {
 			case roles[i].Role == "leader":
 				leaders++
-			case roles[i].Role == "follower" && roles[i].Leader != nil:
+			case roles[i].Role == "follower" && roles[i].Leader != nil && roles[i].Leader.HTTPAddr != "":
 				followers++
 			}
 		}
@@ -86,17 +103,46 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	}
 	for i, h := range roles {
 		require.Equal(t, fmt.Sprintf("n%d", leader+1), h.Leader.ID, "node %d names the leader", i+1)
+		require.Equal(t, httpAddrs[leader], h.Leader.HTTPAddr, "node %d knows where to forward", i+1)
 	}
-	push := func(addr string) int {
-		resp, err := http.Post("http://"+addr+"/api/v1/push", "application/json",
-			strings.NewReader(`{"items":[{"queue":"q","payload":{"n":1}}]}`))
+	call := func(addr, method, path, body string) (int, []byte) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b
 	}
-	require.Equal(t, 201, push(httpAddrs[leader]))
-	require.Equal(t, 503, push(httpAddrs[(leader+1)%n]))
+	f1, f2 := httpAddrs[(leader+1)%n], httpAddrs[(leader+2)%n]
+	code, body := call(httpAddrs[leader], "POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"p","transactionId":"t1","payload":{"n":1}}]}`)
+	require.Equal(t, 201, code, "%s", body)
+	code, body = call(f1, "POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"p","transactionId":"t2","payload":{"n":2}}]}`)
+	require.Equal(t, 201, code, "a push through a follower: %s", body)
+	require.JSONEq(t, `[{"index":0,"queueName":"q","status":"queued","trace_id":null,"transactionId":"t2","transaction_id":"t2"}]`, stripIDs(t, body))
+
+	code, body = call(f2, "GET", "/api/v1/pop/queue/q?consumerGroup=g&batch=10", "")
+	require.Equal(t, 200, code, "a pop through the other follower: %s", body)
+	var popped struct {
+		Messages []struct{ TransactionID, PartitionID, LeaseID string }
+	}
+	require.NoError(t, json.Unmarshal(body, &popped))
+	require.Len(t, popped.Messages, 2)
+	require.Equal(t, "t1", popped.Messages[0].TransactionID)
+	require.Equal(t, "t2", popped.Messages[1].TransactionID)
+	var acks []string
+	for _, m := range popped.Messages {
+		acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":"completed"}`, m.TransactionID, m.PartitionID, m.LeaseID))
+	}
+	code, body = call(f1, "POST", "/api/v1/ack/batch", `{"consumerGroup":"g","acknowledgments":[`+strings.Join(acks, ",")+`]}`)
+	require.Equal(t, 200, code, "an ack through a follower: %s", body)
+	var acked []struct{ Success bool }
+	require.NoError(t, json.Unmarshal(body, &acked))
+	require.Equal(t, []struct{ Success bool }{{true}, {true}}, acked)
+	code, body = call(f2, "GET", "/api/v1/pop/queue/q?consumerGroup=g", "")
+	require.Equal(t, 204, code, "nothing left for g: %s", body)
 
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
 	for range n {
