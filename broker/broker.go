@@ -24,6 +24,10 @@ type Broker struct {
 	// commitHist: on a replicated node, every waited entry from its append
 	// to committed on a quorum and applied here (write_replica.go).
 	commitHist syncHist
+	// readyTerm is the leader term (ReplicatedLog.LeaderTerms) whose ready
+	// structures rebuildReady built; readyMu makes one pop build them.
+	readyTerm atomic.Uint64
+	readyMu   sync.Mutex
 	cfg        Config
 	log        zerolog.Logger
 	now        func() time.Time
@@ -127,6 +131,8 @@ type queue struct {
 
 	dlqMu     sync.Mutex
 	dlq       *segment.Log
+	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
+	dlqCommitted atomic.Uint64
 	dlqByPart dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
@@ -165,6 +171,11 @@ type partition struct {
 	// retentionSeconds or maxWaitTimeSeconds: never delivered nor counted,
 	// though their file may remain (read_expire.go). Only rises; in memory.
 	expiredBelow atomic.Uint64
+	// committed is, on a replicated node, the offset after the last message
+	// whose entry the cluster committed (follow_commit.go): a leader writes
+	// a segment to its file before the entry commits, and what a restart
+	// keeps of the file never passes this. Unused on a single node.
+	committed atomic.Uint64
 
 	idleSince int64 // µs the maintenance task first saw the log unused; under b.maint.mu (maint_evict.go)
 

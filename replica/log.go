@@ -63,6 +63,10 @@ func (e *CommitError) Retryable() bool {
 // node (the broker: it applies the entry as its start-up replay would).
 type Applier interface {
 	ApplyReplicated(lsn uint64, kind byte, payload []byte) error
+	// CommittedOwn hears of each entry this node proposed once it is
+	// committed (in log order; the handler applied it before proposing):
+	// the broker's committed offsets on the leader.
+	CommittedOwn(lsn uint64, kind byte, payload []byte)
 	// Flush makes every entry applied so far durable in the node's own
 	// files (the broker's flush pass); raft compacts its log behind a
 	// snapshot only after it returned nil.
@@ -108,6 +112,10 @@ type Log struct {
 
 	notify chan bool
 	done   chan struct{}
+	// deposed is closed the first time this node loses its leadership
+	// after it could append (Deposed).
+	deposed     chan struct{}
+	deposedOnce sync.Once
 }
 
 // Open creates raft's stores under cfg.Dir and binds cfg.RaftAddr; raft
@@ -126,7 +134,7 @@ func Open(cfg Config) (*Log, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("replica: origin id: %w", err)
 	}
-	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger}
+	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger, deposed: make(chan struct{})}
 	walDir := filepath.Join(cfg.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
@@ -211,6 +219,11 @@ func (l *Log) watchLeadership() {
 	for isLeader := range l.notify {
 		if !isLeader {
 			l.mu.Lock()
+			if l.next != 0 {
+				// Closed before Leading says false: whoever sees the node
+				// not leading sees it deposed if it led.
+				l.deposedOnce.Do(func() { close(l.deposed) })
+			}
 			l.next = 0
 			l.since.Store(0)
 			l.mu.Unlock()
@@ -382,6 +395,12 @@ func (l *Log) LeaderSince() time.Time {
 // hears from no quorum for this long steps down, so a deposed leader acts as
 // one for at most this long after the others stopped hearing it.
 func (l *Log) LeaderLeaseTimeout() time.Duration { return l.leaseTimeout }
+
+// Deposed is closed once this node has lost its leadership after it could
+// append: entries it proposed may not commit while it already applied their
+// effects in memory, so the broker freezes and the process restarts
+// (docs/replication.md, "A deposed leader"). Close does not close it.
+func (l *Log) Deposed() <-chan struct{} { return l.deposed }
 
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }
