@@ -28,17 +28,17 @@ type Broker struct {
 	// structures rebuildReady built; readyMu makes one pop build them.
 	readyTerm atomic.Uint64
 	readyMu   sync.Mutex
-	cfg        Config
-	log        zerolog.Logger
-	now        func() time.Time
-	dir        string
-	syncMode   segment.SyncPolicy
-	segOpts    segment.Options
-	lockFile   io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
-	fs         vfs.FS        // under the metadata journal and the segment logs (Config.FS)
-	wal        commitLog     // the commit log (write_wal.go): everything durable goes through it
-	claimed    claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
-	walScan    walScan       // what Open's first read of the commit log found (open.go); empty after Open
+	cfg       Config
+	log       zerolog.Logger
+	now       func() time.Time
+	dir       string
+	syncMode  segment.SyncPolicy
+	segOpts   segment.Options
+	lockFile  io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
+	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
+	wal       commitLog     // the commit log (write_wal.go): everything durable goes through it
+	claimed   claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
+	walScan   walScan       // what Open's first read of the commit log found (open.go); empty after Open
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
 	flush        flushState
@@ -129,11 +129,11 @@ type queue struct {
 	list   []*partition
 	groups map[string]*groupReady
 
-	dlqMu     sync.Mutex
-	dlq       *segment.Log
+	dlqMu sync.Mutex
+	dlq   *segment.Log
 	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
 	dlqCommitted atomic.Uint64
-	dlqByPart dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
+	dlqByPart    dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
 
