@@ -396,6 +396,23 @@ func (l *Log) LeaderSince() time.Time {
 // one for at most this long after the others stopped hearing it.
 func (l *Log) LeaderLeaseTimeout() time.Duration { return l.leaseTimeout }
 
+// HandOver transfers the leadership to another voter and waits until one
+// took it (raft's LeadershipTransfer), so a graceful stop of the leader costs
+// the cluster an election round trip, not an election timeout. A node that
+// does not lead does nothing.
+//
+// Errors: raft's (no other voter, the transfer timed out); the caller then
+// closes anyway and the others elect a leader after their timeout.
+func (l *Log) HandOver() error {
+	if l.r == nil || !l.Leading() {
+		return nil
+	}
+	if err := l.r.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("replica: leadership transfer: %w", err)
+	}
+	return nil
+}
+
 // Deposed is closed once this node has lost its leadership after it could
 // append: entries it proposed may not commit while it already applied their
 // effects in memory, so the broker freezes and the process restarts

@@ -142,6 +142,7 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 }
 
 // TestLeaderThatStepsDownIsDeposed: a leader that hands its leadership over
+// (HandOver, what comb serve does on SIGTERM)
 // closes Deposed before it stops reporting Leading; the node that takes over
 // and the one that never led are not deposed; Close deposes nobody.
 func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
@@ -150,7 +151,8 @@ func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 	_, wait, err := leader.log.Append(1, []byte("x"))
 	require.NoError(t, err)
 	require.NoError(t, wait())
-	require.NoError(t, leader.log.r.LeadershipTransfer().Error())
+	require.NoError(t, leader.log.HandOver())
+	require.NoError(t, leader.log.HandOver(), "a node that no longer leads has nothing to hand over")
 	select {
 	case <-leader.log.Deposed():
 	case <-time.After(10 * time.Second):

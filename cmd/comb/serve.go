@@ -237,6 +237,13 @@ func runServe(args []string) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
 	}
+	if repl != nil {
+		// Nothing is in flight any more: hand the leadership over rather
+		// than leave the others to notice the silence (an election timeout).
+		if err := repl.HandOver(); err != nil {
+			log.Warn().Err(err).Msg("could not hand the leadership over; the others elect a leader after their timeout")
+		}
+	}
 	if !closeBroker(b, log) {
 		return 1
 	}
