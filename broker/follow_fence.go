@@ -44,18 +44,44 @@ func (b *Broker) waitFence(ctx context.Context) error {
 	if since.IsZero() {
 		return ErrNotLeader
 	}
-	d := time.Until(since.Add(b.fence()))
-	if d <= 0 {
-		return nil
+	if d := time.Until(since.Add(b.fence())); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.closing:
+			return ErrClosed
+		}
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-b.closing:
-		return ErrClosed
+	b.rebuildReady(r.LeaderTerms())
+	return nil
+}
+
+// rebuildReady rebuilds, once per term this node leads, the ready structure
+// of every group a pop contacted, from the cursors (scanReady): while it
+// followed, applied checkpoints moved leases and cursors without telling
+// those structures (an applied push does tell them), so a partition another
+// leader released could sit deferred until its old lease's expiry.
+func (b *Broker) rebuildReady(term uint64) {
+	if b.readyTerm.Load() == term {
+		return
 	}
+	b.readyMu.Lock()
+	defer b.readyMu.Unlock()
+	if b.readyTerm.Load() == term {
+		return
+	}
+	now := b.now().UnixMicro()
+	for _, q := range b.sortedQueues() {
+		q.mu.Lock()
+		for group := range q.groups {
+			g := newGroupReady()
+			b.scanReady(g, q.list, group, now)
+			q.groups[group] = g
+		}
+		q.mu.Unlock()
+	}
+	b.readyTerm.Store(term)
 }

@@ -164,6 +164,9 @@ func (b *Broker) open() error {
 	if err := b.describeAll(st); err != nil {
 		return err
 	}
+	if b.cfg.Replicated != nil {
+		b.markAllCommitted()
+	}
 	if err := b.flushPass(); err != nil {
 		return fmt.Errorf("broker: recovery flush: %w", err)
 	}

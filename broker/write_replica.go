@@ -35,6 +35,9 @@ type ReplicatedLog interface {
 	LeaderLeaseTimeout() time.Duration
 	// LeaderTerms is how many times this node became the ready leader.
 	LeaderTerms() uint64
+	// Deposed is closed when this node loses its leadership after it could
+	// append, before Leading reports false (follow_commit.go).
+	Deposed() <-chan struct{}
 }
 
 // replicatedLog adapts a ReplicatedLog to commitLog, timing each ticket's

@@ -53,6 +53,8 @@ func (f *fsm) Apply(rl *raft.Log) any {
 			f.fail(err)
 			return err
 		}
+	} else {
+		f.a.CommittedOwn(e.lsn, e.kind, e.payload)
 	}
 	if e.lsn > f.l.applied.Load() {
 		f.l.applied.Store(e.lsn)

@@ -63,6 +63,10 @@ func (e *CommitError) Retryable() bool {
 // node (the broker: it applies the entry as its start-up replay would).
 type Applier interface {
 	ApplyReplicated(lsn uint64, kind byte, payload []byte) error
+	// CommittedOwn hears of each entry this node proposed once it is
+	// committed (in log order; the handler applied it before proposing):
+	// the broker's committed offsets on the leader.
+	CommittedOwn(lsn uint64, kind byte, payload []byte)
 	// Flush makes every entry applied so far durable in the node's own
 	// files (the broker's flush pass); raft compacts its log behind a
 	// snapshot only after it returned nil.
@@ -116,6 +120,10 @@ type Log struct {
 
 	notify chan bool
 	done   chan struct{}
+	// deposed is closed the first time this node loses its leadership
+	// after it could append (Deposed).
+	deposed     chan struct{}
+	deposedOnce sync.Once
 }
 
 // Open creates raft's stores under cfg.Dir and binds cfg.RaftAddr; raft
@@ -134,7 +142,7 @@ func Open(cfg Config) (*Log, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("replica: origin id: %w", err)
 	}
-	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger}
+	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger, deposed: make(chan struct{})}
 	walDir := filepath.Join(cfg.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
@@ -219,6 +227,11 @@ func (l *Log) watchLeadership() {
 	for isLeader := range l.notify {
 		if !isLeader {
 			l.mu.Lock()
+			if l.next != 0 {
+				// Closed before Leading says false: whoever sees the node
+				// not leading sees it deposed if it led.
+				l.deposedOnce.Do(func() { close(l.deposed) })
+			}
 			l.next = 0
 			l.since.Store(0)
 			l.ready.Store(false)
@@ -421,6 +434,29 @@ func (l *Log) LeaderSince() time.Time {
 // hears from no quorum for this long steps down, so a deposed leader acts as
 // one for at most this long after the others stopped hearing it.
 func (l *Log) LeaderLeaseTimeout() time.Duration { return l.leaseTimeout }
+
+// HandOver transfers the leadership to another voter and waits until one
+// took it (raft's LeadershipTransfer), so a graceful stop of the leader costs
+// the cluster an election round trip, not an election timeout. A node that
+// does not lead does nothing.
+//
+// Errors: raft's (no other voter, the transfer timed out); the caller then
+// closes anyway and the others elect a leader after their timeout.
+func (l *Log) HandOver() error {
+	if l.r == nil || !l.Leading() {
+		return nil
+	}
+	if err := l.r.LeadershipTransfer().Error(); err != nil {
+		return fmt.Errorf("replica: leadership transfer: %w", err)
+	}
+	return nil
+}
+
+// Deposed is closed once this node has lost its leadership after it could
+// append: entries it proposed may not commit while it already applied their
+// effects in memory, so the broker freezes and the process restarts
+// (docs/replication.md, "A deposed leader"). Close does not close it.
+func (l *Log) Deposed() <-chan struct{} { return l.deposed }
 
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }

@@ -16,7 +16,20 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	got     []entry
+	own     []uint64 // LSNs handed to CommittedOwn
 	flushes int
+}
+
+func (r *recorder) CommittedOwn(lsn uint64, kind byte, payload []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.own = append(r.own, lsn)
+}
+
+func (r *recorder) ownLSNs() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.own...)
 }
 
 func (r *recorder) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
@@ -100,6 +113,11 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 	}
 	require.Equal(t, uint64(20), leader.log.DurableLSN())
 	require.Empty(t, leader.rec.entries(), "the proposer applies nothing twice")
+	wantOwn := make([]uint64, 20)
+	for i := range wantOwn {
+		wantOwn[i] = uint64(i + 1)
+	}
+	require.Equal(t, wantOwn, leader.rec.ownLSNs(), "the proposer hears each of its entries committed, in order")
 	for _, n := range nodes {
 		if n == leader {
 			continue
@@ -121,4 +139,41 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
 	require.NoError(t, wait())
+}
+
+// TestLeaderThatStepsDownIsDeposed: a leader that hands its leadership over
+// (HandOver, what comb serve does on SIGTERM)
+// closes Deposed before it stops reporting Leading; the node that takes over
+// and the one that never led are not deposed; Close deposes nobody.
+func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	_, wait, err := leader.log.Append(1, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, wait())
+	require.NoError(t, leader.log.HandOver())
+	require.NoError(t, leader.log.HandOver(), "a node that no longer leads has nothing to hand over")
+	select {
+	case <-leader.log.Deposed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old leader was not deposed")
+	}
+	require.False(t, leader.log.Leading())
+	next := leaderOf(t, nodes, leader)
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		select {
+		case <-n.log.Deposed():
+			t.Fatalf("%s deposed without losing a leadership", n.log.cfg.NodeID)
+		default:
+		}
+	}
+	require.NoError(t, next.log.Close())
+	select {
+	case <-next.log.Deposed():
+		t.Fatal("Close deposed the leader")
+	default:
+	}
 }

@@ -30,6 +30,11 @@ func init() {
 // answered at once, so only slow writes can use it.
 const shutdownGrace = 30 * time.Second
 
+// depositionGrace bounds how long a deposed leader lets its requests finish
+// before it restarts: their entries fail as raft steps down, and a parked
+// long-poll is answered empty at once by the shutdown, so it is short.
+const depositionGrace = 3 * time.Second
+
 // serveEnv maps each flag to its environment fallback (flag > environment > default).
 var serveEnv = [][2]string{
 	{"addr", "COMB_ADDR"},
@@ -213,6 +218,17 @@ func runServe(args []string) int {
 		log.Error().Err(err).Msg("server stopped")
 		closeBroker(b, log)
 		return 1
+	case <-b.Deposed():
+		// A replicated node that lost its leadership (nil channel on a
+		// single node): its broker froze; close it and start again.
+		log.Warn().Msg("this node lost its leadership with writes possibly in flight; restarting")
+		dctx, cancel := context.WithTimeout(context.Background(), depositionGrace)
+		defer cancel()
+		if err := srv.Shutdown(dctx); err != nil {
+			log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+		}
+		closeBroker(b, log)
+		return restartProcess(log)
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process the default way
@@ -221,6 +237,13 @@ func runServe(args []string) int {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+	}
+	if repl != nil {
+		// Nothing is in flight any more: hand the leadership over rather
+		// than leave the others to notice the silence (an election timeout).
+		if err := repl.HandOver(); err != nil {
+			log.Warn().Err(err).Msg("could not hand the leadership over; the others elect a leader after their timeout")
+		}
 	}
 	if !closeBroker(b, log) {
 		return 1
