@@ -49,6 +49,13 @@ const (
 	forwardMargin = 10 * time.Second
 	// forwardDialTimeout bounds connecting to the leader: a dead host is a 503 within it.
 	forwardDialTimeout = 5 * time.Second
+	// leaderAddrWait bounds how long a request waits for the address of a leader this node
+	// already knows: a new leader announces it right after its barrier, and followers apply the
+	// announcement with the next append or heartbeat that carries its commit (tens of ms), so a
+	// client that asks at the start of a term waits that long instead of getting a 503.
+	leaderAddrWait = 2 * time.Second
+	// leaderAddrPoll is how often that wait looks again.
+	leaderAddrPoll = 5 * time.Millisecond
 	// forwardMaxConns caps the pooled connections to the leader; a long-poll waits on a
 	// connection of its own (longPoll), so these carry only short requests.
 	forwardMaxConns = 4096
@@ -67,9 +74,10 @@ var fwdOutcomeNames = [fwdOutcomes]string{"relayed", "no_leader", "unreachable",
 
 // forwarder holds the client to the current leader and the outcome counters.
 type forwarder struct {
-	cluster Cluster
-	self    string
-	tls     bool // the cluster speaks HTTPS (Config.TLS): so does the forward
+	cluster  Cluster
+	self     string
+	tls      bool          // the cluster speaks HTTPS (Config.TLS): so does the forward
+	addrWait time.Duration // leaderAddrWait; tests shorten it
 
 	mu     sync.Mutex
 	addr   string               // the leader address client talks to
@@ -79,7 +87,7 @@ type forwarder struct {
 }
 
 func newForwarder(c Cluster, useTLS bool) *forwarder {
-	return &forwarder{cluster: c, self: c.NodeID(), tls: useTLS}
+	return &forwarder{cluster: c, self: c.NodeID(), tls: useTLS, addrWait: leaderAddrWait}
 }
 
 // clientFor returns the pooled client to addr, replacing the one to a previous leader (whose
@@ -152,6 +160,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 		unavailable(ctx, "Service unavailable: this node does not lead its cluster and does not forward a forwarded request")
 		return true
 	}
+	if id != "" && addr == "" {
+		if id, addr = f.awaitLeaderAddr(); id == f.self {
+			return false
+		}
+	}
 	if id == "" || addr == "" {
 		f.outcomes[fwdNoLeader].Add(1)
 		unavailable(ctx, "Service unavailable: no leader is known to this node")
@@ -195,6 +208,20 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 	f.outcomes[fwdRelayed].Add(1)
 	relay(ctx, resp)
 	return true
+}
+
+// awaitLeaderAddr waits up to addrWait for the known leader's announced address, and returns
+// the leader and address then (the leader may have changed meanwhile; addr "" if it is still
+// unknown).
+func (f *forwarder) awaitLeaderAddr() (id, addr string) {
+	deadline := time.Now().Add(f.addrWait)
+	for {
+		id, addr = f.cluster.LeaderHTTP()
+		if id == "" || addr != "" || id == f.self || !time.Now().Before(deadline) {
+			return id, addr
+		}
+		time.Sleep(leaderAddrPoll)
+	}
 }
 
 // forwardedPopTimeout is how long the leader may take to answer ctx: a pop's `timeout` (or

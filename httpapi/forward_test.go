@@ -170,12 +170,13 @@ func TestForwardingRefusals(t *testing.T) {
 		{"a forwarded request is not forwarded again", "n1", leader.addr, map[string]string{ForwardedHeader: "n3"},
 			"Service unavailable: this node does not lead its cluster and does not forward a forwarded request"},
 		{"no leader known", "", "", nil, "Service unavailable: no leader is known to this node"},
-		{"the leader's address not announced yet", "n1", "", nil, "Service unavailable: no leader is known to this node"},
+		{"the leader's address not announced in time", "n1", "", nil, "Service unavailable: no leader is known to this node"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fake := newFake()
 			ts := startServer(t, fake, Config{Cluster: &fakeCluster{self: "n2", id: c.id, addr: c.addr}})
+			ts.srv.fwd.addrWait = 20 * time.Millisecond
 			r := ts.doRaw("POST", "/api/v1/push", `{"items":[]}`, c.header)
 			requireJSON(t, r, 503, `{"error":`+quote(c.msg)+`}`)
 			require.Equal(t, "1", r.header.Get("Retry-After"))
@@ -195,6 +196,22 @@ func TestForwardingRefusals(t *testing.T) {
 		require.Contains(t, body, "comb_http_forwarded_total{outcome=\"unreachable\"} 1\n")
 		require.Contains(t, body, "comb_http_forwarded_total{outcome=\"relayed\"} 0\n")
 	})
+}
+
+// At the start of a term followers know the new leader before its announcement reaches them: a
+// request then waits for the address rather than fail.
+func TestForwardWaitsForANewLeadersAddress(t *testing.T) {
+	leader := startFakeLeader(t)
+	cluster := &fakeCluster{self: "n2", id: "n1"}
+	ts := startServer(t, newFake(), Config{Cluster: cluster})
+	time.AfterFunc(50*time.Millisecond, func() {
+		cluster.mu.Lock()
+		cluster.addr = leader.addr
+		cluster.mu.Unlock()
+	})
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.Len(t, leader.requests(), 1)
 }
 
 // The leader, and a node elected but still catching up (the leader is itself), serve requests
