@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"github.com/valyala/fasthttp"
 
+	"github.com/combmq/comb/auth"
 	"github.com/combmq/comb/broker"
 )
 
@@ -276,4 +279,25 @@ func TestForwardedLongPollReturnsTheLeadersAnswer(t *testing.T) {
 	r := follower.do("GET", "/api/v1/pop/queue/q?consumerGroup=g&wait=true&timeout=100", "")
 	require.Equal(t, 204, r.status)
 	require.NotContains(t, string(r.raw), "Content-Length")
+}
+
+// With JWT auth on, a follower refuses a bad token itself (never forwarded), and a good one
+// reaches the leader, which stamps producerSub from it (spec 9.1, 1.5).
+func TestForwardingWithAuth(t *testing.T) {
+	a, err := auth.New(auth.Config{Enabled: true, Algorithm: auth.HS256, Secret: testSecret}, zerolog.Nop())
+	require.NoError(t, err)
+	lfake := newFake()
+	leader := startServer(t, lfake, Config{Auth: a})
+	follower := startServer(t, newFake(), Config{Auth: a, Cluster: &fakeCluster{self: "n2", id: "n1", addr: leader.addr}})
+
+	body := `{"items":[{"queue":"q","payload":1}]}`
+	r := follower.doRaw("POST", "/api/v1/push", body, bearer("not-a-token"))
+	require.Equal(t, 401, r.status)
+	require.Empty(t, lfake.callList(), "refused on the follower")
+
+	tok := hsToken(t, testSecret, jwt.MapClaims{"sub": "alice", "role": "read-write", "exp": time.Now().Add(time.Hour).Unix()})
+	r = follower.doRaw("POST", "/api/v1/push", body, bearer(tok))
+	require.Equal(t, 201, r.status, "%s", r.body)
+	require.Len(t, lfake.pushed, 1)
+	require.Equal(t, "alice", lfake.pushed[0].ProducerSub)
 }
