@@ -52,6 +52,10 @@ func ParseCluster(s string) ([]Peer, error) {
 type Config struct {
 	NodeID   string // this node's id; must be in Cluster
 	RaftAddr string // host:port raft listens on and advertises (a concrete address, not 0.0.0.0)
+	// HTTPAddr is the host:port other nodes forward clients' requests to
+	// while this node leads (announce.go); "" announces nothing. `comb
+	// serve` derives it from --addr (AdvertisedHTTPAddr).
+	HTTPAddr string
 	// Dir holds raft's own state: <Dir>/wal (log and stable store,
 	// raft-wal) and <Dir>/snapshots. The broker passes <data>/raft.
 	Dir string
@@ -92,4 +96,29 @@ func (c *Config) Validate() error {
 		}
 	}
 	return fmt.Errorf("replica: --initial-cluster does not name this node (%s)", c.NodeID)
+}
+
+// AdvertisedHTTPAddr is the HTTP address other nodes reach this one at: listen
+// (--addr) as given, or, when its host is empty or a wildcard (0.0.0.0, ::),
+// the host of raftAddr with listen's port: a node reachable for raft at that
+// host is reachable there for HTTP too.
+//
+// Errors: an address that is not host:port, or port 0 (the port the
+// listener would pick is not known before it listens).
+func AdvertisedHTTPAddr(listen, raftAddr string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("replica: HTTP address %q: %w", listen, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("replica: HTTP address %q: a cluster needs a fixed port to forward to", listen)
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return listen, nil
+	}
+	rhost, _, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return "", fmt.Errorf("replica: raft address %q: %w", raftAddr, err)
+	}
+	return net.JoinHostPort(rhost, port), nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
+	"sort"
 
 	"github.com/hashicorp/raft"
 )
@@ -20,8 +22,21 @@ type fsm struct {
 // state covers come again after a start; the broker's replay skips what it
 // has. A failure marks the log diverged (Err): applying later entries on a
 // state missing this one would be wrong.
+//
+// A leader's announcement (announce.go) is this package's own: every node,
+// the proposer included, records the address, and the broker never sees it
+// (it takes no LSN, so the broker's entries stay gapless).
 func (f *fsm) Apply(rl *raft.Log) any {
 	if rl.Type != raft.LogCommand {
+		return nil
+	}
+	if len(rl.Data) > 0 && rl.Data[0] == announceVersion {
+		a, err := decodeAnnounce(rl.Data)
+		if err != nil {
+			f.fail(fmt.Errorf("raft index %d: %w", rl.Index, err))
+			return err
+		}
+		f.l.addrs.set(a.node, a.httpAddr)
 		return nil
 	}
 	e, err := decodeEntry(rl.Data)
@@ -52,13 +67,14 @@ func (f *fsm) fail(err error) {
 	f.l.err.CompareAndSwap(nil, &err)
 }
 
-// Snapshot records the applied LSN and this node's id: the state itself is
-// the node's data directory, which Persist makes durable up to at least
-// that LSN before raft may compact its log behind the snapshot. Streaming
-// the directory to a node that lacks it is not built yet
-// (docs/replication.md, "Snapshots").
+// Snapshot records the applied LSN, this node's id and every node's
+// announced HTTP address (raft drops the announcements behind the snapshot
+// with the rest of its log): the state itself is the node's data directory,
+// which Persist makes durable up to at least that LSN before raft may compact
+// its log behind the snapshot. Streaming the directory to a node that lacks
+// it is not built yet (docs/replication.md, "Snapshots").
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return marker{lsn: f.l.applied.Load(), node: f.l.cfg.NodeID, flush: f.a.Flush}, nil
+	return marker{lsn: f.l.applied.Load(), node: f.l.cfg.NodeID, addrs: f.l.addrs.copy(), flush: f.a.Flush}, nil
 }
 
 // Restore accepts this node's own marker (raft restores its newest snapshot
@@ -80,19 +96,27 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if m.lsn > f.l.applied.Load() {
 		f.l.applied.Store(m.lsn)
 	}
+	f.l.addrs.replace(m.addrs)
 	return nil
 }
 
-// marker is a snapshot's content:
+// marker is a snapshot's content (version 2; version 1, written before
+// leaders announced their HTTP address, ends after the node id and is still
+// read):
 //
-//	version u8 (1) | LSN u64 BE | node id length u8 | node id
+//	version u8 (2) | LSN u64 BE | node id length u8 | node id |
+//	address count u16 BE | count × (node id length u8 | node id | address length u16 BE | host:port)
 type marker struct {
 	lsn   uint64
 	node  string
-	flush func() error // the broker's flush pass, run before the marker is written
+	addrs map[string]string // node id → announced HTTP address; nil from a version 1 marker
+	flush func() error      // the broker's flush pass, run before the marker is written
 }
 
-const markerVersion = 1
+const (
+	markerVersion1 = 1
+	markerVersion  = 2
+)
 
 // Persist runs the broker's flush pass first (concurrently with Apply, as
 // raft allows: a leader's pass commits a checkpoint through raft), so the
@@ -105,12 +129,7 @@ func (m marker) Persist(sink raft.SnapshotSink) error {
 			return fmt.Errorf("replica: snapshot at LSN %d: flush: %w", m.lsn, err)
 		}
 	}
-	b := make([]byte, 0, 10+len(m.node))
-	b = append(b, markerVersion)
-	b = binary.BigEndian.AppendUint64(b, m.lsn)
-	b = append(b, byte(len(m.node)))
-	b = append(b, m.node...)
-	if _, err := sink.Write(b); err != nil {
+	if _, err := sink.Write(m.encode()); err != nil {
 		sink.Cancel()
 		return err
 	}
@@ -119,7 +138,38 @@ func (m marker) Persist(sink raft.SnapshotSink) error {
 
 func (marker) Release() {}
 
-// readMarker reads what Persist wrote.
+// encode returns the marker's bytes. Node ids longer than 255 bytes and
+// addresses longer than 65,535 cannot be announced (ParseCluster and the
+// OS bound them far below); they are cut rather than corrupt the layout.
+func (m marker) encode() []byte {
+	b := make([]byte, 0, 12+len(m.node)+32*len(m.addrs))
+	b = append(b, markerVersion)
+	b = binary.BigEndian.AppendUint64(b, m.lsn)
+	b = appendShort8(b, m.node)
+	ids := make([]string, 0, len(m.addrs))
+	for id := range m.addrs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // the same map gives the same bytes
+	ids = ids[:min(len(ids), math.MaxUint16)]
+	b = binary.BigEndian.AppendUint16(b, uint16(len(ids)))
+	for _, id := range ids {
+		b = appendShort8(b, id)
+		a := m.addrs[id]
+		a = a[:min(len(a), math.MaxUint16)]
+		b = binary.BigEndian.AppendUint16(b, uint16(len(a)))
+		b = append(b, a...)
+	}
+	return b
+}
+
+func appendShort8(b []byte, s string) []byte {
+	s = s[:min(len(s), math.MaxUint8)]
+	b = append(b, byte(len(s)))
+	return append(b, s...)
+}
+
+// readMarker reads what Persist wrote, version 1 or 2.
 //
 // Errors: ErrBadSnapshot for anything else.
 func readMarker(r io.Reader) (marker, error) {
@@ -127,12 +177,50 @@ func readMarker(r io.Reader) (marker, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return marker{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
-	if h[0] != markerVersion {
+	if h[0] != markerVersion && h[0] != markerVersion1 {
 		return marker{}, fmt.Errorf("%w: version %d", ErrBadSnapshot, h[0])
 	}
 	node := make([]byte, h[9])
 	if _, err := io.ReadFull(r, node); err != nil {
 		return marker{}, fmt.Errorf("%w: node id: %v", ErrBadSnapshot, err)
 	}
-	return marker{lsn: binary.BigEndian.Uint64(h[1:9]), node: string(node)}, nil
+	m := marker{lsn: binary.BigEndian.Uint64(h[1:9]), node: string(node)}
+	if h[0] == markerVersion1 {
+		return m, nil
+	}
+	var n [2]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return marker{}, fmt.Errorf("%w: address count: %v", ErrBadSnapshot, err)
+	}
+	count := int(binary.BigEndian.Uint16(n[:]))
+	m.addrs = make(map[string]string, count)
+	for i := range count {
+		id, err := readShort(r, 1)
+		if err != nil {
+			return marker{}, fmt.Errorf("%w: address %d of %d: node id: %v", ErrBadSnapshot, i, count, err)
+		}
+		addr, err := readShort(r, 2)
+		if err != nil {
+			return marker{}, fmt.Errorf("%w: address %d of %d: %v", ErrBadSnapshot, i, count, err)
+		}
+		m.addrs[id] = addr
+	}
+	return m, nil
+}
+
+// readShort reads a string after its length of width bytes (1 or 2, big-endian).
+func readShort(r io.Reader, width int) (string, error) {
+	var l [2]byte
+	if _, err := io.ReadFull(r, l[:width]); err != nil {
+		return "", err
+	}
+	n := int(l[0])
+	if width == 2 {
+		n = int(binary.BigEndian.Uint16(l[:]))
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
 }

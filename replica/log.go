@@ -98,6 +98,14 @@ type Log struct {
 	mu     sync.Mutex
 	next   uint64 // the next LSN to assign; 0 = not ready to append (not the leader, or catching up)
 	closed bool
+	// ready mirrors next != 0 for Leading, which every HTTP request of a
+	// replicated node asks (httpapi's forwarding) and must not queue
+	// behind Append's mutex. Set under mu wherever next goes to or from 0
+	// (Append's increments keep it non-zero).
+	ready atomic.Bool
+
+	// addrs is every node's announced HTTP address (announce.go).
+	addrs httpAddrs
 
 	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
@@ -226,6 +234,7 @@ func (l *Log) watchLeadership() {
 			}
 			l.next = 0
 			l.since.Store(0)
+			l.ready.Store(false)
 			l.mu.Unlock()
 			continue
 		}
@@ -241,8 +250,22 @@ func (l *Log) watchLeadership() {
 			l.since.Store(elected)
 			l.leaders.Add(1)
 		}
+		l.ready.Store(l.next != 0)
+		announce := l.next != 0 && l.cfg.HTTPAddr != ""
 		l.mu.Unlock()
+		if announce {
+			l.announce()
+		}
 	}
+}
+
+// announce proposes this node's HTTP address, so every node can forward to
+// it. Not waited for: a leader that loses its term before the entry commits
+// leaves the announcing to the next one, and a node that learns of this
+// leader before the entry reaches it answers 503 meanwhile (forwarding has
+// nowhere to go).
+func (l *Log) announce() {
+	l.r.Apply(encodeAnnounce(announcement{node: l.cfg.NodeID, httpAddr: l.cfg.HTTPAddr}), 0)
 }
 
 // Append proposes one entry and returns its LSN and a wait that returns nil
@@ -335,6 +358,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed, l.next = true, 0
+	l.ready.Store(false)
 	l.since.Store(0)
 	l.mu.Unlock()
 	var errs []error
@@ -366,12 +390,27 @@ func (l *Log) Leader() (id, addr string) {
 	return string(i), string(a)
 }
 
-// Leading reports whether this node appends: the leader, caught up.
-func (l *Log) Leading() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next != 0
+// Leading reports whether this node appends: the leader, caught up. It
+// takes no lock (Append may hold one for a while under load): an answer is
+// stale as soon as it is given either way.
+func (l *Log) Leading() bool { return l.ready.Load() }
+
+// LeaderHTTP is the current leader's node id and the HTTP address it
+// announced (announce.go); addr is "" while no leader is known or the known
+// one's announcement has not reached this node.
+func (l *Log) LeaderHTTP() (id, addr string) {
+	if l.r == nil {
+		return "", ""
+	}
+	_, i := l.r.LeaderWithID()
+	if i == "" {
+		return "", ""
+	}
+	return string(i), l.addrs.get(string(i))
 }
+
+// NodeID is this node's --node-id.
+func (l *Log) NodeID() string { return l.cfg.NodeID }
 
 // Snapshot takes a raft snapshot now (the broker's flush pass, then the
 // marker) and lets raft compact its log behind it, keeping TrailingLogs.

@@ -68,7 +68,7 @@ func startNodes(t *testing.T, n int) []*testNode {
 	}
 	nodes := make([]*testNode, n)
 	for i, p := range peers {
-		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, Dir: t.TempDir(), Cluster: peers,
+		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, HTTPAddr: httpAddrOf(p.ID), Dir: t.TempDir(), Cluster: peers,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
 		require.NoError(t, err)
