@@ -29,7 +29,7 @@ func (b *Broker) closeFiles() error {
 	var errs []error
 	unclean := false
 	b.stopFlusher()
-	if b.isDeposed() {
+	if b.isStale() {
 		// Nothing of its memory may reach a file (follow_commit.go): the
 		// next start recovers from the last flush pass and raft's log.
 		b.log.Warn().Msg("close: this node lost its leadership with writes possibly in flight; no last flush pass, the next start recovers from the log")

@@ -151,8 +151,8 @@ func (b *Broker) flushPass() error {
 }
 
 func (b *Broker) flushPassLocked() error {
-	if b.isDeposed() {
-		return ErrDeposed
+	if b.isStale() {
+		return ErrStale
 	}
 	L := b.wal.DurableLSN()
 	parts := b.partitionList(nil)
@@ -303,9 +303,9 @@ func (b *Broker) snapshotMeta(L uint64) error {
 // snapshot replays from L+1.
 func (b *Broker) snapshotCursors(L uint64) (uint64, error) {
 	if b.cfg.Replicated != nil && !b.cfg.Replicated.Leading() {
-		if b.isDeposed() {
+		if b.isStale() {
 			// Its engine may hold claims and acks that never committed.
-			return 0, ErrDeposed
+			return 0, ErrStale
 		}
 		return L + 1, b.cur.SnapshotAt(L + 1)
 	}

@@ -28,8 +28,8 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		return err
 	}
 	defer b.leave()
-	if b.isDeposed() {
-		return ErrDeposed
+	if b.isStale() {
+		return ErrStale
 	}
 	if kind == walMeta {
 		return b.applyReplicatedMeta(lsn, payload)

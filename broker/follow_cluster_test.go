@@ -22,6 +22,7 @@ type clusterNode struct {
 	id, dir string
 	peers   []replica.Peer
 	timing  raftTiming
+	conf    func(*Config) // nil: the test defaults of open
 	log     *replica.Log
 	b       *Broker
 }
@@ -46,6 +47,12 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 }
 
 func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
+	return startClusterConf(t, n, timing, nil)
+}
+
+// startClusterConf is startClusterWith with conf applied to every node's
+// broker Config.
+func startClusterConf(t testing.TB, n int, timing raftTiming, conf func(*Config)) []*clusterNode {
 	t.Helper()
 	peers := make([]replica.Peer, n)
 	for i := range peers {
@@ -53,7 +60,7 @@ func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
-		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing}
+		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing, conf: conf}
 		node.open(t)
 		nodes[i] = node
 		t.Cleanup(func() { node.close() })
@@ -80,8 +87,12 @@ func (n *clusterNode) open(t testing.TB) {
 		Logger:       hclog.NewNullLogger(),
 	})
 	require.NoError(t, err)
-	b, err := Open(Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
-		MaintenanceInterval: -1, Replicated: l})
+	cfg := Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
+		MaintenanceInterval: -1, Replicated: l}
+	if n.conf != nil {
+		n.conf(&cfg)
+	}
+	b, err := Open(cfg)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(b))
 	n.log, n.b = l, b
@@ -273,21 +284,51 @@ func TestClusterReplicatesConfigureTransactionsAndDeletes(t *testing.T) {
 	}
 }
 
-// TestFollowersRunNoRetention: retention moves cursors and cuts files, which
-// on a replicated cluster belongs to the leader (its cursor moves arrive in
-// checkpoints); a follower's maintenance cycle applies no rule.
-func TestFollowersRunNoRetention(t *testing.T) {
-	nodes := startCluster(t, 3)
+// TestFollowersCutFilesButMoveNoCursor: retention runs on every node, on its
+// files; only the leader moves cursors (they reach the others in its
+// checkpoints). A follower that leads later raises the cursors it finds below
+// its low-water marks before it serves a pop.
+func TestFollowersCutFilesButMoveNoCursor(t *testing.T) {
+	nodes := startClusterConf(t, 3, fastRaft, func(c *Config) { c.MaxSegmentFileSize = 1; c.IdleEvict = -1 })
 	leader := waitLeader(t, nodes)
-	now := time.Now().UnixMicro()
-	leader.b.maint.mu.Lock()
-	require.True(t, leader.b.dueRulesLocked(&leader.b.maint, now).any(), "the leader applies retention")
-	leader.b.maint.mu.Unlock()
-	for _, f := range followersOf(nodes, leader) {
-		f.b.maint.mu.Lock()
-		require.False(t, f.b.dueRulesLocked(&f.b.maint, now).any(), "node %s follows", f.id)
-		f.b.maint.mu.Unlock()
+	opts := DefaultQueueOptions()
+	opts.RetentionEnabled, opts.RetentionSeconds = true, 60
+	_, err := leader.b.Configure(ConfigureRequest{Queue: "q", Options: opts})
+	require.NoError(t, err)
+	var pid string
+	for i := range 5 { // a file per push
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i+1), Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		pid = res[0].PartitionID
 	}
+	pop, err := leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 2, AutoAck: true})
+	require.NoError(t, err)
+	require.Len(t, pop.Messages, 2)
+	pop.Release()
+	key := cursor.Key{Partition: parseTestUUID(t, pid), Group: "g"}
+	later := time.Now().Add(2 * time.Minute)
+	for _, f := range followersOf(nodes, leader) {
+		waitMessage(t, f, pid, "m5", `1`)
+		require.Eventually(t, func() bool {
+			st, ok := f.b.cur.Get(key)
+			return ok && st.Committed == 2
+		}, 5*time.Second, 5*time.Millisecond)
+		f.b.maintain(later)
+		p := f.b.lookupPartitionByID(key.Partition)
+		require.Equal(t, uint64(5), p.log.FirstOffset(), "node %s cut the four old files (never the active one)", f.id)
+		st, _ := f.b.cur.Get(key)
+		require.Equal(t, uint64(2), st.Committed, "node %s moved no cursor", f.id)
+	}
+
+	leader.close()
+	next := waitLeader(t, nodes)
+	// (The follower's maintenance ran two minutes ahead: every message is
+	// past retentionSeconds in its memory, so the pop finds none.)
+	pop, err = next.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+	require.NoError(t, err)
+	pop.Release()
+	st, _ := next.b.cur.Get(key)
+	require.Equal(t, uint64(4), st.Committed, "the new leader raised g's cursor to its low-water mark before its first pop")
 }
 
 // TestClusterReplicationStatus: what /health reports of each node (issue

@@ -24,16 +24,17 @@ import (
 //
 // A leader that loses its leadership also holds in memory claims, acks,
 // metadata and stream state that may never commit, and cannot take them
-// back one by one. It freezes instead (isDeposed): it applies no more
+// back one by one. It freezes instead (isStale): it applies no more
 // entries and writes no more state files (no flush pass, no cursor
 // snapshot, no clean marker), and comb serve restarts its process, which
 // recovers the committed state from its files and raft's log, as after a
 // kill -9.
 
-// ErrDeposed is returned by the flush pass and by ApplyReplicated on a node
-// that lost its leadership with writes possibly in flight: nothing more is
-// written until its process restarts.
-var ErrDeposed = errors.New("broker: this node lost its leadership with writes possibly in flight; it must restart to recover the committed state")
+// ErrStale is returned by the flush pass and by ApplyReplicated on a node
+// whose memory may differ from the committed state (it lost its leadership
+// with writes possibly in flight, or received another node's snapshot):
+// nothing more is written until its process restarts.
+var ErrStale = errors.New("broker: this node's memory may differ from the committed state (leadership lost with writes in flight, or another node's snapshot received); it must restart to recover")
 
 // CommittedOwn hears that an entry this node proposed as leader committed:
 // package replica calls it from raft's apply goroutine, in log order, for
@@ -100,30 +101,29 @@ func (b *Broker) committedDLQNext(q *queue, next uint64) uint64 {
 	return max(min(next, q.dlqCommitted.Load()), 1)
 }
 
-// isDeposed reports whether this node lost its leadership after it could
-// append: it then writes nothing more (see the top of this file). The
-// replicated log closes Deposed before it stops reporting Leading, so a
-// flush pass that finds the node not leading also finds it deposed if it
-// led.
-func (b *Broker) isDeposed() bool {
+// isStale reports whether this node must restart (ReplicatedLog.Stale): it
+// then writes nothing more (see the top of this file). The replicated log
+// closes Stale before it stops reporting Leading, so a flush pass that finds
+// the node not leading also finds it stale if it led.
+func (b *Broker) isStale() bool {
 	r := b.cfg.Replicated
 	if r == nil {
 		return false
 	}
 	select {
-	case <-r.Deposed():
+	case <-r.Stale():
 		return true
 	default:
 		return false
 	}
 }
 
-// Deposed is closed when this node loses its leadership after it could
-// append (nil channel, never closed, on a single node): comb serve then
-// restarts the process (docs/replication.md, "A deposed leader").
-func (b *Broker) Deposed() <-chan struct{} {
+// Stale is closed when this node must restart to recover the committed
+// state (nil channel, never closed, on a single node): comb serve then
+// re-executes itself (docs/replication.md, "A deposed leader").
+func (b *Broker) Stale() <-chan struct{} {
 	if b.cfg.Replicated == nil {
 		return nil
 	}
-	return b.cfg.Replicated.Deposed()
+	return b.cfg.Replicated.Stale()
 }

@@ -53,11 +53,11 @@ func TestDeposedLeaderCutsWhatNeverCommitted(t *testing.T) {
 	require.Error(t, <-errs)
 	require.Error(t, <-errs)
 	select {
-	case <-leader.b.Deposed():
+	case <-leader.b.Stale():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leader that lost its quorum was not deposed")
 	}
-	require.ErrorIs(t, leader.b.flushPass(), ErrDeposed, "a deposed node writes no state file")
+	require.ErrorIs(t, leader.b.flushPass(), ErrStale, "a deposed node writes no state file")
 	old := leader
 	old.close()
 

@@ -59,8 +59,10 @@ func (b *Broker) waitFence(ctx context.Context) error {
 	return nil
 }
 
-// rebuildReady rebuilds, once per term this node leads, the ready structure
-// of every group a pop contacted, from the cursors (scanReady): while it
+// rebuildReady, once per term this node leads, recomputes the queues' group
+// names and pending counters (initCounters), raises cursors below their
+// partition's low-water mark and rebuilds the ready structure of every
+// group, from the cursors (scanReady): while it
 // followed, applied checkpoints moved leases and cursors without telling
 // those structures (an applied push does tell them), so a partition another
 // leader released could sit deferred until its old lease's expiry.
@@ -74,6 +76,18 @@ func (b *Broker) rebuildReady(term uint64) {
 		return
 	}
 	now := b.now().UnixMicro()
+	// Applied checkpoints named groups and moved cursors without telling
+	// the queues' group names and pending counters: as at Open.
+	b.initCounters()
+	// Retention on a follower cut files without moving cursors
+	// (maint_retention.go): cursors below a low-water mark move up first.
+	for _, p := range b.partitionList(nil) {
+		p.mu.Lock()
+		if !p.deleted && !p.isDamaged() && b.raiseCursorsLocked(b.groupStatesLocked(p), p.log.FirstOffset(), now) {
+			b.refreshPending(p)
+		}
+		p.mu.Unlock()
+	}
 	for _, q := range b.sortedQueues() {
 		q.mu.Lock()
 		for group := range q.groups {
@@ -83,5 +97,6 @@ func (b *Broker) rebuildReady(term uint64) {
 		}
 		q.mu.Unlock()
 	}
+	b.buildReadyAtOpen() // the groups no pop contacted since Open
 	b.readyTerm.Store(term)
 }

@@ -120,10 +120,10 @@ type Log struct {
 
 	notify chan bool
 	done   chan struct{}
-	// deposed is closed the first time this node loses its leadership
-	// after it could append (Deposed).
-	deposed     chan struct{}
-	deposedOnce sync.Once
+	// stale is closed the first time this node's memory may differ from
+	// the committed state (Stale).
+	stale     chan struct{}
+	staleOnce sync.Once
 }
 
 // Open creates raft's stores under cfg.Dir and binds cfg.RaftAddr; raft
@@ -142,7 +142,7 @@ func Open(cfg Config) (*Log, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("replica: origin id: %w", err)
 	}
-	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger, deposed: make(chan struct{})}
+	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger, stale: make(chan struct{})}
 	walDir := filepath.Join(cfg.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
@@ -229,8 +229,8 @@ func (l *Log) watchLeadership() {
 			l.mu.Lock()
 			if l.next != 0 {
 				// Closed before Leading says false: whoever sees the node
-				// not leading sees it deposed if it led.
-				l.deposedOnce.Do(func() { close(l.deposed) })
+				// not leading sees it stale if it led.
+				l.staleOnce.Do(func() { close(l.stale) })
 			}
 			l.next = 0
 			l.since.Store(0)
@@ -452,11 +452,14 @@ func (l *Log) HandOver() error {
 	return nil
 }
 
-// Deposed is closed once this node has lost its leadership after it could
-// append: entries it proposed may not commit while it already applied their
-// effects in memory, so the broker freezes and the process restarts
-// (docs/replication.md, "A deposed leader"). Close does not close it.
-func (l *Log) Deposed() <-chan struct{} { return l.deposed }
+// Stale is closed once this node's memory may differ from the committed
+// state, and the process must restart to recover it from its files and
+// raft's log: it lost its leadership after it could append (entries it
+// proposed may not commit while its handlers applied their effects in
+// memory), or it received another node's snapshot (snapshot_install.go),
+// which a start installs. The broker freezes and comb serve re-executes
+// itself (docs/replication.md, "A deposed leader"). Close does not close it.
+func (l *Log) Stale() <-chan struct{} { return l.stale }
 
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }

@@ -154,7 +154,7 @@ func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 	require.NoError(t, leader.log.HandOver())
 	require.NoError(t, leader.log.HandOver(), "a node that no longer leads has nothing to hand over")
 	select {
-	case <-leader.log.Deposed():
+	case <-leader.log.Stale():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the old leader was not deposed")
 	}
@@ -165,14 +165,14 @@ func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 			continue
 		}
 		select {
-		case <-n.log.Deposed():
+		case <-n.log.Stale():
 			t.Fatalf("%s deposed without losing a leadership", n.log.cfg.NodeID)
 		default:
 		}
 	}
 	require.NoError(t, next.log.Close())
 	select {
-	case <-next.log.Deposed():
+	case <-next.log.Stale():
 		t.Fatal("Close deposed the leader")
 	default:
 	}

@@ -218,7 +218,7 @@ func runServe(args []string) int {
 		log.Error().Err(err).Msg("server stopped")
 		closeBroker(b, log)
 		return 1
-	case <-b.Deposed():
+	case <-b.Stale():
 		// A replicated node that lost its leadership (nil channel on a
 		// single node): its broker froze; close it and start again.
 		log.Warn().Msg("this node lost its leadership with writes possibly in flight; restarting")
