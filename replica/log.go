@@ -447,6 +447,11 @@ func (l *Log) HandOver() error {
 		return nil
 	}
 	if err := l.r.LeadershipTransfer().Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			// Leading lags raft: the notification that this node lost its
+			// leadership (a transfer just done, an election) is not handled yet.
+			return nil
+		}
 		return fmt.Errorf("replica: leadership transfer: %w", err)
 	}
 	return nil
