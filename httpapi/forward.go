@@ -176,6 +176,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	ctx.Request.CopyTo(req)
+	// Forward the path as received: a percent-encoded '/' stays in its segment (spec 0.3).
+	// HostClient sets this from its own field; longPoll writes the request itself.
+	req.URI().DisablePathNormalizing = true
 	scheme := "http"
 	if f.tls {
 		scheme = "https"

@@ -249,7 +249,7 @@ func TestClientLeavingAForwardedLongPollCancelsItOnTheLeader(t *testing.T) {
 
 	conn, err := net.Dial("tcp", follower.addr)
 	require.NoError(t, err)
-	_, err = conn.Write([]byte("GET /api/v1/pop/queue/q?consumerGroup=g&wait=true&timeout=60000 HTTP/1.1\r\nHost: t\r\n\r\n"))
+	_, err = conn.Write([]byte("GET /api/v1/pop/queue/q/partition/a%2Fb?consumerGroup=g&wait=true&timeout=60000 HTTP/1.1\r\nHost: t\r\n\r\n"))
 	require.NoError(t, err)
 	select {
 	case <-parked:
@@ -258,6 +258,7 @@ func TestClientLeavingAForwardedLongPollCancelsItOnTheLeader(t *testing.T) {
 	}
 	lfake.mu.Lock()
 	require.Equal(t, int64(60000), lfake.popReq.Timeout.Milliseconds(), "the query reached the leader")
+	require.Equal(t, "a/b", lfake.popReq.Partition, "a percent-encoded '/' stayed in its segment")
 	lfake.mu.Unlock()
 	require.NoError(t, conn.Close())
 	select {
