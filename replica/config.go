@@ -73,6 +73,11 @@ type Config struct {
 	// shorten them.
 	TrailingLogs      uint64
 	SnapshotThreshold uint64
+	// WALSegmentBytes is the size of raft-wal's segment files (0: its
+	// default, 64 MiB). Raft's log drops whole segment files behind a
+	// snapshot, so a node falls behind the log only past one; tests make
+	// them small to reach a snapshot install.
+	WALSegmentBytes int
 
 	// StartLSN is the LSN this node's state already covers plus one (the
 	// broker's snapshots): a new leader numbers on from the larger of it

@@ -3,7 +3,10 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +20,31 @@ type recorder struct {
 	mu      sync.Mutex
 	got     []entry
 	own     []uint64 // LSNs handed to CommittedOwn
+	dir     string   // what SnapshotFiles lists (a data directory; "" = nothing)
 	flushes int
+}
+
+// SnapshotFiles lists the regular files under r.dir (none when it is "").
+func (r *recorder) SnapshotFiles(visit func(rel, path string, size int64)) (func(), error) {
+	if r.dir == "" {
+		return func() {}, nil
+	}
+	err := filepath.WalkDir(r.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(r.dir, path)
+		if err != nil || strings.HasPrefix(rel, "raft"+string(filepath.Separator)) {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		visit(filepath.ToSlash(rel), path, st.Size())
+		return nil
+	})
+	return func() {}, err
 }
 
 func (r *recorder) CommittedOwn(lsn uint64, kind byte, payload []byte) {

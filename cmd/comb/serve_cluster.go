@@ -53,6 +53,11 @@ func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLo
 	if !ok {
 		return nil, nil, nil
 	}
+	// A snapshot another node sent (this node was far behind, or new) is
+	// installed into the data directory before the broker opens it.
+	if _, err := replica.PrepareDataDir(filepath.Dir(cfg.Dir), cfg.Dir, cfg.Logger); err != nil {
+		return nil, nil, err
+	}
 	l, err := replica.Open(cfg)
 	if err != nil {
 		return nil, nil, err
