@@ -62,6 +62,10 @@ type Config struct {
 	// Cluster is the initial voting membership, used once: on a node with
 	// no raft state yet every member bootstraps the same configuration.
 	Cluster []Peer
+	// Join: this node joins a running cluster (etcd's
+	// --initial-cluster-state existing) and bootstraps nothing; the leader
+	// adds it (AddVoter) and sends it the state.
+	Join bool
 
 	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
 	// timeouts, 500 ms leader lease). Tests shorten them.

@@ -223,7 +223,7 @@ func (l *Log) Start(a Applier) error {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
 	l.r = r
-	if !has {
+	if !has && !l.cfg.Join {
 		var servers []raft.Server
 		for _, p := range l.cfg.Cluster {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
