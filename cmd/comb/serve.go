@@ -239,9 +239,14 @@ func runServe(args []string) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
 	}
-	if repl != nil {
-		// Nothing is in flight any more: hand the leadership over rather
+	if repl != nil && repl.Leading() {
+		// Nothing is in flight any more: make the state durable while this
+		// node can still commit the pass's checkpoint (once it hands over
+		// it writes no state file), then hand the leadership over rather
 		// than leave the others to notice the silence (an election timeout).
+		if err := b.Flush(); err != nil {
+			log.Warn().Err(err).Msg("last flush pass before handing the leadership over")
+		}
 		if err := repl.HandOver(); err != nil {
 			log.Warn().Err(err).Msg("could not hand the leadership over; the others elect a leader after their timeout")
 		}
