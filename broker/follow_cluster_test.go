@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +34,7 @@ type clusterNode struct {
 type raftTiming struct {
 	heartbeat, election, lease time.Duration
 	trailingLogs               uint64 // 0 = raft's default
+	walSegmentBytes            int    // 0 = raft-wal's default
 }
 
 // fastRaft keeps the tests short; raftDefaults (zero: raft's own, 1 s, 1 s
@@ -80,11 +84,15 @@ func (n *clusterNode) open(t testing.TB) {
 			self = p
 		}
 	}
+	// As comb serve does: a snapshot received from another node is
+	// installed before the broker opens the directory.
+	_, err := replica.PrepareDataDir(n.dir, filepath.Join(n.dir, "raft"), nil)
+	require.NoError(t, err)
 	l, err := replica.Open(replica.Config{
 		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
 		HeartbeatTimeout: n.timing.heartbeat, ElectionTimeout: n.timing.election, LeaderLeaseTimeout: n.timing.lease,
-		TrailingLogs: n.timing.trailingLogs,
-		Logger:       hclog.NewNullLogger(),
+		TrailingLogs: n.timing.trailingLogs, WALSegmentBytes: n.timing.walSegmentBytes,
+		Logger: testRaftLogger(n.id),
 	})
 	require.NoError(t, err)
 	cfg := Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
@@ -484,38 +492,68 @@ func TestSnapshotsCompactRaftsLogSafely(t *testing.T) {
 	require.NoError(t, f.log.Err())
 }
 
-// TestAFollowerFarBehindNeverSkips: a follower that missed entries while
-// the leader snapshotted and compacted its log either catches up on all of
-// them (raft still had them: raft-wal drops whole segment files only) or,
-// sent the leader's snapshot, refuses it and reports divergence (Err);
-// installing another node's state is not built. It never holds a later
-// message without the earlier ones.
-func TestAFollowerFarBehindNeverSkips(t *testing.T) {
+// TestAFollowerFarBehindInstallsTheLeadersState: a follower that missed
+// entries the leader's log dropped behind a snapshot is sent the leader's
+// data directory; it goes stale (the broker freezes, as comb serve then
+// restarts it), and reopened on its directory it installs that state
+// (replica.PrepareDataDir) and follows on: every message at its offset, the
+// group's cursor as the leader has it, and the pushes after.
+func TestAFollowerFarBehindInstallsTheLeadersState(t *testing.T) {
 	timing := fastRaft
-	timing.trailingLogs = 2
+	timing.trailingLogs, timing.walSegmentBytes = 2, 8<<10
 	nodes := startClusterWith(t, 3, timing)
 	leader := waitLeader(t, nodes)
 	f := followersOf(nodes, leader)[0]
 	f.close()
 	var pid string
-	for i := range 20 {
-		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)}})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		// Incompressible, to fill raft-wal's 8 KiB segments.
+		var sb strings.Builder
+		for sb.Len() < 1000 {
+			fmt.Fprintf(&sb, "%016x", rnd.Uint64())
+		}
+		big := strconv.Quote(sb.String())
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(big)}})
 		require.NoError(t, err)
 		pid = res[0].PartitionID
 	}
+	pop, err := leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 15, AutoAck: true})
+	require.NoError(t, err)
+	require.Len(t, pop.Messages, 15)
+	pop.Release()
+	require.NoError(t, leader.b.Flush())
 	require.NoError(t, leader.log.Snapshot())
+
 	f.open(t)
-	require.Eventually(t, func() bool {
-		if errors.Is(f.log.Err(), replica.ErrSnapshotInstall) {
-			return true
-		}
-		_, err := f.b.Message(pid, "m19")
-		return err == nil
-	}, 10*time.Second, 10*time.Millisecond)
-	if f.log.Err() == nil {
-		for i := range 20 {
-			_, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
-			require.NoError(t, err, "m%d", i)
-		}
+	select {
+	case <-f.b.Stale():
+	case <-time.After(10 * time.Second):
+		_, merr := f.b.Message(pid, "m39")
+		t.Fatalf("the follower was not sent the leader's snapshot (holds m39: %v; err %v)", merr == nil, f.log.Err())
 	}
+	require.ErrorIs(t, f.b.flushPass(), ErrStale, "a stale node writes no state file")
+	f.close()
+	f.open(t) // installs, then follows
+	_, err = leader.b.Push([]PushItem{{Queue: "q", TransactionID: "after", Payload: []byte(`2`)}})
+	require.NoError(t, err)
+	waitMessage(t, f, pid, "after", `2`)
+	for i := range 40 {
+		d, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
+		require.NoError(t, err, "m%d", i)
+		require.Equal(t, uint64(i+1), d.offset)
+	}
+	key := cursor.Key{Partition: parseTestUUID(t, pid), Group: "g"}
+	st, ok := f.b.cur.Get(key)
+	require.True(t, ok)
+	require.Equal(t, uint64(15), st.Committed, "the group's cursor came with the state")
+	require.NoError(t, f.log.Err())
+}
+
+// testRaftLogger is silent unless COMB_TEST_RAFT_LOG is set (debugging raft).
+func testRaftLogger(id string) hclog.Logger {
+	if os.Getenv("COMB_TEST_RAFT_LOG") == "" {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Info})
 }

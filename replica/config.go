@@ -62,6 +62,10 @@ type Config struct {
 	// Cluster is the initial voting membership, used once: on a node with
 	// no raft state yet every member bootstraps the same configuration.
 	Cluster []Peer
+	// Join: this node joins a running cluster (etcd's
+	// --initial-cluster-state existing) and bootstraps nothing; the leader
+	// adds it (AddVoter) and sends it the state.
+	Join bool
 
 	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
 	// timeouts, 500 ms leader lease). Tests shorten them.
@@ -73,6 +77,11 @@ type Config struct {
 	// shorten them.
 	TrailingLogs      uint64
 	SnapshotThreshold uint64
+	// WALSegmentBytes is the size of raft-wal's segment files (0: its
+	// default, 64 MiB). Raft's log drops whole segment files behind a
+	// snapshot, so a node falls behind the log only past one; tests make
+	// them small to reach a snapshot install.
+	WALSegmentBytes int
 
 	// StartLSN is the LSN this node's state already covers plus one (the
 	// broker's snapshots): a new leader numbers on from the larger of it

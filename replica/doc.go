@@ -46,7 +46,7 @@
 // that reads only version 1 refuses it (ErrBadEntry: an unknown version)
 // rather than mistake it for an entry. Because raft compacts announcements
 // away with the rest of its log, the snapshot marker carries the id → address
-// map too (fsm.go, marker version 2).
+// map too (fsm.go, marker version 2 and later).
 //
 // # What a ticket promises
 //

@@ -77,46 +77,77 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return marker{lsn: f.l.applied.Load(), node: f.l.cfg.NodeID, addrs: f.l.addrs.copy(), flush: f.a.Flush}, nil
 }
 
-// Restore accepts this node's own marker (raft restores its newest snapshot
-// at every start: Persist made the directory cover it) and refuses another
-// node's (an InstallSnapshot from the leader: a marker carries no state, so
-// accepting it would skip entries this node never applied). A refusal
-// marks the log diverged; the node needs a fresh copy of a data directory.
+// Restore is called with a snapshot raft received from the leader (a start
+// restores none: Config.NoSnapshotRestoreOnStart). One that carries another
+// node's data directory (markerArchive) is installed by the next start
+// (PrepareDataDir) from raft's store, where raft keeps it: this node stops
+// applying (ErrRestartToInstall: the entries after the snapshot need the
+// state it holds) and reports itself stale, so comb serve restarts it;
+// unless it applied every entry the snapshot covers already. A
+// marker alone (from a node before snapshot install existed) cannot be
+// installed: the node stops with ErrSnapshotInstall.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	m, err := readMarker(rc)
 	if err != nil {
 		return err
 	}
-	if m.node != f.l.cfg.NodeID {
-		err := fmt.Errorf("%w: a snapshot of node %s up to LSN %d (installing another node's state is not built yet)", ErrSnapshotInstall, m.node, m.lsn)
+	if !m.archive {
+		if m.node == f.l.cfg.NodeID {
+			// This node's own state (its data directory covers it).
+			if m.lsn > f.l.applied.Load() {
+				f.l.applied.Store(m.lsn)
+			}
+			f.l.addrs.replace(m.addrs)
+			return nil
+		}
+		err := fmt.Errorf("%w: a snapshot of node %s up to LSN %d carries no data directory", ErrSnapshotInstall, m.node, m.lsn)
 		f.fail(err)
 		return err
 	}
-	if m.lsn > f.l.applied.Load() {
-		f.l.applied.Store(m.lsn)
-	}
 	f.l.addrs.replace(m.addrs)
+	if m.lsn <= f.l.applied.Load() {
+		// This node applied every entry the snapshot covers (entries apply
+		// in LSN order): its own directory holds that state already, as
+		// when the same snapshot comes again after a start installed it.
+		return nil
+	}
+	f.l.logger.Warn("replica: received another node's snapshot; restart to install it", "from", m.node, "lsn", m.lsn)
+	f.l.err.CompareAndSwap(nil, &errRestartToInstall)
+	f.l.markStale()
 	return nil
 }
 
-// marker is a snapshot's content (version 2; version 1, written before
-// leaders announced their HTTP address, ends after the node id and is still
-// read):
+// marker is how a snapshot begins (version 3; version 1, written before
+// leaders announced their HTTP address, ends after the node id, version 2
+// before the flags; both are still read):
 //
-//	version u8 (2) | LSN u64 BE | node id length u8 | node id |
-//	address count u16 BE | count × (node id length u8 | node id | address length u16 BE | host:port)
+//	version u8 (3) | LSN u64 BE | node id length u8 | node id |
+//	address count u16 BE | count × (node id length u8 | node id | address length u16 BE | host:port) |
+//	flags u8 (bit 0: the data directory's archive follows, archive.go)
+//
+// A snapshot this node takes is its marker alone (its data directory is the
+// state); one sent to another node is the marker with the archive flag and
+// the archive (snapshot_install.go).
 type marker struct {
 	lsn   uint64
 	node  string
 	addrs map[string]string // node id → announced HTTP address; nil from a version 1 marker
-	flush func() error      // the broker's flush pass, run before the marker is written
+	// archive: the data directory's archive follows the marker (version 3).
+	archive bool
+	flush   func() error // the broker's flush pass, run before the marker is written
 }
 
 const (
 	markerVersion1 = 1
-	markerVersion  = 2
+	markerVersion2 = 2
+	markerVersion  = 3
 )
+
+// markerArchive, in a version 3 marker's flags: the data directory's
+// archive follows (archive.go): a snapshot sent to, or received from,
+// another node (snapshot_install.go).
+const markerArchive = 1
 
 // Persist runs the broker's flush pass first (concurrently with Apply, as
 // raft allows: a leader's pass commits a checkpoint through raft), so the
@@ -160,7 +191,11 @@ func (m marker) encode() []byte {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(a)))
 		b = append(b, a...)
 	}
-	return b
+	var flags byte
+	if m.archive {
+		flags |= markerArchive
+	}
+	return append(b, flags)
 }
 
 func appendShort8(b []byte, s string) []byte {
@@ -169,7 +204,7 @@ func appendShort8(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// readMarker reads what Persist wrote, version 1 or 2.
+// readMarker reads a marker, version 1, 2 or 3.
 //
 // Errors: ErrBadSnapshot for anything else.
 func readMarker(r io.Reader) (marker, error) {
@@ -177,7 +212,7 @@ func readMarker(r io.Reader) (marker, error) {
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return marker{}, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
-	if h[0] != markerVersion && h[0] != markerVersion1 {
+	if h[0] != markerVersion && h[0] != markerVersion2 && h[0] != markerVersion1 {
 		return marker{}, fmt.Errorf("%w: version %d", ErrBadSnapshot, h[0])
 	}
 	node := make([]byte, h[9])
@@ -205,6 +240,17 @@ func readMarker(r io.Reader) (marker, error) {
 		}
 		m.addrs[id] = addr
 	}
+	if h[0] == markerVersion2 {
+		return m, nil
+	}
+	var f [1]byte
+	if _, err := io.ReadFull(r, f[:]); err != nil {
+		return marker{}, fmt.Errorf("%w: flags: %v", ErrBadSnapshot, err)
+	}
+	if f[0]&^markerArchive != 0 {
+		return marker{}, fmt.Errorf("%w: unknown flags %#x", ErrBadSnapshot, f[0])
+	}
+	m.archive = f[0]&markerArchive != 0
 	return m, nil
 }
 

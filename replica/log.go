@@ -71,6 +71,12 @@ type Applier interface {
 	// files (the broker's flush pass); raft compacts its log behind a
 	// snapshot only after it returned nil.
 	Flush() error
+	// SnapshotFiles hands visit every file another node needs to start
+	// from this node's state (rel: the path under the data directory,
+	// '/'-separated; path: where to read it; size: the bytes to send),
+	// consistent with the last flush pass; release is called once they
+	// are sent (snapshot_install.go).
+	SnapshotFiles(visit func(rel, path string, size int64)) (release func(), err error)
 }
 
 // Log is a commit log replicated by raft: the broker appends through it as
@@ -149,11 +155,15 @@ func Open(cfg Config) (*Log, error) {
 	}
 	var err error
 	l.meta = &metadb.BoltMetaDB{}
-	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(l.meta)); err != nil {
+	segBytes := cfg.WALSegmentBytes
+	if segBytes <= 0 {
+		segBytes = wal.DefaultSegmentSize
+	}
+	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(l.meta), wal.WithSegmentSize(segBytes)); err != nil {
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft log store %s: %w", walDir, err)
 	}
-	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger.Named("snapshots")); err != nil {
+	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), snapshotsRetained, logger.Named("snapshots")); err != nil {
 		l.store.Close()
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
@@ -190,6 +200,15 @@ func (l *Log) Start(a Applier) error {
 	if l.cfg.SnapshotThreshold > 0 {
 		conf.SnapshotThreshold = l.cfg.SnapshotThreshold
 	}
+	// A start restores no snapshot through the FSM: the data directory is
+	// the state (PrepareDataDir installed a received one before the broker
+	// opened it), and the store's Open of this node's own snapshot streams
+	// that directory, which only a send should pay for. The newest marker's
+	// LSN and addresses are read here instead.
+	conf.NoSnapshotRestoreOnStart = true
+	if err := l.readNewestMarker(); err != nil {
+		return err
+	}
 	l.leaseTimeout = conf.LeaderLeaseTimeout
 	l.notify = make(chan bool, 8)
 	l.done = make(chan struct{})
@@ -199,12 +218,12 @@ func (l *Log) Start(a Applier) error {
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
-	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, l.snaps, l.trans)
+	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
 	if err != nil {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
 	l.r = r
-	if !has {
+	if !has && !l.cfg.Join {
 		var servers []raft.Server
 		for _, p := range l.cfg.Cluster {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
@@ -230,7 +249,7 @@ func (l *Log) watchLeadership() {
 			if l.next != 0 {
 				// Closed before Leading says false: whoever sees the node
 				// not leading sees it stale if it led.
-				l.staleOnce.Do(func() { close(l.stale) })
+				l.markStale()
 			}
 			l.next = 0
 			l.since.Store(0)
@@ -468,3 +487,32 @@ func (l *Log) Stale() <-chan struct{} { return l.stale }
 
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }
+
+// snapshotsRetained is how many snapshots raft's store keeps.
+const snapshotsRetained = 2
+
+// readNewestMarker takes the applied LSN and the nodes' HTTP addresses from
+// the newest snapshot's marker, as a restore would have.
+func (l *Log) readNewestMarker() error {
+	list, err := l.snaps.List()
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	_, rc, err := l.snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("replica: snapshot %s: %w", list[0].ID, err)
+	}
+	defer rc.Close()
+	m, err := readMarker(rc)
+	if err != nil {
+		return fmt.Errorf("replica: snapshot %s: %w", list[0].ID, err)
+	}
+	if m.lsn > l.applied.Load() {
+		l.applied.Store(m.lsn)
+	}
+	l.addrs.replace(m.addrs)
+	return nil
+}
+
+// markStale closes Stale (once).
+func (l *Log) markStale() { l.staleOnce.Do(func() { close(l.stale) }) }

@@ -3,7 +3,10 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +20,31 @@ type recorder struct {
 	mu      sync.Mutex
 	got     []entry
 	own     []uint64 // LSNs handed to CommittedOwn
+	dir     string   // what SnapshotFiles lists (a data directory; "" = nothing)
 	flushes int
+}
+
+// SnapshotFiles lists the regular files under r.dir (none when it is "").
+func (r *recorder) SnapshotFiles(visit func(rel, path string, size int64)) (func(), error) {
+	if r.dir == "" {
+		return func() {}, nil
+	}
+	err := filepath.WalkDir(r.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(r.dir, path)
+		if err != nil || strings.HasPrefix(rel, "raft"+string(filepath.Separator)) {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		visit(filepath.ToSlash(rel), path, st.Size())
+		return nil
+	})
+	return func() {}, err
 }
 
 func (r *recorder) CommittedOwn(lsn uint64, kind byte, payload []byte) {
@@ -175,5 +202,63 @@ func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 	case <-next.log.Stale():
 		t.Fatal("Close deposed the leader")
 	default:
+	}
+}
+
+// A node started to join (no bootstrap) gets the log once the leader adds
+// it; membership lists it, with the leader marked; a removal takes a node
+// out; a follower refuses to change membership.
+func TestMembersJoinAndLeave(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	_, wait, err := leader.log.Append(1, []byte("before"))
+	require.NoError(t, err)
+	require.NoError(t, wait())
+
+	peers := make([]Peer, 0, 4)
+	for _, n := range nodes {
+		peers = append(peers, Peer{ID: n.log.cfg.NodeID, Addr: n.log.cfg.RaftAddr})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	n4 := Peer{ID: "n4", Addr: ln.Addr().String()}
+	require.NoError(t, ln.Close())
+	peers = append(peers, n4)
+	l4, err := Open(Config{NodeID: "n4", RaftAddr: n4.Addr, Dir: t.TempDir(), Cluster: peers, Join: true,
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
+	require.NoError(t, err)
+	rec4 := &recorder{}
+	require.NoError(t, l4.Start(rec4))
+	t.Cleanup(func() { l4.Close() })
+
+	var follower *testNode
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	require.ErrorIs(t, follower.log.AddVoter("n4", n4.Addr), ErrNotLeader)
+	require.NoError(t, leader.log.AddVoter("n4", n4.Addr))
+	require.Eventually(t, func() bool {
+		got := rec4.entries()
+		return len(got) == 1 && string(got[0].payload) == "before"
+	}, 10*time.Second, 5*time.Millisecond, "the new member catches up")
+	ms, err := leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 4)
+	require.Equal(t, "n4", ms[3].ID)
+	require.True(t, ms[3].Voter)
+	for _, m := range ms {
+		require.Equal(t, m.ID == leader.log.cfg.NodeID, m.Leader, m.ID)
+	}
+
+	require.ErrorIs(t, leader.log.RemoveServer("n9"), ErrUnknownMember)
+	require.NoError(t, leader.log.RemoveServer(follower.log.cfg.NodeID))
+	ms, err = leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	for _, m := range ms {
+		require.NotEqual(t, follower.log.cfg.NodeID, m.ID)
 	}
 }

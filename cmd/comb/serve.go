@@ -30,9 +30,9 @@ func init() {
 // answered at once, so only slow writes can use it.
 const shutdownGrace = 30 * time.Second
 
-// depositionGrace bounds how long a deposed leader lets its requests finish
-// before it restarts: their entries fail as raft steps down, and a parked
-// long-poll is answered empty at once by the shutdown, so it is short.
+// depositionGrace bounds how long a stale node (a deposed leader, or one that
+// received a snapshot) lets its requests finish before it restarts: a deposed
+// leader's entries fail as raft steps down, so it is short.
 const depositionGrace = 3 * time.Second
 
 // serveEnv maps each flag to its environment fallback (flag > environment > default).
@@ -219,9 +219,11 @@ func runServe(args []string) int {
 		closeBroker(b, log)
 		return 1
 	case <-b.Stale():
-		// A replicated node that lost its leadership (nil channel on a
-		// single node): its broker froze; close it and start again.
-		log.Warn().Msg("this node lost its leadership with writes possibly in flight; restarting")
+		// A replicated node whose memory may differ from the committed
+		// state (nil channel on a single node): it lost its leadership with
+		// writes possibly in flight, or received another node's snapshot,
+		// which a start installs. Its broker froze; close it, start again.
+		log.Warn().Msg("this node must restart to recover the committed state (leadership lost, or another node's snapshot received); restarting")
 		dctx, cancel := context.WithTimeout(context.Background(), depositionGrace)
 		defer cancel()
 		if err := srv.Shutdown(dctx); err != nil {
@@ -238,9 +240,14 @@ func runServe(args []string) int {
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
 	}
-	if repl != nil {
-		// Nothing is in flight any more: hand the leadership over rather
+	if repl != nil && repl.Leading() {
+		// Nothing is in flight any more: make the state durable while this
+		// node can still commit the pass's checkpoint (once it hands over
+		// it writes no state file), then hand the leadership over rather
 		// than leave the others to notice the silence (an election timeout).
+		if err := b.Flush(); err != nil {
+			log.Warn().Err(err).Msg("last flush pass before handing the leadership over")
+		}
 		if err := repl.HandOver(); err != nil {
 			log.Warn().Err(err).Msg("could not hand the leadership over; the others elect a leader after their timeout")
 		}

@@ -16,18 +16,20 @@ var clusterEnv = [][2]string{
 	{"node-id", "COMB_NODE_ID"},
 	{"raft-addr", "COMB_RAFT_ADDR"},
 	{"initial-cluster", "COMB_INITIAL_CLUSTER"},
+	{"initial-cluster-state", "COMB_INITIAL_CLUSTER_STATE"},
 }
 
 // clusterFlags are the flags of a replicated comb (issue 15, docs/replication.md), in etcd's
 // convention; without --node-id comb is the single node it always was.
 type clusterFlags struct {
-	nodeID, raftAddr, initialCluster *string
+	nodeID, raftAddr, initialCluster, clusterState *string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	c.nodeID = fs.String("node-id", "", "this node's id in a replicated cluster, e.g. n1; empty = a single node (env COMB_NODE_ID)")
 	c.raftAddr = fs.String("raft-addr", "", "host:port raft listens on and other nodes reach it at, e.g. 127.0.0.1:7001 (env COMB_RAFT_ADDR)")
 	c.initialCluster = fs.String("initial-cluster", "", "the voting members when the cluster is first started, e.g. n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003; ignored once this node has raft state (env COMB_INITIAL_CLUSTER)")
+	c.clusterState = fs.String("initial-cluster-state", "new", "new: this node is one of the members that start the cluster; existing: it joins a running cluster, whose leader adds it (POST /api/v1/cluster/members) and sends it the state (env COMB_INITIAL_CLUSTER_STATE)")
 }
 
 // config checks the flags: all three or none. ok is false for a single node. httpAddr is
@@ -44,11 +46,15 @@ func (c *clusterFlags) config(dataDir, httpAddr string) (cfg replica.Config, ok 
 	if err != nil {
 		return replica.Config{}, false, err
 	}
+	if *c.clusterState != "new" && *c.clusterState != "existing" {
+		return replica.Config{}, false, fmt.Errorf("--initial-cluster-state is new or existing, not %q", *c.clusterState)
+	}
 	advertised, err := replica.AdvertisedHTTPAddr(httpAddr, *c.raftAddr)
 	if err != nil {
 		return replica.Config{}, false, fmt.Errorf("--addr: %w", err)
 	}
-	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, "raft"), Cluster: peers}
+	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, "raft"), Cluster: peers,
+		Join: *c.clusterState == "existing"}
 	if err := cfg.Validate(); err != nil {
 		return replica.Config{}, false, err
 	}
@@ -69,6 +75,11 @@ func forwardTo(l *replica.Log) httpapi.Cluster {
 func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLog, error) {
 	if !ok {
 		return nil, nil, nil
+	}
+	// A snapshot another node sent (this node was far behind, or new) is
+	// installed into the data directory before the broker opens it.
+	if _, err := replica.PrepareDataDir(filepath.Dir(cfg.Dir), cfg.Dir, cfg.Logger); err != nil {
+		return nil, nil, err
 	}
 	l, err := replica.Open(cfg)
 	if err != nil {

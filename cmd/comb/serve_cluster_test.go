@@ -37,6 +37,7 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1"},
 		{"--node-id", "n4", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001"},
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--addr", "127.0.0.1:0"}, // no fixed port to forward to
+		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--initial-cluster-state", "old"},
 	} {
 		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir}, args...)), "%v", args)
 	}
