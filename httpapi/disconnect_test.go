@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net"
 	"testing"
@@ -16,24 +15,11 @@ import (
 )
 
 // startRealServerWithBroker is startRealServer that also hands back the broker, for tests that
-// look at its Stats.
+// look at its Stats: on a cluster the leader's, which parks the pops a follower forwards.
 func startRealServerWithBroker(t *testing.T) (*testServer, *broker.Broker) {
 	t.Helper()
-	b, err := broker.Open(broker.Config{DataDir: t.TempDir(), Sync: "never", Logger: zerolog.Nop()})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-		require.NoError(t, b.Close())
-	})
-	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: &lockedWriter{w: &bytes.Buffer{}}}, b
+	ts, b, _ := serveReal(t, broker.Config{DataDir: t.TempDir(), Sync: "never", Logger: zerolog.Nop()})
+	return ts, b
 }
 
 // spec 3.6: "A client disconnect cancels the parked pop; nothing may stay claimed." A long-poll

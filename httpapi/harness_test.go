@@ -24,6 +24,19 @@ type testServer struct {
 	fake *fakeBackend
 	addr string
 	logs *lockedWriter
+	// catchUp is set on a cluster's follower (cluster_e2e_test.go): it waits until the node
+	// applied everything its leader has.
+	catchUp func()
+}
+
+// awaitApplied returns once the node has applied every entry its leader had applied at the
+// call: at once on a single node or a leader. A follower's own routes (/metrics/prometheus)
+// show its applied state, which follows the leader's by one commit round.
+func (ts *testServer) awaitApplied() {
+	ts.t.Helper()
+	if ts.catchUp != nil {
+		ts.catchUp()
+	}
 }
 
 func startServer(t *testing.T, fake *fakeBackend, cfg Config) *testServer {

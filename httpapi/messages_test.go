@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -38,26 +36,9 @@ type msgServer struct {
 
 func startMsgServer(t *testing.T, fsys vfs.FS, clock *testClock) *msgServer {
 	t.Helper()
-	b, err := broker.Open(broker.Config{DataDir: "/data", FS: fsys, Logger: zerolog.Nop(), Now: clock.Now,
+	ts, b, stop := serveReal(t, broker.Config{DataDir: "/data", FS: fsys, Logger: zerolog.Nop(), Now: clock.Now,
 		MaintenanceInterval: time.Hour})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-			<-done
-			require.NoError(t, b.Close())
-		})
-	}
-	t.Cleanup(stop)
-	return &msgServer{testServer: &testServer{t: t, srv: srv, addr: ln.Addr().String()}, b: b, stop: stop}
+	return &msgServer{testServer: ts, b: b, stop: stop}
 }
 
 // expectJSON asserts the status and that the body equals want (JSON, exact fields and values).

@@ -1,10 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -39,21 +36,8 @@ func (c *manualClock) Advance(d time.Duration) {
 func startBrokerServer(t *testing.T, cfg broker.Config) *testServer {
 	t.Helper()
 	cfg.DataDir, cfg.Sync, cfg.Logger = t.TempDir(), "never", zerolog.Nop()
-	b, err := broker.Open(cfg)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-		require.NoError(t, b.Close())
-	})
-	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: &lockedWriter{w: &bytes.Buffer{}}}
+	ts, _, _ := serveReal(t, cfg)
+	return ts
 }
 
 // pushOneByOne pushes n messages to queue, one request each, as Queen's JS

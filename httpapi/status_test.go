@@ -1,10 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -35,25 +32,8 @@ func (c *statusClock) Advance(d time.Duration) {
 // both (the broker cleanly: its series are saved).
 func startStatusServer(t *testing.T, dir string, clk *statusClock) (ts *testServer, stop func()) {
 	t.Helper()
-	b, err := broker.Open(broker.Config{DataDir: dir, Sync: "never", Logger: zerolog.Nop(), Now: clk.Now, MaintenanceInterval: -1})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(ctx)
-			<-done
-			require.NoError(t, b.Close())
-		})
-	}
-	t.Cleanup(stop)
-	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: &lockedWriter{w: new(bytes.Buffer)}}, stop
+	ts, _, stop = serveReal(t, broker.Config{DataDir: dir, Sync: "never", Logger: zerolog.Nop(), Now: clk.Now, MaintenanceInterval: -1})
+	return ts, stop
 }
 
 func obj(t *testing.T, r response) map[string]any {
@@ -137,15 +117,18 @@ func TestStatusSeriesOverHTTPAndAcrossARestart(t *testing.T) {
 		assert.Equal(t, 3.0, w0["popMessages"], when)
 	}
 	check(ts, "live")
-	stop()
-	ts, _ = startStatusServer(t, dir, clk)
-	check(ts, "after a restart")
 
 	// Another queue's filter sees nothing; the namespace's sees q.
 	a := obj(t, ts.do("GET", "/api/v1/status/analytics?interval=minute&queue=other&"+rng, ""))
 	assert.Equal(t, 0.0, a["dataPoints"].([]any)[0].(map[string]any)["ingested"])
 	a = obj(t, ts.do("GET", "/api/v1/status/analytics?interval=minute&namespace=shop&"+rng, ""))
 	assert.Equal(t, 5.0, a["dataPoints"].([]any)[0].(map[string]any)["ingested"])
+
+	skipOnCluster(t, "the series are counted by the node that served the requests and saved in its own directory, "+
+		"not replicated: after the cluster restarts another node may lead, and its series do not hold this minute")
+	stop()
+	ts, _ = startStatusServer(t, dir, clk)
+	check(ts, "after a restart")
 }
 
 // spec 8.7: the queue routes' shapes, and 404 {"error":"Queue not found"}.
@@ -227,6 +210,7 @@ func TestPrometheusQueueFamilies(t *testing.T) {
 	clk := &statusClock{t: time.Date(2026, 7, 30, 9, 0, 10, 0, time.UTC)}
 	ts, _ := startStatusServer(t, t.TempDir(), clk)
 	seedStatus(t, ts, clk)
+	ts.awaitApplied()
 	r := ts.do("GET", "/metrics/prometheus", "")
 	require.Equal(t, 200, r.status)
 	body := string(r.body)
