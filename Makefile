@@ -15,7 +15,7 @@ GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo tr
 LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
 GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
-.PHONY: build run test test-ui screenshot bench fuzz crashtest bench-all bench-compare vet
+.PHONY: build run test test-cluster-http test-ui screenshot bench fuzz crashtest bench-all bench-compare vet
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
@@ -28,6 +28,14 @@ run:
 test:
 	$(GO) test -race -count=1 ./...
 	$(GO) vet ./...
+
+# Issue 15: httpapi's real-broker tests against a 3-node in-process cluster, through its leader
+# and through a follower (COMB_TEST_TARGET, httpapi/cluster_e2e_test.go); about a minute each.
+test-cluster-http:
+	@status=0; for target in leader follower; do \
+	  echo "COMB_TEST_TARGET=$$target go test -race ./httpapi/"; \
+	  COMB_TEST_TARGET=$$target $(GO) test -race -count=1 ./httpapi/ || status=1; \
+	done; exit $$status
 
 vet:
 	$(GO) vet ./...

@@ -119,9 +119,11 @@ type layoutKey struct {
 	dir string
 }
 
-// e2eRaft are the broker cluster tests' fastRaft timings: an election in a few hundred ms, a
-// fencing wait of about 100 ms.
-var e2eRaft = struct{ heartbeat, election, lease time.Duration }{200 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond}
+// e2eRaft are short raft timings, longer than the broker cluster tests' fastRaft (200, 200 and
+// 100 ms): these suites run under the race detector on two cores shared with other work, where
+// a leader starved of the CPU for 100 ms lost its lease and stepped down mid-test (a 503 "no
+// leader"). An election takes about half a second, the fencing wait about 300 ms.
+var e2eRaft = struct{ heartbeat, election, lease time.Duration }{300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}
 
 // clusterNode is one comb of the cluster: its replicated log, broker and HTTP server.
 type clusterNode struct {
