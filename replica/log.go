@@ -90,6 +90,9 @@ type Log struct {
 	logger hclog.Logger
 
 	store *wal.WAL
+	// stable is store as raft's StableStore, which drops writes once Close shut raft down
+	// (stable.go).
+	stable *stableStore
 	// meta is raft-wal's meta and stable store, held here because
 	// WAL.Close leaves it open (and its file lock held: a restart in the
 	// same process would wait on it forever).
@@ -218,7 +221,8 @@ func (l *Log) Start(a Applier) error {
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
-	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
+	l.stable = &stableStore{StableStore: l.store}
+	r, err := raft.NewRaft(conf, l.fsm, l.store, l.stable, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
 	if err != nil {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
@@ -385,6 +389,7 @@ func (l *Log) Close() error {
 		errs = append(errs, l.r.Shutdown().Error())
 		close(l.notify) // raft writes to it no more after Shutdown
 		<-l.done
+		l.stable.close() // a heartbeat's term may still arrive (stable.go)
 	}
 	errs = append(errs, l.trans.Close(), l.store.Close(), l.meta.Close())
 	return errors.Join(errs...)
