@@ -35,3 +35,19 @@ func TestFollowerThatAppliedATransactionClosesCleanly(t *testing.T) {
 	ts.awaitApplied()
 	stop() // closes every node's broker: require.NoError on each
 }
+
+// The switch reaches the node it names: /health (the node's own route) says its role, and a
+// follower hands a request to the leader (comb_http_forwarded_total).
+func TestClusterTargetIsTheNodeAsked(t *testing.T) {
+	target := testTarget(t)
+	if target == "" {
+		t.Skipf("a cluster test: set %s=follower or leader (make test-cluster-http)", targetEnv)
+	}
+	ts := startRealServer(t)
+	h := ts.do("GET", "/health", "")
+	require.Equal(t, 200, h.status, "%s", h.body)
+	require.Equal(t, target, h.json(t).(map[string]any)["role"], "%s", h.body)
+	require.Equal(t, 200, ts.do("GET", "/api/v1/resources/queues", "").status)
+	relayed := map[string]string{"leader": "0", "follower": "1"}[target]
+	require.Contains(t, string(ts.do("GET", "/metrics/prometheus", "").body), `comb_http_forwarded_total{outcome="relayed"} `+relayed+"\n")
+}

@@ -59,6 +59,30 @@ func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) 
 	}
 }
 
+// spec 3.6 again, without waiting for the parked pop to end: a message pushed right after the
+// client hung up is not claimed for it. On one node the broker peeks the client's socket right
+// before it claims; through a follower (COMB_TEST_TARGET=follower) it peeks the follower's
+// connection, which the follower must close the moment its client leaves
+// (watchForwardedClient): with the 150 ms disconnect poll this failed every time.
+func TestMessagePushedRightAfterALongPollClientLeftIsNotClaimedForIt(t *testing.T) {
+	ts, b := startRealServerWithBroker(t)
+	requireJSONStatus(t, ts.do("POST", "/api/v1/configure", `{"queue":"dq","namespace":"ns"}`), 200)
+	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(conn, "GET /api/v1/pop/queue/dq/partition/p?consumerGroup=g&wait=true&timeout=60000 HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, conn.Close())
+
+	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"dq","partition":"p","transactionId":"m1","payload":1}]}`)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	r = ts.do("GET", "/api/v1/pop/queue/dq?consumerGroup=g", "")
+	require.Equal(t, 200, r.status, "the message is not leased to the client that left")
+	msgs := r.json(t).(map[string]any)["messages"].([]any)
+	require.Len(t, msgs, 1)
+	assert.Equal(t, "m1", msgs[0].(map[string]any)["transactionId"])
+}
+
 // A long-poll whose client is still connected, or has pipelined its next request, is not
 // cancelled by the watch: peeking leaves the bytes for fasthttp.
 func TestLongPollWatchKeepsAConnectedAndAPipeliningClient(t *testing.T) {

@@ -189,7 +189,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 
 	var err error
 	if timeout, longPoll := s.forwardedPopTimeout(ctx, rt); longPoll {
-		pctx, stop := s.watchDisconnect(ctx)
+		pctx, stop := s.watchForwardedClient(ctx)
 		err = f.longPoll(pctx, addr, req, resp, time.Now().Add(timeout+forwardMargin))
 		ended := pctx.Err() != nil // before stop, which ends it too
 		stop()
