@@ -283,11 +283,17 @@ func awaitClusterLeader(t *testing.T, nodes []*clusterNode) *clusterNode {
 	return leader
 }
 
-// stopCluster stops every HTTP server, then closes the followers' brokers and the leader's
-// last: closed first, the leader would leave the followers time to elect one of them while they
-// close (an election timeout is 200 ms), and that one would append to a log its own closing
-// broker no longer applies. Without its quorum the leader's last flush pass does not commit,
-// which Close reports as no error (the next start applies the log again).
+// stopCluster stops every HTTP server, waits until the followers applied what the leader has,
+// then closes the followers' brokers and the leader's last.
+//
+// Why this order: an entry applied to a broker that is closing is refused, and the node's log
+// then counts itself diverged (and the race detector sees the broker's in-flight count raised
+// while Close waits on it, broker.enter). Caught up first, the followers receive nothing more
+// while they close unless the leader appends on its own meanwhile. Closed first, the leader
+// would commit its last flush pass to followers about to close, and leave them time to elect
+// one of them while they close. Without its quorum the leader's last flush pass does not
+// commit, which its Close reports as no error (the next start applies the log again) after the
+// lease timeout.
 func stopCluster(t *testing.T, nodes []*clusterNode) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -298,13 +304,22 @@ func stopCluster(t *testing.T, nodes []*clusterNode) {
 			<-n.done
 		}
 	}
+	var leader *clusterNode
 	var order []*clusterNode
-	for _, leading := range []bool{false, true} {
-		for _, n := range nodes {
-			if n != nil && n.log.Leading() == leading {
-				order = append(order, n)
-			}
+	for _, n := range nodes {
+		switch {
+		case n == nil:
+		case n.log.Leading():
+			leader = n
+		default:
+			order = append(order, n)
 		}
+	}
+	if leader != nil {
+		for _, f := range order {
+			awaitApplied(t, f, leader)
+		}
+		order = append(order, leader)
 	}
 	var errs []error
 	for _, n := range order {
