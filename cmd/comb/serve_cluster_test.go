@@ -190,14 +190,14 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	code, _ = call(f2, "DELETE", "/api/v1/cluster/members/n4", "")
 	require.Equal(t, 404, code)
 
-	// All three stop at once (one process, one signal). The leader hands its leadership over
-	// to a node that is stopping too, which may then lose it again with its last flush pass
-	// unwritten and exit 1 (its next start recovers from the log); every node must stop.
+	// All stop at once (one process, one signal). The leader hands its leadership over to a
+	// node that is stopping too, which may then lose it again with its last flush pass
+	// unwritten: a warning (its next start recovers from the log), not a failed stop.
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
 	for range n + 1 {
 		select {
 		case code := <-exited:
-			require.Contains(t, []int{0, 1}, code)
+			require.Equal(t, 0, code)
 		case <-time.After(30 * time.Second):
 			t.Fatal("comb serve did not stop on SIGINT")
 		}
