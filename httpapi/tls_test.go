@@ -50,10 +50,16 @@ func writeSelfSigned(t *testing.T, dir string, serial int64) (certFile, keyFile 
 }
 
 func startTLS(t *testing.T, b Backend, cert *Certificate) string {
+	return startTLSWith(t, b, Config{TLS: cert.TLSConfig()})
+}
+
+// startTLSWith serves cfg (its TLS set) on a loopback port until the test ends.
+func startTLSWith(t *testing.T, b Backend, cfg Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), TLS: cert.TLSConfig(), DefaultPopTimeout: 30 * time.Second})
+	cfg.Logger, cfg.DefaultPopTimeout = zerolog.Nop(), 30*time.Second
+	srv := New(b, cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -156,19 +162,9 @@ func TestForwardingOverTLSTrustsThePeerCA(t *testing.T) {
 		status int
 	}{{"with --peer-ca", pool, 201}, {"with the system's roots", nil, 503}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			follower := New(newFake(), Config{Logger: zerolog.Nop(), TLS: cert.TLSConfig(), DefaultPopTimeout: 30 * time.Second,
+			follower := startTLSWith(t, newFake(), Config{TLS: cert.TLSConfig(),
 				Cluster: &fakeCluster{self: "n2", id: "n1", addr: leaderAddr}, PeerCAs: tc.roots})
-			done := make(chan error, 1)
-			go func() { done <- follower.Serve(ln) }()
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = follower.Shutdown(ctx)
-				<-done
-			})
-			resp, err := client.Post("https://"+ln.Addr().String()+"/api/v1/push", "application/json",
+			resp, err := client.Post("https://"+follower+"/api/v1/push", "application/json",
 				strings.NewReader(`{"items":[{"queue":"q","transactionId":"t1","payload":1}]}`))
 			require.NoError(t, err)
 			body, _ := io.ReadAll(resp.Body)
