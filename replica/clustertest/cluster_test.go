@@ -204,6 +204,9 @@ func TestClusterFaults(t *testing.T) {
 			add("  %s", s)
 		}
 	}
+	if err := led.dump(root); err != nil {
+		add("ledger dump: %v", err)
+	}
 	report := strings.Join(rep, "\n")
 	_ = os.WriteFile(filepath.Join(root, "report.txt"), []byte(report+"\n"), 0o644)
 	t.Log("\n" + report)

@@ -36,12 +36,13 @@
 //     (GET /api/v1/messages, read locally) holds exactly the messages the fresh group read,
 //     with the same ids (a deposed leader's uncommitted writes show up here);
 //
-// and that the cluster elects one leader again after every fault (within 45 s), and that no
-// node exits by itself or logs a divergence. It prints the figures (acknowledged pushes,
+// and that the cluster elects one leader again after every fault (within 45 s), that no node
+// exits by itself or logs a divergence, and that every node's /health says "healthy". It prints the figures (acknowledged pushes,
 // deliveries, acks, transactions, faults by kind, failover times: fault to the first push and
 // the first pop answered by a request sent after it) and every violation with its evidence, and
-// fails on any. The nodes' data directories and logs are kept when it fails (the path is
-// printed) and removed when it passes, unless CLUSTER_KEEP=1.
+// fails on any. The nodes' data directories and logs, the report and the ledger (deliveries,
+// acks and pushes as .tsv, the evidence behind a violation) are kept when it fails (the path
+// is printed) and removed when it passes, unless CLUSTER_KEEP=1.
 //
 // It knows the HTTP API and the `comb serve` command line and imports no comb package.
 //

@@ -4,6 +4,8 @@ package clustertest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -248,4 +250,32 @@ func joinFirst(xs []string, n int) string {
 		return strings.Join(xs, ", ")
 	}
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(", ... (%d in all)", len(xs))
+}
+
+// dump writes the ledger as tab-separated files into dir (deliveries, acks, pushes, times
+// relative to the start of the run): the evidence behind a violation, kept with the logs.
+func (l *ledger) dump(dir string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var d, a, p strings.Builder
+	d.WriteString("group\ttxid\tmessageId\tpartition\tpartitionId\tleaseId\tnode\tsent\tanswered\tspanEnd\n")
+	for _, x := range l.deliveries {
+		fmt.Fprintf(&d, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", x.group, x.txid, x.msgID, x.partition, x.partitionID, x.leaseID, x.node, l.rel(x.sent), l.rel(x.recv), x.spanEnd)
+	}
+	a.WriteString("group\tleaseId\tvia\tnode\tfirstSent\tanswered\tuncertain\ttxid\tpartitionId\tstatus\toutcome\terror\n")
+	for _, x := range l.acks {
+		for _, it := range x.items {
+			fmt.Fprintf(&a, "%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", x.group, x.leaseID, x.via, x.node, l.rel(x.firstSent), l.rel(x.recv), x.uncertain, it.txid, it.partitionID, it.status, [...]string{"unknown", "applied", "refused"}[it.outcome], it.err)
+		}
+	}
+	p.WriteString("txid\tqueue\tpartition\tacked\tmessageId\tpartitionId\tnode\tfirstSent\tanswered\ttransactions\n")
+	for _, x := range l.pushes {
+		fmt.Fprintf(&p, "%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\n", x.txid, x.queue, x.partition, x.acked, x.messageID, x.partitionID, x.node, l.rel(x.firstSent), l.rel(x.recv), strings.Join(x.txs, ","))
+	}
+	for name, b := range map[string]*strings.Builder{"deliveries.tsv": &d, "acks.tsv": &a, "pushes.tsv": &p} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

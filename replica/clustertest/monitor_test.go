@@ -124,6 +124,7 @@ func (m *monitor) sample(n *node, inc int, at time.Time, h health) {
 	if h.Status != "healthy" && !m.unwell[key+"/"+h.Status] {
 		m.unwell[key+"/"+h.Status] = true
 		m.led.note("%s (process %d, %s) /health status %q reason %q", n.id, inc, h.Role, h.Status, h.Reason)
+		m.led.violate("9 node unhealthy", "node %s (process %d, %s) /health at %s: status %q reason %q", n.id, inc, h.Role, m.led.rel(at), h.Status, h.Reason)
 	}
 	if h.Role == "leader" && m.leader != n.id {
 		m.led.note("%s leads (appliedLSN %d)", n.id, h.AppliedLSN)

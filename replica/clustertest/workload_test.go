@@ -234,7 +234,9 @@ func (w *workload) txConsumer(ctx context.Context, id int, rng *rand.Rand) {
 		for _, m := range pop.Messages {
 			x := "x-" + m.TransactionID
 			payload, _ := json.Marshal(map[string]any{"from": m.TransactionID})
-			pushes = append(pushes, pushItem{Queue: txQueue, Partition: txPartitions[rng.IntN(len(txPartitions))], TransactionID: x, Payload: payload})
+			// The partition follows from the message, so a second transaction for it (after a
+			// redelivery) meets the first one's push in dedup.
+			pushes = append(pushes, pushItem{Queue: txQueue, Partition: txPartitions[len(x)%len(txPartitions)], TransactionID: x, Payload: payload})
 			tx.pushes = append(tx.pushes, x)
 			ops = append(ops, txOp{Type: "ack", TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: pop.LeaseID, Status: "completed", ConsumerGroup: txGroup})
 			tx.ack.items = append(tx.ack.items, ackItemRec{txid: m.TransactionID, partitionID: m.PartitionID, status: "completed"})
