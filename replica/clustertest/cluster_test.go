@@ -178,7 +178,7 @@ func TestClusterFaults(t *testing.T) {
 	add("seed %d, %d faults, run %s, data and logs %s", seed, len(done), time.Since(led.t0).Round(time.Second), root)
 	add("pushes acknowledged: %d to %s, %d by transactions to %s (%d unanswered pushes re-sent at the end)", fig.pushesAcked, workQueue, fig.txPushesAcked, txQueue, resent)
 	add("deliveries: %s %d (%d again), %s %d (%d again); drained at the end: %v", ackGroup, fig.deliveries[ackGroup], fig.redeliveries[ackGroup], txGroup, fig.deliveries[txGroup], fig.redeliveries[txGroup], drained)
-	add("acks answered success: %d completed items, %d retry nacks; transactions: %d committed, %d refused, %d unknown", fig.ackItemsApplied, fig.nacksApplied, fig.txApplied, fig.txRefused, fig.txUnknown)
+	add("acks answered success: %d completed items, %d retry-nacked items; transactions: %d committed, %d refused, %d unknown", fig.ackItemsApplied, fig.nacksApplied, fig.txApplied, fig.txRefused, fig.txUnknown)
 	add("fresh read: %v; replicas at appliedLSN %d list %v; monitor samples %d; 500s logged per node %v", fig.freshRead, lsn, listed, mon.samples, failed500)
 	add("attempts by route and answer: %s", strings.Join(c.statusLines(), ", "))
 	for _, s := range faultSummary(done, pushT, popT) {
