@@ -21,7 +21,8 @@ type health struct {
 	Leader *struct {
 		ID string `json:"id"`
 	} `json:"leader"`
-	AppliedLSN uint64 `json:"appliedLSN"`
+	AppliedLSN uint64            `json:"appliedLSN"`
+	Damaged    []json.RawMessage `json:"damaged"` // partitions out of service
 }
 
 func (h health) leaderID() string {
@@ -121,10 +122,10 @@ func (m *monitor) sample(n *node, inc int, at time.Time, h health) {
 	if h.AppliedLSN > m.maxLSN[n.id] {
 		m.maxLSN[n.id] = h.AppliedLSN
 	}
-	if h.Status != "healthy" && !m.unwell[key+"/"+h.Status] {
-		m.unwell[key+"/"+h.Status] = true
-		m.led.note("%s (process %d, %s) /health status %q reason %q", n.id, inc, h.Role, h.Status, h.Reason)
-		m.led.violate("9 node unhealthy", "node %s (process %d, %s) /health at %s: status %q reason %q", n.id, inc, h.Role, m.led.rel(at), h.Status, h.Reason)
+	if what := fmt.Sprintf("status %q reason %q, %d damaged partitions", h.Status, h.Reason, len(h.Damaged)); h.Status != "healthy" && !m.unwell[key+"/"+what] {
+		m.unwell[key+"/"+what] = true
+		m.led.note("%s (process %d, %s) /health %s", n.id, inc, h.Role, what)
+		m.led.violate("9 node unhealthy", "node %s (process %d, %s) /health at %s: %s %s", n.id, inc, h.Role, m.led.rel(at), what, trunc(joinRaw(h.Damaged)))
 	}
 	if h.Role == "leader" && m.leader != n.id {
 		m.led.note("%s leads (appliedLSN %d)", n.id, h.AppliedLSN)
@@ -220,4 +221,12 @@ func waitApplied(ctx context.Context, c *client, nodes []*node, timeout time.Dur
 		time.Sleep(300 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("the nodes did not reach the same appliedLSN within %v: %s", timeout, last)
+}
+
+func joinRaw(rs []json.RawMessage) []byte {
+	var b []byte
+	for _, r := range rs {
+		b = append(append(b, r...), ' ')
+	}
+	return b
 }
