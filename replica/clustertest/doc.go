@@ -37,7 +37,8 @@
 //     with the same ids (a deposed leader's uncommitted writes show up here);
 //
 // and that the cluster elects one leader again after every fault (within 45 s), that no node
-// exits by itself or logs a divergence, and that every node's /health says "healthy". It prints the figures (acknowledged pushes,
+// exits by itself or logs a divergence, and that no node's /health stays other than "healthy"
+// for 5 s or names a damaged partition. It prints the figures (acknowledged pushes,
 // deliveries, acks, transactions, faults by kind, failover times: fault to the first push and
 // the first pop answered by a request sent after it) and every violation with its evidence, and
 // fails on any. The nodes' data directories and logs, the report and the ledger (deliveries,

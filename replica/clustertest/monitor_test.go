@@ -59,7 +59,8 @@ type monitor struct {
 	mu       sync.Mutex
 	last     map[string]sampleAt // node/incarnation → last sample
 	leader   string
-	unwell   map[string]bool // node/incarnation/status noted once
+	unwell   map[string]bool     // node/incarnation/answer noted once
+	since    map[string]sampleAt // node/incarnation → first sample of a run of answers not "healthy"
 	samples  int
 	maxLSN   map[string]uint64 // node id → highest appliedLSN seen in any incarnation
 	lastRole map[string]string
@@ -71,7 +72,7 @@ type sampleAt struct {
 }
 
 func newMonitor(c *client, led *ledger, nodes []*node) *monitor {
-	return &monitor{c: c, led: led, nodes: nodes, last: map[string]sampleAt{}, unwell: map[string]bool{},
+	return &monitor{c: c, led: led, nodes: nodes, last: map[string]sampleAt{}, unwell: map[string]bool{}, since: map[string]sampleAt{},
 		maxLSN: map[string]uint64{}, lastRole: map[string]string{}}
 }
 
@@ -114,7 +115,11 @@ func (m *monitor) sample(n *node, inc int, at time.Time, h health) {
 	defer m.mu.Unlock()
 	m.samples++
 	key := fmt.Sprintf("%s/%d", n.id, inc)
-	if prev, ok := m.last[key]; ok && h.AppliedLSN < prev.h.AppliedLSN {
+	prev, seen := m.last[key]
+	if seen && at.Sub(prev.at) > time.Second {
+		delete(m.since, key) // paused in between: a run of unhealthy answers starts again
+	}
+	if seen && h.AppliedLSN < prev.h.AppliedLSN {
 		m.led.violate("4 cursor went back", "node %s (process %d): /health appliedLSN %d at %s after %d at %s (role %s then %s)",
 			n.id, inc, h.AppliedLSN, m.led.rel(at), prev.h.AppliedLSN, m.led.rel(prev.at), prev.h.Role, h.Role)
 	}
@@ -122,16 +127,43 @@ func (m *monitor) sample(n *node, inc int, at time.Time, h health) {
 	if h.AppliedLSN > m.maxLSN[n.id] {
 		m.maxLSN[n.id] = h.AppliedLSN
 	}
-	if what := fmt.Sprintf("status %q reason %q, %d damaged partitions", h.Status, h.Reason, len(h.Damaged)); h.Status != "healthy" && !m.unwell[key+"/"+what] {
-		m.unwell[key+"/"+what] = true
-		m.led.note("%s (process %d, %s) /health %s", n.id, inc, h.Role, what)
-		m.led.violate("9 node unhealthy", "node %s (process %d, %s) /health at %s: %s %s", n.id, inc, h.Role, m.led.rel(at), what, trunc(joinRaw(h.Damaged)))
-	}
+	m.judgeHealth(n, inc, key, at, h)
 	if h.Role == "leader" && m.leader != n.id {
 		m.led.note("%s leads (appliedLSN %d)", n.id, h.AppliedLSN)
 		m.leader = n.id
 	}
 	m.lastRole[n.id] = h.Role
+}
+
+// unwellFor is how long a node may answer something other than "healthy" before it is a
+// finding: a checkpoint may fail for a moment while leadership moves, and retries.
+const unwellFor = 5 * time.Second
+
+// judgeHealth notes each distinct unhealthy answer of a process in the timeline, and reports a
+// process whose answers stay unhealthy for unwellFor, or that reports damaged partitions.
+func (m *monitor) judgeHealth(n *node, inc int, key string, at time.Time, h health) {
+	if h.Status == "healthy" {
+		delete(m.since, key)
+		return
+	}
+	what := fmt.Sprintf("status %q reason %q, %d damaged partitions", h.Status, h.Reason, len(h.Damaged))
+	if !m.unwell[key+"/"+what] {
+		m.unwell[key+"/"+what] = true
+		m.led.note("%s (process %d, %s) /health %s", n.id, inc, h.Role, what)
+		if len(h.Damaged) > 0 {
+			m.led.violate("9 node unhealthy", "node %s (process %d, %s) /health at %s: %s %s", n.id, inc, h.Role, m.led.rel(at), what, trunc(joinRaw(h.Damaged)))
+		}
+	}
+	first, ok := m.since[key]
+	if !ok {
+		m.since[key] = sampleAt{at: at, h: h}
+		return
+	}
+	if at.Sub(first.at) >= unwellFor && !m.unwell[key+"/reported"] {
+		m.unwell[key+"/reported"] = true
+		m.led.violate("9 node unhealthy", "node %s (process %d) /health not healthy from %s to %s at least: first %s (%s), now %s (%s)", n.id, inc,
+			m.led.rel(first.at), m.led.rel(at), fmt.Sprintf("status %q reason %q", first.h.Status, first.h.Reason), first.h.Role, what, h.Role)
+	}
 }
 
 // settle waits until every node runs and answers /health, exactly one says leader and the
