@@ -135,6 +135,9 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 	var rep *segment.RecoveryReport
 	if b.walScan.bases != nil {
 		l, rep, err = b.openLogAt(q.id, dir, opts) // recovery: cut to what is durable
+		if err == nil {
+			raiseTo(&q.dlqCommitted, l.NextOffset()) // all of it, on a replicated node (follow_commit.go)
+		}
 	} else {
 		l, rep, err = segment.Open(dir, opts)
 	}

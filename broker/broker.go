@@ -24,17 +24,21 @@ type Broker struct {
 	// commitHist: on a replicated node, every waited entry from its append
 	// to committed on a quorum and applied here (write_replica.go).
 	commitHist syncHist
-	cfg        Config
-	log        zerolog.Logger
-	now        func() time.Time
-	dir        string
-	syncMode   segment.SyncPolicy
-	segOpts    segment.Options
-	lockFile   io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
-	fs         vfs.FS        // under the metadata journal and the segment logs (Config.FS)
-	wal        commitLog     // the commit log (write_wal.go): everything durable goes through it
-	claimed    claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
-	walScan    walScan       // what Open's first read of the commit log found (open.go); empty after Open
+	// readyTerm is the leader term (ReplicatedLog.LeaderTerms) whose ready
+	// structures rebuildReady built; readyMu makes one pop build them.
+	readyTerm atomic.Uint64
+	readyMu   sync.Mutex
+	cfg       Config
+	log       zerolog.Logger
+	now       func() time.Time
+	dir       string
+	syncMode  segment.SyncPolicy
+	segOpts   segment.Options
+	lockFile  io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
+	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
+	wal       commitLog     // the commit log (write_wal.go): everything durable goes through it
+	claimed   claimedBudget // bytes of the leased spans' transaction ids kept for acks (ack_claimed.go)
+	walScan   walScan       // what Open's first read of the commit log found (open.go); empty after Open
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
 	flush        flushState
@@ -125,9 +129,11 @@ type queue struct {
 	list   []*partition
 	groups map[string]*groupReady
 
-	dlqMu     sync.Mutex
-	dlq       *segment.Log
-	dlqByPart dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
+	dlqMu sync.Mutex
+	dlq   *segment.Log
+	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
+	dlqCommitted atomic.Uint64
+	dlqByPart    dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
 
@@ -165,6 +171,11 @@ type partition struct {
 	// retentionSeconds or maxWaitTimeSeconds: never delivered nor counted,
 	// though their file may remain (read_expire.go). Only rises; in memory.
 	expiredBelow atomic.Uint64
+	// committed is, on a replicated node, the offset after the last message
+	// whose entry the cluster committed (follow_commit.go): a leader writes
+	// a segment to its file before the entry commits, and what a restart
+	// keeps of the file never passes this. Unused on a single node.
+	committed atomic.Uint64
 
 	idleSince int64 // µs the maintenance task first saw the log unused; under b.maint.mu (maint_evict.go)
 

@@ -29,12 +29,17 @@ func (b *Broker) closeFiles() error {
 	var errs []error
 	unclean := false
 	b.stopFlusher()
-	if b.wal != nil && b.cur != nil && b.wake != nil {
+	if b.isStale() {
+		// Nothing of its memory may reach a file (follow_commit.go): the
+		// next start recovers from the last flush pass and raft's log.
+		b.log.Warn().Msg("close: this node lost its leadership with writes possibly in flight; no last flush pass, the next start recovers from the log")
+		unclean = true
+	} else if b.wal != nil && b.cur != nil && b.wake != nil {
 		// Everything durable outside the commit log, so the next start
 		// replays (almost) nothing. Without it (a failed log, a full disk)
 		// no clean marker is written: the next start recovers from the log.
 		if err := b.flushPass(); err != nil {
-			if b.cfg.Replicated != nil && retryable(err) {
+			if b.cfg.Replicated != nil && (retryable(err) || errors.Is(err, ErrStale)) {
 				// A replicated node that lost its leadership (the others
 				// stopped first) cannot commit the pass's checkpoint; raft
 				// applies the entries again at the next start. Not an error
@@ -79,6 +84,11 @@ func (b *Broker) closeFiles() error {
 			// A damaged partition gets no summary: the next start opens it
 			// in full and finds out again whether it is sound.
 			sums[p.id] = p.log.Summary()
+		}
+		if b.cfg.Replicated != nil && p.log.NextOffset() != max(p.committed.Load(), 1) {
+			// Segments that never committed (follow_commit.go): the next
+			// start must cut them, which a clean marker would not let it.
+			unclean = true
 		}
 	}
 	for _, q := range b.queues {

@@ -151,16 +151,19 @@ func (b *Broker) flushPass() error {
 }
 
 func (b *Broker) flushPassLocked() error {
+	if b.isStale() {
+		return ErrStale
+	}
 	L := b.wal.DurableLSN()
 	parts := b.partitionList(nil)
 	nexts := make([]uint64, len(parts))
 	for i, p := range parts {
-		nexts[i] = p.log.NextOffset()
+		nexts[i] = b.committedNext(p, p.log.NextOffset())
 	}
 	queues := b.sortedQueues()
 	dlqNexts := make([]uint64, len(queues))
 	for i, q := range queues {
-		dlqNexts[i] = b.dlqNext(q)
+		dlqNexts[i] = b.committedDLQNext(q, b.dlqNext(q))
 	}
 	if err := b.committer.Flush(); err != nil {
 		return fmt.Errorf("flush: sync logs: %w", err)
@@ -300,6 +303,10 @@ func (b *Broker) snapshotMeta(L uint64) error {
 // snapshot replays from L+1.
 func (b *Broker) snapshotCursors(L uint64) (uint64, error) {
 	if b.cfg.Replicated != nil && !b.cfg.Replicated.Leading() {
+		if b.isStale() {
+			// Its engine may hold claims and acks that never committed.
+			return 0, ErrStale
+		}
 		return L + 1, b.cur.SnapshotAt(L + 1)
 	}
 	return b.cur.Snapshot()

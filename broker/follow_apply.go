@@ -28,6 +28,9 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		return err
 	}
 	defer b.leave()
+	if b.isStale() {
+		return ErrStale
+	}
 	if kind == walMeta {
 		return b.applyReplicatedMeta(lsn, payload)
 	}
@@ -42,7 +45,16 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		id, seg, _ := splitLogEntry(payload)
 		_, _, ts, err := segment.PeekSegment(seg)
 		if p := b.lookupPartitionByID(id); p != nil && err == nil && !p.isDamaged() {
-			b.publish(p, p.log.NextOffset(), ts)
+			next := p.log.NextOffset()
+			raiseTo(&p.committed, next)
+			b.publish(p, next, ts)
+		}
+	}
+	if kind == walDLQ {
+		if id, _, err := splitLogEntry(payload); err == nil {
+			if q := b.queueByID(id); q != nil {
+				raiseTo(&q.dlqCommitted, b.dlqNext(q))
+			}
 		}
 	}
 	return nil

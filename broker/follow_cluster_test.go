@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ type clusterNode struct {
 	id, dir string
 	peers   []replica.Peer
 	timing  raftTiming
+	conf    func(*Config) // nil: the test defaults of open
 	log     *replica.Log
 	b       *Broker
 }
@@ -30,6 +34,7 @@ type clusterNode struct {
 type raftTiming struct {
 	heartbeat, election, lease time.Duration
 	trailingLogs               uint64 // 0 = raft's default
+	walSegmentBytes            int    // 0 = raft-wal's default
 }
 
 // fastRaft keeps the tests short; raftDefaults (zero: raft's own, 1 s, 1 s
@@ -46,6 +51,12 @@ func startCluster(t testing.TB, n int) []*clusterNode {
 }
 
 func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
+	return startClusterConf(t, n, timing, nil)
+}
+
+// startClusterConf is startClusterWith with conf applied to every node's
+// broker Config.
+func startClusterConf(t testing.TB, n int, timing raftTiming, conf func(*Config)) []*clusterNode {
 	t.Helper()
 	peers := make([]replica.Peer, n)
 	for i := range peers {
@@ -53,7 +64,7 @@ func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
-		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing}
+		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing, conf: conf}
 		node.open(t)
 		nodes[i] = node
 		t.Cleanup(func() { node.close() })
@@ -73,15 +84,23 @@ func (n *clusterNode) open(t testing.TB) {
 			self = p
 		}
 	}
+	// As comb serve does: a snapshot received from another node is
+	// installed before the broker opens the directory.
+	_, err := replica.PrepareDataDir(n.dir, filepath.Join(n.dir, "raft"), nil)
+	require.NoError(t, err)
 	l, err := replica.Open(replica.Config{
 		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
 		HeartbeatTimeout: n.timing.heartbeat, ElectionTimeout: n.timing.election, LeaderLeaseTimeout: n.timing.lease,
-		TrailingLogs: n.timing.trailingLogs,
-		Logger:       hclog.NewNullLogger(),
+		TrailingLogs: n.timing.trailingLogs, WALSegmentBytes: n.timing.walSegmentBytes,
+		Logger: testRaftLogger(n.id),
 	})
 	require.NoError(t, err)
-	b, err := Open(Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
-		MaintenanceInterval: -1, Replicated: l})
+	cfg := Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
+		MaintenanceInterval: -1, Replicated: l}
+	if n.conf != nil {
+		n.conf(&cfg)
+	}
+	b, err := Open(cfg)
 	require.NoError(t, err)
 	require.NoError(t, l.Start(b))
 	n.log, n.b = l, b
@@ -273,21 +292,51 @@ func TestClusterReplicatesConfigureTransactionsAndDeletes(t *testing.T) {
 	}
 }
 
-// TestFollowersRunNoRetention: retention moves cursors and cuts files, which
-// on a replicated cluster belongs to the leader (its cursor moves arrive in
-// checkpoints); a follower's maintenance cycle applies no rule.
-func TestFollowersRunNoRetention(t *testing.T) {
-	nodes := startCluster(t, 3)
+// TestFollowersCutFilesButMoveNoCursor: retention runs on every node, on its
+// files; only the leader moves cursors (they reach the others in its
+// checkpoints). A follower that leads later raises the cursors it finds below
+// its low-water marks before it serves a pop.
+func TestFollowersCutFilesButMoveNoCursor(t *testing.T) {
+	nodes := startClusterConf(t, 3, fastRaft, func(c *Config) { c.MaxSegmentFileSize = 1; c.IdleEvict = -1 })
 	leader := waitLeader(t, nodes)
-	now := time.Now().UnixMicro()
-	leader.b.maint.mu.Lock()
-	require.True(t, leader.b.dueRulesLocked(&leader.b.maint, now).any(), "the leader applies retention")
-	leader.b.maint.mu.Unlock()
-	for _, f := range followersOf(nodes, leader) {
-		f.b.maint.mu.Lock()
-		require.False(t, f.b.dueRulesLocked(&f.b.maint, now).any(), "node %s follows", f.id)
-		f.b.maint.mu.Unlock()
+	opts := DefaultQueueOptions()
+	opts.RetentionEnabled, opts.RetentionSeconds = true, 60
+	_, err := leader.b.Configure(ConfigureRequest{Queue: "q", Options: opts})
+	require.NoError(t, err)
+	var pid string
+	for i := range 5 { // a file per push
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i+1), Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		pid = res[0].PartitionID
 	}
+	pop, err := leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 2, AutoAck: true})
+	require.NoError(t, err)
+	require.Len(t, pop.Messages, 2)
+	pop.Release()
+	key := cursor.Key{Partition: parseTestUUID(t, pid), Group: "g"}
+	later := time.Now().Add(2 * time.Minute)
+	for _, f := range followersOf(nodes, leader) {
+		waitMessage(t, f, pid, "m5", `1`)
+		require.Eventually(t, func() bool {
+			st, ok := f.b.cur.Get(key)
+			return ok && st.Committed == 2
+		}, 5*time.Second, 5*time.Millisecond)
+		f.b.maintain(later)
+		p := f.b.lookupPartitionByID(key.Partition)
+		require.Equal(t, uint64(5), p.log.FirstOffset(), "node %s cut the four old files (never the active one)", f.id)
+		st, _ := f.b.cur.Get(key)
+		require.Equal(t, uint64(2), st.Committed, "node %s moved no cursor", f.id)
+	}
+
+	leader.close()
+	next := waitLeader(t, nodes)
+	// (The follower's maintenance ran two minutes ahead: every message is
+	// past retentionSeconds in its memory, so the pop finds none.)
+	pop, err = next.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 10, AutoAck: true})
+	require.NoError(t, err)
+	pop.Release()
+	st, _ := next.b.cur.Get(key)
+	require.Equal(t, uint64(4), st.Committed, "the new leader raised g's cursor to its low-water mark before its first pop")
 }
 
 // TestClusterReplicationStatus: what /health reports of each node (issue
@@ -443,38 +492,68 @@ func TestSnapshotsCompactRaftsLogSafely(t *testing.T) {
 	require.NoError(t, f.log.Err())
 }
 
-// TestAFollowerFarBehindNeverSkips: a follower that missed entries while
-// the leader snapshotted and compacted its log either catches up on all of
-// them (raft still had them: raft-wal drops whole segment files only) or,
-// sent the leader's snapshot, refuses it and reports divergence (Err);
-// installing another node's state is not built. It never holds a later
-// message without the earlier ones.
-func TestAFollowerFarBehindNeverSkips(t *testing.T) {
+// TestAFollowerFarBehindInstallsTheLeadersState: a follower that missed
+// entries the leader's log dropped behind a snapshot is sent the leader's
+// data directory; it goes stale (the broker freezes, as comb serve then
+// restarts it), and reopened on its directory it installs that state
+// (replica.PrepareDataDir) and follows on: every message at its offset, the
+// group's cursor as the leader has it, and the pushes after.
+func TestAFollowerFarBehindInstallsTheLeadersState(t *testing.T) {
 	timing := fastRaft
-	timing.trailingLogs = 2
+	timing.trailingLogs, timing.walSegmentBytes = 2, 8<<10
 	nodes := startClusterWith(t, 3, timing)
 	leader := waitLeader(t, nodes)
 	f := followersOf(nodes, leader)[0]
 	f.close()
 	var pid string
-	for i := range 20 {
-		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(`1`)}})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		// Incompressible, to fill raft-wal's 8 KiB segments.
+		var sb strings.Builder
+		for sb.Len() < 1000 {
+			fmt.Fprintf(&sb, "%016x", rnd.Uint64())
+		}
+		big := strconv.Quote(sb.String())
+		res, err := leader.b.Push([]PushItem{{Queue: "q", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(big)}})
 		require.NoError(t, err)
 		pid = res[0].PartitionID
 	}
+	pop, err := leader.b.Pop(context.Background(), PopRequest{Queue: "q", Group: "g", Batch: 15, AutoAck: true})
+	require.NoError(t, err)
+	require.Len(t, pop.Messages, 15)
+	pop.Release()
+	require.NoError(t, leader.b.Flush())
 	require.NoError(t, leader.log.Snapshot())
+
 	f.open(t)
-	require.Eventually(t, func() bool {
-		if errors.Is(f.log.Err(), replica.ErrSnapshotInstall) {
-			return true
-		}
-		_, err := f.b.Message(pid, "m19")
-		return err == nil
-	}, 10*time.Second, 10*time.Millisecond)
-	if f.log.Err() == nil {
-		for i := range 20 {
-			_, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
-			require.NoError(t, err, "m%d", i)
-		}
+	select {
+	case <-f.b.Stale():
+	case <-time.After(10 * time.Second):
+		_, merr := f.b.Message(pid, "m39")
+		t.Fatalf("the follower was not sent the leader's snapshot (holds m39: %v; err %v)", merr == nil, f.log.Err())
 	}
+	require.ErrorIs(t, f.b.flushPass(), ErrStale, "a stale node writes no state file")
+	f.close()
+	f.open(t) // installs, then follows
+	_, err = leader.b.Push([]PushItem{{Queue: "q", TransactionID: "after", Payload: []byte(`2`)}})
+	require.NoError(t, err)
+	waitMessage(t, f, pid, "after", `2`)
+	for i := range 40 {
+		d, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
+		require.NoError(t, err, "m%d", i)
+		require.Equal(t, uint64(i+1), d.offset)
+	}
+	key := cursor.Key{Partition: parseTestUUID(t, pid), Group: "g"}
+	st, ok := f.b.cur.Get(key)
+	require.True(t, ok)
+	require.Equal(t, uint64(15), st.Committed, "the group's cursor came with the state")
+	require.NoError(t, f.log.Err())
+}
+
+// testRaftLogger is silent unless COMB_TEST_RAFT_LOG is set (debugging raft).
+func testRaftLogger(id string) hclog.Logger {
+	if os.Getenv("COMB_TEST_RAFT_LOG") == "" {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Info})
 }

@@ -119,16 +119,20 @@ func (b *Broker) maintain(now time.Time) {
 	b.tickSeries(now)
 }
 
-// dueRulesLocked is which retention rules this cycle applies: none on a
-// node following a replicated log, where moving cursors and cutting files
-// belong to the leader (its cursor moves arrive in its checkpoints; cutting
-// the same files on every node is still to build, docs/replication.md).
-// The caller holds b.maint.mu.
+// dueRulesLocked is which retention rules this cycle applies. A node
+// following a replicated log applies them too, to its files only
+// (retainPartition): the rules read message timestamps, cursors and leases,
+// which every node holds alike, and what they cut is already invisible to
+// pops (read_expire.go) or consumed by every group. The caller holds
+// b.maint.mu.
 func (b *Broker) dueRulesLocked(m *maintenance, nowMicros int64) timeRules {
-	if b.cfg.Replicated != nil && !b.cfg.Replicated.Leading() {
-		return timeRules{}
-	}
 	return m.dueRulesLocked(b.cfg, nowMicros)
+}
+
+// leads reports whether this node moves cursors and leases: always on a
+// single node, only as the ready leader of a replicated log.
+func (b *Broker) leads() bool {
+	return b.cfg.Replicated == nil || b.cfg.Replicated.Leading()
 }
 
 // partitionList appends every live partition to dst.

@@ -55,7 +55,10 @@ func (b *Broker) retainPartition(p *partition, nowMicros int64, r timeRules) {
 		return
 	}
 	low := p.log.FirstOffset()
-	moved := b.raiseCursorsLocked(rows, low, nowMicros)
+	// Cursor moves are the leader's (they reach the others in its
+	// checkpoints); a node that leads later raises what it finds below
+	// its low-water marks (rebuildReady).
+	moved := b.leads() && b.raiseCursorsLocked(rows, low, nowMicros)
 	b.refreshPending(p)
 	b.log.Debug().Str("queue", p.q.name).Str("partition", p.name).Int("files", files).Int64("bytes", bytes).
 		Uint64("lowWaterMark", low).Bool("cursorsMoved", moved).Msg("retention: deleted segment files")

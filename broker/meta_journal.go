@@ -92,6 +92,11 @@ func (b *Broker) checkStrayDirs(st *meta.State) error {
 				return fmt.Errorf("broker: %w", err)
 			}
 			switch {
+			case has && b.cfg.Replicated != nil:
+				// A creation after the metadata snapshot: raft applies it and
+				// the pushes that followed again, and what the directory
+				// holds past them may never have committed (follow_commit.go).
+				b.log.Info().Str("dir", path).Msg("start-up: removing a directory the metadata snapshot does not name; the replicated log creates it again")
 			case st.Deleted[id]:
 				b.log.Warn().Str("dir", path).Msg("start-up: removing the data of a deleted queue (finishing its delete)")
 			case !has:

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/broker/wake"
@@ -163,6 +164,14 @@ func (b *Broker) open() error {
 	}
 	if err := b.describeAll(st); err != nil {
 		return err
+	}
+	if b.cfg.Replicated != nil {
+		b.markAllCommitted()
+		// Links a crash left while a snapshot streamed would pin files
+		// retention removed.
+		if err := os.RemoveAll(filepath.Join(b.dir, snapshotOutgoing)); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
 	}
 	if err := b.flushPass(); err != nil {
 		return fmt.Errorf("broker: recovery flush: %w", err)

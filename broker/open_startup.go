@@ -99,6 +99,13 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 	switch {
 	case hasSum && !hasBase && s.Stamp != 0 && segment.SummaryMatches(dir, s):
 		return segment.OpenSummary(dir, opts, s), &segment.RecoveryReport{}, nil
+	case b.cfg.Replicated != nil:
+		// Past its summary a replicated node's file may hold segments the
+		// cluster never committed (follow_commit.go); raft applies every
+		// committed entry after its last snapshot again, which the summary
+		// covers. No summary: made after the last flush pass, all of it
+		// comes again.
+		return b.openLogFrom(dir, opts, max(s.NextOffset, 1))
 	case hasSum && !hasBase && b.cleanStart:
 		// After a clean shutdown everything was synced: files that changed
 		// since were changed by someone (restored from a copy): they are
@@ -114,17 +121,23 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 		if hasBase {
 			keep = max(keep, base)
 		}
-		if keep == 1 {
-			// Made after the last flush pass: a crash may have taken its
-			// (unsynced) directory; the commit log replays it into a new one.
-			if err := b.fs.MkdirAll(dir); err != nil {
-				return nil, nil, err
-			}
-			b.noteDir(dir)
-		}
-		return segment.OpenFrom(dir, opts, keep)
+		return b.openLogFrom(dir, opts, keep)
 	}
 	return segment.Open(dir, opts)
+}
+
+// openLogFrom opens the log in dir keeping the offsets below keep
+// (segment.OpenFrom). keep 1 is a log made after the last flush pass: a
+// crash may have taken its (unsynced) directory, and the commit log replays
+// it into a new one.
+func (b *Broker) openLogFrom(dir string, opts segment.Options, keep uint64) (*segment.Log, *segment.RecoveryReport, error) {
+	if keep == 1 {
+		if err := b.fs.MkdirAll(dir); err != nil {
+			return nil, nil, err
+		}
+		b.noteDir(dir)
+	}
+	return segment.OpenFrom(dir, opts, keep)
 }
 
 // stampSummaries fills each Summary's Stamp from its closed directory, on a

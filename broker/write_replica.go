@@ -35,6 +35,10 @@ type ReplicatedLog interface {
 	LeaderLeaseTimeout() time.Duration
 	// LeaderTerms is how many times this node became the ready leader.
 	LeaderTerms() uint64
+	// Stale is closed when this node must restart (it lost its leadership
+	// after it could append, before Leading reports false; or it received
+	// another node's snapshot): follow_commit.go.
+	Stale() <-chan struct{}
 }
 
 // replicatedLog adapts a ReplicatedLog to commitLog, timing each ticket's

@@ -88,6 +88,10 @@ func (c *checker) checkOrphans() {
 		case m.Deleted[d.ID]:
 			f.Severity = SeverityInfo
 			f.Detail = "data of a deleted queue (a crash during the delete); the server removes it at its next start"
+		case c.replicated && !d.DLQ:
+			f.Severity = SeverityInfo
+			f.Detail = fmt.Sprintf("partition directory with %d records created after this replicated node's last metadata snapshot; "+
+				"the server removes it at its next start and raft creates it again from its log (docs/replication.md, \"A deposed leader\")", records)
 		case derr == nil:
 			f.Severity, f.Queue, f.Partition = SeverityRepairable, desc.Queue, desc.Partition
 			f.Detail = fmt.Sprintf("log directory with %d records that the metadata journal does not name; its DESCRIPTOR says queue %q", records, desc.Queue)

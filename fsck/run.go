@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 )
 
@@ -48,6 +49,9 @@ func Run(dataDir string, opts Options) (*Report, error) {
 	defer lock.release()
 
 	c := &checker{dir: abs, opts: opts, rep: rep}
+	if st, err := os.Stat(filepath.Join(abs, "raft")); err == nil && st.IsDir() {
+		c.replicated = true
+	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -63,6 +67,10 @@ type checker struct {
 	dir  string
 	opts Options
 	rep  *Report
+	// replicated: the directory is a node of a replicated cluster (it has
+	// <data>/raft): its start replays what raft committed after its last
+	// snapshot, which a single node's commit log would otherwise hold.
+	replicated bool
 
 	meta    *metaView
 	wal     *walView

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,8 +28,12 @@ const disconnectPollInterval = 150 * time.Millisecond
 type disconnectWatch struct {
 	rc     syscall.RawConn
 	cancel context.CancelFunc
-	timer  *time.Timer
-	done   chan struct{}
+	// mu orders the assignment of timer before tick's first read of it: the timer's goroutine
+	// has no happens-before edge with the code that started the timer (the race detector
+	// reports it, with a long-poll forwarded by a follower).
+	mu    sync.Mutex
+	timer *time.Timer
+	done  chan struct{}
 }
 
 // watchDisconnect returns the context to hand to Backend.Pop for a long-poll on ctx's
@@ -49,7 +54,9 @@ func (s *Server) watchDisconnect(ctx *fasthttp.RequestCtx) (context.Context, fun
 	}
 	pctx, cancel := context.WithCancel(s.popCtx)
 	w := &disconnectWatch{rc: rc, cancel: cancel, done: make(chan struct{})}
+	w.mu.Lock()
 	w.timer = time.AfterFunc(disconnectPollInterval, w.tick)
+	w.mu.Unlock()
 	return broker.WithAliveCheck(pctx, w.alive), w.stop
 }
 
@@ -63,7 +70,9 @@ func (w *disconnectWatch) tick() {
 		w.cancel()
 		return
 	}
+	w.mu.Lock()
 	w.timer.Reset(disconnectPollInterval)
+	w.mu.Unlock()
 }
 
 // alive peeks at the socket without consuming a byte: EOF (0 bytes, no error) or a reset means

@@ -16,6 +16,10 @@
 // the broker could not decrypt is encoded with "data": null and "decryptionError" (spec 9.2).
 // Config.TLS serves HTTPS on the same listener (tls.go: a certificate reloadable on SIGHUP).
 //
+// Replication (issue 15): on a node of a replicated cluster (Config.Cluster) that does not lead,
+// dispatch forwards every request but the node's own to the leader's announced HTTP address and
+// relays the answer, or answers 503 with Retry-After when it cannot (forward.go).
+//
 // It must not know how messages are stored, how cursors move or what a lease is: every rule of
 // spec sections 1-8 lives behind the Backend interface (satisfied by *broker.Broker). The only
 // broker knowledge here is the request/result types of broker/api.go and its sentinel errors.

@@ -29,7 +29,9 @@ import (
 //     `comb fsck` repairs).
 //
 // A node of a replicated cluster (issue 15) adds "role" ("leader" | "follower") and "leader"
-// ({"id","raftAddr"}, null while none is known) and "appliedLSN"; a single node adds nothing.
+// ({"id","raftAddr","httpAddr"}, null while none is known; httpAddr, where followers forward
+// to, is null until the leader's announcement reached this node) and "appliedLSN"; a single
+// node adds nothing.
 //
 // Error texts have their directories cut to base names, as 500 bodies do.
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
@@ -56,7 +58,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	b = appendString(b, s.cfg.Version)
 	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}`...)
 	if rs, ok := s.b.Replication(); ok {
-		b = appendReplication(b, rs)
+		b = appendReplication(b, rs, s.leaderHTTPAddr(rs.LeaderID))
 	}
 	if failing {
 		b = appendCheckpointFailure(b, ckpt)
@@ -68,7 +70,18 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	sendJSON(ctx, code, p)
 }
 
-func appendReplication(b []byte, rs broker.ReplicationStatus) []byte {
+// leaderHTTPAddr is the HTTP address leader announced, as this node knows it; "" when unknown.
+func (s *Server) leaderHTTPAddr(leader string) string {
+	if s.fwd == nil || leader == "" {
+		return ""
+	}
+	if id, addr := s.fwd.cluster.LeaderHTTP(); id == leader {
+		return addr
+	}
+	return ""
+}
+
+func appendReplication(b []byte, rs broker.ReplicationStatus, httpAddr string) []byte {
 	b = append(b, `,"role":`...)
 	b = appendString(b, rs.Role)
 	b = append(b, `,"leader":`...)
@@ -79,6 +92,12 @@ func appendReplication(b []byte, rs broker.ReplicationStatus) []byte {
 		b = appendString(b, rs.LeaderID)
 		b = append(b, `,"raftAddr":`...)
 		b = appendString(b, rs.LeaderAddr)
+		b = append(b, `,"httpAddr":`...)
+		if httpAddr == "" {
+			b = append(b, `null`...)
+		} else {
+			b = appendString(b, httpAddr)
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `,"appliedLSN":`...)

@@ -49,11 +49,19 @@ func TestHealthIs503AfterAStickyCheckpointFailure(t *testing.T) {
 func TestHealthSaysTheRoleAndTheLeaderOfAReplicatedNode(t *testing.T) {
 	fake := newFake()
 	fake.repl = &broker.ReplicationStatus{Role: "follower", LeaderID: "n1", LeaderAddr: "127.0.0.1:7001", AppliedLSN: 42}
-	ts := startServer(t, fake, Config{Version: "1.2.3"})
+	cluster := &fakeCluster{self: "n2", id: "n1", addr: "10.0.0.1:6632"}
+	ts := startServer(t, fake, Config{Version: "1.2.3", Cluster: cluster})
 	r := ts.do("GET", "/health", "")
 	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
 	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
-	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001"},"appliedLSN":42}`)
+	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":"10.0.0.1:6632"},"appliedLSN":42}`)
+
+	// The leader's announcement has not reached this node yet: where to forward is unknown.
+	cluster.addr = ""
+	r = ts.do("GET", "/health", "")
+	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
+	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":null},"appliedLSN":42}`)
 
 	fake.repl = &broker.ReplicationStatus{Role: "follower"}
 	r = ts.do("GET", "/health", "")

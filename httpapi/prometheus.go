@@ -42,6 +42,12 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	if rs, ok := s.b.Replication(); ok {
 		s.promReplication(&w, rs)
 	}
+	if s.fwd != nil {
+		w.family("comb_http_forwarded_total", "counter", "Requests this node handed to the leader (relayed: the leader's answer returned; no_leader, unreachable, loop: answered 503).")
+		for i, n := range s.fwd.forwardedTotals() {
+			w.sampleUint("comb_http_forwarded_total", `outcome="`+fwdOutcomeNames[i]+`"`, n)
+		}
+	}
 	w.gauge("comb_parked_pops", "Long-poll pops currently parked.", float64(st.ParkedPops))
 	w.gauge("comb_damaged_partitions", "Partitions out of service because their log is damaged on disk (run comb fsck; GET /health lists them).", float64(st.DamagedPartitions))
 	w.gauge("comb_total_lag_messages", "Messages after every consumer group's cursor, summed.", float64(st.TotalLag))

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/replica"
 )
 
 // CORS headers of spec 0.1, on every response including errors and the pop 204.
@@ -55,7 +56,8 @@ func noContent(ctx *fasthttp.RequestCtx) {
 }
 
 // fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
-// carry the broker's message verbatim; ErrClosed and ErrNotLeader are 503; ErrDamaged is a 500 with the broker's
+// carry the broker's message verbatim; ErrClosed, ErrNotLeader, ErrStale and a replicated commit that failed
+// (replica.CommitError: leadership lost mid-request) are 503; ErrDamaged is a 500 with the broker's
 // short message (it names the partition and says to run `comb fsck`); anything else is a logged
 // 500 whose body has every absolute file path cut to its base name (the log keeps the paths).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
@@ -69,9 +71,14 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, broker.ErrClosed):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	case errors.Is(err, broker.ErrNotLeader):
-		// Until followers forward (issue 15), a write that reaches one is refused; Queen's
-		// clients retry 5xx, and /health names the leader.
-		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: this node does not lead its cluster")
+		// A follower forwards (forward.go), so this is a node elected but still catching up,
+		// or one that lost its term mid-request; Queen's clients retry 5xx.
+		unavailable(ctx, "Service unavailable: this node does not lead its cluster")
+	case errors.Is(err, broker.ErrStale) || isCommitError(err):
+		// A replicated node that lost its leadership while the request waited for its
+		// entry: the entry may still commit under the next leader, so the client retries
+		// (a push with the same transactionId answers duplicate for what was stored).
+		unavailable(ctx, "Service unavailable: this node lost its leadership while answering; retry")
 	case errors.Is(err, context.Canceled):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	default:
@@ -97,4 +104,10 @@ func redactPaths(msg string) string {
 		}
 		return m[:i] + filepath.Base(m[i:])
 	})
+}
+
+// isCommitError reports whether err is a replicated log's failed wait for a commit.
+func isCommitError(err error) bool {
+	var ce *replica.CommitError
+	return errors.As(err, &ce)
 }

@@ -8,7 +8,8 @@ import (
 const maxSegments = 12
 
 // dispatch finds the request's route in the table (routes.go) or the dashboard's (static.go), checks its token against the
-// route's level when JWT auth is on (spec 9.1), and runs the handler with the token's `sub`.
+// route's level when JWT auth is on (spec 9.1), and runs the handler with the token's `sub`, or,
+// on a follower of a replicated cluster, forwards the request to the leader (forward.go).
 // Routes not in the table, including the ones clients call but Queen never implemented, are
 // 404 (spec 0.1) once the caller passes the level of unlisted routes (read-write).
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx) {
@@ -30,6 +31,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx) {
 	if rt == nil {
 		notFound(ctx)
 		return
+	}
+	if s.fwd != nil && !rt.nodeLocal() && s.forward(ctx, rt) {
+		return // a follower: the leader answered, or a 503 said why it could not
 	}
 	rt.serve(s, &req)
 }

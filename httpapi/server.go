@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -50,6 +51,12 @@ type Config struct {
 	TLS *tls.Config
 	// Static serves the dashboard at `/` and its files (package ui); nil: `/` is 404.
 	Static Static
+	// Cluster, on a node of a replicated cluster (*replica.Log), makes a node that does not lead
+	// forward requests to the leader (forward.go); nil is a single node.
+	Cluster Cluster
+	// PeerCAs, with TLS on a cluster, is what another node's certificate must chain to when a
+	// follower forwards to it (comb serve --peer-ca); nil trusts the system's roots.
+	PeerCAs *x509.CertPool
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string
@@ -101,6 +108,9 @@ type Server struct {
 	// its refusals for /metrics/prometheus.
 	auth                                       *auth.Authenticator
 	authRefused401, authRefused403, authErrors atomic.Uint64
+
+	// fwd forwards a follower's requests to the leader; nil on a single node.
+	fwd *forwarder
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -119,6 +129,9 @@ func New(b Backend, cfg Config) *Server {
 	}
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
+	if cfg.Cluster != nil {
+		s.fwd = newForwarder(cfg.Cluster, cfg.TLS != nil, cfg.PeerCAs)
+	}
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
 		ErrorHandler:       s.errorHandler,

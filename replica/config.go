@@ -33,7 +33,7 @@ func ParseCluster(s string) ([]Peer, error) {
 		if !ok || id == "" {
 			return nil, fmt.Errorf("replica: --initial-cluster item %q: want id=host:port", item)
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		if err := CheckPeer(Peer{ID: id, Addr: addr}); err != nil {
 			return nil, fmt.Errorf("replica: --initial-cluster item %q: %w", item, err)
 		}
 		if seen[id] {
@@ -48,16 +48,40 @@ func ParseCluster(s string) ([]Peer, error) {
 	return peers, nil
 }
 
+// CheckPeer checks a member's id (1 to 255 bytes of letters, digits, '-',
+// '_' and '.': it travels in markers with a one-byte length) and raft
+// address (host:port with a port).
+func CheckPeer(p Peer) error {
+	if p.ID == "" || len(p.ID) > 255 || strings.IndexFunc(p.ID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) >= 0 {
+		return fmt.Errorf("member id %q: 1 to 255 letters, digits, '-', '_' or '.'", p.ID)
+	}
+	_, port, err := net.SplitHostPort(p.Addr)
+	if err != nil || port == "" || port == "0" {
+		return fmt.Errorf("member %s: raft address %q is not host:port", p.ID, p.Addr)
+	}
+	return nil
+}
+
 // Config configures Open.
 type Config struct {
 	NodeID   string // this node's id; must be in Cluster
 	RaftAddr string // host:port raft listens on and advertises (a concrete address, not 0.0.0.0)
+	// HTTPAddr is the host:port other nodes forward clients' requests to
+	// while this node leads (announce.go); "" announces nothing. `comb
+	// serve` derives it from --addr (AdvertisedHTTPAddr).
+	HTTPAddr string
 	// Dir holds raft's own state: <Dir>/wal (log and stable store,
 	// raft-wal) and <Dir>/snapshots. The broker passes <data>/raft.
 	Dir string
 	// Cluster is the initial voting membership, used once: on a node with
 	// no raft state yet every member bootstraps the same configuration.
 	Cluster []Peer
+	// Join: this node joins a running cluster (etcd's
+	// --initial-cluster-state existing) and bootstraps nothing; the leader
+	// adds it (AddVoter) and sends it the state.
+	Join bool
 
 	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
 	// timeouts, 500 ms leader lease). Tests shorten them.
@@ -69,6 +93,11 @@ type Config struct {
 	// shorten them.
 	TrailingLogs      uint64
 	SnapshotThreshold uint64
+	// WALSegmentBytes is the size of raft-wal's segment files (0: its
+	// default, 64 MiB). Raft's log drops whole segment files behind a
+	// snapshot, so a node falls behind the log only past one; tests make
+	// them small to reach a snapshot install.
+	WALSegmentBytes int
 
 	// StartLSN is the LSN this node's state already covers plus one (the
 	// broker's snapshots): a new leader numbers on from the larger of it
@@ -92,4 +121,29 @@ func (c *Config) Validate() error {
 		}
 	}
 	return fmt.Errorf("replica: --initial-cluster does not name this node (%s)", c.NodeID)
+}
+
+// AdvertisedHTTPAddr is the HTTP address other nodes reach this one at: listen
+// (--addr) as given, or, when its host is empty or a wildcard (0.0.0.0, ::),
+// the host of raftAddr with listen's port: a node reachable for raft at that
+// host is reachable there for HTTP too.
+//
+// Errors: an address that is not host:port, or port 0 (the port the
+// listener would pick is not known before it listens).
+func AdvertisedHTTPAddr(listen, raftAddr string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("replica: HTTP address %q: %w", listen, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("replica: HTTP address %q: a cluster needs a fixed port to forward to", listen)
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return listen, nil
+	}
+	rhost, _, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return "", fmt.Errorf("replica: raft address %q: %w", raftAddr, err)
+	}
+	return net.JoinHostPort(rhost, port), nil
 }

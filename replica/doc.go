@@ -11,7 +11,7 @@
 // # Files
 //
 //	<data>/raft/wal/         raft's log and stable store (hashicorp/raft-wal)
-//	<data>/raft/snapshots/   raft's snapshots (markers only, see fsm.go)
+//	<data>/raft/snapshots/   raft's snapshots (markers: LSN, node id, HTTP addresses; fsm.go)
 //
 // # Command format
 //
@@ -30,6 +30,23 @@
 // never applied anywhere. origin is random per Log value: the proposer
 // skips its own entries (its handler applied them), every other node and
 // the proposer's next incarnation apply them.
+//
+// The first byte tells a comb entry (1) from this package's own commands.
+// One exists: a leader's announcement of its HTTP address (announce.go),
+// proposed once per term after the barrier so that followers can forward
+// clients' requests to it:
+//
+//	+---------+------------+---------+------------------------+
+//	| version | id length  | node id | HTTP address host:port |
+//	| u8 (2)  | u8 (1-255) |         | to the end             |
+//	+---------+------------+---------+------------------------+
+//
+// Every node applies it, the proposer included; it takes no LSN and never
+// reaches the broker, whose entries stay numbered without a gap. A build
+// that reads only version 1 refuses it (ErrBadEntry: an unknown version)
+// rather than mistake it for an entry. Because raft compacts announcements
+// away with the rest of its log, the snapshot marker carries the id → address
+// map too (fsm.go, marker version 2 and later).
 //
 // # What a ticket promises
 //

@@ -25,7 +25,7 @@ var _ raft.SnapshotSink = (*memSink)(nil)
 
 func testFSM(node string) (*fsm, *recorder) {
 	rec := &recorder{}
-	l := &Log{cfg: Config{NodeID: node}, logger: hclog.NewNullLogger()}
+	l := &Log{cfg: Config{NodeID: node}, logger: hclog.NewNullLogger(), stale: make(chan struct{})}
 	return &fsm{l: l, a: rec}, rec
 }
 
@@ -76,4 +76,31 @@ func TestRestoreRefusesAnotherNodesSnapshot(t *testing.T) {
 	require.Zero(t, f.l.applied.Load())
 
 	require.ErrorIs(t, f.Restore(io.NopCloser(bytes.NewReader([]byte{9, 9}))), ErrBadSnapshot)
+}
+
+// Another node's snapshot with its data directory's archive is accepted and
+// left for the next start to install: the node stops applying and is stale.
+func TestRestoreOfAnArchiveAsksForARestart(t *testing.T) {
+	m := marker{lsn: 99, node: "n2", addrs: map[string]string{"n2": "127.0.0.1:6002"}, archive: true}
+	f, _ := testFSM("n1")
+	require.NoError(t, f.Restore(io.NopCloser(bytes.NewReader(m.encode()))))
+	require.ErrorIs(t, f.l.Err(), ErrRestartToInstall)
+	select {
+	case <-f.l.Stale():
+	default:
+		t.Fatal("not stale")
+	}
+	require.Equal(t, "127.0.0.1:6002", f.l.addrs.copy()["n2"])
+
+	// One whose entries this node applied already (the same snapshot sent
+	// again after a start installed it) changes nothing.
+	g, _ := testFSM("n1")
+	g.l.applied.Store(99)
+	require.NoError(t, g.Restore(io.NopCloser(bytes.NewReader(m.encode()))))
+	require.NoError(t, g.l.Err())
+	select {
+	case <-g.l.Stale():
+		t.Fatal("stale for a snapshot it covers")
+	default:
+	}
 }

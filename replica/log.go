@@ -63,10 +63,20 @@ func (e *CommitError) Retryable() bool {
 // node (the broker: it applies the entry as its start-up replay would).
 type Applier interface {
 	ApplyReplicated(lsn uint64, kind byte, payload []byte) error
+	// CommittedOwn hears of each entry this node proposed once it is
+	// committed (in log order; the handler applied it before proposing):
+	// the broker's committed offsets on the leader.
+	CommittedOwn(lsn uint64, kind byte, payload []byte)
 	// Flush makes every entry applied so far durable in the node's own
 	// files (the broker's flush pass); raft compacts its log behind a
 	// snapshot only after it returned nil.
 	Flush() error
+	// SnapshotFiles hands visit every file another node needs to start
+	// from this node's state (rel: the path under the data directory,
+	// '/'-separated; path: where to read it; size: the bytes to send),
+	// consistent with the last flush pass; release is called once they
+	// are sent (snapshot_install.go).
+	SnapshotFiles(visit func(rel, path string, size int64)) (release func(), err error)
 }
 
 // Log is a commit log replicated by raft: the broker appends through it as
@@ -94,6 +104,14 @@ type Log struct {
 	mu     sync.Mutex
 	next   uint64 // the next LSN to assign; 0 = not ready to append (not the leader, or catching up)
 	closed bool
+	// ready mirrors next != 0 for Leading, which every HTTP request of a
+	// replicated node asks (httpapi's forwarding) and must not queue
+	// behind Append's mutex. Set under mu wherever next goes to or from 0
+	// (Append's increments keep it non-zero).
+	ready atomic.Bool
+
+	// addrs is every node's announced HTTP address (announce.go).
+	addrs httpAddrs
 
 	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
@@ -108,6 +126,10 @@ type Log struct {
 
 	notify chan bool
 	done   chan struct{}
+	// stale is closed the first time this node's memory may differ from
+	// the committed state (Stale).
+	stale     chan struct{}
+	staleOnce sync.Once
 }
 
 // Open creates raft's stores under cfg.Dir and binds cfg.RaftAddr; raft
@@ -126,18 +148,22 @@ func Open(cfg Config) (*Log, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("replica: origin id: %w", err)
 	}
-	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger}
+	l := &Log{cfg: cfg, origin: binary.BigEndian.Uint64(b[:]), logger: logger, stale: make(chan struct{})}
 	walDir := filepath.Join(cfg.Dir, "wal")
 	if err := os.MkdirAll(walDir, 0o755); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
 	var err error
 	l.meta = &metadb.BoltMetaDB{}
-	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(l.meta)); err != nil {
+	segBytes := cfg.WALSegmentBytes
+	if segBytes <= 0 {
+		segBytes = wal.DefaultSegmentSize
+	}
+	if l.store, err = wal.Open(walDir, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(l.meta), wal.WithSegmentSize(segBytes)); err != nil {
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft log store %s: %w", walDir, err)
 	}
-	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, logger.Named("snapshots")); err != nil {
+	if l.snaps, err = raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), snapshotsRetained, logger.Named("snapshots")); err != nil {
 		l.store.Close()
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
@@ -174,6 +200,15 @@ func (l *Log) Start(a Applier) error {
 	if l.cfg.SnapshotThreshold > 0 {
 		conf.SnapshotThreshold = l.cfg.SnapshotThreshold
 	}
+	// A start restores no snapshot through the FSM: the data directory is
+	// the state (PrepareDataDir installed a received one before the broker
+	// opened it), and the store's Open of this node's own snapshot streams
+	// that directory, which only a send should pay for. The newest marker's
+	// LSN and addresses are read here instead.
+	conf.NoSnapshotRestoreOnStart = true
+	if err := l.readNewestMarker(); err != nil {
+		return err
+	}
 	l.leaseTimeout = conf.LeaderLeaseTimeout
 	l.notify = make(chan bool, 8)
 	l.done = make(chan struct{})
@@ -183,12 +218,12 @@ func (l *Log) Start(a Applier) error {
 	if err != nil {
 		return fmt.Errorf("replica: %w", err)
 	}
-	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, l.snaps, l.trans)
+	r, err := raft.NewRaft(conf, l.fsm, l.store, l.store, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
 	if err != nil {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
 	l.r = r
-	if !has {
+	if !has && !l.cfg.Join {
 		var servers []raft.Server
 		for _, p := range l.cfg.Cluster {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
@@ -211,8 +246,14 @@ func (l *Log) watchLeadership() {
 	for isLeader := range l.notify {
 		if !isLeader {
 			l.mu.Lock()
+			if l.next != 0 {
+				// Closed before Leading says false: whoever sees the node
+				// not leading sees it stale if it led.
+				l.markStale()
+			}
 			l.next = 0
 			l.since.Store(0)
+			l.ready.Store(false)
 			l.mu.Unlock()
 			continue
 		}
@@ -228,8 +269,22 @@ func (l *Log) watchLeadership() {
 			l.since.Store(elected)
 			l.leaders.Add(1)
 		}
+		l.ready.Store(l.next != 0)
+		announce := l.next != 0 && l.cfg.HTTPAddr != ""
 		l.mu.Unlock()
+		if announce {
+			l.announce()
+		}
 	}
+}
+
+// announce proposes this node's HTTP address, so every node can forward to
+// it. Not waited for: a leader that loses its term before the entry commits
+// leaves the announcing to the next one, and a node that learns of this
+// leader before the entry reaches it answers 503 meanwhile (forwarding has
+// nowhere to go).
+func (l *Log) announce() {
+	l.r.Apply(encodeAnnounce(announcement{node: l.cfg.NodeID, httpAddr: l.cfg.HTTPAddr}), 0)
 }
 
 // Append proposes one entry and returns its LSN and a wait that returns nil
@@ -322,6 +377,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed, l.next = true, 0
+	l.ready.Store(false)
 	l.since.Store(0)
 	l.mu.Unlock()
 	var errs []error
@@ -353,12 +409,27 @@ func (l *Log) Leader() (id, addr string) {
 	return string(i), string(a)
 }
 
-// Leading reports whether this node appends: the leader, caught up.
-func (l *Log) Leading() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.next != 0
+// Leading reports whether this node appends: the leader, caught up. It
+// takes no lock (Append may hold one for a while under load): an answer is
+// stale as soon as it is given either way.
+func (l *Log) Leading() bool { return l.ready.Load() }
+
+// LeaderHTTP is the current leader's node id and the HTTP address it
+// announced (announce.go); addr is "" while no leader is known or the known
+// one's announcement has not reached this node.
+func (l *Log) LeaderHTTP() (id, addr string) {
+	if l.r == nil {
+		return "", ""
+	}
+	_, i := l.r.LeaderWithID()
+	if i == "" {
+		return "", ""
+	}
+	return string(i), l.addrs.get(string(i))
 }
+
+// NodeID is this node's --node-id.
+func (l *Log) NodeID() string { return l.cfg.NodeID }
 
 // Snapshot takes a raft snapshot now (the broker's flush pass, then the
 // marker) and lets raft compact its log behind it, keeping TrailingLogs.
@@ -383,5 +454,65 @@ func (l *Log) LeaderSince() time.Time {
 // one for at most this long after the others stopped hearing it.
 func (l *Log) LeaderLeaseTimeout() time.Duration { return l.leaseTimeout }
 
+// HandOver transfers the leadership to another voter and waits until one
+// took it (raft's LeadershipTransfer), so a graceful stop of the leader costs
+// the cluster an election round trip, not an election timeout. A node that
+// does not lead does nothing.
+//
+// Errors: raft's (no other voter, the transfer timed out); the caller then
+// closes anyway and the others elect a leader after their timeout.
+func (l *Log) HandOver() error {
+	if l.r == nil || !l.Leading() {
+		return nil
+	}
+	if err := l.r.LeadershipTransfer().Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			// Leading lags raft: the notification that this node lost its
+			// leadership (a transfer just done, an election) is not handled yet.
+			return nil
+		}
+		return fmt.Errorf("replica: leadership transfer: %w", err)
+	}
+	return nil
+}
+
+// Stale is closed once this node's memory may differ from the committed
+// state, and the process must restart to recover it from its files and
+// raft's log: it lost its leadership after it could append (entries it
+// proposed may not commit while its handlers applied their effects in
+// memory), or it received another node's snapshot (snapshot_install.go),
+// which a start installs. The broker freezes and comb serve re-executes
+// itself (docs/replication.md, "A deposed leader"). Close does not close it.
+func (l *Log) Stale() <-chan struct{} { return l.stale }
+
 // LeaderTerms is how many times this node became a ready leader.
 func (l *Log) LeaderTerms() uint64 { return l.leaders.Load() }
+
+// snapshotsRetained is how many snapshots raft's store keeps.
+const snapshotsRetained = 2
+
+// readNewestMarker takes the applied LSN and the nodes' HTTP addresses from
+// the newest snapshot's marker, as a restore would have.
+func (l *Log) readNewestMarker() error {
+	list, err := l.snaps.List()
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	_, rc, err := l.snaps.Open(list[0].ID)
+	if err != nil {
+		return fmt.Errorf("replica: snapshot %s: %w", list[0].ID, err)
+	}
+	defer rc.Close()
+	m, err := readMarker(rc)
+	if err != nil {
+		return fmt.Errorf("replica: snapshot %s: %w", list[0].ID, err)
+	}
+	if m.lsn > l.applied.Load() {
+		l.applied.Store(m.lsn)
+	}
+	l.addrs.replace(m.addrs)
+	return nil
+}
+
+// markStale closes Stale (once).
+func (l *Log) markStale() { l.staleOnce.Do(func() { close(l.stale) }) }

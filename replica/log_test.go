@@ -3,7 +3,10 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +19,44 @@ import (
 type recorder struct {
 	mu      sync.Mutex
 	got     []entry
+	own     []uint64 // LSNs handed to CommittedOwn
+	dir     string   // what SnapshotFiles lists (a data directory; "" = nothing)
 	flushes int
+}
+
+// SnapshotFiles lists the regular files under r.dir (none when it is "").
+func (r *recorder) SnapshotFiles(visit func(rel, path string, size int64)) (func(), error) {
+	if r.dir == "" {
+		return func() {}, nil
+	}
+	err := filepath.WalkDir(r.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(r.dir, path)
+		if err != nil || strings.HasPrefix(rel, "raft"+string(filepath.Separator)) {
+			return err
+		}
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		visit(filepath.ToSlash(rel), path, st.Size())
+		return nil
+	})
+	return func() {}, err
+}
+
+func (r *recorder) CommittedOwn(lsn uint64, kind byte, payload []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.own = append(r.own, lsn)
+}
+
+func (r *recorder) ownLSNs() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.own...)
 }
 
 func (r *recorder) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
@@ -55,7 +95,7 @@ func startNodes(t *testing.T, n int) []*testNode {
 	}
 	nodes := make([]*testNode, n)
 	for i, p := range peers {
-		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, Dir: t.TempDir(), Cluster: peers,
+		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, HTTPAddr: httpAddrOf(p.ID), Dir: t.TempDir(), Cluster: peers,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
 		require.NoError(t, err)
@@ -100,6 +140,11 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 	}
 	require.Equal(t, uint64(20), leader.log.DurableLSN())
 	require.Empty(t, leader.rec.entries(), "the proposer applies nothing twice")
+	wantOwn := make([]uint64, 20)
+	for i := range wantOwn {
+		wantOwn[i] = uint64(i + 1)
+	}
+	require.Equal(t, wantOwn, leader.rec.ownLSNs(), "the proposer hears each of its entries committed, in order")
 	for _, n := range nodes {
 		if n == leader {
 			continue
@@ -121,4 +166,99 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
 	require.NoError(t, wait())
+}
+
+// TestLeaderThatStepsDownIsDeposed: a leader that hands its leadership over
+// (HandOver, what comb serve does on SIGTERM)
+// closes Deposed before it stops reporting Leading; the node that takes over
+// and the one that never led are not deposed; Close deposes nobody.
+func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	_, wait, err := leader.log.Append(1, []byte("x"))
+	require.NoError(t, err)
+	require.NoError(t, wait())
+	require.NoError(t, leader.log.HandOver())
+	require.NoError(t, leader.log.HandOver(), "a node that no longer leads has nothing to hand over")
+	select {
+	case <-leader.log.Stale():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old leader was not deposed")
+	}
+	require.False(t, leader.log.Leading())
+	next := leaderOf(t, nodes, leader)
+	for _, n := range nodes {
+		if n == leader {
+			continue
+		}
+		select {
+		case <-n.log.Stale():
+			t.Fatalf("%s deposed without losing a leadership", n.log.cfg.NodeID)
+		default:
+		}
+	}
+	require.NoError(t, next.log.Close())
+	select {
+	case <-next.log.Stale():
+		t.Fatal("Close deposed the leader")
+	default:
+	}
+}
+
+// A node started to join (no bootstrap) gets the log once the leader adds
+// it; membership lists it, with the leader marked; a removal takes a node
+// out; a follower refuses to change membership.
+func TestMembersJoinAndLeave(t *testing.T) {
+	nodes := startNodes(t, 3)
+	leader := leaderOf(t, nodes, nil)
+	_, wait, err := leader.log.Append(1, []byte("before"))
+	require.NoError(t, err)
+	require.NoError(t, wait())
+
+	peers := make([]Peer, 0, 4)
+	for _, n := range nodes {
+		peers = append(peers, Peer{ID: n.log.cfg.NodeID, Addr: n.log.cfg.RaftAddr})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	n4 := Peer{ID: "n4", Addr: ln.Addr().String()}
+	require.NoError(t, ln.Close())
+	peers = append(peers, n4)
+	l4, err := Open(Config{NodeID: "n4", RaftAddr: n4.Addr, Dir: t.TempDir(), Cluster: peers, Join: true,
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
+	require.NoError(t, err)
+	rec4 := &recorder{}
+	require.NoError(t, l4.Start(rec4))
+	t.Cleanup(func() { l4.Close() })
+
+	var follower *testNode
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	require.ErrorIs(t, follower.log.AddVoter("n4", n4.Addr), ErrNotLeader)
+	require.NoError(t, leader.log.AddVoter("n4", n4.Addr))
+	require.Eventually(t, func() bool {
+		got := rec4.entries()
+		return len(got) == 1 && string(got[0].payload) == "before"
+	}, 10*time.Second, 5*time.Millisecond, "the new member catches up")
+	ms, err := leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 4)
+	require.Equal(t, "n4", ms[3].ID)
+	require.True(t, ms[3].Voter)
+	for _, m := range ms {
+		require.Equal(t, m.ID == leader.log.cfg.NodeID, m.Leader, m.ID)
+	}
+
+	require.ErrorIs(t, leader.log.RemoveServer("n9"), ErrUnknownMember)
+	require.NoError(t, leader.log.RemoveServer(follower.log.cfg.NodeID))
+	ms, err = leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 3)
+	for _, m := range ms {
+		require.NotEqual(t, follower.log.cfg.NodeID, m.ID)
+	}
 }

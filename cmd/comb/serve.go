@@ -30,6 +30,11 @@ func init() {
 // answered at once, so only slow writes can use it.
 const shutdownGrace = 30 * time.Second
 
+// depositionGrace bounds how long a stale node (a deposed leader, or one that
+// received a snapshot) lets its requests finish before it restarts: a deposed
+// leader's entries fail as raft steps down, so it is short.
+const depositionGrace = 3 * time.Second
+
 // serveEnv maps each flag to its environment fallback (flag > environment > default).
 var serveEnv = [][2]string{
 	{"addr", "COMB_ADDR"},
@@ -94,7 +99,12 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
-	clCfg, clustered, err := clFlags.config(*dataDir)
+	clCfg, clustered, err := clFlags.config(*dataDir, *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		return 2
+	}
+	peerCAs, err := clFlags.peerCAs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
@@ -180,7 +190,7 @@ func runServe(args []string) int {
 			closeBroker(b, log)
 			return 1
 		}
-		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Msg("replicated: raft started")
+		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Str("http_addr", clCfg.HTTPAddr).Msg("replicated: raft started")
 	}
 	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
 	srv := httpapi.New(b, httpapi.Config{
@@ -191,6 +201,8 @@ func runServe(args []string) int {
 		Auth:         sec.auth,
 		TLS:          sec.tlsConfig(),
 		Static:       site,
+		Cluster:      forwardTo(repl),
+		PeerCAs:      peerCAs,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -212,6 +224,19 @@ func runServe(args []string) int {
 		log.Error().Err(err).Msg("server stopped")
 		closeBroker(b, log)
 		return 1
+	case <-b.Stale():
+		// A replicated node whose memory may differ from the committed
+		// state (nil channel on a single node): it lost its leadership with
+		// writes possibly in flight, or received another node's snapshot,
+		// which a start installs. Its broker froze; close it, start again.
+		log.Warn().Msg("this node must restart to recover the committed state (leadership lost, or another node's snapshot received); restarting")
+		dctx, cancel := context.WithTimeout(context.Background(), depositionGrace)
+		defer cancel()
+		if err := srv.Shutdown(dctx); err != nil {
+			log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+		}
+		closeBroker(b, log)
+		return restartProcess(log)
 	case <-ctx.Done():
 	}
 	stop() // a second signal kills the process the default way
@@ -220,6 +245,18 @@ func runServe(args []string) int {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+	}
+	if repl != nil && repl.Leading() {
+		// Nothing is in flight any more: make the state durable while this
+		// node can still commit the pass's checkpoint (once it hands over
+		// it writes no state file), then hand the leadership over rather
+		// than leave the others to notice the silence (an election timeout).
+		if err := b.Flush(); err != nil {
+			log.Warn().Err(err).Msg("last flush pass before handing the leadership over")
+		}
+		if err := repl.HandOver(); err != nil {
+			log.Warn().Err(err).Msg("could not hand the leadership over; the others elect a leader after their timeout")
+		}
 	}
 	if !closeBroker(b, log) {
 		return 1

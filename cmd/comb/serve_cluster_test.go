@@ -14,6 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// stripIDs drops the server-made ids of a push answer, for an exact comparison.
+func stripIDs(t *testing.T, body []byte) string {
+	t.Helper()
+	var items []map[string]any
+	require.NoError(t, json.Unmarshal(body, &items))
+	for _, it := range items {
+		delete(it, "message_id")
+		delete(it, "partition_id")
+		delete(it, "messageId")
+	}
+	b, err := json.Marshal(items)
+	require.NoError(t, err)
+	return string(b)
+}
+
 func TestServeClusterFlagsGoTogether(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -21,6 +36,8 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001"},
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1"},
 		{"--node-id", "n4", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001"},
+		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--addr", "127.0.0.1:0"}, // no fixed port to forward to
+		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--initial-cluster-state", "old"},
 	} {
 		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir}, args...)), "%v", args)
 	}
@@ -28,8 +45,9 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 
 // issue 15: three comb serve started exactly as the acceptance check starts them (etcd's
 // flags) elect a leader; /health says role leader on one and follower on the others, all
-// naming the same leader; a push through the leader is answered, one through a follower is
-// refused with 503 until forwarding exists (docs/replication.md).
+// naming the same leader and its HTTP address (--addr, announced through the log); a push
+// through one follower, and a pop and its ack through the other, are forwarded to the leader
+// and answered as the leader answers (docs/replication.md, "Forwarding, not redirect").
 func TestServeStartsAReplicatedCluster(t *testing.T) {
 	const n = 3
 	httpAddrs, raftAddrs := make([]string, n), make([]string, n)
@@ -38,7 +56,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 		httpAddrs[i], raftAddrs[i] = freeAddr(t), freeAddr(t)
 		cluster = append(cluster, fmt.Sprintf("n%d=%s", i+1, raftAddrs[i]))
 	}
-	exited := make(chan int, n)
+	exited := make(chan int, n+1)
 	for i := range n {
 		args := []string{"--addr", httpAddrs[i], "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
 			"--node-id", fmt.Sprintf("n%d", i+1), "--raft-addr", raftAddrs[i], "--initial-cluster", strings.Join(cluster, ",")}
@@ -47,7 +65,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	type health struct {
 		Status string
 		Role   string
-		Leader *struct{ ID string }
+		Leader *struct{ ID, HTTPAddr string }
 	}
 	roles := make([]health, n)
 	deadline := time.Now().Add(30 * time.Second)
@@ -64,7 +82,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 			switch {
 			case roles[i].Role == "leader":
 				leaders++
-			case roles[i].Role == "follower" && roles[i].Leader != nil:
+			case roles[i].Role == "follower" && roles[i].Leader != nil && roles[i].Leader.HTTPAddr != "":
 				followers++
 			}
 		}
@@ -86,20 +104,97 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	}
 	for i, h := range roles {
 		require.Equal(t, fmt.Sprintf("n%d", leader+1), h.Leader.ID, "node %d names the leader", i+1)
+		require.Equal(t, httpAddrs[leader], h.Leader.HTTPAddr, "node %d knows where to forward", i+1)
 	}
-	push := func(addr string) int {
-		resp, err := http.Post("http://"+addr+"/api/v1/push", "application/json",
-			strings.NewReader(`{"items":[{"queue":"q","payload":{"n":1}}]}`))
+	call := func(addr, method, path, body string) (int, []byte) {
+		req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b
 	}
-	require.Equal(t, 201, push(httpAddrs[leader]))
-	require.Equal(t, 503, push(httpAddrs[(leader+1)%n]))
+	f1, f2 := httpAddrs[(leader+1)%n], httpAddrs[(leader+2)%n]
+	code, body := call(httpAddrs[leader], "POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"p","transactionId":"t1","payload":{"n":1}}]}`)
+	require.Equal(t, 201, code, "%s", body)
+	code, body = call(f1, "POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"p","transactionId":"t2","payload":{"n":2}}]}`)
+	require.Equal(t, 201, code, "a push through a follower: %s", body)
+	require.JSONEq(t, `[{"index":0,"queueName":"q","status":"queued","trace_id":null,"transactionId":"t2","transaction_id":"t2"}]`, stripIDs(t, body))
 
+	code, body = call(f2, "GET", "/api/v1/pop/queue/q?consumerGroup=g&batch=10", "")
+	require.Equal(t, 200, code, "a pop through the other follower: %s", body)
+	var popped struct {
+		Messages []struct{ TransactionID, PartitionID, LeaseID string }
+	}
+	require.NoError(t, json.Unmarshal(body, &popped))
+	require.Len(t, popped.Messages, 2)
+	require.Equal(t, "t1", popped.Messages[0].TransactionID)
+	require.Equal(t, "t2", popped.Messages[1].TransactionID)
+	var acks []string
+	for _, m := range popped.Messages {
+		acks = append(acks, fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"status":"completed"}`, m.TransactionID, m.PartitionID, m.LeaseID))
+	}
+	code, body = call(f1, "POST", "/api/v1/ack/batch", `{"consumerGroup":"g","acknowledgments":[`+strings.Join(acks, ",")+`]}`)
+	require.Equal(t, 200, code, "an ack through a follower: %s", body)
+	var acked []struct{ Success bool }
+	require.NoError(t, json.Unmarshal(body, &acked))
+	require.Equal(t, []struct{ Success bool }{{true}, {true}}, acked)
+	code, body = call(f2, "GET", "/api/v1/pop/queue/q?consumerGroup=g", "")
+	require.Equal(t, 204, code, "nothing left for g: %s", body)
+
+	// Grow: n4 starts to join (bootstraps nothing) and is added through a follower; it gets
+	// the log and serves (forwards) like the others. Shrink: removed through the other one.
+	http4, raft4 := freeAddr(t), freeAddr(t)
+	go func() {
+		exited <- runServe([]string{"--addr", http4, "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
+			"--node-id", "n4", "--raft-addr", raft4, "--initial-cluster", strings.Join(cluster, ",") + ",n4=" + raft4,
+			"--initial-cluster-state", "existing"})
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + http4 + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	code, body = call(f1, "POST", "/api/v1/cluster/members", `{"id":"n4","raftAddr":"`+raft4+`"}`)
+	require.Equal(t, 200, code, "%s", body)
+	var members struct {
+		Members []struct{ ID string }
+	}
+	require.NoError(t, json.Unmarshal(body, &members))
+	require.Len(t, members.Members, 4)
+	require.Eventually(t, func() bool {
+		code, body := call(http4, "GET", "/api/v1/pop/queue/q?consumerGroup=h&batch=10&autoAck=true", "")
+		return code == 200 && strings.Contains(string(body), `"t2"`)
+	}, 10*time.Second, 50*time.Millisecond, "the new member answers through the leader")
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + http4 + "/health")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Role       string
+			AppliedLSN uint64
+		}
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Role == "follower" && h.AppliedLSN > 0
+	}, 10*time.Second, 20*time.Millisecond, "n4 follows and applied the log")
+	code, body = call(f2, "DELETE", "/api/v1/cluster/members/n4", "")
+	require.Equal(t, 200, code, "%s", body)
+	require.NoError(t, json.Unmarshal(body, &members))
+	require.Len(t, members.Members, 3)
+	code, _ = call(f2, "DELETE", "/api/v1/cluster/members/n4", "")
+	require.Equal(t, 404, code)
+
+	// All stop at once (one process, one signal). The leader hands its leadership over to a
+	// node that is stopping too, which may then lose it again with its last flush pass
+	// unwritten: a warning (its next start recovers from the log), not a failed stop.
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
-	for range n {
+	for range n + 1 {
 		select {
 		case code := <-exited:
 			require.Equal(t, 0, code)
