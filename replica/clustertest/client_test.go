@@ -61,8 +61,23 @@ type answer struct {
 	uncertain bool
 }
 
-// notLeaderBody is the start of a follower's 503 body: refused before it touched anything.
-const notLeaderBody = "this node does not lead"
+// notApplied are the 503 bodies of a request refused before anything was done: a node that
+// does not lead and does not forward, a follower that knows no leader to forward to, a full
+// connection table. Every other 5xx (the leader did not answer a forward, leadership lost
+// while answering, shutting down) may come after the request took effect.
+var notApplied = [][]byte{[]byte("this node does not lead"), []byte("no leader is known"), []byte("too many open connections")}
+
+func refusedUntouched(st int, body []byte) bool {
+	if st != http.StatusServiceUnavailable {
+		return false
+	}
+	for _, p := range notApplied {
+		if bytes.Contains(body, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // call sends body (nil for none) with method to path, each attempt bounded by perTry, until an
 // answer below 500 arrives or ctx ends (then the error is ctx's and ans holds the attempts).
@@ -99,7 +114,7 @@ func (c *client) call(ctx context.Context, rng *rand.Rand, route, method, path s
 		} else {
 			a.err = trunc(b)
 			c.count(route, fmt.Sprint(st))
-			if !(st == http.StatusServiceUnavailable && bytes.Contains(b, []byte(notLeaderBody))) {
+			if !refusedUntouched(st, b) {
 				ans.uncertain = true
 			}
 		}
