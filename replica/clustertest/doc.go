@@ -30,7 +30,8 @@
 //     first lease can have expired), unless a nack of the first lease, or an ack reaching the
 //     end of its span, was sent before it;
 //  4. cursors never go back: a node's /health appliedLSN never decreases while its process
-//     lives, and no pop sent after an ack of offset k in a partition (answered success)
+//     image lives (a deposed leader re-executes itself: /metrics' uptime tells the images
+//     apart), and no pop sent after an ack of offset k in a partition (answered success)
 //     delivers an offset below k to that group (offsets: the order of the fresh group's read);
 //  5. the replicas agree: once every node applied the same LSN, each node's message list
 //     (GET /api/v1/messages, read locally) holds exactly the messages the fresh group read,

@@ -48,6 +48,21 @@ func readHealth(ctx context.Context, c *client, n *node, timeout time.Duration) 
 	return h, nil
 }
 
+// readUptime is /metrics' uptime in seconds: since this process image started.
+func readUptime(ctx context.Context, c *client, n *node, timeout time.Duration) (float64, error) {
+	st, b, err := c.direct(ctx, n, http.MethodGet, "/metrics", timeout)
+	if err != nil {
+		return 0, err
+	}
+	var m struct {
+		Uptime *float64 `json:"uptime"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Uptime == nil {
+		return 0, fmt.Errorf("/metrics %d %q: no uptime (%v)", st, trunc(b), err)
+	}
+	return *m.Uptime, nil
+}
+
 // monitor polls every running, unpaused node's /health and checks that appliedLSN never
 // decreases within one process (check 4); it notes leader changes and unhealthy answers in
 // the timeline.
@@ -60,7 +75,9 @@ type monitor struct {
 	last     map[string]sampleAt // node/incarnation → last sample
 	leader   string
 	unwell   map[string]bool     // node/incarnation/answer noted once
-	since    map[string]sampleAt // node/incarnation → first sample of a run of answers not "healthy"
+	since    map[string]sampleAt // node/process.image → first sample of a run of answers not "healthy"
+	uptime   map[string]float64  // node/process → /metrics uptime of the last sample
+	images   map[string]int      // node/process → re-executions seen
 	samples  int
 	maxLSN   map[string]uint64 // node id → highest appliedLSN seen in any incarnation
 	lastRole map[string]string
@@ -72,7 +89,7 @@ type sampleAt struct {
 }
 
 func newMonitor(c *client, led *ledger, nodes []*node) *monitor {
-	return &monitor{c: c, led: led, nodes: nodes, last: map[string]sampleAt{}, unwell: map[string]bool{}, since: map[string]sampleAt{},
+	return &monitor{c: c, led: led, nodes: nodes, last: map[string]sampleAt{}, unwell: map[string]bool{}, since: map[string]sampleAt{}, uptime: map[string]float64{}, images: map[string]int{},
 		maxLSN: map[string]uint64{}, lastRole: map[string]string{}}
 }
 
@@ -95,33 +112,44 @@ func (m *monitor) run(ctx context.Context) {
 			wg.Add(1)
 			go func(n *node, inc int) {
 				defer wg.Done()
+				// A deposed leader re-executes itself (execve: the same pid, a new image whose
+				// appliedLSN starts again): /metrics' uptime read on both sides of /health tells
+				// which image answered, and drops an answer that straddles an exec.
+				u1, err1 := readUptime(ctx, m.c, n, 400*time.Millisecond)
 				h, err := readHealth(ctx, m.c, n, 400*time.Millisecond)
-				if err != nil {
+				u2, err2 := readUptime(ctx, m.c, n, 400*time.Millisecond)
+				if err != nil || err1 != nil || err2 != nil || u2 < u1 {
 					return
 				}
 				// The process may have been restarted while the answer was on its way.
 				if _, _, now := n.state(); now != inc {
 					return
 				}
-				m.sample(n, inc, time.Now(), h)
+				m.sample(n, inc, time.Now(), h, u2)
 			}(n, inc)
 		}
 		wg.Wait()
 	}
 }
 
-func (m *monitor) sample(n *node, inc int, at time.Time, h health) {
+func (m *monitor) sample(n *node, inc int, at time.Time, h health, uptime float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.samples++
-	key := fmt.Sprintf("%s/%d", n.id, inc)
+	proc := fmt.Sprintf("%s/%d", n.id, inc)
+	if last, ok := m.uptime[proc]; ok && uptime < last {
+		m.images[proc]++
+		m.led.note("%s (process %d) re-executed itself (image %d, uptime %.1fs)", n.id, inc, m.images[proc]+1, uptime)
+	}
+	m.uptime[proc] = uptime
+	key := fmt.Sprintf("%s/%d.%d", n.id, inc, m.images[proc]+1)
 	prev, seen := m.last[key]
 	if seen && at.Sub(prev.at) > time.Second {
 		delete(m.since, key) // paused in between: a run of unhealthy answers starts again
 	}
 	if seen && h.AppliedLSN < prev.h.AppliedLSN {
-		m.led.violate("4 cursor went back", "node %s (process %d): /health appliedLSN %d at %s after %d at %s (role %s then %s)",
-			n.id, inc, h.AppliedLSN, m.led.rel(at), prev.h.AppliedLSN, m.led.rel(prev.at), prev.h.Role, h.Role)
+		m.led.violate("4 cursor went back", "node %s (process %d image %d): /health appliedLSN %d at %s after %d at %s (role %s then %s)",
+			n.id, inc, m.images[proc]+1, h.AppliedLSN, m.led.rel(at), prev.h.AppliedLSN, m.led.rel(prev.at), prev.h.Role, h.Role)
 	}
 	m.last[key] = sampleAt{at: at, h: h}
 	if h.AppliedLSN > m.maxLSN[n.id] {
@@ -161,7 +189,7 @@ func (m *monitor) judgeHealth(n *node, inc int, key string, at time.Time, h heal
 	}
 	if at.Sub(first.at) >= unwellFor && !m.unwell[key+"/reported"] {
 		m.unwell[key+"/reported"] = true
-		m.led.violate("9 node unhealthy", "node %s (process %d) /health not healthy from %s to %s at least: first %s (%s), now %s (%s)", n.id, inc,
+		m.led.violate("9 node unhealthy", "node/process.image %s: /health not healthy from %s to %s at least: first %s (%s), now %s (%s)", key,
 			m.led.rel(first.at), m.led.rel(at), fmt.Sprintf("status %q reason %q", first.h.Status, first.h.Reason), first.h.Role, what, h.Role)
 	}
 }
