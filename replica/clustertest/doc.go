@@ -7,7 +7,8 @@
 //
 // The client behaves as Queen's clients do in a failover: a request that meets a connection
 // error, a timeout or a 5xx is sent again to another node after a short backoff, and a push
-// keeps its transactionIds, so the broker's dedup makes the retry idempotent.
+// keeps its transactionIds, so the broker's dedup makes the retry idempotent. The node an
+// evidence line names is the one the client asked; a follower forwards to the leader.
 //
 // The load: pushers (batches of 1..10 messages with unique transactionIds to a few
 // partitions of one queue), consumers of one group popping and acking through
