@@ -26,7 +26,7 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 	// Close waits for an apply under way, and none starts once it began:
 	// nothing is applied to closed logs or a closed cursor engine.
 	if err := b.enter(); err != nil {
-		return err
+		return closingError{err}
 	}
 	defer b.leave()
 	if b.isStale() {
@@ -219,3 +219,13 @@ func (b *Broker) raiseTxCommitted(payload []byte) {
 		}
 	}
 }
+
+// closingError is ApplyReplicated's refusal on a closing broker: raft still
+// runs while Close's last flush pass commits its checkpoint, and what it
+// applies meanwhile comes again at the next start (raft restarts from its
+// snapshot). Closing tells package replica it is no divergence.
+type closingError struct{ err error }
+
+func (e closingError) Error() string { return e.err.Error() }
+func (e closingError) Unwrap() error { return e.err }
+func (closingError) Closing() bool   { return true }
