@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/replica"
 )
 
@@ -74,4 +76,21 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	r = ts.do("POST", "/api/v1/cluster/members", `{"id":"n3","raftAddr":"127.0.0.1:7003"}`)
 	require.Equal(t, 503, r.status, "%s", r.body)
 	require.Equal(t, "1", r.header.Get("Retry-After"))
+}
+
+// Issue 15: a request whose entry (a push, a pop's or an ack's checkpoint) met a lost leadership
+// answers 503 + Retry-After (Queen's clients retry it), not a logged 500.
+func TestLostLeadershipIs503(t *testing.T) {
+	for _, cause := range []error{
+		fmt.Errorf("broker: commit log: %w", &replica.CommitError{LSN: 7, Err: errors.New("leadership lost while committing log")}),
+		fmt.Errorf("cursor checkpoint failed (retrying): %w", replica.ErrNotLeader),
+		broker.ErrStale,
+	} {
+		fake := newFake()
+		fake.onPush = func([]broker.PushItem) ([]broker.PushResult, error) { return nil, cause }
+		ts := startServer(t, fake, Config{})
+		r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`)
+		require.Equal(t, 503, r.status, "%v: %s", cause, r.body)
+		require.Equal(t, "1", r.header.Get("Retry-After"))
+	}
 }

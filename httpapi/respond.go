@@ -106,8 +106,9 @@ func redactPaths(msg string) string {
 	})
 }
 
-// isCommitError reports whether err is a replicated log's failed wait for a commit.
+// isCommitError reports whether err is a replicated log's refusal or failed wait: leadership
+// lost before or while the entry (a push, or a pop's or ack's checkpoint) was committed.
 func isCommitError(err error) bool {
 	var ce *replica.CommitError
-	return errors.As(err, &ce)
+	return errors.As(err, &ce) || errors.Is(err, replica.ErrNotLeader)
 }
