@@ -167,6 +167,15 @@ func (n *node) term(timeout time.Duration) (clean bool, err error) {
 	case <-exited:
 		return true, nil
 	case <-time.After(timeout):
+		// SIGQUIT first: the Go runtime writes every goroutine's stack to the node's log,
+		// the evidence of where it hung.
+		if _, err := n.signal(syscall.SIGQUIT, false); err == nil {
+			select {
+			case <-exited:
+				return false, nil
+			case <-time.After(2 * time.Second):
+			}
+		}
 		return false, n.kill9()
 	}
 }
