@@ -39,7 +39,7 @@ func (b *Broker) closeFiles() error {
 		// replays (almost) nothing. Without it (a failed log, a full disk)
 		// no clean marker is written: the next start recovers from the log.
 		if err := b.flushPass(); err != nil {
-			if b.cfg.Replicated != nil && retryable(err) {
+			if b.cfg.Replicated != nil && (retryable(err) || errors.Is(err, ErrStale)) {
 				// A replicated node that lost its leadership (the others
 				// stopped first) cannot commit the pass's checkpoint; raft
 				// applies the entries again at the next start. Not an error

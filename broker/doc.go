@@ -62,7 +62,9 @@
 //	shutdown     Close, closeFiles (close.go)
 //	following    ApplyReplicated (follow_apply.go), on a node with Config.Replicated that does
 //	             not lead: replayEntry (open.go) per committed entry, applyReplicatedMeta for
-//	             Meta records (issue 15, docs/replication.md)
+//	             Meta records (issue 15, docs/replication.md); committed offsets and the
+//	             stale node (follow_commit.go); the fence and a new leader's rebuild
+//	             (follow_fence.go); the files a snapshot sends (follow_snapshot.go)
 //
 // # Files: one prefix per path the data travels
 //

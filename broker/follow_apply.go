@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
@@ -25,7 +26,7 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 	// Close waits for an apply under way, and none starts once it began:
 	// nothing is applied to closed logs or a closed cursor engine.
 	if err := b.enter(); err != nil {
-		return err
+		return closingError{err}
 	}
 	defer b.leave()
 	if b.isStale() {
@@ -49,6 +50,9 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 			raiseTo(&p.committed, next)
 			b.publish(p, next, ts)
 		}
+	}
+	if kind == walTx {
+		b.raiseTxCommitted(payload)
 	}
 	if kind == walDLQ {
 		if id, _, err := splitLogEntry(payload); err == nil {
@@ -147,11 +151,81 @@ func (b *Broker) deleteReplicatedQueueLocked(id [16]byte) {
 
 // Flush runs a flush pass (flush.go) now: every entry applied so far is
 // durable in this node's files. Package replica runs it before a raft
-// snapshot lets raft drop those entries from its log.
+// snapshot lets raft drop those entries from its log, which, unlike the local
+// commit log's truncation, knows nothing of the transactions and notes whose
+// effects are still being applied: so the pass waits for those up to the
+// applied LSN first (at most snapshotInflightWait; they take milliseconds).
+//
+// Errors: ErrClosed, ErrStale, a transaction still in flight after the wait
+// (raft takes the snapshot later), the pass's.
 func (b *Broker) Flush() error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.leave()
+	if err := b.waitInflightThrough(b.wal.DurableLSN(), snapshotInflightWait); err != nil {
+		return err
+	}
 	return b.flushPass()
 }
+
+// snapshotInflightWait bounds Flush's wait for in-flight transactions.
+const snapshotInflightWait = 5 * time.Second
+
+// waitInflightThrough waits until no entry at or below lsn is in flight
+// (txInflight, appendInflight), polling every millisecond.
+func (b *Broker) waitInflightThrough(lsn uint64, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for {
+		b.flush.stateMu.Lock()
+		oldest := uint64(0)
+		for l := range b.flush.inflight {
+			if oldest == 0 || l < oldest {
+				oldest = l
+			}
+		}
+		b.flush.stateMu.Unlock()
+		if oldest == 0 || oldest > lsn {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("broker: entry %d still being applied after %v; snapshot later", oldest, max)
+		}
+		select {
+		case <-b.closing:
+			return ErrClosed
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// raiseTxCommitted raises the committed offsets of the logs a transaction
+// appended to on this follower (replayTx): applied in log order, all of it
+// is committed. Without it a restart would cut them (follow_commit.go) when
+// the leader's own push entries for them never came (it died in between).
+func (b *Broker) raiseTxCommitted(payload []byte) {
+	rec, err := decodeRedoRecord(payload)
+	if err != nil {
+		return
+	}
+	for _, push := range rec.Pushes {
+		if p := b.lookupPartitionByID(push.Partition); p != nil {
+			raiseTo(&p.committed, p.log.NextOffset())
+		}
+	}
+	for _, d := range rec.DLQ {
+		if q := b.queueByID(d.Queue); q != nil {
+			raiseTo(&q.dlqCommitted, b.dlqNext(q))
+		}
+	}
+}
+
+// closingError is ApplyReplicated's refusal on a closing broker: raft still
+// runs while Close's last flush pass commits its checkpoint, and what it
+// applies meanwhile comes again at the next start (raft restarts from its
+// snapshot). Closing tells package replica it is no divergence.
+type closingError struct{ err error }
+
+func (e closingError) Error() string { return e.err.Error() }
+func (e closingError) Unwrap() error { return e.err }
+func (closingError) Closing() bool   { return true }

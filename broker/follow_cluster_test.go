@@ -276,6 +276,14 @@ func TestClusterReplicatesConfigureTransactionsAndDeletes(t *testing.T) {
 		require.Equal(t, "ns", c.namespace)
 		require.Equal(t, int64(42), c.opts.LeaseTime)
 		require.Equal(t, int64(7), c.opts.RetryLimit)
+		// The follower holds the transaction's states without checkpointing them itself
+		// (it cannot append: its checkpoints would fail and /health say degraded), and
+		// counts its pushes as committed (a restart keeps them).
+		require.NoError(t, f.b.cur.Wait())
+		_, failing := f.b.CheckpointFailure()
+		require.False(t, failing, "node %s", f.id)
+		p := f.b.lookupPartitionByID(key.Partition)
+		require.Equal(t, p.log.NextOffset(), p.committed.Load(), "node %s", f.id)
 	}
 
 	found, err := leader.b.DeleteQueue("jobs")

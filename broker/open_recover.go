@@ -88,6 +88,13 @@ func (b *Broker) replayTx(rec *redoRecord) error {
 		k := cursor.Key{Partition: s.Partition, Group: s.Group}
 		cur, ok := b.cur.Get(k)
 		if ok == s.HadPre && (!ok || cur == s.Pre) {
+			if b.cfg.Replicated != nil {
+				// A follower applying the leader's transaction: the leader
+				// checkpoints these states; this node only holds them (it
+				// appends nothing), so a failover keeps the acks.
+				b.cur.Put(k, s.Post)
+				continue
+			}
 			b.cur.Set(k, s.Post)
 			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("partitionId", uuidString(s.Partition)).
 				Str("group", s.Group).Uint64("committed", s.Post.Committed).

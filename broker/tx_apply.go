@@ -59,7 +59,11 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 			if len(recs) == 0 {
 				continue
 			}
-			b.log.Warn().Str("tx", uuidString(rec.TxID)).Str("queue", p.q.name).Str("partition", p.name).
+			ev := b.log.Warn()
+			if b.cfg.Replicated != nil {
+				ev = b.log.Debug() // a follower applies every transaction so: not news
+			}
+			ev.Str("tx", uuidString(rec.TxID)).Str("queue", p.q.name).Str("partition", p.name).
 				Int("messages", len(recs)).Msg("recovery: re-applied the pushes of a committed transaction")
 		}
 		ts := max(rec.TS, p.log.LastTimestamp())

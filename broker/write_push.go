@@ -265,6 +265,12 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		return 0, b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
 	}
 	t, err := b.wal.Append(walPush, buf)
+	if err != nil && b.cfg.Replicated != nil && (retryable(err) || b.isStale()) {
+		// Leadership lost since enterWrite: the node is stale and restarts, which cuts the
+		// segment (it is past the partition's committed offset, follow_commit.go); nothing
+		// is published, so the partition stays in service meanwhile.
+		return 0, fmt.Errorf("broker: queue %s partition %s: %w", p.q.name, p.name, err)
+	}
 	if err != nil {
 		b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
 			Reason: "appended while the commit log had no space for its entry (" + err.Error() + "); restart the server to cut it"})

@@ -52,3 +52,20 @@ func TestApplyCommittedRefusesBadBodiesAndClosedEngines(t *testing.T) {
 	assert.ErrorIs(t, e.ApplyCommitted([]byte{formatVersion}), ErrClosed)
 	assert.ErrorIs(t, e.SnapshotAt(1), ErrClosed)
 }
+
+// TestPutHoldsAStateWithoutCheckpointingIt: Put (a follower applying another node's
+// transaction) stores the state, which a snapshot reads, and writes no checkpoint.
+func TestPutHoldsAStateWithoutCheckpointingIt(t *testing.T) {
+	e, log, fm := startT(t)
+	e.Put(Key{pid(1), "g"}, lease.State{Committed: 9})
+	require.NoError(t, e.Wait())
+	assert.Zero(t, log.checkpoints(), "nothing to checkpoint")
+	s, ok := e.Get(Key{pid(1), "g"})
+	require.True(t, ok)
+	assert.Equal(t, uint64(9), s.Committed)
+	require.NoError(t, e.SnapshotAt(1))
+	e2, _, _ := recoverT(t, fm.Crash(false), "/data/cursor", nil)
+	s, ok = e2.Get(Key{pid(1), "g"})
+	require.True(t, ok)
+	assert.Equal(t, uint64(9), s.Committed, "the snapshot holds it")
+}

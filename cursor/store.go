@@ -173,6 +173,17 @@ func (e *Engine) Set(k Key, s lease.State) {
 	e.markChanged()
 }
 
+// Put stores s under k in memory without marking it for the next checkpoint:
+// a state committed elsewhere (a follower applying another node's
+// transaction, issue 15), which this engine must hold but never writes to the
+// log itself; the next snapshot reads it from memory.
+func (e *Engine) Put(k Key, s lease.State) {
+	sh := e.shardFor(k)
+	sh.mu.Lock()
+	sh.putLocked(k, s)
+	sh.mu.Unlock()
+}
+
 // Delete removes the cursor and lease of k (group deletion, queue deletion);
 // carried by the next checkpoint.
 func (e *Engine) Delete(k Key) {

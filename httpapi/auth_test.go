@@ -47,6 +47,9 @@ var specLevels = map[string]auth.Level{
 	"POST /streams/v1/cycle":                                                       auth.ReadWrite,
 	"POST /streams/v1/state/get":                                                   auth.ReadWrite,
 	"GET /api/v1/streams/queries":                                                  auth.ReadOnly, // comb's own read route
+	"GET /api/v1/cluster":                                                          auth.ReadOnly, // comb's own (issue 15)
+	"POST /api/v1/cluster/members":                                                 auth.Admin,
+	"DELETE /api/v1/cluster/members/:id":                                           auth.Admin,
 	"GET /api/v1/consumer-groups":                                                  auth.ReadOnly,
 	"GET /api/v1/consumer-groups/lagging":                                          auth.ReadOnly,
 	"GET /api/v1/consumer-groups/:group":                                           auth.ReadOnly,

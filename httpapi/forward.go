@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"strings"
 	"sync"
@@ -76,8 +77,9 @@ var fwdOutcomeNames = [fwdOutcomes]string{"relayed", "no_leader", "unreachable",
 type forwarder struct {
 	cluster  Cluster
 	self     string
-	tls      bool          // the cluster speaks HTTPS (Config.TLS): so does the forward
-	addrWait time.Duration // leaderAddrWait; tests shorten it
+	tls      bool           // the cluster speaks HTTPS (Config.TLS): so does the forward
+	roots    *x509.CertPool // Config.PeerCAs: what the leader's certificate must chain to; nil = the system's
+	addrWait time.Duration  // leaderAddrWait; tests shorten it
 
 	mu     sync.Mutex
 	addr   string               // the leader address client talks to
@@ -86,8 +88,8 @@ type forwarder struct {
 	outcomes [fwdOutcomes]atomic.Uint64
 }
 
-func newForwarder(c Cluster, useTLS bool) *forwarder {
-	return &forwarder{cluster: c, self: c.NodeID(), tls: useTLS, addrWait: leaderAddrWait}
+func newForwarder(c Cluster, useTLS bool, roots *x509.CertPool) *forwarder {
+	return &forwarder{cluster: c, self: c.NodeID(), tls: useTLS, roots: roots, addrWait: leaderAddrWait}
 }
 
 // clientFor returns the pooled client to addr, replacing the one to a previous leader (whose
@@ -125,13 +127,14 @@ func (f *forwarder) clientFor(addr string) *fasthttp.HostClient {
 	return f.client
 }
 
-// tlsConfig verifies the leader's certificate against the system roots for its host.
+// tlsConfig verifies the leader's certificate for its host against Config.PeerCAs, or the
+// system roots without them.
 func (f *forwarder) tlsConfig(addr string) *tls.Config {
 	if !f.tls {
 		return nil
 	}
 	host, _, _ := net.SplitHostPort(addr)
-	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, RootCAs: f.roots}
 }
 
 // nodeLocal reports whether rt is answered by every node itself: its health, its metrics, the

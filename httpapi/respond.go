@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/replica"
 )
 
 // CORS headers of spec 0.1, on every response including errors and the pop 204.
@@ -55,7 +56,8 @@ func noContent(ctx *fasthttp.RequestCtx) {
 }
 
 // fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
-// carry the broker's message verbatim; ErrClosed and ErrNotLeader are 503; ErrDamaged is a 500 with the broker's
+// carry the broker's message verbatim; ErrClosed, ErrNotLeader, ErrStale and a replicated commit that failed
+// (replica.CommitError: leadership lost mid-request) are 503; ErrDamaged is a 500 with the broker's
 // short message (it names the partition and says to run `comb fsck`); anything else is a logged
 // 500 whose body has every absolute file path cut to its base name (the log keeps the paths).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
@@ -72,6 +74,11 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		// A follower forwards (forward.go), so this is a node elected but still catching up,
 		// or one that lost its term mid-request; Queen's clients retry 5xx.
 		unavailable(ctx, "Service unavailable: this node does not lead its cluster")
+	case errors.Is(err, broker.ErrStale) || isCommitError(err):
+		// A replicated node that lost its leadership while the request waited for its
+		// entry: the entry may still commit under the next leader, so the client retries
+		// (a push with the same transactionId answers duplicate for what was stored).
+		unavailable(ctx, "Service unavailable: this node lost its leadership while answering; retry")
 	case errors.Is(err, context.Canceled):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "Service unavailable: shutting down")
 	default:
@@ -97,4 +104,11 @@ func redactPaths(msg string) string {
 		}
 		return m[:i] + filepath.Base(m[i:])
 	})
+}
+
+// isCommitError reports whether err is a replicated log's refusal or failed wait: leadership
+// lost before or while the entry (a push, or a pop's or ack's checkpoint) was committed.
+func isCommitError(err error) bool {
+	var ce *replica.CommitError
+	return errors.As(err, &ce) || errors.Is(err, replica.ErrNotLeader)
 }

@@ -65,6 +65,15 @@ var routes = []route{
 	{"POST", "/streams/v1/state/get", rw, func(s *Server, r *request) { s.streamState(r.ctx) }},
 	{"GET", "/api/v1/streams/queries", ro, func(s *Server, r *request) { s.streamQueries(r.ctx) }},
 
+	// Membership of a replicated cluster (comb's own; cluster.go).
+	{"GET", "/api/v1/cluster", ro, func(s *Server, r *request) { s.clusterInfo(r.ctx) }},
+	{"POST", "/api/v1/cluster/members", ad, func(s *Server, r *request) { s.addMember(r.ctx) }},
+	{"DELETE", "/api/v1/cluster/members/:id", ad, func(s *Server, r *request) {
+		if id, ok := r.param(0); ok {
+			s.removeMember(r.ctx, id)
+		}
+	}},
+
 	{"GET", "/api/v1/consumer-groups", ro, func(s *Server, r *request) { s.listGroups(r.ctx) }},
 	{"GET", "/api/v1/consumer-groups/lagging", ro, func(s *Server, r *request) { s.laggingGroups(r.ctx) }},
 	{"GET", "/api/v1/consumer-groups/:group", ro, func(s *Server, r *request) {

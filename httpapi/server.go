@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -53,6 +54,9 @@ type Config struct {
 	// Cluster, on a node of a replicated cluster (*replica.Log), makes a node that does not lead
 	// forward requests to the leader (forward.go); nil is a single node.
 	Cluster Cluster
+	// PeerCAs, with TLS on a cluster, is what another node's certificate must chain to when a
+	// follower forwards to it (comb serve --peer-ca); nil trusts the system's roots.
+	PeerCAs *x509.CertPool
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string
@@ -126,7 +130,7 @@ func New(b Backend, cfg Config) *Server {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
-		s.fwd = newForwarder(cfg.Cluster, cfg.TLS != nil)
+		s.fwd = newForwarder(cfg.Cluster, cfg.TLS != nil, cfg.PeerCAs)
 	}
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,

@@ -33,7 +33,7 @@ func ParseCluster(s string) ([]Peer, error) {
 		if !ok || id == "" {
 			return nil, fmt.Errorf("replica: --initial-cluster item %q: want id=host:port", item)
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		if err := CheckPeer(Peer{ID: id, Addr: addr}); err != nil {
 			return nil, fmt.Errorf("replica: --initial-cluster item %q: %w", item, err)
 		}
 		if seen[id] {
@@ -46,6 +46,22 @@ func ParseCluster(s string) ([]Peer, error) {
 		return nil, errors.New("replica: --initial-cluster is empty")
 	}
 	return peers, nil
+}
+
+// CheckPeer checks a member's id (1 to 255 bytes of letters, digits, '-',
+// '_' and '.': it travels in markers with a one-byte length) and raft
+// address (host:port with a port).
+func CheckPeer(p Peer) error {
+	if p.ID == "" || len(p.ID) > 255 || strings.IndexFunc(p.ID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) >= 0 {
+		return fmt.Errorf("member id %q: 1 to 255 letters, digits, '-', '_' or '.'", p.ID)
+	}
+	_, port, err := net.SplitHostPort(p.Addr)
+	if err != nil || port == "" || port == "0" {
+		return fmt.Errorf("member %s: raft address %q is not host:port", p.ID, p.Addr)
+	}
+	return nil
 }
 
 // Config configures Open.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -49,6 +50,12 @@ func (f *fsm) Apply(rl *raft.Log) any {
 	}
 	if e.origin != f.l.origin {
 		if err := f.a.ApplyReplicated(e.lsn, e.kind, e.payload); err != nil {
+			var c interface{ Closing() bool }
+			if errors.As(err, &c) && c.Closing() {
+				// The broker is closing and raft is about to: not applied,
+				// not a divergence (a start applies it again).
+				return err
+			}
 			err = fmt.Errorf("entry %d (raft index %d, kind %d): %w: %w", e.lsn, rl.Index, e.kind, ErrDiverged, err)
 			f.fail(err)
 			return err

@@ -104,6 +104,11 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
+	peerCAs, err := clFlags.peerCAs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		return 2
+	}
 	switch *syncMode {
 	case "always", "interval", "never":
 	default:
@@ -197,6 +202,7 @@ func runServe(args []string) int {
 		TLS:          sec.tlsConfig(),
 		Static:       site,
 		Cluster:      forwardTo(repl),
+		PeerCAs:      peerCAs,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/broker"
@@ -17,18 +19,21 @@ var clusterEnv = [][2]string{
 	{"raft-addr", "COMB_RAFT_ADDR"},
 	{"initial-cluster", "COMB_INITIAL_CLUSTER"},
 	{"initial-cluster-state", "COMB_INITIAL_CLUSTER_STATE"},
+	{"peer-ca", "COMB_PEER_CA"},
 }
 
 // clusterFlags are the flags of a replicated comb (issue 15, docs/replication.md), in etcd's
 // convention; without --node-id comb is the single node it always was.
 type clusterFlags struct {
 	nodeID, raftAddr, initialCluster, clusterState *string
+	peerCA                                         *string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	c.nodeID = fs.String("node-id", "", "this node's id in a replicated cluster, e.g. n1; empty = a single node (env COMB_NODE_ID)")
 	c.raftAddr = fs.String("raft-addr", "", "host:port raft listens on and other nodes reach it at, e.g. 127.0.0.1:7001 (env COMB_RAFT_ADDR)")
 	c.initialCluster = fs.String("initial-cluster", "", "the voting members when the cluster is first started, e.g. n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003; ignored once this node has raft state (env COMB_INITIAL_CLUSTER)")
+	c.peerCA = fs.String("peer-ca", "", "with --tls-cert on a cluster: PEM file of the CA(s) the other nodes' certificates chain to, trusted when a follower forwards to the leader; empty = the system's roots (env COMB_PEER_CA)")
 	c.clusterState = fs.String("initial-cluster-state", "new", "new: this node is one of the members that start the cluster; existing: it joins a running cluster, whose leader adds it (POST /api/v1/cluster/members) and sends it the state (env COMB_INITIAL_CLUSTER_STATE)")
 }
 
@@ -86,4 +91,22 @@ func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLo
 		return nil, nil, err
 	}
 	return l, l, nil
+}
+
+// peerCAs reads --peer-ca (nil when it is not set).
+//
+// Errors: the file's, or a file with no PEM certificate.
+func (c *clusterFlags) peerCAs() (*x509.CertPool, error) {
+	if *c.peerCA == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(*c.peerCA)
+	if err != nil {
+		return nil, fmt.Errorf("--peer-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--peer-ca %s: no PEM certificate in it", *c.peerCA)
+	}
+	return pool, nil
 }

@@ -56,7 +56,7 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 		httpAddrs[i], raftAddrs[i] = freeAddr(t), freeAddr(t)
 		cluster = append(cluster, fmt.Sprintf("n%d=%s", i+1, raftAddrs[i]))
 	}
-	exited := make(chan int, n)
+	exited := make(chan int, n+1)
 	for i := range n {
 		args := []string{"--addr", httpAddrs[i], "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
 			"--node-id", fmt.Sprintf("n%d", i+1), "--raft-addr", raftAddrs[i], "--initial-cluster", strings.Join(cluster, ",")}
@@ -145,14 +145,59 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	code, body = call(f2, "GET", "/api/v1/pop/queue/q?consumerGroup=g", "")
 	require.Equal(t, 204, code, "nothing left for g: %s", body)
 
-	// All three stop at once (one process, one signal). The leader hands its leadership over
-	// to a node that is stopping too, which may then lose it again with its last flush pass
-	// unwritten and exit 1 (its next start recovers from the log); every node must stop.
+	// Grow: n4 starts to join (bootstraps nothing) and is added through a follower; it gets
+	// the log and serves (forwards) like the others. Shrink: removed through the other one.
+	http4, raft4 := freeAddr(t), freeAddr(t)
+	go func() {
+		exited <- runServe([]string{"--addr", http4, "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
+			"--node-id", "n4", "--raft-addr", raft4, "--initial-cluster", strings.Join(cluster, ",") + ",n4=" + raft4,
+			"--initial-cluster-state", "existing"})
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + http4 + "/health")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	code, body = call(f1, "POST", "/api/v1/cluster/members", `{"id":"n4","raftAddr":"`+raft4+`"}`)
+	require.Equal(t, 200, code, "%s", body)
+	var members struct {
+		Members []struct{ ID string }
+	}
+	require.NoError(t, json.Unmarshal(body, &members))
+	require.Len(t, members.Members, 4)
+	require.Eventually(t, func() bool {
+		code, body := call(http4, "GET", "/api/v1/pop/queue/q?consumerGroup=h&batch=10&autoAck=true", "")
+		return code == 200 && strings.Contains(string(body), `"t2"`)
+	}, 10*time.Second, 50*time.Millisecond, "the new member answers through the leader")
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + http4 + "/health")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct {
+			Role       string
+			AppliedLSN uint64
+		}
+		return json.NewDecoder(resp.Body).Decode(&h) == nil && h.Role == "follower" && h.AppliedLSN > 0
+	}, 10*time.Second, 20*time.Millisecond, "n4 follows and applied the log")
+	code, body = call(f2, "DELETE", "/api/v1/cluster/members/n4", "")
+	require.Equal(t, 200, code, "%s", body)
+	require.NoError(t, json.Unmarshal(body, &members))
+	require.Len(t, members.Members, 3)
+	code, _ = call(f2, "DELETE", "/api/v1/cluster/members/n4", "")
+	require.Equal(t, 404, code)
+
+	// All stop at once (one process, one signal). The leader hands its leadership over to a
+	// node that is stopping too, which may then lose it again with its last flush pass
+	// unwritten: a warning (its next start recovers from the log), not a failed stop.
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
-	for range n {
+	for range n + 1 {
 		select {
 		case code := <-exited:
-			require.Contains(t, []int{0, 1}, code)
+			require.Equal(t, 0, code)
 		case <-time.After(30 * time.Second):
 			t.Fatal("comb serve did not stop on SIGINT")
 		}
