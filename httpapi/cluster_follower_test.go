@@ -9,14 +9,14 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// A follower applies a committed transaction (its Tx entry moves cursors: broker.replayTx sets
-// them in the follower's cursor engine) and must still close without error: its cursor state
-// is the leader's, already in the raft log, and a node that does not lead cannot append a
-// checkpoint of its own. Found by the real-broker tests under COMB_TEST_TARGET (every test that
-// acks through /api/v1/transaction, /ack with status dlq, or a streams cycle failed its
-// cleanup with "cursor checkpoint failed (retrying): replica: not the leader"); the same
-// follower answers /health "degraded" with that reason meanwhile. A cluster test: it runs
-// under COMB_TEST_TARGET (make test-cluster-http).
+// A follower applies a committed transaction (its Tx entry moves cursors) and must still close
+// without error: its cursor state is the leader's, already in the raft log, and a node that
+// does not lead cannot append a checkpoint of its own. Found by the real-broker tests under
+// COMB_TEST_TARGET (every test that acked through /api/v1/transaction, /ack with status dlq or
+// a streams cycle failed its cleanup with "cursor checkpoint failed (retrying): replica: not
+// the leader", and the follower's /health said "degraded" meanwhile); fixed in the broker
+// (cursor.Engine.Put on a follower). A cluster test: it runs under COMB_TEST_TARGET (make
+// test-cluster-http).
 func TestFollowerThatAppliedATransactionClosesCleanly(t *testing.T) {
 	if testTarget(t) == "" {
 		t.Skipf("a cluster test: set %s=follower or leader (make test-cluster-http)", targetEnv)
