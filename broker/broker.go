@@ -79,6 +79,7 @@ type Broker struct {
 	closed    atomic.Bool
 	closing   chan struct{}
 	inflight  sync.WaitGroup
+	gate      sync.RWMutex // orders enter's Add before Close's Wait (enter)
 	closeOnce sync.Once
 
 	wake    *wake.Waker
@@ -251,13 +252,17 @@ func (q *queue) partitionsSnapshot() []*partition {
 	return out
 }
 
-// enter marks an operation in flight; Close waits for them.
+// enter marks an operation in flight; Close waits for them. The check and
+// the Add happen under gate's read lock, which Close takes to set closed:
+// no Add can then race Close's Wait on a zero counter (a WaitGroup misuse the
+// race detector reports when raft applies an entry to a closing follower).
 func (b *Broker) enter() error {
-	b.inflight.Add(1)
+	b.gate.RLock()
+	defer b.gate.RUnlock()
 	if b.closed.Load() {
-		b.inflight.Done()
 		return ErrClosed
 	}
+	b.inflight.Add(1)
 	return nil
 }
 

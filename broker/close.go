@@ -14,7 +14,9 @@ import (
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
+		b.gate.Lock()
 		b.closed.Store(true)
+		b.gate.Unlock()
 		close(b.closing)
 		b.stopMaintenance()
 		b.inflight.Wait()
