@@ -49,6 +49,14 @@ func (f *fsm) Apply(rl *raft.Log) any {
 		return f.l.Err()
 	}
 	if e.origin != f.l.origin {
+		if f.l.ready.Load() {
+			// Another leader's entry commits while this node still counts
+			// itself the ready leader (every earlier term's entry was applied
+			// before it became ready): it was deposed, and raft's notice may
+			// not have reached watchLeadership yet. Stale at once, so the
+			// broker applies nothing over what it did in memory.
+			f.l.markStale()
+		}
 		if err := f.a.ApplyReplicated(e.lsn, e.kind, e.payload); err != nil {
 			var c interface{ Closing() bool }
 			if errors.As(err, &c) && c.Closing() {

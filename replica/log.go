@@ -249,6 +249,12 @@ func (l *Log) watchLeadership() {
 	defer close(l.done)
 	for isLeader := range l.notify {
 		if !isLeader {
+			// Before l.mu: an Append may hold it while raft's loop, which
+			// would unblock it, waits on an FSM apply that waits for the
+			// broker to learn it is stale.
+			if l.ready.Load() {
+				l.markStale()
+			}
 			l.mu.Lock()
 			if l.next != 0 {
 				// Closed before Leading says false: whoever sees the node
