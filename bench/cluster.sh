@@ -23,7 +23,7 @@ trap 'stop; rm -rf "$work"' EXIT
 
 health() { curl -sf "http://127.0.0.1:$1/health" 2>/dev/null || true; }
 start_single() {
-  "$comb" serve --addr "127.0.0.1:$port" --data-dir "$(mktemp -d "$work/single.XXXX")" --log-level error &
+  "$comb" serve --addr "127.0.0.1:$port" --data-dir "$(mktemp -d "$work/single.XXXX")" --log-level error >>"$work/single.log" 2>&1 &
   pids=($!)
   for _ in $(seq 100); do [ -n "$(health "$port")" ] && return; sleep 0.1; done
   echo "single node did not start" >&2; exit 1
@@ -33,7 +33,7 @@ start_cluster() {
   for k in 1 2 3; do cluster+="${cluster:+,}n$k=127.0.0.1:$((port + 10 + k))"; done
   for k in 1 2 3; do
     "$comb" serve --addr "127.0.0.1:$((port + k))" --data-dir "$(mktemp -d "$work/n$k.XXXX")" --log-level error \
-      --node-id "n$k" --raft-addr "127.0.0.1:$((port + 10 + k))" --initial-cluster "$cluster" &
+      --node-id "n$k" --raft-addr "127.0.0.1:$((port + 10 + k))" --initial-cluster "$cluster" >>"$work/n$k.log" 2>&1 &
     pids+=($!)
   done
   for _ in $(seq 300); do
@@ -52,9 +52,9 @@ start_cluster() {
 run() { # label url server-pid run-id
   echo "### $1 (load $(cut -d' ' -f1 /proc/loadavg))"
   "$comb" bench push --url "$2" --batch 100 --size 200 --concurrency "$conc" --duration "$dur" --warmup 1s \
-    --run-id "$4-push" --server-pid "$3" | grep -E "window|latency|CPU" || true
+    --run-id "$4-push" --server-pid "$3" | grep -E "window|request +ms|CPU" || true
   "$comb" bench consume --url "$2" --batch 100 --size 200 --duration 5s --warmup 0s \
-    --prefill "$prefill" --run-id "$4-cons" --server-pid "$3" | grep -E "window|latency|CPU" || true
+    --prefill "$prefill" --run-id "$4-cons" --server-pid "$3" | grep -E "window|request +ms|CPU" || true
 }
 for r in $(seq "$rounds"); do
   start_single
