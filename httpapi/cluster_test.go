@@ -26,6 +26,11 @@ func (m *fakeMembers) AddVoter(id, addr string) error {
 	if m.addErr != nil {
 		return m.addErr
 	}
+	for _, x := range m.members {
+		if x.RaftAddr == addr && x.ID != id {
+			return fmt.Errorf("%w: %s is at %s", replica.ErrAddrInUse, x.ID, addr)
+		}
+	}
 	m.added = append(m.added, id+"="+addr)
 	m.members = append(m.members, replica.Member{ID: id, RaftAddr: addr, Voter: true})
 	return nil
@@ -57,7 +62,8 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.JSONEq(t, `{"nodeId":"n1","role":"leader","members":[{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":"127.0.0.1:6632","voter":true,"leader":true}]}`, string(r.body))
 
-	for _, body := range []string{`[]`, `{"id":"n2"}`, `{"id":"n 2","raftAddr":"127.0.0.1:7002"}`, `{"id":"n2","raftAddr":"127.0.0.1"}`} {
+	for _, body := range []string{`[]`, `{"id":"n2"}`, `{"id":"n 2","raftAddr":"127.0.0.1:7002"}`, `{"id":"n2","raftAddr":"127.0.0.1"}`,
+		`{"id":"n2","raftAddr":":7002"}`, `{"id":"n2","raftAddr":"0.0.0.0:7002"}`, `{"id":"n2","raftAddr":"127.0.0.1:abc"}`, `{"id":"n2","raftAddr":"127.0.0.1:99999"}`} {
 		r = ts.do("POST", "/api/v1/cluster/members", body)
 		require.Equal(t, 400, r.status, "%s: %s", body, r.body)
 	}
@@ -65,6 +71,12 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.Equal(t, []string{"n2=127.0.0.1:7002"}, m.added)
 	require.Contains(t, string(r.body), `{"id":"n2","raftAddr":"127.0.0.1:7002","httpAddr":"","voter":true,"leader":false}`)
+
+	// another id at a member's raft address is the client's mistake: 409, nothing added
+	r = ts.do("POST", "/api/v1/cluster/members", `{"id":"n3","raftAddr":"127.0.0.1:7001"}`)
+	require.Equal(t, 409, r.status, "%s", r.body)
+	require.Contains(t, string(r.body), "another member has this raft address")
+	require.Equal(t, []string{"n2=127.0.0.1:7002"}, m.added)
 
 	r = ts.do("DELETE", "/api/v1/cluster/members/n9", "")
 	require.Equal(t, 404, r.status, "%s", r.body)

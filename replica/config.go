@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,11 +20,11 @@ type Peer struct {
 // ParseCluster reads --initial-cluster in etcd's convention,
 // "n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003".
 //
-// Errors: an item without "=", an empty id, an address that is not
-// host:port, or an id named twice.
+// Errors: an item without "=", a member CheckPeer refuses, or an id or a
+// raft address named twice (raft refuses two members at one address).
 func ParseCluster(s string) ([]Peer, error) {
 	var peers []Peer
-	seen := map[string]bool{}
+	seen, seenAddr := map[string]bool{}, map[string]bool{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -39,7 +40,10 @@ func ParseCluster(s string) ([]Peer, error) {
 		if seen[id] {
 			return nil, fmt.Errorf("replica: --initial-cluster names %q twice", id)
 		}
-		seen[id] = true
+		if seenAddr[addr] {
+			return nil, fmt.Errorf("replica: --initial-cluster names raft address %q twice", addr)
+		}
+		seen[id], seenAddr[addr] = true, true
 		peers = append(peers, Peer{ID: id, Addr: addr})
 	}
 	if len(peers) == 0 {
@@ -50,16 +54,25 @@ func ParseCluster(s string) ([]Peer, error) {
 
 // CheckPeer checks a member's id (1 to 255 bytes of letters, digits, '-',
 // '_' and '.': it travels in markers with a one-byte length) and raft
-// address (host:port with a port).
+// address: host:port with a host the other nodes can dial (not empty, not a
+// wildcard such as 0.0.0.0 or ::) and a port from 1 to 65535. raft takes any
+// string as an address, so a typo here would otherwise commit a voter no
+// node can reach.
 func CheckPeer(p Peer) error {
 	if p.ID == "" || len(p.ID) > 255 || strings.IndexFunc(p.ID, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
 	}) >= 0 {
 		return fmt.Errorf("member id %q: 1 to 255 letters, digits, '-', '_' or '.'", p.ID)
 	}
-	_, port, err := net.SplitHostPort(p.Addr)
-	if err != nil || port == "" || port == "0" {
+	host, port, err := net.SplitHostPort(p.Addr)
+	if err != nil || host == "" {
 		return fmt.Errorf("member %s: raft address %q is not host:port", p.ID, p.Addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("member %s: raft address %q: port is not a number from 1 to 65535", p.ID, p.Addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return fmt.Errorf("member %s: raft address %q: the other nodes dial it, so it needs a concrete host, not a wildcard", p.ID, p.Addr)
 	}
 	return nil
 }

@@ -20,6 +20,14 @@ func TestParseCluster(t *testing.T) {
 		{name: "no port", in: "n1=h", bad: true},
 		{name: "an id twice", in: "n1=h:1,n1=h:2", bad: true},
 		{name: "empty", in: "", bad: true},
+		{name: "an address twice", in: "n1=h:1,n2=h:1", bad: true},
+		{name: "no host", in: "n1=:7001", bad: true},
+		{name: "a wildcard host: the others cannot dial it", in: "n1=0.0.0.0:7001", bad: true},
+		{name: "an IPv6 wildcard host", in: "n1=[::]:7001", bad: true},
+		{name: "a port that is not a number", in: "n1=h:abc", bad: true},
+		{name: "a port past 65535", in: "n1=h:99999", bad: true},
+		{name: "port 0", in: "n1=h:0", bad: true},
+		{name: "an IPv6 host", in: "n1=[::1]:7001", want: []Peer{{"n1", "[::1]:7001"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

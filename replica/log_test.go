@@ -253,6 +253,7 @@ func TestMembersJoinAndLeave(t *testing.T) {
 		require.Equal(t, m.ID == leader.log.cfg.NodeID, m.Leader, m.ID)
 	}
 
+	require.ErrorIs(t, leader.log.AddVoter("n9", n4.Addr), ErrAddrInUse, "raft refuses two members at one address")
 	require.ErrorIs(t, leader.log.RemoveServer("n9"), ErrUnknownMember)
 	require.NoError(t, leader.log.RemoveServer(follower.log.cfg.NodeID))
 	ms, err = leader.log.Members()

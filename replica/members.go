@@ -20,6 +20,10 @@ const membershipTimeout = 30 * time.Second
 // ErrUnknownMember: RemoveServer of a node the configuration does not name.
 var ErrUnknownMember = errors.New("replica: no such member")
 
+// ErrAddrInUse: AddVoter of an address another member already has (raft
+// refuses the configuration; a client's mistake, not the server's).
+var ErrAddrInUse = errors.New("replica: another member has this raft address")
+
 // Member is one server of the cluster's configuration.
 type Member struct {
 	ID       string `json:"id"`
@@ -58,13 +62,23 @@ func (l *Log) Members() ([]Member, error) {
 // the address of a member with that id), and returns once the change is
 // committed. Only the leader changes membership.
 //
-// Errors: ErrNotLeader, raft's (a change already under way, a timeout).
+// Errors: ErrNotLeader, ErrAddrInUse, raft's (a change already under way,
+// a timeout).
 func (l *Log) AddVoter(id, addr string) error {
 	if id == "" || addr == "" {
 		return errors.New("replica: a member needs an id and a raft address")
 	}
 	if l.r == nil || !l.Leading() {
 		return ErrNotLeader
+	}
+	ms, err := l.Members()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.RaftAddr == addr && m.ID != id {
+			return fmt.Errorf("%w: %s is at %s", ErrAddrInUse, m.ID, addr)
+		}
 	}
 	if err := l.r.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, membershipTimeout).Error(); err != nil {
 		return fmt.Errorf("replica: add %s at %s: %w", id, addr, err)
