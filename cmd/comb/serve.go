@@ -147,10 +147,13 @@ func runServe(args []string) int {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
 		return 1
 	}
-	repl, replicated, err := openReplica(clCfg, clustered)
+	repl, replicated, raftLock, err := openReplica(clCfg, clustered)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start replication")
 		return 1
+	}
+	if raftLock != nil {
+		defer raftLock.Close()
 	}
 	b, err := broker.Open(broker.Config{
 		DataDir:            *dataDir,

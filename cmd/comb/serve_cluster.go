@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/replica"
+	"github.com/combmq/comb/vfs"
 )
 
 // clusterEnv maps the replication flags to their environment fallbacks.
@@ -76,21 +78,43 @@ func forwardTo(l *replica.Log) httpapi.Cluster {
 }
 
 // openReplica opens the replicated log when ok; a nil interface otherwise, so
-// broker.Config.Replicated stays nil on a single node.
-func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLog, error) {
+// a single node passes no ReplicatedLog to the broker. It first takes
+// <data>/raft/LOCK, held until the process ends (lock.Close, or exit: the
+// flock dies with the process and with a re-exec, whose descriptors close on
+// exec). The broker's <data>/LOCK comes later, after PrepareDataDir has
+// swapped a received snapshot into the data directory and after raft-wal
+// opened its bolt file, which waits forever for another holder: without this
+// lock a second `comb serve` on a live node's directory hung without a word,
+// and could install a snapshot under the live broker.
+//
+// Errors: broker.ErrLocked (wrapped) when another process holds the lock;
+// PrepareDataDir's and replica.Open's.
+func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLog, io.Closer, error) {
 	if !ok {
-		return nil, nil, nil
+		return nil, nil, nil, nil
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("replica: %w", err)
+	}
+	lock, err := vfs.OS.Lock(filepath.Join(cfg.Dir, "LOCK"))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, nil, nil, fmt.Errorf("%s: %w (is another comb serving it?)", filepath.Dir(cfg.Dir), broker.ErrLocked)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("replica: %w", err)
 	}
 	// A snapshot another node sent (this node was far behind, or new) is
 	// installed into the data directory before the broker opens it.
 	if _, err := replica.PrepareDataDir(filepath.Dir(cfg.Dir), cfg.Dir, cfg.Logger); err != nil {
-		return nil, nil, err
+		lock.Close()
+		return nil, nil, nil, err
 	}
 	l, err := replica.Open(cfg)
 	if err != nil {
-		return nil, nil, err
+		lock.Close()
+		return nil, nil, nil, err
 	}
-	return l, l, nil
+	return l, l, lock, nil
 }
 
 // peerCAs reads --peer-ca (nil when it is not set).

@@ -6,12 +6,17 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/replica"
+	"github.com/combmq/comb/vfs"
 )
 
 // stripIDs drops the server-made ids of a push answer, for an exact comparison.
@@ -202,4 +207,37 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 			t.Fatal("comb serve did not stop on SIGINT")
 		}
 	}
+}
+
+// A second `comb serve` on a live cluster node's directory must refuse at once: raft-wal's bolt
+// file otherwise waits forever for the live node's lock (a silent hang found by hand), and
+// PrepareDataDir could swap a snapshot in under the live broker.
+func TestOpenReplicaRefusesALiveNodesDirectory(t *testing.T) {
+	data := t.TempDir()
+	raftDir := filepath.Join(data, "raft")
+	require.NoError(t, os.MkdirAll(raftDir, 0o700))
+	held, err := vfs.OS.Lock(filepath.Join(raftDir, "LOCK"))
+	require.NoError(t, err)
+	defer held.Close()
+
+	cfg := replica.Config{NodeID: "n1", RaftAddr: "127.0.0.1:7001", Dir: raftDir,
+		Cluster: []replica.Peer{{ID: "n1", Addr: "127.0.0.1:7001"}}}
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := openReplica(cfg, true)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, broker.ErrLocked)
+		require.Contains(t, err.Error(), data+": data directory is in use by another process")
+	case <-time.After(10 * time.Second):
+		t.Fatal("openReplica waits for the other process instead of refusing")
+	}
+
+	require.NoError(t, held.Close())
+	l, _, lock, err := openReplica(cfg, true)
+	require.NoError(t, err, "the lock is free once its holder ends")
+	l.Close()
+	require.NoError(t, lock.Close())
 }
