@@ -147,6 +147,10 @@ func runServe(args []string) int {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
 		return 1
 	}
+	if err := checkDataDirRole(*dataDir, clustered); err != nil {
+		log.Error().Err(err).Msg("cannot start")
+		return 1
+	}
 	repl, replicated, raftLock, err := openReplica(clCfg, clustered)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot start replication")

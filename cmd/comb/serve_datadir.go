@@ -1,0 +1,55 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// A data directory is either a single node's or a cluster node's, and serve refuses to open one
+// as the other. Both mistakes start without a word otherwise and leave one node whose state the
+// others do not share (found by hand, issue 15):
+//   - a cluster node's directory served without the cluster flags (a lost environment file)
+//     becomes a single node that takes writes the cluster never sees; started again with the
+//     flags, it follows the cluster with those writes still in its files, and serves them if it
+//     ever leads;
+//   - a single node's directory given the cluster flags bootstraps or joins with messages and
+//     cursors that only this node holds, for the same outcome.
+// raft's log directory (<data>/raft/wal, made by replica.Open before the broker writes
+// anything) marks a cluster node's directory.
+
+// errDataDirRole is the refusal; the message says what to do.
+var errDataDirRole = errors.New("data directory does not match the cluster flags")
+
+// checkDataDirRole returns errDataDirRole (wrapped, with what to do) when dataDir is a cluster
+// node's and clustered is false, or holds a single node's state and clustered is true.
+//
+// Errors: errDataDirRole, or the directory's read error.
+func checkDataDirRole(dataDir string, clustered bool) error {
+	wal := filepath.Join(dataDir, "raft", "wal")
+	_, err := os.Stat(wal)
+	hasRaft := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", wal, err)
+	}
+	switch {
+	case !clustered && hasRaft:
+		return fmt.Errorf("%s holds a cluster node's raft state (raft/wal): %w; start it with its --node-id, --raft-addr and --initial-cluster, or, to make a single node of a copy, remove %s first (docs/operations.md, Repair)",
+			dataDir, errDataDirRole, filepath.Join(dataDir, "raft"))
+	case clustered && !hasRaft:
+		entries, err := os.ReadDir(dataDir)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dataDir, err)
+		}
+		for _, e := range entries {
+			switch e.Name() {
+			case "LOCK", "raft", "lost+found": // the lock, raft's own, a file system's root
+				continue
+			}
+			return fmt.Errorf("%s holds a single node's data (%s) and no raft state: %w; a node bootstraps or joins a cluster with an empty data directory, and receives the cluster's state from it (docs/operations.md, Grow)",
+				dataDir, e.Name(), errDataDirRole)
+		}
+	}
+	return nil
+}
