@@ -37,6 +37,9 @@ func (m *fakeMembers) AddVoter(id, addr string) error {
 }
 
 func (m *fakeMembers) RemoveServer(id string) error {
+	if len(m.members) == 1 && m.members[0].ID == id {
+		return fmt.Errorf("%w: %s", replica.ErrLastMember, id)
+	}
 	for i, x := range m.members {
 		if x.ID == id {
 			m.members = append(m.members[:i], m.members[i+1:]...)
@@ -83,6 +86,9 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	r = ts.do("DELETE", "/api/v1/cluster/members/n2", "")
 	require.Equal(t, 200, r.status, "%s", r.body)
 	require.NotContains(t, string(r.body), `"n2"`)
+	r = ts.do("DELETE", "/api/v1/cluster/members/n1", "")
+	require.Equal(t, 409, r.status, "the only voter: %s", r.body)
+	require.Contains(t, string(r.body), "the only voter cannot be removed")
 
 	m.addErr = replica.ErrNotLeader
 	r = ts.do("POST", "/api/v1/cluster/members", `{"id":"n3","raftAddr":"127.0.0.1:7003"}`)

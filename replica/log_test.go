@@ -263,3 +263,14 @@ func TestMembersJoinAndLeave(t *testing.T) {
 		require.NotEqual(t, follower.log.cfg.NodeID, m.ID)
 	}
 }
+
+// The only voter cannot be removed (raft keeps one): ErrLastMember, which the HTTP route
+// answers 409, instead of raft's error as a 500.
+func TestRemovingTheOnlyVoterIsRefused(t *testing.T) {
+	nodes := startNodes(t, 1)
+	leader := leaderOf(t, nodes, nil)
+	require.ErrorIs(t, leader.log.RemoveServer(leader.log.cfg.NodeID), ErrLastMember)
+	ms, err := leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+}

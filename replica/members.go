@@ -20,6 +20,10 @@ const membershipTimeout = 30 * time.Second
 // ErrUnknownMember: RemoveServer of a node the configuration does not name.
 var ErrUnknownMember = errors.New("replica: no such member")
 
+// ErrLastMember: RemoveServer of the cluster's only voter (raft keeps at
+// least one; a client's mistake, not the server's).
+var ErrLastMember = errors.New("replica: the only voter cannot be removed")
+
 // ErrAddrInUse: AddVoter of an address another member already has (raft
 // refuses the configuration; a client's mistake, not the server's).
 var ErrAddrInUse = errors.New("replica: another member has this raft address")
@@ -90,7 +94,7 @@ func (l *Log) AddVoter(id, addr string) error {
 // change is committed. Removing the leader itself makes it step down once
 // the change commits (it is then stale and restarts, outside the cluster).
 //
-// Errors: ErrNotLeader, ErrUnknownMember, raft's.
+// Errors: ErrNotLeader, ErrUnknownMember, ErrLastMember, raft's.
 func (l *Log) RemoveServer(id string) error {
 	if l.r == nil || !l.Leading() {
 		return ErrNotLeader
@@ -99,12 +103,18 @@ func (l *Log) RemoveServer(id string) error {
 	if err != nil {
 		return err
 	}
-	found := false
+	found, voters := false, 0
 	for _, m := range ms {
 		found = found || m.ID == id
+		if m.Voter {
+			voters++
+		}
 	}
 	if !found {
 		return fmt.Errorf("%w: %s", ErrUnknownMember, id)
+	}
+	if voters == 1 {
+		return fmt.Errorf("%w: %s (stop it instead; its directory without raft/ serves as a single node)", ErrLastMember, id)
 	}
 	if err := l.r.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error(); err != nil {
 		return fmt.Errorf("replica: remove %s: %w", id, err)
