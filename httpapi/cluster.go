@@ -103,13 +103,15 @@ func (s *Server) removeMember(ctx *fasthttp.RequestCtx, id string) {
 }
 
 // clusterFail maps a membership error: 404 for an unknown member, 409 for an address another
-// member has or the removal of the only voter, 503 (retry) when this node
+// member has or the removal of the only voter, 400 for a member nothing answers for, 503 (retry) when this node
 // does not lead or the change could not be taken in now, else 500.
 func (s *Server) clusterFail(ctx *fasthttp.RequestCtx, err error) {
 	var r interface{ Retryable() bool }
 	switch {
 	case errors.Is(err, replica.ErrUnknownMember):
 		writeError(ctx, fasthttp.StatusNotFound, err.Error())
+	case errors.Is(err, replica.ErrUnreachable):
+		badRequest(ctx, err.Error())
 	case errors.Is(err, replica.ErrAddrInUse), errors.Is(err, replica.ErrLastMember):
 		writeError(ctx, fasthttp.StatusConflict, err.Error())
 	case errors.Is(err, replica.ErrNotLeader), errors.As(err, &r) && r.Retryable():

@@ -90,6 +90,10 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	require.Equal(t, 409, r.status, "the only voter: %s", r.body)
 	require.Contains(t, string(r.body), "the only voter cannot be removed")
 
+	m.addErr = fmt.Errorf("%w: n3 at 127.0.0.1:7003", replica.ErrUnreachable)
+	r = ts.do("POST", "/api/v1/cluster/members", `{"id":"n3","raftAddr":"127.0.0.1:7003"}`)
+	require.Equal(t, 400, r.status, "a member nothing answers for: %s", r.body)
+
 	m.addErr = replica.ErrNotLeader
 	r = ts.do("POST", "/api/v1/cluster/members", `{"id":"n3","raftAddr":"127.0.0.1:7003"}`)
 	require.Equal(t, 503, r.status, "%s", r.body)

@@ -254,6 +254,10 @@ func TestMembersJoinAndLeave(t *testing.T) {
 	}
 
 	require.ErrorIs(t, leader.log.AddVoter("n9", n4.Addr), ErrAddrInUse, "raft refuses two members at one address")
+	require.ErrorIs(t, leader.log.AddVoter("n9", freeAddr(t)), ErrUnreachable, "a voter nothing answers for would cost a quorum")
+	ms, err = leader.log.Members()
+	require.NoError(t, err)
+	require.Len(t, ms, 4, "the refused member was not added")
 	require.ErrorIs(t, leader.log.RemoveServer("n9"), ErrUnknownMember)
 	require.NoError(t, leader.log.RemoveServer(follower.log.cfg.NodeID))
 	ms, err = leader.log.Members()
@@ -273,4 +277,13 @@ func TestRemovingTheOnlyVoterIsRefused(t *testing.T) {
 	ms, err := leader.log.Members()
 	require.NoError(t, err)
 	require.Len(t, ms, 1)
+}
+
+// freeAddr is a loopback address nothing listens at.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -23,6 +24,15 @@ var ErrUnknownMember = errors.New("replica: no such member")
 // ErrLastMember: RemoveServer of the cluster's only voter (raft keeps at
 // least one; a client's mistake, not the server's).
 var ErrLastMember = errors.New("replica: the only voter cannot be removed")
+
+// ErrUnreachable: AddVoter of an address nothing answers at. Raft would
+// commit the voter anyway, and with it a quorum the live nodes may not
+// reach: one node plus an unreachable voter is a cluster with no leader
+// that cannot remove the voter again.
+var ErrUnreachable = errors.New("replica: nothing answers at the new member's raft address")
+
+// reachTimeout bounds AddVoter's dial of the new member's raft address.
+const reachTimeout = 2 * time.Second
 
 // ErrAddrInUse: AddVoter of an address another member already has (raft
 // refuses the configuration; a client's mistake, not the server's).
@@ -66,8 +76,12 @@ func (l *Log) Members() ([]Member, error) {
 // the address of a member with that id), and returns once the change is
 // committed. Only the leader changes membership.
 //
-// Errors: ErrNotLeader, ErrAddrInUse, raft's (a change already under way,
-// a timeout).
+// Before the change the leader dials addr once (a TCP connect, at most
+// reachTimeout): a member nobody listens for yet is refused, since the docs'
+// order is to start the node first.
+//
+// Errors: ErrNotLeader, ErrAddrInUse, ErrUnreachable, raft's (a change
+// already under way, a timeout).
 func (l *Log) AddVoter(id, addr string) error {
 	if id == "" || addr == "" {
 		return errors.New("replica: a member needs an id and a raft address")
@@ -84,6 +98,11 @@ func (l *Log) AddVoter(id, addr string) error {
 			return fmt.Errorf("%w: %s is at %s", ErrAddrInUse, m.ID, addr)
 		}
 	}
+	conn, err := net.DialTimeout("tcp", addr, reachTimeout)
+	if err != nil {
+		return fmt.Errorf("%w: %s at %s (start it first, with --initial-cluster-state existing): %v", ErrUnreachable, id, addr, err)
+	}
+	conn.Close()
 	if err := l.r.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, membershipTimeout).Error(); err != nil {
 		return fmt.Errorf("replica: add %s at %s: %w", id, addr, err)
 	}
