@@ -147,9 +147,11 @@ func runServe(args []string) int {
 		log.Error().Err(err).Str("data_dir", *dataDir).Msg("cannot create the data directory")
 		return 1
 	}
-	if err := checkDataDirRole(*dataDir, clustered); err != nil {
+	if warn, err := checkDataDirRole(*dataDir, clustered, clustered && clCfg.Join); err != nil {
 		log.Error().Err(err).Msg("cannot start")
 		return 1
+	} else if warn != "" {
+		log.Warn().Msg(warn)
 	}
 	repl, replicated, raftLock, err := openReplica(clCfg, clustered)
 	if err != nil {
