@@ -30,8 +30,9 @@ import (
 //
 // A node of a replicated cluster (issue 15) adds "role" ("leader" | "follower") and "leader"
 // ({"id","raftAddr","httpAddr"}, null while none is known; httpAddr, where followers forward
-// to, is null until the leader's announcement reached this node) and "appliedLSN"; a single
-// node adds nothing.
+// to, is null until the leader's announcement reached this node) and "appliedLSN"; while it
+// knows no leader (an election, a node waiting to be added or removed from the cluster) it says
+// 200 "degraded" with a "reason": its writes answer 503 meanwhile. A single node adds nothing.
 //
 // Error texts have their directories cut to base names, as 500 bodies do.
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
@@ -49,6 +50,11 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 			status = "degraded"
 		}
 	}
+	rs, replicated := s.b.Replication()
+	noLeader := replicated && rs.LeaderID == "" && code == fasthttp.StatusOK && !failing
+	if noLeader {
+		status = "degraded" // writes answer 503 until a leader is known (a load balancer should look elsewhere)
+	}
 	p := getBuf()
 	b := append(*p, `{"status":`...)
 	b = appendString(b, status)
@@ -57,8 +63,11 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	b = append(b, `,"server":"comb","worker_id":0,"version":`...)
 	b = appendString(b, s.cfg.Version)
 	b = append(b, `,"shared_state":{},"queen":{"worker_id":0,"status":"active"}`...)
-	if rs, ok := s.b.Replication(); ok {
+	if replicated {
 		b = appendReplication(b, rs, s.leaderHTTPAddr(rs.LeaderID))
+	}
+	if noLeader {
+		b = append(b, `,"reason":"no cluster leader known: an election is under way, or this node is not (yet) a member of the cluster"`...)
 	}
 	if failing {
 		b = appendCheckpointFailure(b, ckpt)

@@ -63,10 +63,12 @@ func TestHealthSaysTheRoleAndTheLeaderOfAReplicatedNode(t *testing.T) {
 	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},
 	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":null},"appliedLSN":42}`)
 
+	// No leader known (an election; a node waiting to be added, or removed): degraded, with why.
 	fake.repl = &broker.ReplicationStatus{Role: "follower"}
 	r = ts.do("GET", "/health", "")
-	requireJSON(t, r, 200, `{"status":"healthy","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
-	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},"role":"follower","leader":null,"appliedLSN":0}`)
+	requireJSON(t, r, 200, `{"status":"degraded","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
+	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},"role":"follower","leader":null,"appliedLSN":0,
+	 "reason":"no cluster leader known: an election is under way, or this node is not (yet) a member of the cluster"}`)
 }
 
 // issue 15: a replicated node's role, applied LSN, leader changes and commit latency reach
