@@ -86,8 +86,8 @@ func (f *fsm) fail(err error) {
 // announced HTTP address (raft drops the announcements behind the snapshot
 // with the rest of its log): the state itself is the node's data directory,
 // which Persist makes durable up to at least that LSN before raft may compact
-// its log behind the snapshot. Streaming the directory to a node that lacks
-// it is not built yet (docs/replication.md, "Snapshots").
+// its log behind the snapshot. A node that lacks the state receives the
+// directory itself when raft sends it the snapshot (snapshot_install.go).
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	return marker{lsn: f.l.applied.Load(), node: f.l.cfg.NodeID, addrs: f.l.addrs.copy(), flush: f.a.Flush}, nil
 }

@@ -353,8 +353,8 @@ func (l *Log) DurableLSN() uint64 { return l.applied.Load() }
 func (l *Log) FirstLSN() uint64 { return l.first.Load() }
 
 // TruncateBefore notes that the broker's files hold every entry below lsn.
-// Raft compacts its own log at its snapshots; tying those to this point is
-// not built yet (docs/replication.md, "What is left").
+// Raft compacts its own log at its snapshots instead, after the broker's
+// Flush (which waits for transactions in flight up to the applied LSN).
 func (l *Log) TruncateBefore(lsn uint64) error {
 	for {
 		cur := l.first.Load()
