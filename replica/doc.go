@@ -4,14 +4,20 @@
 // this node applied it, and every other node hands the entry to its broker
 // (Applier), which applies it as its start-up replay would. It owns the raft
 // node (TCP transport, log and stable store, snapshot store), LSN
-// assignment and the leader's readiness; it must not know what an entry
+// assignment, the leader's readiness and announced HTTP address, the stale
+// signal of a deposed node (Log.Stale), snapshot install (snapshot_install.go,
+// archive.go) and membership (members.go); it must not know what an entry
 // means (a kind byte and opaque bytes, as package commitlog) nor import the
 // broker.
 //
 // # Files
 //
 //	<data>/raft/wal/         raft's log and stable store (hashicorp/raft-wal)
-//	<data>/raft/snapshots/   raft's snapshots (markers: LSN, node id, HTTP addresses; fsm.go)
+//	<data>/raft/snapshots/   raft's snapshots: this node's are markers (LSN, node id,
+//	                         HTTP addresses; fsm.go), received ones carry another
+//	                         node's data directory (archive.go)
+//	<data>/raft/installed    the id of the received snapshot the data directory holds
+//	<data>/install-tmp/      a received snapshot being installed (PrepareDataDir)
 //
 // # Command format
 //
