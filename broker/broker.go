@@ -272,7 +272,8 @@ func (b *Broker) leave() { b.inflight.Done() }
 // replicated node that does not lead, ErrNotLeader before anything changes
 // (a push would otherwise write its segment, fail its append and take the
 // partition out of service). Leadership lost after the check is the
-// deposed leader's case (docs/replication.md, "What is left").
+// deposed leader's case (follow_commit.go; docs/replication.md, "A deposed
+// leader").
 func (b *Broker) enterWrite() error {
 	if r := b.cfg.Replicated; r != nil && !r.Leading() {
 		return ErrNotLeader

@@ -87,7 +87,7 @@ func (b *Broker) closeFiles() error {
 			// in full and finds out again whether it is sound.
 			sums[p.id] = p.log.Summary()
 		}
-		if b.cfg.Replicated != nil && p.log.NextOffset() != max(p.committed.Load(), 1) {
+		if next := p.log.NextOffset(); b.committedNext(p, next) != next {
 			// Segments that never committed (follow_commit.go): the next
 			// start must cut them, which a clean marker would not let it.
 			unclean = true

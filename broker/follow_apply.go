@@ -51,9 +51,6 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 			b.publish(p, next, ts)
 		}
 	}
-	if kind == walTx {
-		b.raiseTxCommitted(payload)
-	}
 	if kind == walDLQ {
 		if id, _, err := splitLogEntry(payload); err == nil {
 			if q := b.queueByID(id); q != nil {
@@ -200,14 +197,10 @@ func (b *Broker) waitInflightThrough(lsn uint64, max time.Duration) error {
 }
 
 // raiseTxCommitted raises the committed offsets of the logs a transaction
-// appended to on this follower (replayTx): applied in log order, all of it
-// is committed. Without it a restart would cut them (follow_commit.go) when
-// the leader's own push entries for them never came (it died in between).
-func (b *Broker) raiseTxCommitted(payload []byte) {
-	rec, err := decodeRedoRecord(payload)
-	if err != nil {
-		return
-	}
+// appended to on a follower (replayTx): applied in log order, all of it is
+// committed. Without it a restart would cut them (follow_commit.go) when the
+// leader's own push entries for them never came (it died in between).
+func (b *Broker) raiseTxCommitted(rec *redoRecord) {
 	for _, push := range rec.Pushes {
 		if p := b.lookupPartitionByID(push.Partition); p != nil {
 			raiseTo(&p.committed, p.log.NextOffset())

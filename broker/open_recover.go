@@ -108,5 +108,8 @@ func (b *Broker) replayTx(rec *redoRecord) error {
 	for _, x := range pubs {
 		x.p.visible.Store(x.p.log.NextOffset())
 	}
+	if b.cfg.Replicated != nil {
+		b.raiseTxCommitted(rec)
+	}
 	return nil
 }
