@@ -100,15 +100,71 @@ func TestReleaseThenUseReloads(t *testing.T) {
 	assert.False(t, l.Release(), "a closed log does not release")
 }
 
-func TestReleaseSyncsUnsyncedAppends(t *testing.T) {
-	fs := vfs.NewMem()
-	l, _ := openMem(t, fs, Options{})
-	_, err := l.Append(1, recs(0, 3, 50))
-	require.NoError(t, err)
-	require.True(t, l.Release())
-	crashed := fs.Crash(true)
-	l2, _ := openMem(t, crashed, Options{})
-	assert.Equal(t, uint64(4), l2.NextOffset(), "a release makes appends durable")
+// Release closes handles without an fdatasync: the appends stay unsynced
+// (a crash now loses them) until a later sync, which reaches the released
+// Log's active file by name without loading the Log.
+func TestReleaseLeavesAppendsForTheNextSync(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sync func(t *testing.T, l *Log)
+	}{
+		{"Sync", func(t *testing.T, l *Log) {
+			require.NoError(t, l.Sync())
+			assert.False(t, l.Loaded(), "the sync did not load the log")
+			assert.False(t, l.Dirty())
+		}},
+		{"Close", func(t *testing.T, l *Log) { require.NoError(t, l.Close()) }},
+		{"Flush of one log", func(t *testing.T, l *Log) {
+			c := NewCommitter(SyncNever, 0)
+			defer c.Close()
+			c.Mark(l)
+			require.NoError(t, c.Flush())
+			assert.False(t, l.Dirty())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewStrictMem("/")
+			l, _ := openMem(t, fs, Options{})
+			require.NoError(t, l.Sync()) // the directory and the empty file are durable
+			_, err := l.Append(1, recs(0, 3, 50))
+			require.NoError(t, err)
+			require.True(t, l.Release())
+			assert.True(t, l.Dirty(), "a released log keeps its unsynced appends")
+			lost, _ := openMem(t, fs.Crash(false), Options{})
+			assert.Equal(t, uint64(1), lost.NextOffset(), "nothing synced them yet")
+
+			tc.sync(t, l)
+			kept, _ := openMem(t, fs.Crash(false), Options{})
+			assert.Equal(t, uint64(4), kept.NextOffset())
+		})
+	}
+}
+
+// A flush pass over many released dirty logs covers them with its one
+// syncfs, as it covers loaded ones.
+func TestFlushSyncFSCoversReleasedLogs(t *testing.T) {
+	mem := vfs.NewStrictMem("/d")
+	c := NewCommitter(SyncNever, 0)
+	defer c.Close()
+	logs := make([]*Log, syncFSMin)
+	for i := range logs {
+		var err error
+		logs[i], _, err = openLog(mem, fmt.Sprintf("/d/p%d", i), Options{})
+		require.NoError(t, err)
+		_, err = logs[i].Append(1, recs(i, 2, 20))
+		require.NoError(t, err)
+		c.Mark(logs[i])
+		require.True(t, logs[i].Release())
+	}
+	require.NoError(t, c.Flush())
+	crashed := mem.Crash(false)
+	for i, l := range logs {
+		assert.False(t, l.Dirty())
+		assert.False(t, l.Loaded())
+		name := fmt.Sprintf("/d/p%d/%s", i, segName(1))
+		assert.Equal(t, mem.Bytes(name), crashed.Bytes(name), name)
+		assert.NotEmpty(t, crashed.Bytes(name), name)
+	}
 }
 
 func TestReleaseWaitsForPins(t *testing.T) {
