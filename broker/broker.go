@@ -64,6 +64,11 @@ type Broker struct {
 	// pushes, pops and acks on existing partitions never wait for it. Lock
 	// order: metaMu → mu.
 	metaMu sync.Mutex
+	// createMu guards creating, the batch of partition creations that the
+	// next holder of metaMu makes (write_create.go, createBatched). Lock
+	// order: createMu is taken alone, or inside metaMu.
+	createMu sync.Mutex
+	creating *createBatch
 	// tombstones are the ids of deleted queues and their partitions (under
 	// metaMu): a metadata snapshot keeps them, so that a directory a crash
 	// left behind is still known as deleted.
