@@ -217,6 +217,18 @@ func (b *Broker) flushDirs() error {
 	if len(dirs) == 0 || b.noSync() {
 		return nil
 	}
+	if len(dirs) >= dirsSyncFSMin && b.oneDevice(dirs) {
+		// One syncfs makes every DESCRIPTOR and directory entry durable:
+		// two fsyncs per new directory cost ~0.5 ms of CPU each pass at
+		// 100,000 partitions being created (issue 14).
+		if err := b.fs.SyncFS(b.dir); err != nil {
+			b.flush.stateMu.Lock()
+			b.flush.newDirs = append(dirs, b.flush.newDirs...)
+			b.flush.stateMu.Unlock()
+			return fmt.Errorf("broker: sync new directories: %w", err)
+		}
+		return nil
+	}
 	errs := make([]error, len(dirs))
 	parallelFor(len(dirs), func(i int) {
 		errs[i] = meta.SyncDescriptor(b.fs, dirs[i])
@@ -242,6 +254,32 @@ func (b *Broker) flushDirs() error {
 		return err
 	}
 	return nil
+}
+
+// dirsSyncFSMin is the number of new directories from which a flush pass
+// makes them durable with one syncfs instead of two fsyncs each (as
+// segment's Committer does for logs).
+const dirsSyncFSMin = 8
+
+// oneDevice reports whether every parent of dirs is on the data
+// directory's file system, which one SyncFS(b.dir) covers.
+func (b *Broker) oneDevice(dirs []string) bool {
+	dev, err := b.fs.Device(b.dir)
+	if err != nil {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		p := filepath.Dir(d)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if pd, err := b.fs.Device(p); err != nil || pd != dev {
+			return false
+		}
+	}
+	return true
 }
 
 // writeSyncedSummaries rewrites meta/summaries with, for every partition and
