@@ -18,6 +18,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
@@ -322,8 +323,16 @@ func TestRepairBelowTheCommitLog(t *testing.T) {
 	cut, err := segment.PlanFrom(dir, 31)
 	require.NoError(t, err)
 	overwrite(t, cut.File, cut.At+10, bytes.Repeat([]byte{0xAB}, 60)) // unsynced garbage, valid segments after it
-	f, err := os.OpenFile(filepath.Join(dir, dedupFile), os.O_WRONLY|os.O_APPEND, 0)
+	// A log this small keeps its dedup table in memory (no dedup.idx): give it
+	// one, an empty header, as a larger log's load would have written.
+	var hdr [index.DedupHeaderSize]byte
+	index.PutDedupHeader(hdr[:], 0)
+	f, err := os.OpenFile(filepath.Join(dir, dedupFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	require.NoError(t, err)
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		_, err = f.Write(hdr[:])
+		require.NoError(t, err)
+	}
 	_, err = f.Write([]byte("torn!"))
 	require.NoError(t, err)
 	require.NoError(t, f.Close())

@@ -95,3 +95,40 @@ func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, uint64(3), off)
 }
+
+// A log under dedupFileMinRecords keeps its dedup table in memory only: no
+// dedup.idx (one inode less for every partition that got one push), and a
+// load after a release finds its ids again from the segments. Once a load
+// finds it at the threshold, the file exists and holds every entry.
+func TestSmallLogKeepsNoDedupFile(t *testing.T) {
+	withDedupFileMin(t, 10)
+	fs := vfs.NewMem()
+	l, _ := openMem(t, fs, Options{})
+	_, err := l.Append(1, recs(0, 6, 40))
+	require.NoError(t, err)
+	_, _, ok, err := l.FindTransaction("tx-3")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Nil(t, fs.Bytes("/p/"+dedupFileName), "no dedup.idx under the threshold")
+
+	require.True(t, l.Release())
+	off, _, ok, err := l.FindTransaction("tx-5")
+	require.NoError(t, err)
+	require.True(t, ok, "found again from the segments after a release")
+	assert.Equal(t, uint64(6), off)
+	assert.Nil(t, fs.Bytes("/p/"+dedupFileName))
+
+	_, err = l.Append(2, recs(6, 4, 40)) // 10 records: at the threshold
+	require.NoError(t, err)
+	require.True(t, l.Release())
+	_, _, ok, err = l.FindTransaction("tx-9")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, l.Close())
+	b := fs.Bytes("/p/" + dedupFileName)
+	require.NotNil(t, b, "the load at the threshold made dedup.idx")
+	n := 0
+	_, err = index.ScanDedup(b, func(int, uint64, uint64) { n++ })
+	require.NoError(t, err)
+	assert.Equal(t, 10, n, "every record's entry")
+}

@@ -98,3 +98,16 @@ func dedupBytes(entries ...[2]uint64) []byte {
 	}
 	return b
 }
+
+// The package's dedup tests are about dedup.idx: every log gets one from its
+// first load, whatever its size (TestSmallLogKeepsNoDedupFile covers the
+// threshold itself).
+func init() { dedupFileMinRecords = 0 }
+
+// withDedupFileMin sets the record count from which a load creates
+// dedup.idx for the rest of t.
+func withDedupFileMin(t testing.TB, n uint64) {
+	old := dedupFileMinRecords
+	dedupFileMinRecords = n
+	t.Cleanup(func() { dedupFileMinRecords = old })
+}

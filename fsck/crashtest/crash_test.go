@@ -84,6 +84,11 @@ func TestCrashKill9(t *testing.T) {
 	if ms := envInt("CRASH_FLUSH_MS", 0); ms > 0 {
 		extra = append(extra, "--flush-interval", strconv.Itoa(ms)+"ms")
 	}
+	// CRASH_MAX_OPEN_FILES, when set, shrinks the handle cache so that partition logs are
+	// released (closed with unsynced appends) and loaded again all the time.
+	if n := envInt("CRASH_MAX_OPEN_FILES", 0); n > 0 {
+		extra = append(extra, "--max-open-files", strconv.Itoa(n))
+	}
 	srv := newServer(t, data, extra...)
 	led := newLedger()
 	sl := newStreamsLedger(led)
