@@ -68,8 +68,10 @@ type Config struct {
 	// GroupCommitWait is the longest the commit log's committer waits for
 	// more callers before it writes and syncs a batch (Sync "always" only;
 	// commitlog.Options.GroupCommitWait: only when at least two callers were
-	// seen waiting at once, and only until as many wait); default
-	// DefaultGroupCommitWait, < 0 = never waits.
+	// seen waiting at once and they come often enough for the wait to gather
+	// four more, and only until as many wait); default
+	// DefaultGroupCommitWait (docs/benchmarks.md, "Group-commit wait"),
+	// < 0 = never waits.
 	GroupCommitWait time.Duration
 	// CommitLogFileBytes is the most one commit-log file grows to; default
 	// 64 MiB (commitlog.DefaultFileBytes). Tests make it small.
@@ -94,7 +96,7 @@ type Config struct {
 const (
 	DefaultSyncInterval        = 10 * time.Millisecond
 	DefaultCheckpointInterval  = 5 * time.Millisecond
-	DefaultGroupCommitWait     = 2 * time.Millisecond
+	DefaultGroupCommitWait     = 5 * time.Millisecond
 	DefaultMaxBatch            = 10000
 	DefaultWakeTick            = 5 * time.Millisecond
 	DefaultIdleEvict           = 10 * time.Minute

@@ -24,9 +24,11 @@ import (
 //     groups (an average over groups, each group's time since the one
 //     before divided by its new waiters, weighted 1/4 for the newest).
 //   - The committer waits only under SyncAlways, with a cap above zero,
-//     when peak is at least minSiblings (2) and gap is at most half the cap:
-//     a lone caller never waits, nor does a batch nobody waits on, nor do
-//     callers so sparse that the cap would catch at most one more.
+//     when peak is at least minSiblings (2) and gap is at most the cap over
+//     minGather (4): a lone caller never waits, nor does a batch nobody
+//     waits on, nor do callers too sparse for the cap to gather four more
+//     at the recent rate (a moderate load, where the syncs cost little and
+//     a wait would mostly add latency).
 //   - It waits until the batch has peak waiters or the cap has passed since
 //     it woke for the batch, whichever comes first (or Close).
 //
@@ -34,12 +36,18 @@ import (
 // to wait for more: with one, there is no one else to wait for.
 const minSiblings = 2
 
+// minGather is the fewest callers a wait must be expected to gather (the cap
+// over the recent gap) to be worth its latency. Four: at 500 requests/s
+// (2 ms apart, the server far from busy) a 5 ms cap never waits; at 800/s
+// and more it does (docs/benchmarks.md, "Group-commit wait").
+const minGather = 4
+
 // waitTarget returns how many waiters the committer waits for before it
 // writes a batch; 0 = write at once. peak is the most tickets blocked in Wait
 // at one moment since the previous batch was taken, gap the recent mean time
 // between two callers' Waits.
 func waitTarget(maxWait time.Duration, policy SyncPolicy, peak int64, gap time.Duration) int64 {
-	if maxWait <= 0 || policy != SyncAlways || peak < minSiblings || gap > maxWait/2 {
+	if maxWait <= 0 || policy != SyncAlways || peak < minSiblings || gap > maxWait/minGather {
 		return 0
 	}
 	return peak

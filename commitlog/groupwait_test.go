@@ -26,8 +26,9 @@ func TestWaitTarget(t *testing.T) {
 		{"never syncs: nothing to share", cap5, SyncNever, 16, time.Microsecond, 0},
 		{"nobody waits", cap5, SyncAlways, 0, time.Microsecond, 0},
 		{"a lone caller never waits", cap5, SyncAlways, 1, time.Microsecond, 0},
-		{"callers too sparse for the cap", cap5, SyncAlways, 16, cap5/2 + 1, 0},
-		{"gap of exactly half the cap waits", cap5, SyncAlways, 16, cap5 / 2, 16},
+		{"callers too sparse for the cap to gather four", cap5, SyncAlways, 16, cap5/minGather + 1, 0},
+		{"moderate load: 500 requests/s", cap5, SyncAlways, 3, 2 * time.Millisecond, 0},
+		{"gap of exactly a quarter of the cap waits", cap5, SyncAlways, 16, cap5 / minGather, 16},
 		{"two seen at once: wait for the second", cap5, SyncAlways, 2, 100 * time.Microsecond, 2},
 		{"sixteen connections", cap5, SyncAlways, 16, 400 * time.Microsecond, 16},
 	} {

@@ -57,7 +57,7 @@ type Options struct {
 	// GroupCommitWait is the longest the committer waits for more callers
 	// before it writes a batch (SyncAlways only; groupwait.go has the rule:
 	// it waits only when at least two callers were seen waiting at once and
-	// callers recently came less than half of it apart, and only until as
+	// callers recently came at most a quarter of it apart, and only until as
 	// many wait on the batch); 0 = never waits.
 	GroupCommitWait time.Duration
 }

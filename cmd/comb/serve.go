@@ -64,7 +64,7 @@ func runServe(args []string) int {
 	dataDir := fs.String("data-dir", "./comb-data", "data directory, created if missing (env COMB_DATA_DIR)")
 	syncMode := fs.String("sync", "always", "when pushes are fdatasync'd before the answer: always|interval|never (env COMB_SYNC)")
 	syncInterval := fs.Duration("sync-interval", 10*time.Millisecond, "group-commit period for --sync interval (env COMB_SYNC_INTERVAL)")
-	groupWait := fs.Duration("group-commit-wait", broker.DefaultGroupCommitWait, "longest the commit log waits for more callers before a batch's fdatasync, with --sync always and only once two or more were seen waiting at once; 0 = never (env COMB_GROUP_COMMIT_WAIT)")
+	groupWait := fs.Duration("group-commit-wait", broker.DefaultGroupCommitWait, "longest the commit log holds a batch for more callers before its fdatasync (--sync always; only once two or more were seen waiting at once and they come often enough for it to gather four more); 0 = never (env COMB_GROUP_COMMIT_WAIT)")
 	checkpoint := fs.Duration("checkpoint-interval", 5*time.Millisecond, "cursor journal checkpoint period (env COMB_CHECKPOINT_INTERVAL)")
 	logLevel := fs.String("log-level", "info", "trace|debug|info|warn|error (env COMB_LOG_LEVEL)")
 	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
