@@ -31,7 +31,7 @@ import (
 //     a wait would mostly add latency).
 //   - It waits until the batch has peak waiters or the cap has passed since
 //     it woke for the batch, whichever comes first (or Close).
-//
+
 // minSiblings is the fewest callers seen waiting at once for the committer
 // to wait for more: with one, there is no one else to wait for.
 const minSiblings = 2
