@@ -7,6 +7,8 @@ package broker
 import (
 	"errors"
 	"time"
+
+	"github.com/combmq/comb/commitlog"
 )
 
 // QueueModeGroup is the implicit consumer group of a pop or ack that names none
@@ -295,6 +297,9 @@ type Stats struct {
 	TotalLag                   int64
 	// SyncLatency is the cumulative histogram of group-commit sync durations since Open.
 	SyncLatency LatencyHistogram
+	// GroupCommit counts the commit log's batches, the callers they served
+	// and its group-commit waits (zero under a replicated log).
+	GroupCommit commitlog.GroupStats
 
 	// Issue 7: bounded files, idle eviction, retention.
 	OpenFiles, MaxOpenFiles int    // partition and DLQ file handles held / allowed (segment.HandleCache)

@@ -65,6 +65,14 @@ type Config struct {
 	// grown this much; default 256 MiB.
 	FlushInterval time.Duration
 	FlushBytes    int64
+	// GroupCommitWait is the longest the commit log's committer waits for
+	// more callers before it writes and syncs a batch (Sync "always" only;
+	// commitlog.Options.GroupCommitWait: only when at least two callers were
+	// seen waiting at once and they come often enough for the wait to gather
+	// four more, and only until as many wait); default
+	// DefaultGroupCommitWait (docs/benchmarks.md, "Group-commit wait"),
+	// < 0 = never waits.
+	GroupCommitWait time.Duration
 	// CommitLogFileBytes is the most one commit-log file grows to; default
 	// 64 MiB (commitlog.DefaultFileBytes). Tests make it small.
 	CommitLogFileBytes int64
@@ -88,6 +96,7 @@ type Config struct {
 const (
 	DefaultSyncInterval        = 10 * time.Millisecond
 	DefaultCheckpointInterval  = 5 * time.Millisecond
+	DefaultGroupCommitWait     = 5 * time.Millisecond
 	DefaultMaxBatch            = 10000
 	DefaultWakeTick            = 5 * time.Millisecond
 	DefaultIdleEvict           = 10 * time.Minute
@@ -116,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WakeTick <= 0 {
 		c.WakeTick = DefaultWakeTick
+	}
+	if c.GroupCommitWait == 0 {
+		c.GroupCommitWait = DefaultGroupCommitWait
 	}
 	if c.FlushInterval <= 0 {
 		c.FlushInterval = DefaultFlushInterval

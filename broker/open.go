@@ -206,7 +206,8 @@ func (b *Broker) openCommitLog(start uint64) error {
 		// The commit log's group-commit syncs are the ones a push waits on:
 		// they go to the same histogram as the segment committer's, so
 		// /metrics and `comb bench compare` count syncs per request.
-		OnSync: b.syncHist.observe,
+		OnSync:          b.syncHist.observe,
+		GroupCommitWait: max(b.cfg.GroupCommitWait, 0),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

@@ -37,6 +37,9 @@ func (b *Broker) Stats() Stats {
 		return true
 	})
 	s.SyncLatency = b.syncHist.snapshot()
+	if ll, ok := b.wal.(localLog); ok {
+		s.GroupCommit = ll.l.GroupStats()
+	}
 	b.scaleStats(&s)
 	return s
 }

@@ -18,6 +18,9 @@ func (l *Log) commitLoop() {
 		case <-l.stop:
 			stopping = true
 		}
+		if !stopping {
+			l.gather()
+		}
 		l.mu.Lock()
 		if l.abandoned {
 			l.mu.Unlock()
@@ -27,6 +30,7 @@ func (l *Log) commitLoop() {
 		l.pend = nil
 		l.mu.Unlock()
 		if b != nil {
+			l.group.took(time.Now())
 			l.commit(b)
 		}
 		if stopping {
@@ -99,6 +103,8 @@ func (l *Log) commit(b *batch) {
 	} else if last > 0 {
 		l.durable.Store(uint64(last))
 	}
+	l.group.groups.Add(1)
+	l.group.waiters.Add(uint64(b.waiters.Load()))
 	close(b.done)
 	l.kickPreparer()
 }

@@ -48,7 +48,16 @@
 // with a Ticket; the committer takes the whole batch, writes it as one frame
 // with one write, and (SyncAlways) fdatasyncs it before it closes the
 // batch's ticket: Ticket.Wait returns nil only once the entry is durable.
-// Entries appended while a batch is being synced form the next batch. With
+// Entries appended while a batch is being synced form the next batch.
+//
+// With Options.GroupCommitWait above zero (SyncAlways only), the committer
+// may hold a batch back before writing it, so that one fdatasync serves
+// more callers: when at least two callers were seen blocked in Wait at once
+// since the previous batch (peak) and callers recently came at most a
+// quarter of the cap apart, it waits until peak callers wait on the batch,
+// or the cap has passed, or Close. A lone caller never waits; neither does
+// a moderate load, where the syncs cost little. groupwait.go has the rule
+// and why; GroupStats counts what it did. With
 // SyncInterval a batch is released after its write and a timer fdatasyncs
 // the file every interval; with SyncNever only Close syncs. A file is
 // fdatasynced before the first batch goes into the next one, so only the

@@ -54,6 +54,12 @@ type Options struct {
 	// OnSync, when set, is called with the duration (µs) of every fdatasync
 	// of a batch (a latency histogram counts them all).
 	OnSync func(micros int64)
+	// GroupCommitWait is the longest the committer waits for more callers
+	// before it writes a batch (SyncAlways only; groupwait.go has the rule:
+	// it waits only when at least two callers were seen waiting at once and
+	// callers recently came at most a quarter of it apart, and only until as
+	// many wait on the batch); 0 = never waits.
+	GroupCommitWait time.Duration
 }
 
 // Log is an open commit log. Append, Ticket.Wait, Read and the accessors are
@@ -83,13 +89,16 @@ type Log struct {
 	syncMu   sync.Mutex // the interval timer's sync against the committer's rotations
 	spares   uint64     // spare files prepared so far (names them); under mu
 	rec      *Recovery
+	group    groupWait // the group-commit wait (groupwait.go)
 }
 
 // batch is the entries gathered between two writes.
 type batch struct {
-	chunks []*chunk
-	done   chan struct{}
-	err    error
+	chunks  []*chunk
+	done    chan struct{}
+	err     error
+	l       *Log
+	waiters atomic.Int64 // tickets blocked in Wait on this batch so far
 }
 
 // chunkBufs recycles chunk buffers: a batch's buffer goes back once it is
@@ -141,8 +150,18 @@ type Ticket struct {
 // Errors: ErrFailed (wrapped with the cause) when the batch could not be
 // written or synced; ErrClosed when the log closed first.
 func (t Ticket) Wait() error {
-	<-t.b.done
-	return t.b.err
+	b := t.b
+	select {
+	case <-b.done:
+		return b.err
+	default:
+	}
+	// Counted so that the committer knows how many callers share its
+	// batches (the group-commit wait, groupwait.go).
+	b.l.group.enter(b)
+	<-b.done
+	b.l.group.leave()
+	return b.err
 }
 
 // Open opens (creating if missing) the log in dir and recovers it (see the
@@ -169,6 +188,8 @@ func Open(dir string, opts Options) (*Log, *Recovery, error) {
 		opts.QuarantineDir = filepath.Join(dir, "quarantine")
 	}
 	l := &Log{dir: dir, opts: opts, fs: opts.FS, kick: make(chan struct{}, 1), prepKick: make(chan struct{}, 1), stop: make(chan struct{})}
+	l.group.wake = make(chan struct{}, 1)
+	l.group.gap, l.group.lastTake = gapClamp, time.Now()
 	rec, err := l.recover()
 	if err != nil {
 		l.closeFiles()
@@ -209,7 +230,7 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 		return Ticket{}, l.err
 	}
 	if l.pend == nil {
-		l.pend = &batch{done: make(chan struct{})}
+		l.pend = &batch{done: make(chan struct{}), l: l}
 	}
 	b := l.pend
 	var c *chunk

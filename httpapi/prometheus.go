@@ -79,6 +79,13 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.counter("comb_stream_cycles_failed_total", "Stream cycles answered success:false (nothing applied) since start.", ss.FailedCycles)
 	w.gauge("comb_stream_state_keys", "Live stream state keys over all (query, partition) shards.", float64(ss.StateKeys))
 	w.gauge("comb_stream_state_bytes", "Bytes of stream state keys and values over all shards.", float64(ss.StateBytes))
+	gc := st.GroupCommit
+	w.counter("comb_group_commit_batches_total", "Batches the commit log wrote (one fdatasync each with --sync always).", gc.Groups)
+	w.counter("comb_group_commit_waiters_total", "Callers (requests, checkpoints) that waited on those batches; over batches_total, the mean group size.", gc.Waiters)
+	w.counter("comb_group_commit_waits_total", "Batches the committer held back for more callers (--group-commit-wait).", gc.Waited)
+	w.counter("comb_group_commit_waits_capped_total", "Of those, waits that ended at the cap with fewer callers than expected.", gc.Capped)
+	w.family("comb_group_commit_wait_seconds_total", "counter", "Time the committer spent holding batches back.")
+	w.sampleFloat("comb_group_commit_wait_seconds_total", `scope="cluster"`, float64(gc.WaitMicros)/1e6)
 	s.promSeries(&w) // per-queue families, DLQ depth, checkpoint latency (prometheus_series.go)
 	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
 

@@ -42,6 +42,7 @@ var serveEnv = [][2]string{
 	{"sync", "COMB_SYNC"},
 	{"sync-interval", "COMB_SYNC_INTERVAL"},
 	{"checkpoint-interval", "COMB_CHECKPOINT_INTERVAL"},
+	{"group-commit-wait", "COMB_GROUP_COMMIT_WAIT"},
 	{"log-level", "COMB_LOG_LEVEL"},
 	{"max-body", "COMB_MAX_BODY"},
 	{"max-batch", "COMB_MAX_BATCH"},
@@ -63,6 +64,7 @@ func runServe(args []string) int {
 	dataDir := fs.String("data-dir", "./comb-data", "data directory, created if missing (env COMB_DATA_DIR)")
 	syncMode := fs.String("sync", "always", "when pushes are fdatasync'd before the answer: always|interval|never (env COMB_SYNC)")
 	syncInterval := fs.Duration("sync-interval", 10*time.Millisecond, "group-commit period for --sync interval (env COMB_SYNC_INTERVAL)")
+	groupWait := fs.Duration("group-commit-wait", broker.DefaultGroupCommitWait, "longest the commit log holds a batch for more callers before its fdatasync (--sync always; only once two or more were seen waiting at once and they come often enough for it to gather four more); 0 = never (env COMB_GROUP_COMMIT_WAIT)")
 	checkpoint := fs.Duration("checkpoint-interval", 5*time.Millisecond, "cursor journal checkpoint period (env COMB_CHECKPOINT_INTERVAL)")
 	logLevel := fs.String("log-level", "info", "trace|debug|info|warn|error (env COMB_LOG_LEVEL)")
 	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
@@ -166,6 +168,7 @@ func runServe(args []string) int {
 		Sync:               *syncMode,
 		SyncInterval:       *syncInterval,
 		CheckpointInterval: *checkpoint,
+		GroupCommitWait:    offIfZero(*groupWait),
 		MaxBatch:           *maxBatch,
 		Logger:             log,
 		MaxOpenFiles:       *maxOpenFiles,
@@ -372,4 +375,13 @@ func (s *byteSize) Set(text string) error {
 	}
 	*s = byteSize(n * mult)
 	return nil
+}
+
+// offIfZero maps a flag's 0 ("off") to a negative duration, which broker.Config reads as off
+// (its 0 is the default).
+func offIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
