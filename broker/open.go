@@ -208,6 +208,7 @@ func (b *Broker) openCommitLog(start uint64) error {
 		// /metrics and `comb bench compare` count syncs per request.
 		OnSync:          b.syncHist.observe,
 		GroupCommitWait: max(b.cfg.GroupCommitWait, 0),
+		Urgent:          consumerFacing,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -421,4 +422,13 @@ func (b *Broker) describeCreated() {
 		}
 		b.noteDir(dir)
 	}
+}
+
+// consumerFacing names the commit-log entries that answer a consumer (a
+// pop's or an ack's checkpoint, a dead-lettered message, a transaction or
+// streams cycle, which acks): the group-commit wait never holds a batch
+// holding one (commitlog.Options.Urgent), so it trades only producers'
+// latency for fewer syncs.
+func consumerFacing(kind byte) bool {
+	return kind == walCheckpoint || kind == walDLQ || kind == walTx
 }

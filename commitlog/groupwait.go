@@ -31,6 +31,12 @@ import (
 //     a wait would mostly add latency).
 //   - It waits until the batch has peak waiters or the cap has passed since
 //     it woke for the batch, whichever comes first (or Close).
+//   - A batch holding an urgent entry (Options.Urgent: the broker's cursor
+//     checkpoints) is never held: it is written at once, and one that
+//     arrives during a wait ends it. Pushes answer producers, pops and acks
+//     answer consumers: with a 5 ms cap and no such rule, 200 long-polling
+//     consumers fed 1,000 msg/s saw their end-to-end p50 go from 2.3 to
+//     8.5 ms (each woken pop's checkpoint waited for company).
 
 // minSiblings is the fewest callers seen waiting at once for the committer
 // to wait for more: with one, there is no one else to wait for.
@@ -129,6 +135,18 @@ func (g *groupWait) enter(b *batch) {
 
 func (g *groupWait) leave() { g.blocked.Add(-1) }
 
+// hurry wakes a committer that is gathering: an urgent entry joined the
+// batch (the caller set its flag before, the committer sets lingering
+// before it reads the flag: one of the two sees the other).
+func (g *groupWait) hurry() {
+	if g.lingering.Load() {
+		select {
+		case g.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // took is the committer's note that it took a batch: the next wait's peak
 // counts from who waits now (on that batch), and the gap takes this group in.
 func (g *groupWait) took(now time.Time) {
@@ -145,7 +163,7 @@ func (l *Log) gather() {
 	b := l.pend
 	l.mu.Unlock()
 	target := waitTarget(l.opts.GroupCommitWait, l.opts.Sync, l.group.peak.Load(), l.group.gap)
-	if b == nil || target == 0 {
+	if b == nil || target == 0 || b.urgent.Load() {
 		return
 	}
 	g := &l.group
@@ -155,7 +173,7 @@ func (l *Log) gather() {
 	g.lingering.Store(true)
 	defer g.lingering.Store(false)
 	capped := false
-	for !waitOver(b.waiters.Load(), target, time.Since(start), l.opts.GroupCommitWait) {
+	for !b.urgent.Load() && !waitOver(b.waiters.Load(), target, time.Since(start), l.opts.GroupCommitWait) {
 		select {
 		case <-g.wake:
 		case <-timer.C:
@@ -168,7 +186,7 @@ func (l *Log) gather() {
 		}
 	}
 	g.waited.Add(1)
-	if capped || b.waiters.Load() < target {
+	if capped || b.waiters.Load() < target && !b.urgent.Load() {
 		g.capped.Add(1)
 	}
 	g.waitMicros.Add(uint64(time.Since(start).Microseconds()))

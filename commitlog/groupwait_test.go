@@ -145,3 +145,46 @@ func TestGroupWaitEndsAtClose(t *testing.T) {
 	}
 	require.Equal(t, uint64(1), l.GroupStats().Groups)
 }
+
+// An urgent entry (Options.Urgent) is never held: joining a batch the
+// committer is gathering for, it ends the wait at once, cap of an hour or
+// not, and the batch is not counted as capped.
+func TestGroupWaitEndsAtAnUrgentEntry(t *testing.T) {
+	const urgent = 7
+	l, _ := open(t, vfs.NewMem(), Options{FileBytes: 1 << 20, GroupCommitWait: time.Hour,
+		Urgent: func(kind byte) bool { return kind == urgent }})
+	l.group.peak.Store(5)
+	l.group.gap = time.Microsecond
+	tk1, err := l.Append(1, []byte("push"))
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	go func() { errs <- tk1.Wait() }()
+	require.Eventually(t, func() bool { return l.group.lingering.Load() }, 30*time.Second, time.Millisecond, "the committer gathers for the push")
+	tk2, err := l.Append(urgent, []byte("checkpoint"))
+	require.NoError(t, err)
+	go func() { errs <- tk2.Wait() }()
+	for range 2 {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the urgent entry did not end the wait")
+		}
+	}
+	st := l.GroupStats()
+	require.Equal(t, GroupStats{Groups: 1, Waited: 1}, GroupStats{Groups: st.Groups, Waited: st.Waited, Capped: st.Capped})
+
+	// A batch that holds an urgent entry from the start is written without a wait.
+	tk3, err := l.Append(urgent, []byte("checkpoint"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- tk3.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a batch holding an urgent entry was held")
+	}
+	require.Equal(t, uint64(1), l.GroupStats().Waited, "no second wait")
+	require.NoError(t, l.Close())
+}

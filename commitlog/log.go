@@ -60,6 +60,11 @@ type Options struct {
 	// callers recently came at most a quarter of it apart, and only until as
 	// many wait on the batch); 0 = never waits.
 	GroupCommitWait time.Duration
+	// Urgent, when set, names the entry kinds a batch is never held for:
+	// the committer writes a batch holding one at once, waiting or not
+	// (the broker's cursor checkpoints: a pop or an ack answers a consumer,
+	// whose latency the wait must not add to).
+	Urgent func(kind byte) bool
 }
 
 // Log is an open commit log. Append, Ticket.Wait, Read and the accessors are
@@ -99,6 +104,7 @@ type batch struct {
 	err     error
 	l       *Log
 	waiters atomic.Int64 // tickets blocked in Wait on this batch so far
+	urgent  atomic.Bool  // holds an Options.Urgent entry: never held back
 }
 
 // chunkBufs recycles chunk buffers: a batch's buffer goes back once it is
@@ -264,6 +270,9 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	c.count++
 	lsn := l.next
 	l.next++
+	if l.opts.Urgent != nil && l.opts.Urgent(kind) && !b.urgent.Swap(true) {
+		l.group.hurry() // a committer gathering for b writes it now
+	}
 	select {
 	case l.kick <- struct{}{}:
 	default:
