@@ -69,6 +69,7 @@ type Broker struct {
 	// order: createMu is taken alone, or inside metaMu.
 	createMu sync.Mutex
 	creating *createBatch
+	cpuSat   cpuSaturation // whether the group-commit wait may hold consumers' batches (saturation.go)
 	// tombstones are the ids of deleted queues and their partitions (under
 	// metaMu): a metadata snapshot keeps them, so that a directory a crash
 	// left behind is still known as deleted.

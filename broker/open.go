@@ -208,7 +208,7 @@ func (b *Broker) openCommitLog(start uint64) error {
 		// /metrics and `comb bench compare` count syncs per request.
 		OnSync:          b.syncHist.observe,
 		GroupCommitWait: max(b.cfg.GroupCommitWait, 0),
-		Urgent:          consumerFacing,
+		Urgent:          b.consumerFacing,
 	})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -426,9 +426,10 @@ func (b *Broker) describeCreated() {
 
 // consumerFacing names the commit-log entries that answer a consumer (a
 // pop's or an ack's checkpoint, a dead-lettered message, a transaction or
-// streams cycle, which acks): the group-commit wait never holds a batch
-// holding one (commitlog.Options.Urgent), so it trades only producers'
-// latency for fewer syncs.
-func consumerFacing(kind byte) bool {
-	return kind == walCheckpoint || kind == walDLQ || kind == walTx
+// streams cycle, which acks) while the process has CPU to spare
+// (cpuSaturation): the group-commit wait then never holds a batch holding
+// one (commitlog.Options.Urgent) and trades only producers' latency for
+// fewer syncs; short of CPU, a sync saved is worth a consumer's wait too.
+func (b *Broker) consumerFacing(kind byte) bool {
+	return (kind == walCheckpoint || kind == walDLQ || kind == walTx) && !b.cpuSat.saturated()
 }
