@@ -46,19 +46,24 @@ type dedupState struct {
 	mergeWG     sync.WaitGroup
 	mergeStop   atomic.Bool // dedupFlush: finish the merge under way, start no other
 
-	f       file   // dedup.idx, open for appending; nil when not loaded or given up on
-	size    int64  // bytes of f that are header and whole entries: where the next write lands
-	chain   uint32 // check of the last entry encoded (written or pending)
-	pending []byte // encoded entries not yet written to f
+	f file // dedup.idx, open for appending; nil when not loaded, given up on or deferred
+	// deferred: a small log's load created no dedup.idx (dedupFileMinRecords);
+	// pending holds every entry since, and flushLocked creates the file once
+	// the log holds enough records.
+	deferred bool
+	size     int64  // bytes of f that are header and whole entries: where the next write lands
+	chain    uint32 // check of the last entry encoded (written or pending)
+	pending  []byte // encoded entries not yet written to f
 }
 
-// dedupFileMinRecords is how many retained records a log holds before a
-// load creates its dedup.idx. Below it the load indexes the segments (at
-// most this many records, a few hundred KiB at most) and the entries stay
-// in memory: a partition that got one push never pays for the file's inode,
+// dedupFileMinRecords is how many retained records a log holds before it
+// gets a dedup.idx (made by the first flush of its entries that finds it
+// there: an append's, a release's, Close's; or by a load). Below it each
+// load indexes the segments (at most this many records, ~100 KiB) and the
+// entries stay in memory: a partition that got one push never pays for the file's inode,
 // ~0.3 ms of kernel CPU on the VM of issue 14, a quarter of what creating a
 // partition cost. A file that exists is used and kept whatever the size.
-var dedupFileMinRecords uint64 = 512
+var dedupFileMinRecords uint64 = 256
 
 // dedupFlushBytes batches dedup file writes: one write per ~3,000 entries.
 const dedupFlushBytes = 64 << 10
@@ -91,7 +96,7 @@ func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool,
 // memory. Only a failed segment read or directory listing fails the load.
 func (l *Log) dedupLoadLocked() error {
 	d := &l.dedup
-	d.table, d.covered, d.pending, d.sealRetryAt = index.Table{}, 0, d.pending[:0], 0
+	d.table, d.covered, d.pending, d.sealRetryAt, d.deferred = index.Table{}, 0, d.pending[:0], 0, false
 	first := l.FirstOffset()
 	d.trimmedAt = first
 	rwhy, err := d.loadRunsLocked(l, first)
@@ -152,7 +157,12 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	create := l.NextOffset()-first >= dedupFileMinRecords
 	f, err := openAppend(l.fs, path, create)
 	if !create && errors.Is(err, fs.ErrNotExist) {
-		return "", nil // a small log: its table lives in memory, rebuilt from the segments by each load
+		// A small log: no file yet. The entries chain from the header the
+		// file will start with, and stay pending until flushLocked finds
+		// the log at the threshold and creates it (createDeferredLocked).
+		var hdr [index.DedupHeaderSize]byte
+		d.chain, d.deferred = index.PutDedupHeader(hdr[:], d.runsEnd), true
+		return "", nil
 	}
 	if err != nil {
 		return "", err
@@ -242,6 +252,11 @@ func dedupBase(b []byte) uint64 { return binary.LittleEndian.Uint64(b[8:]) }
 // runs cover.
 func (d *dedupState) restartFileLocked(l *Log) {
 	d.pending = d.pending[:0]
+	if d.deferred {
+		var hdr [index.DedupHeaderSize]byte
+		d.chain = index.PutDedupHeader(hdr[:], d.runsEnd) // the file, once made, starts after the run
+		return
+	}
 	if d.f == nil {
 		return
 	}
@@ -306,6 +321,12 @@ func (d *dedupState) addHashLocked(h, off uint64) {
 // the file may end in a partial entry and is not written again until the
 // next load (which cuts it at the first entry whose check fails).
 func (d *dedupState) flushLocked(l *Log) error {
+	if d.deferred {
+		if l.NextOffset()-l.FirstOffset() < dedupFileMinRecords {
+			return nil // every entry since the load stays pending
+		}
+		return d.createDeferredLocked(l)
+	}
 	if len(d.pending) == 0 || d.f == nil {
 		d.pending = d.pending[:0]
 		return nil
@@ -325,6 +346,31 @@ func (d *dedupState) flushLocked(l *Log) error {
 		d.closeFileLocked(l)
 	}
 	return err
+}
+
+// createDeferredLocked creates the dedup.idx a small log's load left
+// uncreated: its header and every entry pending since that load, in one
+// write. On failure the file is given up until the next load (as
+// closeFileLocked), which indexes the segments again.
+func (d *dedupState) createDeferredLocked(l *Log) error {
+	d.deferred = false
+	var hdr [index.DedupHeaderSize]byte
+	index.PutDedupHeader(hdr[:], d.runsEnd)
+	f, err := openAppend(l.fs, join(l.dir, dedupFileName), true)
+	if err == nil {
+		if _, err = f.Write(append(hdr[:], d.pending...)); err != nil {
+			_ = f.Truncate(0) // a torn file is rebuilt by the next load anyway
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		d.pending = d.pending[:0]
+		return fmt.Errorf("%s: create: %w", dedupFileName, err)
+	}
+	d.f, d.size = f, int64(len(hdr)+len(d.pending))
+	d.pending = d.pending[:0]
+	l.cache.adjust(l, 1)
+	return nil
 }
 
 // closeFileLocked stops writing the dedup file (pending entries are dropped:

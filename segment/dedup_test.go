@@ -98,8 +98,9 @@ func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
 
 // A log under dedupFileMinRecords keeps its dedup table in memory only: no
 // dedup.idx (one inode less for every partition that got one push), and a
-// load after a release finds its ids again from the segments. Once a load
-// finds it at the threshold, the file exists and holds every entry.
+// load after a release finds its ids again from the segments. The first
+// flush that finds the log at the threshold (here a release's; Close's
+// alike) creates the file with every entry since the load.
 func TestSmallLogKeepsNoDedupFile(t *testing.T) {
 	withDedupFileMin(t, 10)
 	fs := vfs.NewMem()
@@ -112,23 +113,54 @@ func TestSmallLogKeepsNoDedupFile(t *testing.T) {
 	assert.Nil(t, fs.Bytes("/p/"+dedupFileName), "no dedup.idx under the threshold")
 
 	require.True(t, l.Release())
+	assert.Nil(t, fs.Bytes("/p/"+dedupFileName), "nor after a release under it")
 	off, _, ok, err := l.FindTransaction("tx-5")
 	require.NoError(t, err)
 	require.True(t, ok, "found again from the segments after a release")
 	assert.Equal(t, uint64(6), off)
-	assert.Nil(t, fs.Bytes("/p/"+dedupFileName))
 
 	_, err = l.Append(2, recs(6, 4, 40)) // 10 records: at the threshold
 	require.NoError(t, err)
 	require.True(t, l.Release())
-	_, _, ok, err = l.FindTransaction("tx-9")
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, l.Close())
 	b := fs.Bytes("/p/" + dedupFileName)
-	require.NotNil(t, b, "the load at the threshold made dedup.idx")
+	require.NotNil(t, b, "the release's flush at the threshold made dedup.idx")
 	n := 0
 	_, err = index.ScanDedup(b, func(int, uint64, uint64) { n++ })
 	require.NoError(t, err)
-	assert.Equal(t, 10, n, "every record's entry")
+	assert.Equal(t, 10, n, "every record's entry: 6 indexed by the load, 4 appended")
+
+	_, _, ok, err = l.FindTransaction("tx-9")
+	require.NoError(t, err)
+	require.True(t, ok, "the next load reads the file")
+	require.NoError(t, l.Close())
+}
+
+// Close makes the file of a log that reached the threshold while loaded
+// (the acceptance check of issue 10 looks for dedup.idx after 300 pushes).
+func TestCloseMakesTheDeferredDedupFile(t *testing.T) {
+	withDedupFileMin(t, 10)
+	fs := vfs.NewMem()
+	l, _ := openMem(t, fs, Options{})
+	_, err := l.Append(1, recs(0, 4, 40))
+	require.NoError(t, err)
+	_, _, _, err = l.FindTransaction("none") // loads the 4-record log: no file
+	require.NoError(t, err)
+	for i := 1; i < 3; i++ {
+		_, err = l.Append(int64(i+1), recs(4*i, 4, 40))
+		require.NoError(t, err)
+	}
+	assert.Nil(t, fs.Bytes("/p/"+dedupFileName))
+	require.NoError(t, l.Close())
+	b := fs.Bytes("/p/" + dedupFileName)
+	require.NotNil(t, b)
+	n := 0
+	_, err = index.ScanDedup(b, func(int, uint64, uint64) { n++ })
+	require.NoError(t, err)
+	assert.Equal(t, 12, n)
+	l2, _ := openMem(t, fs, Options{})
+	off, _, ok, err := l2.FindTransaction("tx-11")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(12), off)
+	require.NoError(t, l2.Close())
 }
