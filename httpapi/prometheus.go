@@ -87,7 +87,7 @@ func (s *Server) metricsPrometheus(ctx *fasthttp.RequestCtx) {
 	w.family("comb_group_commit_wait_seconds_total", "counter", "Time the committer spent holding batches back.")
 	w.sampleFloat("comb_group_commit_wait_seconds_total", `scope="cluster"`, float64(gc.WaitMicros)/1e6)
 	s.promSeries(&w) // per-queue families, DLQ depth, checkpoint latency (prometheus_series.go)
-	w.histogramMicros("comb_sync_latency_seconds", "Durations of group-commit syncs (fdatasync of a log, or a shared pass) since start.", st.SyncLatency)
+	w.histogramMicros("comb_sync_latency_seconds", "Durations of the commit log's group-commit fdatasyncs (one per batch written under --sync always) since start.", st.SyncLatency)
 
 	*p = w.b
 	send(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", p)
