@@ -60,9 +60,9 @@ type dedupState struct {
 // gets a dedup.idx (made by the first flush of its entries that finds it
 // there: an append's, a release's, Close's; or by a load). Below it each
 // load indexes the segments (at most this many records, ~100 KiB) and the
-// entries stay in memory: a partition that got one push never pays for the file's inode,
-// ~0.3 ms of kernel CPU on the VM of issue 14, a quarter of what creating a
-// partition cost. A file that exists is used and kept whatever the size.
+// entries stay in memory: a partition that got one push never pays for the
+// file's inode, ~0.3 ms of kernel CPU on the VM of issue 14, a quarter of
+// what creating a partition cost. A file that exists is used and kept whatever the size.
 var dedupFileMinRecords uint64 = 256
 
 // dedupFlushBytes batches dedup file writes: one write per ~3,000 entries.
@@ -160,8 +160,8 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 		// A small log: no file yet. The entries chain from the header the
 		// file will start with, and stay pending until flushLocked finds
 		// the log at the threshold and creates it (createDeferredLocked).
-		var hdr [index.DedupHeaderSize]byte
-		d.chain, d.deferred = index.PutDedupHeader(hdr[:], d.runsEnd), true
+		_, d.chain = d.header()
+		d.deferred = true
 		return "", nil
 	}
 	if err != nil {
@@ -227,8 +227,8 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 		}
 	}
 	if keep == 0 {
-		var hdr [index.DedupHeaderSize]byte
-		d.chain = index.PutDedupHeader(hdr[:], d.runsEnd)
+		hdr, chain := d.header()
+		d.chain = chain
 		if _, err := f.Write(hdr[:]); err != nil {
 			_ = f.Truncate(0) // a torn header is rebuilt by the next load anyway
 			_ = f.Close()
@@ -243,6 +243,13 @@ func (d *dedupState) loadFileLocked(l *Log, first uint64) (why string, err error
 	return why, nil
 }
 
+// header returns dedup.idx's header for base d.runsEnd and the check its
+// first entry chains from.
+func (d *dedupState) header() (hdr [index.DedupHeaderSize]byte, chain uint32) {
+	chain = index.PutDedupHeader(hdr[:], d.runsEnd)
+	return hdr, chain
+}
+
 // dedupBase is the base in a checked dedup.idx header (bytes 8..15).
 func dedupBase(b []byte) uint64 { return binary.LittleEndian.Uint64(b[8:]) }
 
@@ -252,16 +259,14 @@ func dedupBase(b []byte) uint64 { return binary.LittleEndian.Uint64(b[8:]) }
 // runs cover.
 func (d *dedupState) restartFileLocked(l *Log) {
 	d.pending = d.pending[:0]
+	hdr, chain := d.header()
 	if d.deferred {
-		var hdr [index.DedupHeaderSize]byte
-		d.chain = index.PutDedupHeader(hdr[:], d.runsEnd) // the file, once made, starts after the run
+		d.chain = chain // the file, once made, starts after the run
 		return
 	}
 	if d.f == nil {
 		return
 	}
-	var hdr [index.DedupHeaderSize]byte
-	chain := index.PutDedupHeader(hdr[:], d.runsEnd)
 	if err := d.f.Truncate(0); err != nil {
 		d.closeFileLocked(l)
 		return
@@ -354,8 +359,7 @@ func (d *dedupState) flushLocked(l *Log) error {
 // closeFileLocked), which indexes the segments again.
 func (d *dedupState) createDeferredLocked(l *Log) error {
 	d.deferred = false
-	var hdr [index.DedupHeaderSize]byte
-	index.PutDedupHeader(hdr[:], d.runsEnd)
+	hdr, _ := d.header()
 	f, err := openAppend(l.fs, join(l.dir, dedupFileName), true)
 	if err == nil {
 		if _, err = f.Write(append(hdr[:], d.pending...)); err != nil {
