@@ -56,7 +56,8 @@
 // since the previous batch (peak) and callers recently came at most a
 // quarter of the cap apart, it waits until peak callers wait on the batch,
 // or the cap has passed, or Close. A lone caller never waits; neither does
-// a moderate load, where the syncs cost little. groupwait.go has the rule
+// a moderate load, where the syncs cost little, nor a batch holding an
+// entry Options.Urgent names. groupwait.go has the rule
 // and why; GroupStats counts what it did. With
 // SyncInterval a batch is released after its write and a timer fdatasyncs
 // the file every interval; with SyncNever only Close syncs. A file is

@@ -124,22 +124,16 @@ func (g *groupWait) enter(b *batch) {
 		}
 	}
 	b.waiters.Add(1)
-	// b.waiters is counted before lingering is read, and the committer sets
-	// lingering before it reads b.waiters: one of the two sees the other.
-	if g.lingering.Load() {
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
-	}
+	g.nudge()
 }
 
 func (g *groupWait) leave() { g.blocked.Add(-1) }
 
-// hurry wakes a committer that is gathering: an urgent entry joined the
-// batch (the caller set its flag before, the committer sets lingering
-// before it reads the flag: one of the two sees the other).
-func (g *groupWait) hurry() {
+// nudge wakes a committer that is gathering, to look at the batch again: a
+// caller started waiting on it (enter) or an urgent entry joined it
+// (Append). The caller changed the batch before, and the committer sets
+// lingering before it reads the batch: one of the two sees the other.
+func (g *groupWait) nudge() {
 	if g.lingering.Load() {
 		select {
 		case g.wake <- struct{}{}:

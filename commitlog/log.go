@@ -60,10 +60,12 @@ type Options struct {
 	// callers recently came at most a quarter of it apart, and only until as
 	// many wait on the batch); 0 = never waits.
 	GroupCommitWait time.Duration
-	// Urgent, when set, names the entry kinds a batch is never held for:
-	// the committer writes a batch holding one at once, waiting or not
-	// (the broker's cursor checkpoints: a pop or an ack answers a consumer,
-	// whose latency the wait must not add to).
+	// Urgent, when set, says whether an entry of kind is one a batch is
+	// never held for: the committer writes a batch holding one at once,
+	// waiting or not. The broker names its consumers' entries (checkpoints,
+	// DLQ entries, transactions) while the process has CPU to spare: a pop
+	// or an ack answers a consumer, whose latency the wait must not add to.
+	// Called once per Append, outside the log's lock.
 	Urgent func(kind byte) bool
 }
 
@@ -227,6 +229,9 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 		return Ticket{}, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(payload))
 	}
 	need := int64(entrySize(payload))
+	// Asked before the lock: the broker's answer may read the scheduler's
+	// statistics (every 100 ms), which no other Append should wait for.
+	urgent := l.opts.Urgent != nil && l.opts.Urgent(kind)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -270,8 +275,8 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	c.count++
 	lsn := l.next
 	l.next++
-	if l.opts.Urgent != nil && l.opts.Urgent(kind) && !b.urgent.Swap(true) {
-		l.group.hurry() // a committer gathering for b writes it now
+	if urgent && !b.urgent.Swap(true) {
+		l.group.nudge() // a committer gathering for b writes it now
 	}
 	select {
 	case l.kick <- struct{}{}:
