@@ -222,9 +222,7 @@ func (b *Broker) flushDirs() error {
 		// two fsyncs per new directory cost ~0.5 ms of CPU each pass at
 		// 100,000 partitions being created (issue 14).
 		if err := b.fs.SyncFS(b.dir); err != nil {
-			b.flush.stateMu.Lock()
-			b.flush.newDirs = append(dirs, b.flush.newDirs...)
-			b.flush.stateMu.Unlock()
+			b.requeueDirs(dirs)
 			return fmt.Errorf("broker: sync new directories: %w", err)
 		}
 		return nil
@@ -248,12 +246,18 @@ func (b *Broker) flushDirs() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		b.flush.stateMu.Lock()
-		b.flush.newDirs = append(dirs, b.flush.newDirs...)
-		b.flush.stateMu.Unlock()
+		b.requeueDirs(dirs)
 		return err
 	}
 	return nil
+}
+
+// requeueDirs puts back directories a failed pass did not make durable,
+// ahead of those made since, for the next pass.
+func (b *Broker) requeueDirs(dirs []string) {
+	b.flush.stateMu.Lock()
+	b.flush.newDirs = append(dirs, b.flush.newDirs...)
+	b.flush.stateMu.Unlock()
 }
 
 // dirsSyncFSMin is the number of new directories from which a flush pass

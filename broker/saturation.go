@@ -25,7 +25,8 @@ type cpuSaturation struct {
 	mu      sync.Mutex
 	next    atomic.Int64 // UnixNano of the next read
 	busy    atomic.Bool
-	prev    []uint64
+	prev    []uint64 // the counts at the last read
+	delta   []uint64 // growth since then (kept: no allocation per read)
 	samples []metrics.Sample
 }
 
@@ -62,11 +63,12 @@ func (s *cpuSaturation) read(now int64) {
 		s.prev = append(s.prev[:0], h.Counts...)
 		return
 	}
-	delta := make([]uint64, len(h.Counts))
+	s.delta = s.delta[:0]
 	for i, c := range h.Counts {
-		delta[i], s.prev[i] = c-s.prev[i], c
+		s.delta = append(s.delta, c-s.prev[i])
+		s.prev[i] = c
 	}
-	s.busy.Store(schedSaturated(delta, h.Buckets))
+	s.busy.Store(schedSaturated(s.delta, h.Buckets))
 }
 
 // schedSaturated reports whether at least satShare of the scheduling
