@@ -37,24 +37,10 @@ func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) 
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ts, b := startRealServerWithBroker(t)
-			requireJSONStatus(t, ts.do("POST", "/api/v1/configure", `{"queue":"dq","namespace":"ns"}`), 200)
-
-			conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
-			require.NoError(t, err)
-			_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", c.path)
-			require.NoError(t, err)
-			require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
-			require.NoError(t, conn.Close())
+			parkThenHangUp(t, ts, b, c.path)
 			require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
 				"the parked pop ends when its client disconnects")
-
-			r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"dq","partition":"p","transactionId":"m1","payload":1}]}`)
-			require.Equal(t, 201, r.status, "%s", r.body)
-			r = ts.do("GET", "/api/v1/pop/queue/dq?consumerGroup=g", "")
-			require.Equal(t, 200, r.status, "the message is not leased to the client that left")
-			msgs := r.json(t).(map[string]any)["messages"].([]any)
-			require.Len(t, msgs, 1)
-			assert.Equal(t, "m1", msgs[0].(map[string]any)["transactionId"])
+			requirePushNotClaimedForIt(t, ts)
 		})
 	}
 }
@@ -66,14 +52,27 @@ func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) 
 // (watchForwardedClient): with the 150 ms disconnect poll this failed every time.
 func TestMessagePushedRightAfterALongPollClientLeftIsNotClaimedForIt(t *testing.T) {
 	ts, b := startRealServerWithBroker(t)
+	parkThenHangUp(t, ts, b, "/api/v1/pop/queue/dq/partition/p?consumerGroup=g&wait=true&timeout=60000")
+	requirePushNotClaimedForIt(t, ts)
+}
+
+// parkThenHangUp configures queue dq (namespace ns), sends the long-poll path on a raw
+// connection, waits until the broker has it parked and closes the connection.
+func parkThenHangUp(t *testing.T, ts *testServer, b *broker.Broker, path string) {
+	t.Helper()
 	requireJSONStatus(t, ts.do("POST", "/api/v1/configure", `{"queue":"dq","namespace":"ns"}`), 200)
 	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
 	require.NoError(t, err)
-	_, err = fmt.Fprintf(conn, "GET /api/v1/pop/queue/dq/partition/p?consumerGroup=g&wait=true&timeout=60000 HTTP/1.1\r\nHost: test\r\n\r\n")
+	_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", path)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, conn.Close())
+}
 
+// requirePushNotClaimedForIt pushes m1 to dq/p and requires the next pop of group g to get
+// it: the long-poll whose client left did not lease it.
+func requirePushNotClaimedForIt(t *testing.T, ts *testServer) {
+	t.Helper()
 	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"dq","partition":"p","transactionId":"m1","payload":1}]}`)
 	require.Equal(t, 201, r.status, "%s", r.body)
 	r = ts.do("GET", "/api/v1/pop/queue/dq?consumerGroup=g", "")
