@@ -171,7 +171,16 @@ func Open(cfg Config) (*Log, error) {
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
 	}
-	if l.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, logger.Named("transport")); err != nil {
+	// MaxRPCsInFlight 1: no pipelined replication. raft 1.8.0's pipeline
+	// can deadlock when a follower's answer ends its decoder (a higher term,
+	// a refused append) while the send loop picks one more send: the send
+	// parks on the pipeline's unbuffered channel, the decoder on its done
+	// channel, and the deposed leader's Shutdown waits for them forever (a
+	// SIGSTOPped leader in the fault harness never re-executed; grafana/pyroscope
+	// #5518 found the same). raft's own docs give pipelining little benefit.
+	if l.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
+	}); err != nil {
 		l.store.Close()
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )
 
@@ -286,4 +287,12 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
+}
+
+// The transport replicates without raft's pipeline (MaxRPCsInFlight 1): its
+// pipeline could deadlock a deposed leader's shutdown (replica/log.go, Open).
+func TestTransportDoesNotPipeline(t *testing.T) {
+	nodes := startNodes(t, 1)
+	_, err := nodes[0].log.trans.AppendEntriesPipeline("n2", "127.0.0.1:1")
+	require.ErrorIs(t, err, raft.ErrPipelineReplicationNotSupported)
 }
