@@ -22,6 +22,16 @@
 //	<data>/cursor/                 the snapshot, recovered on a temporary copy by cursor.Open; every
 //	                               cursor and leased span ≤ its partition's high-water mark (snapshot
 //	                               only: the cursor checkpoints in the commit log are not read yet)
+//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (index.ScanRun, as the log's load)
+//	<data>/streams/                streams.Files.Load: the registry and every shard snapshot
+//	<data>/notes/log               notes.Check: notes.Open's own decoder and tail rule, nothing changed
+//	<data>/meta/maintenance        meta.DecodeMaintenance, the decoder the server's start-up uses
+//	<data>/meta/analytics          analytics.Load (a cache: the server ignores a file that does not load)
+//
+// Every file the server reads at start-up is read here with the server's own
+// decoder (issue 21), and a file the server refuses to start with is never
+// exit 0: it is damage (exit 2). startup_agree_test.go holds each file kind
+// to that, byte flip, cut and appended garbage against the server's start.
 //
 // # Verdicts and exit codes
 //

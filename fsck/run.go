@@ -147,6 +147,9 @@ func (c *checker) check() error {
 	c.cursors = cur
 	c.checkCursors()
 	c.checkStreams()
+	c.checkNotes()
+	c.checkMaintenance()
+	c.checkAnalytics()
 	return nil
 }
 
