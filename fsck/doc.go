@@ -13,7 +13,8 @@
 //
 //	<data>/LOCK                    flock probe: a live server holds it → ErrLocked (Options.Force: read-only anyway)
 //	<data>/meta/journal            queue and partition names (meta.Read), torn / damaged tail vs mid-file damage
-//	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is (meta.ReadDescriptor)
+//	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is, and that every named
+//	                               directory's own one decodes and describes it (meta.ReadDescriptor)
 //	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
 //	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
 //	<data>/partitions/<id>/dedup.idx  header and entry checks (damage vs torn tail), entry order, nothing past the high-water mark

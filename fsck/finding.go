@@ -143,6 +143,13 @@ const (
 	// series) does not load; the server ignores it and starts the charts
 	// blank. Informational.
 	KindAnalyticsIgnored Kind = "analytics_ignored"
+	// KindDescriptorDamaged: the DESCRIPTOR of a directory the metadata names
+	// is missing (once every directory has one), does not decode, or
+	// describes another directory. The server starts without it; it is what a
+	// rebuild of meta/journal names the directory from. Repair writes it again
+	// from the metadata; one describing another directory (copied or renamed)
+	// is damaged and needs a person.
+	KindDescriptorDamaged Kind = "descriptor_damaged"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.

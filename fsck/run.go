@@ -138,6 +138,7 @@ func (c *checker) check() error {
 	}
 	c.checkReplay()
 	c.checkOrphans()
+	c.checkDescriptors()
 	c.planMeta()
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor), c.checkpoints)
