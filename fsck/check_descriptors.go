@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
@@ -52,7 +53,9 @@ func (c *checker) checkDescriptors() {
 			if st, serr := os.Stat(filepath.Join(d.Path, meta.DescriptorFile)); serr == nil {
 				f.EndByte = st.Size() // one frame: the damage is the file
 			}
-			f.Detail = fmt.Sprintf("does not decode (%v): the server starts without it, but a rebuild of meta/journal could not name this directory", err)
+			// The reader's error names the file; the finding does already.
+			why := strings.ReplaceAll(err.Error(), filepath.Join(d.Path, meta.DescriptorFile)+": ", "")
+			f.Detail = fmt.Sprintf("does not decode (%s): the server starts without it, but a rebuild of meta/journal could not name this directory", why)
 		}
 		f.Repair = "write " + rel + " again from the metadata (file and directory synced)"
 		path := d.Path

@@ -26,7 +26,7 @@ func (c *checker) checkNotes() {
 	switch {
 	case errors.As(err, &de):
 		c.rep.add(Finding{Kind: KindNotesCorrupt, Severity: SeverityDamaged, File: rel, StartByte: de.Start, EndByte: de.End,
-			Detail: de.Reason + "; the server refuses to start (deletions and trace events would be lost if it cut them)"})
+			Detail: de.Reason + " (the server refuses to start with it: cutting would lose acknowledged deletions and trace events)"})
 		return
 	case err != nil:
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: rel, Detail: err.Error()})

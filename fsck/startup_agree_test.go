@@ -266,6 +266,12 @@ func TestFsckAgreesWithStartup(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, ExitRepairable, fixed.ExitCode, "%+v", fixed.Findings)
 			require.True(t, findingOf(fixed, c.kind).Repaired, "%+v", fixed.Findings)
+			if c.kind == KindNotesTornTail {
+				// As the server's start: the cut bytes are kept, named by where they were.
+				kept, err := os.ReadFile(filepath.Join(root2, dirQuarantine, dirNotes, fmt.Sprintf("log.from-%d", f.StartByte)))
+				require.NoError(t, err, "the cut bytes are kept in quarantine/notes/")
+				require.NotEmpty(t, kept)
+			}
 			again, err := Run(root2, Options{Mode: ModeCheck})
 			require.NoError(t, err)
 			require.Equal(t, ExitClean, again.ExitCode, "%+v", again.Findings)
