@@ -169,7 +169,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	}
 	for _, v := range s.DedupRuns {
 		f := base
-		f.Kind, f.Severity, f.File = v.Kind, SeverityRepairable, filepath.Join(d.Rel, v.File)
+		f.Kind, f.Severity, f.File, f.EndByte = v.Kind, SeverityRepairable, filepath.Join(d.Rel, v.File), v.Size
 		f.Detail = v.Detail
 		f.Repair = "remove it and every later run of the log; their offsets are re-indexed from the segments"
 		add(f)

@@ -61,7 +61,9 @@ const (
 	// snapshot is damaged. For the cursor snapshot (or a format 1 or 2 cursor journal
 	// not yet upgraded) it needs a person (cursors would be lost); the metadata
 	// journal is rebuilt from its valid records and the directories' descriptors (the
-	// old file kept in <data>/quarantine/meta/).
+	// old file kept in <data>/quarantine/meta/). Damaged either way (exit 2): the
+	// server refuses to start with it, and a rebuild loses a configure or delete
+	// held in the damaged bytes.
 	KindJournalCorrupt Kind = "journal_corrupt"
 	// KindJournalMissing: meta/journal is missing while log directories exist. Repair
 	// rebuilds it from the directories' descriptors (queue options fall back to the
@@ -120,6 +122,34 @@ const (
 	// query's last reset, or of a partition the metadata does not name (its
 	// queue was deleted). The server removes it at start; informational.
 	KindStreamsStale Kind = "streams_stale"
+	// KindNotesTornTail: <data>/notes/log (deletion tombstones and trace
+	// events) ends in what a crash leaves after its last whole record: an
+	// incomplete record, a whole last record failing its checksum, zeros, or
+	// a header cut short. The server cuts it at start (notes.Open, the bytes
+	// kept in <data>/quarantine/notes/); repair does it now the same way.
+	KindNotesTornTail Kind = "notes_torn_tail"
+	// KindNotesCorrupt: notes/log holds what a crash cannot leave: a header
+	// that does not verify, damage with verified records after it, or a
+	// verified record that does not decode. The server refuses to start.
+	// Needs a person (moving the file aside starts the server without the
+	// deletions and trace events it held).
+	KindNotesCorrupt Kind = "notes_corrupt"
+	// KindMaintenanceCorrupt: meta/maintenance does not decode. The server
+	// refuses to start: it is the only record of which pushed messages push
+	// maintenance still hides. Needs a person (moving it aside starts with
+	// both modes off and the held messages visible).
+	KindMaintenanceCorrupt Kind = "maintenance_corrupt"
+	// KindAnalyticsIgnored: meta/analytics (the dashboard's per-minute
+	// series) does not load; the server ignores it and starts the charts
+	// blank. Informational.
+	KindAnalyticsIgnored Kind = "analytics_ignored"
+	// KindDescriptorDamaged: the DESCRIPTOR of a directory the metadata names
+	// is missing (once every directory has one), does not decode, or
+	// describes another directory. The server starts without it; it is what a
+	// rebuild of meta/journal names the directory from. Repair writes it again
+	// from the metadata; one describing another directory (copied or renamed)
+	// is damaged and needs a person.
+	KindDescriptorDamaged Kind = "descriptor_damaged"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.
