@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -130,7 +131,8 @@ func TestCleanStopCutBelowSyncedIsDamage(t *testing.T) {
 
 // TestCleanStopBytesPastSyncedAreCut: what lies past the synced length after
 // a clean stop (bytes no summary covers: never acknowledged) is still cut,
-// and the partition serves everything that was synced.
+// after a copy to quarantine (no commit-log entry holds them), and the
+// partition serves everything that was synced.
 func TestCleanStopBytesPastSyncedAreCut(t *testing.T) {
 	sf := newSyncedFiles(t)
 	f, err := os.OpenFile(sf.seg, os.O_APPEND|os.O_WRONLY, 0)
@@ -144,6 +146,8 @@ func TestCleanStopBytesPastSyncedAreCut(t *testing.T) {
 	st, err := os.Stat(sf.seg)
 	require.NoError(t, err)
 	assert.Equal(t, sf.ends[4], st.Size(), "cut back to the synced length")
+	kept := filepath.Join(sf.e.dir, "quarantine", "partitions", filepath.Base(sf.dir), fmt.Sprintf("%s.from-%d", filepath.Base(sf.seg), sf.ends[4]))
+	assert.Equal(t, []byte("CMBS torn"), mustRead(t, kept), "no commit-log entry holds the cut bytes: they are kept")
 	assert.Equal(t, []string{"c", "d", "e"}, txids(sf.e.pop(PopRequest{Queue: "q", Group: "g", Batch: 10})))
 }
 

@@ -119,6 +119,7 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 			b.log.Warn().Str("id", uuidString(id)).Str("dir", dir).Uint64("syncedNext", s.NextOffset).
 				Msg("start-up: files changed since the clean shutdown; every offset it synced must still be there")
 		}
+		opts.KeepUnsynced = plan.Quarantine
 		return b.openLogFrom(dir, opts, plan.Keep)
 	}
 	return segment.Open(dir, opts)

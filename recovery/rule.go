@@ -66,6 +66,11 @@ func (m Mode) String() string {
 type Plan struct {
 	Mode Mode
 	Keep uint64
+	// Quarantine (Below only) says no commit-log entry holds what the files
+	// have at or after Keep (no ReplayBase; not replicated): it was never
+	// acknowledged, and what is cut there is copied to quarantine first, as
+	// a torn tail is (segment.Options.KeepUnsynced).
+	Quarantine bool
 }
 
 // Rule decides how start-up opens a log from what it knows of it (Facts):
@@ -76,7 +81,9 @@ type Plan struct {
 //   - a summary, a commit-log segment, or a creation the commit log holds:
 //     Below max(summary's next offset, first commit-log base, 1) (1: nothing
 //     of it was synced). After a clean shutdown this is the summary itself,
-//     so a file cut after the stop is damage, not a torn tail;
+//     so a file cut after the stop is damage, not a torn tail. Without a
+//     commit-log segment, what is cut past Keep is kept in quarantine
+//     (Plan.Quarantine);
 //   - none of these: Verify.
 func Rule(f Facts) Plan {
 	switch {
@@ -85,7 +92,7 @@ func Rule(f Facts) Plan {
 	case f.Replicated:
 		return Plan{Mode: Below, Keep: max(f.SyncedNext, 1)}
 	case f.SyncedNext > 0 || f.ReplayBase > 0 || f.Created:
-		return Plan{Mode: Below, Keep: max(f.SyncedNext, f.ReplayBase, 1)}
+		return Plan{Mode: Below, Keep: max(f.SyncedNext, f.ReplayBase, 1), Quarantine: f.ReplayBase == 0}
 	}
 	return Plan{Mode: Verify}
 }
