@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,6 +12,30 @@ import (
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
+
+// fiveBatchesF is fiveBatches for a fuzz target's seed.
+func fiveBatchesF(f *testing.F, m *vfs.Mem) (string, []byte, []int64) {
+	l, _, err := Open(testDir, Options{FS: m, FileBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var ends []int64
+	for i := 1; i <= 5; i++ {
+		tk, err := l.Append(byte(i%7), payload(i))
+		if err == nil {
+			err = tk.Wait()
+		}
+		if err != nil {
+			f.Fatal(err)
+		}
+		ends = append(ends, l.files[len(l.files)-1].end)
+	}
+	path := l.files[len(l.files)-1].path
+	if err := l.Close(); err != nil {
+		f.Fatal(err)
+	}
+	return path, m.Bytes(path), ends
+}
 
 // fiveBatches writes five synced batches into one preallocated file and
 // returns the file's path, its bytes after Close, and where each batch ends.
@@ -163,4 +188,44 @@ func uvarintLen(v uint64) int {
 		n++
 	}
 	return n
+}
+
+// FuzzCutFile: a newest file cut anywhere is judged alike by Open and
+// Inspect (one tail rule): a cut inside or right after the batches is
+// ErrShortFile, a cut inside the header ErrCorrupt, a cut in the zeros after
+// the last batch loses nothing; never a silent loss of a batch.
+func FuzzCutFile(f *testing.F) {
+	m := vfs.NewMem()
+	_, data, ends := fiveBatchesF(f, m)
+	for _, c := range []int64{0, 10, ends[0], ends[2] + 3, ends[4] - 1, ends[4], ends[4] + 1, int64(len(data))} {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, cut int64) {
+		if cut < 0 || cut > int64(len(data)) {
+			return
+		}
+		m := vfs.NewMem()
+		p := testDir + "/0000000000000001.wal"
+		m.SetBytes(p, bytes.Clone(data[:cut]))
+		l, _, err := Open(testDir, Options{FS: m, FileBytes: 1 << 20})
+		in, ierr := Inspect(m, testDir, nil)
+		require.NoError(t, ierr)
+		switch {
+		case cut > ends[4]:
+			require.NoError(t, err)
+			require.NoError(t, in.Err)
+			checkEntries(t, readAll(t, l, 1), 1, 5)
+			require.NoError(t, l.Close())
+		case cut == 0:
+			// An empty newest file (no header): nothing was ever in it.
+			if err == nil {
+				require.NoError(t, l.Close())
+			}
+		default:
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, in.Err, ErrCorrupt)
+			require.Equal(t, errors.Is(err, ErrShortFile), errors.Is(in.Err, ErrShortFile), "Open: %v; Inspect: %v", err, in.Err)
+			require.Equal(t, data[:cut], m.Bytes(p), "nothing changed")
+		}
+	})
 }
