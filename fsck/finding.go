@@ -96,12 +96,27 @@ const (
 	// file's durable region, or that region has no segment there. Needs a
 	// person.
 	KindCommitLogMismatch Kind = "commitlog_mismatch"
+	// KindCommitLogShortFile: the commit log's newest file is shorter than its
+	// preallocation (commitlog.ErrShortFile): a batch runs past the end of the
+	// file, or the file ends right after a batch with no zero byte after it.
+	// The zeros are synced before any batch goes into them, so no crash leaves
+	// that: the file was cut, and the batches past the cut were acknowledged.
+	// The server refuses to start; the file is kept as it is. Needs a person.
+	KindCommitLogShortFile Kind = "commitlog_short_file"
 	// KindMissingOffsets: offsets the server must find in a log's files (below
 	// its durable end: the summary the last flush pass wrote, or the first
 	// commit-log entry of the log) are missing or cut short, or the commit log
 	// continues past the end of the file's durable region: offsets in neither.
 	// The server takes the partition out of service. Needs a person.
 	KindMissingOffsets Kind = "missing_offsets"
+	// KindShortFile: a log's newest segment file ends inside a segment (an
+	// incomplete header or segment at the end of the file) below the offset
+	// the server must find in it (its synced length: meta/clean after a clean
+	// stop, meta/summaries after a flush pass, or the commit log's first
+	// base). A crash cannot make a file shorter than what was synced, so this
+	// is not a torn tail: the server takes the partition out of service and
+	// cuts nothing (package recovery). Needs a person.
+	KindShortFile Kind = "short_file"
 	// KindUnsyncedTail: what the server's recovery does with a log written
 	// behind the commit log: the bytes past its durable end were written but
 	// never synced (a kill -9 or power loss leaves them whole, torn, zeros or
