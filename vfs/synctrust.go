@@ -113,10 +113,11 @@ func kernelAtLeast(release string, major, minor int) bool {
 const ProbeFile = "SYNC-PROBE"
 
 // ProbeSync checks that dir's file system can make a write durable: it
-// writes ProbeFile, fdatasyncs it, syncs dir, removes the file and syncs dir
-// again. A file system without fsync answers EINVAL (or ENOTSUP, EOPNOTSUPP,
-// ENOSYS) instead of syncing, and every promise of durability on it would be
-// false.
+// writes ProbeFile, fdatasyncs it, fsyncs dir (on OS: the directory's own
+// fsync, its EINVAL not forgiven as OS.SyncDir does), removes the file and
+// syncs dir again. A file system without fsync answers EINVAL (or ENOTSUP,
+// EOPNOTSUPP, ENOSYS) instead of syncing, and every promise of durability on
+// it would be false.
 //
 // Errors: ErrSyncUnsupported wrapped with the call and the errno when the
 // file system says so; any other error of the steps, wrapped with the path.
@@ -136,7 +137,7 @@ func ProbeSync(fsys FS, dir string) error {
 		err = fmt.Errorf("sync probe %s: %w", name, cerr)
 	}
 	if err == nil {
-		if err = fsys.SyncDir(dir); err != nil {
+		if err = probeDir(fsys, dir); err != nil {
 			err = unsupported("fsync "+dir, err)
 		}
 	}
@@ -147,6 +148,23 @@ func ProbeSync(fsys FS, dir string) error {
 		if err = fsys.SyncDir(dir); err != nil {
 			err = unsupported("fsync "+dir, err)
 		}
+	}
+	return err
+}
+
+// probeDir syncs dir; on the real file system without OS.SyncDir's
+// leniency, which takes EINVAL from a directory fsync for "nothing to do".
+func probeDir(fsys FS, dir string) error {
+	if _, real := fsys.(osFS); !real {
+		return fsys.SyncDir(dir)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
 	}
 	return err
 }
