@@ -59,8 +59,8 @@ func startClusterWith(t testing.TB, n int, timing raftTiming) []*clusterNode {
 func startClusterConf(t testing.TB, n int, timing raftTiming, conf func(*Config)) []*clusterNode {
 	t.Helper()
 	peers := make([]replica.Peer, n)
-	for i := range peers {
-		peers[i] = replica.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: freeAddr(t)}
+	for i, addr := range freeAddrs(t, n) {
+		peers[i] = replica.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: addr}
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
@@ -111,6 +111,22 @@ func (n *clusterNode) close() {
 		n.b.Close() // closes the replicated log too
 		n.b = nil
 	}
+}
+
+// freeAddrs returns n distinct free loopback addresses: their listeners stay
+// open until all n are taken, since a port closed at once may be handed out
+// again by the next Listen (a cluster bootstrap then refused "duplicate
+// address in configuration").
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
 }
 
 func freeAddr(t testing.TB) string {
