@@ -136,4 +136,3 @@ func TestTLSLongPollDisconnect(t *testing.T) {
 	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the parked pop ends when its HTTPS client disconnects")
 }
-

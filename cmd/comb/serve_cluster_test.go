@@ -211,10 +211,12 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	code, body = call(f1, "POST", "/api/v1/cluster/members", `{"id":"n4","raftAddr":"`+raft4+`"}`)
 	require.Equal(t, 200, code, "%s", body)
 	var members struct {
-		Members []struct{ ID string }
+		ClusterID string
+		Members   []struct{ ID string }
 	}
 	require.NoError(t, json.Unmarshal(body, &members))
 	require.Len(t, members.Members, 4)
+	require.Len(t, members.ClusterID, 32, "the cluster's id, made by its first leader (issue 22)")
 	require.Eventually(t, func() bool {
 		code, body := call(http4, "GET", "/api/v1/pop/queue/q?consumerGroup=h&batch=10&autoAck=true", "")
 		return code == 200 && strings.Contains(string(body), `"t2"`)
