@@ -85,14 +85,14 @@ type testNode struct {
 	rec *recorder
 }
 
-func startNodes(t *testing.T, n int) []*testNode {
+func startNodes(t testing.TB, n int) []*testNode {
 	t.Helper()
 	return startNodesWith(t, n, nil)
 }
 
 // startNodesWith starts n members of a new cluster on loopback, calling edit (when not nil)
 // on each one's Config before it opens.
-func startNodesWith(t *testing.T, n int, edit func(i int, c *Config)) []*testNode {
+func startNodesWith(t testing.TB, n int, edit func(i int, c *Config)) []*testNode {
 	t.Helper()
 	peers := make([]Peer, n)
 	for i := range peers {

@@ -20,7 +20,7 @@ import (
 
 // peerTLSFor makes a CA and a certificate for each id under dir (as `comb certs` does) and
 // returns each id's Config.PeerTLS.
-func peerTLSFor(t *testing.T, dir string, ids ...string) map[string]*tls.Config {
+func peerTLSFor(t testing.TB, dir string, ids ...string) map[string]*tls.Config {
 	t.Helper()
 	var nodes []certs.Node
 	for _, id := range ids {
@@ -38,7 +38,7 @@ func peerTLSFor(t *testing.T, dir string, ids ...string) map[string]*tls.Config 
 }
 
 // startTLSNodes starts a new n-member cluster with peer TLS from one CA.
-func startTLSNodes(t *testing.T, n int) []*testNode {
+func startTLSNodes(t testing.TB, n int) []*testNode {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
