@@ -161,7 +161,7 @@ func runServe(args []string) int {
 		defer raftLock.Close()
 	}
 	if clustered && clCfg.PeerTLS == nil {
-		defer warnInsecure(log)()
+		defer warnInsecure(log, insecureWarnEvery)()
 	}
 	b, err := broker.Open(broker.Config{
 		DataDir:            *dataDir,

@@ -162,13 +162,14 @@ func (c *clusterFlags) peerTLS() (*tls.Config, error) {
 // insecureWarnEvery is how often a node with --peer-insecure says so again.
 const insecureWarnEvery = time.Hour
 
-// warnInsecure logs that peer TLS is off now and every insecureWarnEvery until stop is called.
-func warnInsecure(log zerolog.Logger) (stop func()) {
+// warnInsecure logs that peer TLS is off now and every `every` (insecureWarnEvery) until stop
+// is called.
+func warnInsecure(log zerolog.Logger, every time.Duration) (stop func()) {
 	warn := func() {
 		log.Warn().Str("flag", "--peer-insecure").Msg("peer TLS is off: the raft port takes connections from anyone who reaches it, who can take the cluster over and read the tokens followers forward; use --peer-cert-file, --peer-key-file and --peer-trusted-ca-file (docs/operations.md)")
 	}
 	warn()
-	t := time.NewTicker(insecureWarnEvery)
+	t := time.NewTicker(every)
 	done := make(chan struct{})
 	go func() {
 		for {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -9,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
@@ -63,6 +66,37 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 	} {
 		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir, "--peer-insecure"}, args...)), "%v", args)
 	}
+}
+
+// issue 22: --peer-insecure is warned of at start-up and then every period (an hour in comb
+// serve), until the node stops.
+func TestPeerInsecureWarnsAgainAndAgain(t *testing.T) {
+	var buf lockedBuffer
+	stop := warnInsecure(zerolog.New(&buf), 5*time.Millisecond)
+	require.Equal(t, 1, strings.Count(buf.String(), "peer TLS is off"), "at once")
+	require.Eventually(t, func() bool { return strings.Count(buf.String(), "peer TLS is off") >= 3 }, 10*time.Second, time.Millisecond)
+	stop()
+	n := strings.Count(buf.String(), "peer TLS is off")
+	require.Contains(t, buf.String(), `"level":"warn"`)
+	require.Never(t, func() bool { return strings.Count(buf.String(), "peer TLS is off") != n }, 50*time.Millisecond, 5*time.Millisecond, "stopped")
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutine and the test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // issue 22: a cluster node without peer TLS is refused unless --peer-insecure, and the error
