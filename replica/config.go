@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -110,6 +111,11 @@ type Config struct {
 	// --initial-cluster-state existing) and bootstraps nothing; the leader
 	// adds it (AddVoter) and sends it the state.
 	Join bool
+	// PeerTLS authenticates the members to each other on the raft port, raft's RPCs and
+	// forwarded requests alike (peer.go): LoadPeerTLS's configuration. nil runs the peer
+	// connections over plain TCP, without authentication (comb serve refuses that unless
+	// --peer-insecure); the cluster id is checked either way.
+	PeerTLS *tls.Config
 
 	// Raft timing; zero takes comb's defaults (DefaultHeartbeatTimeout,
 	// DefaultElectionTimeout, DefaultLeaderLeaseTimeout), not raft's 1 s.

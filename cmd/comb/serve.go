@@ -109,11 +109,6 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)
 		return 2
 	}
-	peerCAs, err := clFlags.peerCAs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "comb serve:", err)
-		return 2
-	}
 	switch *syncMode {
 	case "always", "interval", "never":
 	default:
@@ -169,6 +164,9 @@ func runServe(args []string) int {
 	if raftLock != nil {
 		defer raftLock.Close()
 	}
+	if clustered && clCfg.PeerTLS == nil {
+		defer warnInsecure(log, insecureWarnEvery)()
+	}
 	b, err := broker.Open(broker.Config{
 		DataDir:            *dataDir,
 		Sync:               *syncMode,
@@ -209,7 +207,8 @@ func runServe(args []string) int {
 			closeBroker(b, log)
 			return 1
 		}
-		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Str("http_addr", clCfg.HTTPAddr).Msg("replicated: raft started")
+		log.Info().Str("node_id", *clFlags.nodeID).Str("raft_addr", *clFlags.raftAddr).Str("http_addr", clCfg.HTTPAddr).
+			Bool("peer_tls", clCfg.PeerTLS != nil).Str("cluster_id", repl.ClusterID()).Msg("replicated: raft started")
 	}
 	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
 	srv := httpapi.New(b, httpapi.Config{
@@ -221,7 +220,6 @@ func runServe(args []string) int {
 		TLS:          sec.tlsConfig(),
 		Static:       site,
 		Cluster:      forwardTo(repl),
-		PeerCAs:      peerCAs,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -238,6 +236,10 @@ func runServe(args []string) int {
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	if repl != nil {
+		// The requests followers forward, on the raft port (Shutdown ends it with Serve).
+		go func() { _ = srv.ServePeer(repl.PeerHTTP()) }()
+	}
 	select {
 	case err := <-served:
 		log.Error().Err(err).Msg("server stopped")
