@@ -9,7 +9,9 @@
 //     come back with after a power loss: every file holds the bytes of its
 //     last Sync, and with Strict a name (a created file, a rename, a removal,
 //     a new directory) survives only if its directory was synced after it.
-//     SetCapacity makes it a small disk that fails writes with ENOSPC.
+//     SetCapacity makes it a small disk that fails writes with ENOSPC;
+//     SetSyncFSNoop makes its SyncFS sync nothing, as syncfs(2) on a file
+//     system without sync_fs (FUSE, some network file systems).
 //   - Faulty wraps another FS and fails chosen calls with chosen errors
 //     (ENOSPC, EIO, ...): named failpoints at every write and sync boundary,
 //     so a test can walk every boundary of a scenario and fail each in turn.
