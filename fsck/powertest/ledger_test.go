@@ -87,6 +87,18 @@ func (l *ledger) violations() int {
 	return n
 }
 
+// byKind is one line: every kind with its count.
+func (l *ledger) byKind() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := make([]string, 0, len(l.viol))
+	for k, n := range l.viol {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(kinds)
+	return strings.Join(kinds, ", ")
+}
+
 // summary lists the violations by kind, then their details.
 func (l *ledger) summary() string {
 	l.mu.Lock()

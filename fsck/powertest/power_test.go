@@ -152,6 +152,7 @@ func TestPowerLoss(t *testing.T) {
 	t.Logf("seed %d: %d cuts (%d during recovery) in %v; %d pushes answered (%d messages, %d duplicate answers), %d lost answers re-sent, %d acks, %d nacks, %d to the DLQ, %d transactions; %d deliveries (%d of acked messages before their ack's answer); %d drains of %d messages checking %d promises; fsck exits %v, findings %s",
 		seed, fig.cuts, fig.recoveryCuts, time.Since(started).Round(time.Millisecond), led.pushes, led.pushedMsgs, led.dupAnswers, fig.resent,
 		led.acks, led.nacks, led.dlqs, led.txs, led.deliveries, led.redeliveries, fig.drains, fig.drained, fig.checked, fig.fsck, strings.Join(kinds, " "))
+	t.Logf("seed %d: violations by kind: [%s]", seed, led.byKind())
 	if n := led.violations(); n > 0 {
 		t.Errorf("POWER_SEED=%d: %d violation(s) by kind:\n%s", seed, n, led.summary())
 	}
