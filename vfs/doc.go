@@ -22,6 +22,17 @@
 //
 // It must not know about any format: bytes in, bytes out.
 //
+// # Which file systems keep the promise
+//
+// ProbeSync checks at start-up that a directory's file system syncs at all
+// (one without fsync answers EINVAL or ENOTSUP). SyncFSTrusted says whether
+// one syncfs(2) may stand in for an fdatasync per file: only on ext4, xfs and
+// btrfs (statfs f_type), whose sync_fs writes back and commits everything,
+// and on Linux 5.8 or later, which reports writeback errors from syncfs. On
+// others (FUSE without sync_fs, some network file systems) syncfs returns 0
+// having synced nothing, so comb syncs each file by its own descriptor
+// unless told otherwise (issue 21).
+//
 // # Durability vocabulary
 //
 // A write is durable once a Sync of its file returned nil after it; a new

@@ -24,6 +24,7 @@ type Mem struct {
 	cutMu sync.RWMutex
 	// syncFSNoop makes SyncFS a no-op (SetSyncFSNoop); under mu.
 	syncFSNoop bool
+	fsType     int64 // SetFSType; under mu
 
 	// capMu guards the capacity accounting; a leaf lock (taken under a
 	// node's lock by writes).
@@ -151,7 +152,7 @@ func (m *Mem) Crash(keepMapped bool) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMem()
-	out.strict, out.syncFSNoop = m.strict, m.syncFSNoop
+	out.strict, out.syncFSNoop, out.fsType = m.strict, m.syncFSNoop, m.fsType
 	files, dirs := m.files, m.dirs
 	if m.strict {
 		files, dirs = m.durableFiles, m.durableDirs

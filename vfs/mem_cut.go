@@ -41,7 +41,7 @@ func (m *Mem) PowerCut(seed uint64) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMem()
-	out.strict, out.syncFSNoop = m.strict, m.syncFSNoop
+	out.strict, out.syncFSNoop, out.fsType = m.strict, m.syncFSNoop, m.fsType
 
 	files, dirs := m.cutNamesLocked(r)
 	names := make([]string, 0, len(files))
