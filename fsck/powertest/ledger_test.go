@@ -51,7 +51,7 @@ type ledger struct {
 	nextPend uint64
 	acked    map[string]uint64 // txid → clock of its first successful ack (completed or dlq) for the work group
 	dlq      map[string]bool   // txid → answered moved to the DLQ
-	missing  map[string]bool   // txids already reported missing
+	reported map[string]bool   // violations already counted (kind and txid), each counted once
 	viol     map[string]int
 	details  []string
 
@@ -60,7 +60,7 @@ type ledger struct {
 
 func newLedger() *ledger {
 	return &ledger{payload: map[string]string{}, sentRun: map[string]int{}, promised: map[string]stored{},
-		pending: map[uint64][]broker.PushItem{}, acked: map[string]uint64{}, dlq: map[string]bool{}, missing: map[string]bool{}, viol: map[string]int{}}
+		pending: map[uint64][]broker.PushItem{}, acked: map[string]uint64{}, dlq: map[string]bool{}, reported: map[string]bool{}, viol: map[string]int{}}
 }
 
 // violate counts a violation of kind and keeps its detail (the first 300).
@@ -85,6 +85,22 @@ func (l *ledger) violations() int {
 		n += c
 	}
 	return n
+}
+
+// once reports whether key is new (and remembers it): a damage found again
+// by every later check is one violation.
+func (l *ledger) once(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.onceLocked(key)
+}
+
+func (l *ledger) onceLocked(key string) bool {
+	if l.reported[key] {
+		return false
+	}
+	l.reported[key] = true
+	return true
 }
 
 // byKind is one line: every kind with its count.

@@ -55,7 +55,7 @@ func verify(t *testing.T, b *broker.Broker, led *ledger, seed uint64, run int, s
 		led.mu.Lock()
 		for _, m := range res.Messages {
 			fig.drained++
-			if seen[m.TransactionID]++; seen[m.TransactionID] == 2 {
+			if seen[m.TransactionID]++; seen[m.TransactionID] == 2 && led.onceLocked("twice "+m.TransactionID) {
 				led.violateLocked(vTwice, "%s: %s (%s) in partition %s at offset %d again", at, m.TransactionID, m.ID, m.Partition, m.Offset)
 			}
 			if _, ok := led.payload[m.TransactionID]; !ok {
@@ -77,8 +77,7 @@ func verify(t *testing.T, b *broker.Broker, led *ledger, seed uint64, run int, s
 			continue // stored before the last run: the full drains check it
 		}
 		fig.checked++
-		if seen[tx] == 0 && !led.missing[tx] {
-			led.missing[tx] = true // counted once, however many drains miss it
+		if seen[tx] == 0 && led.onceLocked("missing "+tx) { // once, however many drains miss it
 			kind := vMissing
 			if s.duplicate && !s.queued {
 				kind = vMissingDupOnly
@@ -102,12 +101,12 @@ func verify(t *testing.T, b *broker.Broker, led *ledger, seed uint64, run int, s
 	}
 	inDLQ := map[string]int{}
 	for _, e := range entries {
-		if inDLQ[e.TransactionID]++; inDLQ[e.TransactionID] == 2 {
-			led.violate(vDLQTwice, "%s: %s (%s)", at, e.TransactionID, e.ID)
+		if inDLQ[e.TransactionID]++; inDLQ[e.TransactionID] == 2 && led.once("dlq2 "+e.TransactionID) {
+			led.violate(vDLQTwice, "%s: %s (%s), failed at %d and earlier", at, e.TransactionID, e.ID, e.FailedAtMicros)
 		}
 	}
 	for _, tx := range dlq {
-		if inDLQ[tx] == 0 {
+		if inDLQ[tx] == 0 && led.once("dlq0 "+tx) {
 			led.violate(vDLQMissing, "%s: %s", at, tx)
 		}
 	}
