@@ -300,6 +300,11 @@ func (b *Broker) writeSyncedSummaries(parts []*partition, nexts []uint64, queues
 	sums := make(map[[16]byte]segment.Summary, len(parts)+len(queues))
 	for i, p := range parts {
 		if p.isDamaged() {
+			// What was synced stays recorded: the next start must find the
+			// damage again, not cut it as a torn tail.
+			if s, ok := damagedSummary(p); ok {
+				sums[p.id] = s
+			}
 			continue
 		}
 		s, ok := b.partitionSummary(p)

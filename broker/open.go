@@ -149,7 +149,9 @@ func (b *Broker) open() error {
 	b.committer = segment.NewCommitter(segment.SyncNever, 0)
 	b.committer.SetSyncFS(b.cfg.FlushSyncFS)
 	b.committer.OnSync(b.syncHist.observe)
-	if err := b.openDLQsForReplay(); err != nil {
+	err = b.openDLQsForReplay()
+	b.summaries = nil
+	if err != nil {
 		return err
 	}
 	if err := b.openNotes(); err != nil { // before the replay: it replays Note entries

@@ -197,15 +197,9 @@ func (l *Log) Start(a Applier) error {
 	conf.LocalID = raft.ServerID(l.cfg.NodeID)
 	conf.Logger = l.logger
 	conf.BatchApplyCh = true // a burst of appends is enqueued without waiting for the leader loop
-	if l.cfg.HeartbeatTimeout > 0 {
-		conf.HeartbeatTimeout = l.cfg.HeartbeatTimeout
-	}
-	if l.cfg.ElectionTimeout > 0 {
-		conf.ElectionTimeout = l.cfg.ElectionTimeout
-	}
-	if l.cfg.LeaderLeaseTimeout > 0 {
-		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
-	}
+	conf.HeartbeatTimeout = orDefault(l.cfg.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	conf.ElectionTimeout = orDefault(l.cfg.ElectionTimeout, DefaultElectionTimeout)
+	conf.LeaderLeaseTimeout = min(orDefault(l.cfg.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout), conf.HeartbeatTimeout)
 	if l.cfg.TrailingLogs > 0 {
 		conf.TrailingLogs = l.cfg.TrailingLogs
 	}
@@ -536,3 +530,10 @@ func (l *Log) readNewestMarker() error {
 
 // markStale closes Stale (once).
 func (l *Log) markStale() { l.staleOnce.Do(func() { close(l.stale) }) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -119,6 +119,18 @@ func newPass() *pass { return &pass{done: make(chan struct{})} }
 // or syncfs").
 const syncWorkers = 16
 
+// logsPerWorker is how many logs of a pass each fdatasync worker gets at
+// least: a pass of a few dozen logs costs ~0.5 ms per log serial on the
+// project machine, so a small pass (the usual one: the logs written in the
+// last flush interval) syncs one log at a time and keeps the parallel workers
+// for the passes where they pay (100 logs: 4 workers, 512 and more: 16).
+const logsPerWorker = 32
+
+// passWorkers is how many workers sync n logs, at most max.
+func passWorkers(max, n int) int {
+	return min(max, (n+logsPerWorker-1)/logsPerWorker)
+}
+
 // directSyncs bounds the SyncAlways Commits that fdatasync their own log at
 // the same time; more join the shared pass. 16 parallel fdatasyncs already
 // reach the device's ceiling on the project machine (32 gave +3 % at 1.6× the
@@ -365,7 +377,7 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 	}
 	close(work)
 	var wg sync.WaitGroup
-	for range min(c.workers, len(logs)) {
+	for range passWorkers(c.workers, len(logs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

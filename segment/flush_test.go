@@ -279,3 +279,11 @@ func TestMarkDuringFlush(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// TestPassWorkersScaleWithThePass: a small pass syncs one log at a time, a
+// large one keeps syncWorkers fdatasyncs in flight.
+func TestPassWorkersScaleWithThePass(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{0, 0}, {1, 1}, {24, 1}, {32, 1}, {33, 2}, {100, 4}, {512, 16}, {10000, 16}} {
+		require.Equal(t, c.want, passWorkers(syncWorkers, c.n), "%d logs", c.n)
+	}
+}

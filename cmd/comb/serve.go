@@ -18,6 +18,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/replica"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/ui"
 )
@@ -125,6 +126,9 @@ func runServe(args []string) int {
 		return 2
 	}
 	log := newLogger(level)
+	if clustered {
+		clCfg.Logger = replica.NewHCLogger(log) // raft's lines in comb's format and level (issue 22)
+	}
 	sec, err := secFlags.build(log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "comb serve:", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
@@ -22,6 +23,7 @@ var clusterEnv = [][2]string{
 	{"initial-cluster", "COMB_INITIAL_CLUSTER"},
 	{"initial-cluster-state", "COMB_INITIAL_CLUSTER_STATE"},
 	{"peer-ca", "COMB_PEER_CA"},
+	{"election-timeout", "COMB_ELECTION_TIMEOUT"},
 }
 
 // clusterFlags are the flags of a replicated comb (issue 15, docs/replication.md), in etcd's
@@ -29,6 +31,7 @@ var clusterEnv = [][2]string{
 type clusterFlags struct {
 	nodeID, raftAddr, initialCluster, clusterState *string
 	peerCA                                         *string
+	electionTimeout                                unitDuration
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -36,6 +39,8 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	c.raftAddr = fs.String("raft-addr", "", "host:port raft listens on and other nodes reach it at, e.g. 127.0.0.1:7001 (env COMB_RAFT_ADDR)")
 	c.initialCluster = fs.String("initial-cluster", "", "the voting members when the cluster is first started, e.g. n1=127.0.0.1:7001,n2=127.0.0.1:7002,n3=127.0.0.1:7003; ignored once this node has raft state (env COMB_INITIAL_CLUSTER)")
 	c.peerCA = fs.String("peer-ca", "", "with --tls-cert on a cluster: PEM file of the CA(s) the other nodes' certificates chain to, trusted when a follower forwards to the leader; empty = the system's roots (env COMB_PEER_CA)")
+	c.electionTimeout = millis(replica.DefaultHeartbeatTimeout)
+	fs.Var(&c.electionTimeout, "election-timeout", "how long a follower waits without word from the leader before it starts an election (ms or a duration; raft's heartbeat and election timeout and the leader lease, the leader heartbeats 10 times in it); raise it on slow or loaded networks (env COMB_ELECTION_TIMEOUT)")
 	c.clusterState = fs.String("initial-cluster-state", "new", "new: this node is one of the members that start the cluster; existing: it joins a running cluster, whose leader adds it (POST /api/v1/cluster/members) and sends it the state (env COMB_INITIAL_CLUSTER_STATE)")
 }
 
@@ -62,6 +67,11 @@ func (c *clusterFlags) config(dataDir, httpAddr string) (cfg replica.Config, ok 
 	}
 	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, "raft"), Cluster: peers,
 		Join: *c.clusterState == "existing"}
+	if et := c.electionTimeout.d; et < 20*time.Millisecond || et > time.Minute {
+		return replica.Config{}, false, fmt.Errorf("--election-timeout %s: want 20ms to 1m (default %s)", et, replica.DefaultHeartbeatTimeout)
+	} else {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = et, et, et
+	}
 	if err := cfg.Validate(); err != nil {
 		return replica.Config{}, false, err
 	}
