@@ -27,5 +27,6 @@
 // the same workload choices, cut delays and cut outcomes, though goroutine
 // interleavings differ), POWER_PARTITIONS (default 32, so flush passes see
 // at least 8 dirty logs), POWER_MAX_RUN_MS (longest run before a cut, default
-// 600), POWER_SYNCFS=real (SyncFS syncs, to compare).
+// 600), POWER_MAX_OPEN_FILES (the broker's handle budget, default 48: logs are
+// released and loaded again; -1 = no bound), POWER_SYNCFS=real (SyncFS syncs, to compare).
 package powertest

@@ -23,6 +23,16 @@ import (
 
 const dataDir = "/data"
 
+// maxOpenFiles is the broker's handle budget (POWER_MAX_OPEN_FILES, default
+// 48): fewer than the partitions' files, so logs are released with unsynced
+// appends and loaded again; -1 = no bound.
+var maxOpenFiles = func() int {
+	if v, err := strconv.Atoi(os.Getenv("POWER_MAX_OPEN_FILES")); err == nil && v != 0 {
+		return v
+	}
+	return 48
+}()
+
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
 		return v
@@ -164,7 +174,7 @@ func open(disk *vfs.Mem) (*broker.Broker, *vfs.Faulty, error) {
 	live := vfs.NewFaulty(disk)
 	b, err := broker.Open(broker.Config{DataDir: dataDir, FS: live, Sync: "always", Logger: zerolog.Nop(),
 		FlushInterval: 20 * time.Millisecond, CommitLogFileBytes: 256 << 10, MaxSegmentFileSize: 32 << 10,
-		MaxOpenFiles: 48, CheckpointInterval: time.Millisecond})
+		MaxOpenFiles: maxOpenFiles, CheckpointInterval: time.Millisecond})
 	return b, live, err
 }
 
