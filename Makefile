@@ -15,7 +15,7 @@ GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo tr
 LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
 GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
-.PHONY: build run test test-cluster-http test-ui screenshot bench fuzz crashtest clustertest bench-all bench-compare vet
+.PHONY: build run test test-cluster-http test-ui screenshot bench fuzz crashtest powertest clustertest bench-all bench-compare vet
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
@@ -66,6 +66,12 @@ fuzz:
 # Kill -9 crash harness (build tag `crash`): CRASH_KILLS sets the number of kills.
 crashtest:
 	$(GO) test -tags crash -count=1 -timeout 30m -run Crash ./...
+
+# Power-loss harness (issue 21, fsck/powertest/): the broker in-process on vfs.Mem, cut with
+# Mem.PowerCut POWER_CUTS times (`make test` runs it with 3). POWER_SEED reruns one seed.
+POWER_CUTS ?= 100
+powertest:
+	POWER_CUTS=$(POWER_CUTS) $(GO) test -count=1 -timeout 30m -run PowerLoss -v ./fsck/powertest/
 
 # Fault harness of a 3-node replicated cluster (build tag `cluster`, replica/clustertest/):
 # CLUSTER_FAULTS sets the number of kill -9 / SIGSTOP / restart faults (default 50).

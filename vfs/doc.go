@@ -9,6 +9,10 @@
 //     come back with after a power loss: every file holds the bytes of its
 //     last Sync, and with Strict a name (a created file, a rename, a removal,
 //     a new directory) survives only if its directory was synced after it.
+//     PowerCut (mem_cut.go) is the stricter loss a live twin can take at any
+//     instant: besides what was synced it keeps a seeded choice of what was
+//     not (pages of unsynced writes, whole or torn, unsynced size changes,
+//     a prefix of the unsynced name changes), as Linux may.
 //     SetCapacity makes it a small disk that fails writes with ENOSPC;
 //     SetSyncFSNoop makes its SyncFS sync nothing, as syncfs(2) on a file
 //     system without sync_fs (FUSE, some network file systems).

@@ -19,6 +19,9 @@ import (
 type Mem struct {
 	mu     sync.Mutex // the namespace; taken before any node's lock
 	strict bool
+	// cutMu makes a power cut (Crash, PowerCut) one instant: data calls
+	// (writes, syncs, truncates) hold it shared, a cut holds it alone.
+	cutMu sync.RWMutex
 	// syncFSNoop makes SyncFS a no-op (SetSyncFSNoop); under mu.
 	syncFSNoop bool
 	fsType     int64 // SetFSType; under mu
@@ -35,6 +38,43 @@ type Mem struct {
 	durableFiles map[string]*memNode
 	durableDirs  map[string]bool
 	locks        map[string]bool
+	// pend holds, by directory, the name changes made since its last
+	// SyncDir (strict only), in order: a journaling file system may have
+	// committed any prefix of them by itself (PowerCut).
+	pend map[string][]nsOp
+	seq  uint64 // numbers the nsOps
+}
+
+// nsOp is one change to a directory entry: name now refers to node (a file),
+// to a directory (dir), or to nothing (gone).
+type nsOp struct {
+	seq  uint64
+	name string
+	node *memNode
+	dir  bool
+	gone bool
+}
+
+// noteLocked records a name change of a strict twin (under m.mu).
+func (m *Mem) noteLocked(name string, node *memNode, dir, gone bool) {
+	if !m.strict {
+		return
+	}
+	m.seq++
+	m.noteAtLocked(m.seq, name, node, dir, gone)
+}
+
+// noteAtLocked records a change as part of change seq: a rename's two halves
+// share one, so no cut keeps one without the other.
+func (m *Mem) noteAtLocked(seq uint64, name string, node *memNode, dir, gone bool) {
+	if !m.strict {
+		return
+	}
+	if m.pend == nil {
+		m.pend = map[string][]nsOp{}
+	}
+	d := filepath.Dir(name)
+	m.pend[d] = append(m.pend[d], nsOp{seq: seq, name: name, node: node, dir: dir, gone: gone})
 }
 
 type memNode struct {
@@ -42,6 +82,10 @@ type memNode struct {
 	data    []byte
 	durable []byte
 	mapped  bool
+	// back is a mapped file's contents as of its last Map: pages the
+	// kernel may have written back. A cut never reads data of a mapped
+	// file, which the broker writes through its view without any lock.
+	back []byte
 }
 
 // NewMem returns an empty lenient twin: names are durable as soon as they are
@@ -97,7 +141,14 @@ func (m *Mem) Used() int64 {
 // current contents when keepMapped (their pages may have been written back
 // at any time) and come back empty otherwise. In a strict twin only durable
 // names survive.
+//
+// It is one instant even while other goroutines write (no write, sync or
+// name change is half in it), but keepMapped reads mapped files' current
+// bytes, which their users write without locks: use it on a quiescent twin.
+// PowerCut is the stricter outcome for a live one.
 func (m *Mem) Crash(keepMapped bool) *Mem {
+	m.cutMu.Lock()
+	defer m.cutMu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMem()
@@ -176,6 +227,7 @@ func (m *Mem) SetBytes(name string, b []byte) {
 	m.capMu.Unlock()
 	m.files[name] = n
 	m.durableFiles[name] = n
+	m.noteLocked(name, n, false, false) // no older pending change of name outlives it
 }
 
 func (m *Mem) mkdirAllLocked(dir string, durable bool) {
@@ -183,6 +235,8 @@ func (m *Mem) mkdirAllLocked(dir string, durable bool) {
 		m.dirs[d] = true
 		if durable || !m.strict {
 			m.durableDirs[d] = true
+		} else {
+			m.noteLocked(d, nil, true, false)
 		}
 		if d == filepath.Dir(d) {
 			break
@@ -220,6 +274,7 @@ func (m *Mem) OpenFile(name string, flag int) (File, error) {
 		}
 		n = &memNode{}
 		m.files[name] = n
+		m.noteLocked(name, n, false, false)
 	}
 	m.mu.Unlock()
 	h := &memHandle{m: m, n: n, name: name, flag: flag}
@@ -307,6 +362,7 @@ func (m *Mem) Remove(name string) error {
 		if !m.strict {
 			delete(m.durableFiles, name)
 		}
+		m.noteLocked(name, nil, false, true)
 		return nil
 	}
 	if m.dirs[name] {
@@ -324,6 +380,7 @@ func (m *Mem) Remove(name string) error {
 		if !m.strict {
 			delete(m.durableDirs, name)
 		}
+		m.noteLocked(name, nil, true, true)
 	}
 	return nil
 }
@@ -342,6 +399,7 @@ func (m *Mem) RemoveAll(name string) error {
 			if !m.strict {
 				delete(m.durableFiles, p)
 			}
+			m.noteLocked(p, nil, false, true)
 		}
 	}
 	for d := range m.dirs {
@@ -350,6 +408,7 @@ func (m *Mem) RemoveAll(name string) error {
 			if !m.strict {
 				delete(m.durableDirs, d)
 			}
+			m.noteLocked(d, nil, true, true)
 		}
 	}
 	return nil
@@ -377,6 +436,8 @@ func (m *Mem) Rename(oldname, newname string) error {
 		m.durableFiles[newname] = n
 		delete(m.durableFiles, oldname)
 	}
+	m.noteLocked(newname, n, false, false)
+	m.noteAtLocked(m.seq, oldname, nil, false, true)
 	return nil
 }
 
@@ -388,6 +449,7 @@ func (m *Mem) SyncDir(dir string) error {
 	if !m.dirs[dir] {
 		return &fs.PathError{Op: "open", Path: dir, Err: fs.ErrNotExist}
 	}
+	delete(m.pend, dir)
 	for name := range m.durableFiles {
 		if filepath.Dir(name) == dir && m.files[name] == nil {
 			delete(m.durableFiles, name)
@@ -419,9 +481,12 @@ func (m *Mem) SyncFS(string) error {
 	if m.syncFSNoop {
 		return nil
 	}
+	m.pend = nil
 	for _, n := range m.files {
 		n.mu.Lock()
-		n.durable = append(n.durable[:0], n.data...)
+		if !n.mapped { // a mapped file's bytes are written without locks; cuts use back
+			n.durable = append(n.durable[:0], n.data...)
+		}
 		n.mu.Unlock()
 	}
 	m.durableFiles = make(map[string]*memNode, len(m.files))
@@ -481,6 +546,8 @@ func (h *memHandle) ReadAt(p []byte, off int64) (int, error) {
 // writeAt writes p at off (extending with zeros), charging new bytes to the
 // capacity; a write that does not fit writes what does and fails with ENOSPC.
 func (h *memHandle) writeAt(p []byte, off int64) (int, error) {
+	h.m.cutMu.RLock()
+	defer h.m.cutMu.RUnlock()
 	h.n.mu.Lock()
 	defer h.n.mu.Unlock()
 	end := off + int64(len(p))
@@ -531,6 +598,8 @@ func (h *memHandle) Sync() error {
 	if err := h.check(false); err != nil {
 		return err
 	}
+	h.m.cutMu.RLock()
+	defer h.m.cutMu.RUnlock()
 	h.n.mu.Lock()
 	h.n.durable = append(h.n.durable[:0], h.n.data...)
 	h.n.mu.Unlock()
@@ -541,6 +610,8 @@ func (h *memHandle) Truncate(size int64) error {
 	if err := h.check(true); err != nil {
 		return err
 	}
+	h.m.cutMu.RLock()
+	defer h.m.cutMu.RUnlock()
 	h.n.mu.Lock()
 	defer h.n.mu.Unlock()
 	cur := int64(len(h.n.data))
@@ -596,6 +667,7 @@ func (mm *memMapping) Map(size int64) ([]byte, error) {
 	// A fresh array, so views handed out earlier stop aliasing the file
 	// (they are invalid after Map, as after a real remap).
 	n.data = append([]byte(nil), n.data...)
+	n.back = append(n.back[:0], n.data...)
 	return n.data, nil
 }
 
