@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // Peer is one voting member of the cluster: its node id and raft address.
@@ -118,6 +119,12 @@ type Config struct {
 	StartLSN uint64
 
 	Logger hclog.Logger // nil = warnings and errors to stderr
+
+	// Transport, when set, carries raft's RPCs instead of a TCP transport on
+	// RaftAddr (which then only names this node to the others): tests pass
+	// raft's InmemTransport to cut links between nodes without a network.
+	// Close closes it when it has a Close method.
+	Transport raft.Transport
 }
 
 // Validate checks the required fields and that Cluster names this node at RaftAddr.

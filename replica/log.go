@@ -98,8 +98,8 @@ type Log struct {
 	// same process would wait on it forever).
 	meta  *metadb.BoltMetaDB
 	snaps *raft.FileSnapshotStore
-	trans *raft.NetworkTransport
-	r     *raft.Raft // nil until Start
+	trans raft.Transport // TCP, or Config.Transport
+	r     *raft.Raft     // nil until Start
 	fsm   *fsm
 
 	// mu orders Append: the LSN is assigned and the command enqueued to
@@ -115,6 +115,10 @@ type Log struct {
 
 	// addrs is every node's announced HTTP address (announce.go).
 	addrs httpAddrs
+
+	// last is the future of the newest entry Append proposed in this term
+	// (nil before the first): ReadIndex waits on it (read_index.go).
+	last atomic.Pointer[lastAppend]
 
 	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
@@ -178,7 +182,9 @@ func Open(cfg Config) (*Log, error) {
 	// channel, and the deposed leader's Shutdown waits for them forever (a
 	// SIGSTOPped leader in the fault harness never re-executed; grafana/pyroscope
 	// #5518 found the same). raft's own docs give pipelining little benefit.
-	if l.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
+	if cfg.Transport != nil {
+		l.trans = cfg.Transport
+	} else if l.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
 		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
 	}); err != nil {
 		l.store.Close()
@@ -284,6 +290,7 @@ func (l *Log) watchLeadership() {
 		}
 		l.mu.Lock()
 		if l.r.State() == raft.Leader && !l.closed {
+			l.last.Store(nil) // every entry of an earlier term is applied (the barrier)
 			l.next = l.applied.Load() + 1
 			l.since.Store(elected)
 			l.leaders.Add(1)
@@ -326,6 +333,7 @@ func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
 	}
 	lsn := l.next
 	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
+	l.last.Store(&lastAppend{lsn: lsn, f: f})
 	l.next++
 	wait := func() error {
 		if err := f.Error(); err != nil {
@@ -406,7 +414,10 @@ func (l *Log) Close() error {
 		<-l.done
 		l.stable.close() // a heartbeat's term may still arrive (stable.go)
 	}
-	errs = append(errs, l.trans.Close(), l.store.Close(), l.meta.Close())
+	if c, ok := l.trans.(raft.WithClose); ok {
+		errs = append(errs, c.Close())
+	}
+	errs = append(errs, l.store.Close(), l.meta.Close())
 	return errors.Join(errs...)
 }
 
