@@ -11,8 +11,10 @@ import (
 // given out twice"), derived, not a constant: a deposed leader cut off from
 // the quorum acts as one for at most raft's LeaderLeaseTimeout (500 ms by
 // default), and what it changed in memory meanwhile reaches the log within
-// one checkpoint interval (5 ms) or never. Clock skew between nodes is not
-// covered yet (docs/replication.md, question 2).
+// one checkpoint interval (5 ms) or never. No clock-skew bound is needed:
+// the leases a new leader holds were rebased on its own clock when it
+// applied their checkpoints (cursor.Engine.ApplyCommitted, issue 22), so it
+// never ends one before the old leader's clock would.
 func (b *Broker) fence() time.Duration {
 	return b.cfg.Replicated.LeaderLeaseTimeout() + b.cfg.CheckpointInterval
 }

@@ -81,6 +81,12 @@ func addrOf(n *clusterNode) string {
 
 // startInmemCluster is startClusterWith over an inmemNet.
 func startInmemCluster(t testing.TB, n int, timing raftTiming) ([]*clusterNode, *inmemNet) {
+	return startInmemClusterConf(t, n, timing, nil)
+}
+
+// startInmemClusterConf is startInmemCluster with conf applied to every
+// node's broker Config.
+func startInmemClusterConf(t testing.TB, n int, timing raftTiming, conf func(*Config)) ([]*clusterNode, *inmemNet) {
 	t.Helper()
 	net := newInmemNet()
 	peers := make([]replica.Peer, n)
@@ -90,7 +96,7 @@ func startInmemCluster(t testing.TB, n int, timing raftTiming) ([]*clusterNode, 
 	}
 	nodes := make([]*clusterNode, n)
 	for i, p := range peers {
-		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing, net: net}
+		node := &clusterNode{id: p.ID, dir: t.TempDir(), peers: peers, timing: timing, net: net, conf: conf}
 		node.open(t)
 		nodes[i] = node
 		t.Cleanup(func() { node.close() })
