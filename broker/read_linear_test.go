@@ -137,7 +137,7 @@ func TestReadBarrierWaitsForTheCheckpointOfWhatItSaw(t *testing.T) {
 // barrier's cost is the heartbeat round to a quorum (VerifyLeader); under
 // acks it also waits for their checkpoint.
 func BenchmarkClusterRead(b *testing.B) {
-	nodes := startCluster(b, 3)
+	nodes := startClusterWith(b, 3, raftDefaults) // comb serve's timeouts: no elections under load
 	leader := waitLeader(b, nodes)
 	var items []PushItem
 	for i := range 8 {
