@@ -46,6 +46,33 @@ func BenchmarkPush(b *testing.B) {
 	})
 }
 
+// BenchmarkPushRetried measures Push of 100-message requests with client
+// transactionIds over 16 partitions, every other request a retry of the one
+// before (all duplicates of published messages: the dedup lookup finds
+// each, nothing waits). Sync "never", as BenchmarkPush.
+func BenchmarkPushRetried(b *testing.B) {
+	br := benchBroker(b, "never")
+	var seq, ids atomic.Int64
+	b.SetBytes(100 * 200)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var items []PushItem
+		for i := 0; pb.Next(); i++ {
+			if i%2 == 0 {
+				items = benchItems("bench", 16, 100, &seq)
+				for k := range items {
+					items[k].TransactionID = fmt.Sprintf("t%d", ids.Add(1))
+				}
+			}
+			if _, err := br.Push(items); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // BenchmarkPopAck measures a pop of 100 plus the ack of its last message.
 func BenchmarkPopAck(b *testing.B) {
 	for _, sync := range []string{"never", "always"} {

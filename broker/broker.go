@@ -198,6 +198,16 @@ type partition struct {
 	// claimed are the transaction ids of the spans groups lease here, for
 	// their acks (ack_claimed.go); under mu.
 	claimed []*claimedTxids
+
+	// tail is the ticket of the last commit-log entry that appended to log
+	// (appendLogged), under mu; nil when none did since Open. Once it is
+	// durable, so is every record below log.NextOffset() read in the same
+	// hold of mu: what a duplicate of a not yet published record waits for
+	// (write_durable.go). After an append whose entry failed it is a
+	// failedTicket, which later keeps: whatever puts such a partition back
+	// in service without a restart must reset it once the uncovered
+	// records are cut.
+	tail walTicket
 }
 
 func (q *queue) options() QueueOptions { return q.conf.Load().opts }

@@ -14,8 +14,9 @@
 // # Where a request is served
 //
 //	push         Broker.Push (write_push.go): groupPush → ensurePartitions, createPartitionsLocked
-//	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored),
-//	             appendLogged (segment file + commit-log entry, write_wal.go) → waitGroups →
+//	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored,
+//	             write_durable.go), appendLogged (segment file + commit-log entry, write_wal.go) →
+//	             waitGroups (own entries and what duplicates name) →
 //	             publishOrHold (meta_maint.go) → publish: visible mark, ready sets, wake.Waker.Signal
 //	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
 //	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.take,
@@ -68,7 +69,8 @@
 //
 // # Files: one prefix per path the data travels
 //
-//	write_   a push: partition creation, appends, the commit-log seam (write_wal.go)
+//	write_   a push: partition creation, appends, the commit-log seam (write_wal.go), the rule
+//	         that a duplicate waits for what it names (write_durable.go)
 //	read_    a pop: candidate selection (the ready set), claims, first contact, long-poll
 //	ack_     (and ack.go) what moves a group's cursor after a pop: acks, the DLQ they write, lease
 //	         extension, seeks and group deletion
@@ -148,7 +150,11 @@
 // # Durability
 //
 // Push answers after its commit-log entries are durable; only then are the
-// messages visible to pops (partition.visible). Pop, ack, extend and seek
+// messages visible to pops (partition.visible). An item answered
+// `duplicate` waits for the record it names to be durable: every dedup
+// lookup (push, transaction, a stream cycle's sink push) is findStored
+// (write_durable.go), which hands back the partition's tail ticket when a
+// hit is not yet published. Pop, ack, extend and seek
 // answer after cursor.Engine.Wait, i.e. after the checkpoint holding their
 // change is durable. DLQ entries are durable before the cursor passes their
 // message. A transaction's commit point is its durable Tx entry (see

@@ -83,6 +83,8 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 		if err := b.txCommit(t); err != nil {
 			return t.res, err
 		}
+	} else if err := b.txWaitDuplicates(t); err != nil {
+		return t.res, err
 	}
 	t.res.Success = true
 	t.res.Results = t.results
@@ -103,7 +105,11 @@ type txRun struct {
 	rec      redoRecord   // the commit-log entry being built
 	sets     []txStateSet // the states the entry changes, set after the commit point
 	pubs     []published  // partitions to publish once unlocked
-	releases []partKeyed  // leases released, for the ready structures once unlocked
+	// dupWait is what the push duplicates' answers wait for (findStored;
+	// nil = nothing), dupPubs what they name, published with pubs.
+	dupWait  walTicket
+	dupPubs  []published
+	releases []partKeyed // leases released, for the ready structures once unlocked
 }
 
 // txStateSet is one (partition, group) state a transaction changes.
@@ -227,7 +233,7 @@ func (b *Broker) txStagePushes(t *txRun) error {
 		p, it := t.opPart[i], &t.ops[i].Push
 		r := TxOpResult{Index: i, Type: "push", Success: true, PartitionID: p.idStr, QueueName: p.q.name, TransactionID: it.TransactionID}
 		if it.TransactionID != "" {
-			msgID, dup, err := b.txStoredID(p, it.TransactionID, seen[p])
+			msgID, dup, err := b.txStoredID(t, p, it.TransactionID, seen[p])
 			if err != nil {
 				return err
 			}
@@ -271,19 +277,41 @@ func (b *Broker) txStagePushes(t *txRun) error {
 }
 
 // txStoredID looks txid up among the ids this transaction already gave p
-// (seen) and then in p's log: a hit is the message id of the duplicate.
-func (b *Broker) txStoredID(p *partition, txid string, seen map[string]string) (string, bool, error) {
+// (seen) and then in p's log: a hit is the message id of the duplicate. A
+// hit in the log adds what its answer waits for to t (findStored).
+func (b *Broker) txStoredID(t *txRun, p *partition, txid string, seen map[string]string) (string, bool, error) {
 	if id, dup := seen[txid]; dup {
 		return id, true, nil
 	}
-	_, id, ok, err := p.log.FindTransaction(txid)
+	st, wait, err := b.findStoredOne(p, txid)
 	if err != nil {
-		return "", false, b.storageErr(p, fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err))
+		return "", false, b.storageErr(p, err)
 	}
-	if ok {
-		return uuidString(id), true, nil
+	if !st.ok {
+		return "", false, nil
 	}
-	return "", false, nil
+	if wait != nil {
+		t.dupWait = later(t.dupWait, wait)
+		t.dupPubs = append(t.dupPubs, published{p, st.off + 1, t.now})
+	}
+	return uuidString(st.id), true, nil
+}
+
+// txWaitDuplicates waits until the records the transaction's duplicates name
+// are durable (write_durable.go): before the commit point, so that a record
+// no entry will cover (findStored's failedTicket) fails the transaction
+// while nothing of it is committed. What they name is published with the
+// transaction's pushes. Nothing to wait for is the common case: a retried
+// transaction whose first try was answered.
+func (b *Broker) txWaitDuplicates(t *txRun) error {
+	if t.dupWait == nil {
+		return nil
+	}
+	if err := t.dupWait.Wait(); err != nil {
+		return fmt.Errorf("broker: commit log: %w", err)
+	}
+	t.pubs = append(t.pubs, t.dupPubs...)
+	return nil
 }
 
 // txStageAcks computes the ack outcomes on copies of the states (spec 5.2)
@@ -335,13 +363,17 @@ func (b *Broker) txStageAck(t *txRun, k txAckKey, acks []lease.Ack) (int, string
 	return -1, "", nil
 }
 
-// txCommit appends the transaction's entry and waits until it is durable:
-// the commit point. Then it sets and checkpoints the new states and appends
+// txCommit waits for what its duplicates name (txWaitDuplicates), appends
+// the transaction's entry and waits until it is durable: the commit point.
+// Then it sets and checkpoints the new states and appends
 // the pushes and DLQ entries. Until those effects are applied and
 // checkpointed the entry is their only durable trace, so the flush pass keeps
 // it (txInflight); a failure after the commit point keeps it until a restart
 // finishes the transaction (open_recover.go).
 func (b *Broker) txCommit(t *txRun) error {
+	if err := b.txWaitDuplicates(t); err != nil {
+		return err
+	}
 	tk, err := b.appendInflight(walTx, t.rec.encode())
 	if errors.Is(err, commitlog.ErrTooLarge) {
 		return BadRequest("transaction too large: " + err.Error())
@@ -372,9 +404,11 @@ func (b *Broker) txCommit(t *txRun) error {
 	if err := b.cur.Wait(); err != nil {
 		return b.closedErr(err)
 	}
-	if t.pubs, err = b.applyRedoAppends(&t.rec, false); err != nil {
+	pubs, err := b.applyRedoAppends(&t.rec, false)
+	if err != nil {
 		return err
 	}
+	t.pubs = append(t.pubs, pubs...)
 	b.txApplied(lsn)
 	return nil
 }

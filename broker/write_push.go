@@ -19,6 +19,10 @@ type pushGroup struct {
 	next   uint64 // offset after the last appended
 	ts     int64
 	ticket walTicket // its commit-log entry (nil = nothing appended)
+	// dupWait is what its duplicates' answers wait for (findStored; nil =
+	// nothing), dupNext the offset after the last record they name.
+	dupWait walTicket
+	dupNext uint64
 }
 
 // entryBufs recycles the buffers a push builds its commit-log entries in (partition id +
@@ -39,8 +43,10 @@ const maxPooledEntry = 1 << 20
 // and to the commit log; Push returns only after its commit-log entries are
 // durable (with Sync "always" the messages survive a crash: one fdatasync
 // shared by every request of the group), and only then are the messages
-// visible to pops and parked long-polls woken. The partition files are
-// synced later by the flush pass (flush.go).
+// visible to pops and parked long-polls woken. A `duplicate` of a record
+// whose own push is still waiting for its commit waits for that commit too
+// (write_durable.go, issue 21). The partition files are synced later by the
+// flush pass (flush.go).
 //
 // While push maintenance is on (meta_maint.go, spec 1.8) the messages are
 // stored and synced the same way but stay hidden from pops, and their items
@@ -87,7 +93,11 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 	for _, g := range groups {
 		n += uint64(len(g.recs))
 		g.p.q.an.Ingested(len(g.recs))
-		held, err := b.publishOrHold(g.p, g.next, g.ts)
+		next := max(g.next, g.dupNext)
+		if next == 0 {
+			continue // only duplicates of published records: nothing new to show
+		}
+		held, err := b.publishOrHold(g.p, next, g.ts)
 		if held {
 			markBuffered(g, items, results)
 		}
@@ -172,7 +182,8 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err := p.damagedErr(); err != nil {
 		return err
 	}
-	stored, hashes, err := b.findStored(p, g.idxs, items, results)
+	txids, hashes := groupTxids(g.idxs, items, results)
+	stored, wait, err := b.findStored(p, txids, hashes)
 	if err != nil {
 		return b.storageErr(p, err)
 	}
@@ -190,6 +201,9 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 			}
 			if stored != nil && stored[k].ok {
 				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(stored[k].id)
+				if wait != nil {
+					g.dupWait, g.dupNext = wait, max(g.dupNext, stored[k].off+1)
+				}
 				continue
 			}
 		}
@@ -232,8 +246,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	// request that read the clock later appended first.
 	g.ts = max(ts, p.log.LastTimestamp())
 	if len(g.recs) == 0 {
-		g.next = p.log.NextOffset() // duplicates wait for the same commit as their original
-		return nil
+		return nil // duplicates only: they wait for dupWait (findStored)
 	}
 	bp := entryBufs.Get().(*[]byte)
 	first, err := b.appendLogged(p, g.ts, g.recs, bp, &g.ticket)
@@ -268,33 +281,30 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 	if err != nil && b.cfg.Replicated != nil && (retryable(err) || b.isStale()) {
 		// Leadership lost since enterWrite: the node is stale and restarts, which cuts the
 		// segment (it is past the partition's committed offset, follow_commit.go); nothing
-		// is published, so the partition stays in service meanwhile.
-		return 0, fmt.Errorf("broker: queue %s partition %s: %w", p.q.name, p.name, err)
+		// is published, so the partition stays in service meanwhile, and
+		// a duplicate of the segment fails as this push does.
+		err = fmt.Errorf("broker: queue %s partition %s: %w", p.q.name, p.name, err)
+		p.tail = failedTicket{err}
+		return 0, err
 	}
 	if err != nil {
+		p.tail = failedTicket{fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)}
 		b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
 			Reason: "appended while the commit log had no space for its entry (" + err.Error() + "); restart the server to cut it"})
 		return 0, fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
 	}
 	*ticket = t
+	p.tail = later(p.tail, t)
 	b.committer.Mark(p.log)
 	return first, nil
 }
 
 var nullJSON = []byte("null")
 
-// storedTx is a transactionId already in the partition's log, with its message id.
-type storedTx struct {
-	id [16]byte
-	ok bool
-}
-
-// findStored looks up the transactionIds of one partition's items in its dedup index with one
-// call (one lock, overlapping cache misses, one read to verify a whole retried batch), instead
-// of one FindTransaction per item. stored[k] answers items[idxs[k]]; nil when none is stored.
-// hashes[k] is the hash of that id (index.HashTxn, 0 for none), which the append reuses.
-// The caller holds p.mu, so nothing is appended between the lookup and its use.
-func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results []PushResult) ([]storedTx, []uint64, error) {
+// groupTxids are the transactionIds of one partition's items for findStored
+// (txids[k] of items[idxs[k]], "" for a failed item or none sent) and their
+// hashes, which the append reuses (index.HashTxn, 0 for none).
+func groupTxids(idxs []int, items []PushItem, results []PushResult) ([]string, []uint64) {
 	txids := make([]string, len(idxs))
 	hashes := make([]uint64, len(idxs))
 	for k, i := range idxs {
@@ -303,25 +313,16 @@ func (b *Broker) findStored(p *partition, idxs []int, items []PushItem, results 
 			hashes[k] = index.HashTxn(txids[k])
 		}
 	}
-	var stored []storedTx
-	err := p.log.FindTransactionsHashed(txids, hashes, func(k int, _ uint64, id [16]byte) {
-		if stored == nil {
-			stored = make([]storedTx, len(idxs))
-		}
-		stored[k] = storedTx{id: id, ok: true}
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
-	}
-	return stored, hashes, nil
+	return txids, hashes
 }
 
-// waitGroups waits until the commit-log entries of every group are durable:
-// one wait, for the last of them (entries become durable in order).
+// waitGroups waits until the commit-log entries of every group, and those
+// its duplicates name, are durable: one wait, for the last of them (entries
+// become durable in order).
 func (b *Broker) waitGroups(groups []*pushGroup) error {
-	ts := make([]walTicket, len(groups))
-	for i, g := range groups {
-		ts[i] = g.ticket
+	ts := make([]walTicket, 0, 2*len(groups))
+	for _, g := range groups {
+		ts = append(ts, g.ticket, g.dupWait)
 	}
 	if err := waitLast(ts); err != nil {
 		return fmt.Errorf("broker: commit log: %w", err)

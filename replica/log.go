@@ -98,8 +98,13 @@ type Log struct {
 	// same process would wait on it forever).
 	meta  *metadb.BoltMetaDB
 	snaps *raft.FileSnapshotStore
-	trans raft.Transport // TCP, or Config.Transport
-	r     *raft.Raft     // nil until Start
+	trans raft.Transport // over peers, or Config.Transport
+	// peers is the raft port: TLS and the handshake under raft's transport, and the
+	// listener of forwarded HTTP requests (peer.go). nil with Config.Transport.
+	peers *peerLayer
+	// ident is this node's cluster id (clusterid.go).
+	ident *identity
+	r     *raft.Raft // nil until Start
 	fsm   *fsm
 
 	// mu orders Append: the LSN is assigned and the command enqueued to
@@ -175,6 +180,18 @@ func Open(cfg Config) (*Log, error) {
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
 	}
+	if l.ident, err = loadIdentity(cfg.Dir, cfg.Cluster, cfg.Join); err != nil {
+		l.store.Close()
+		l.meta.Close()
+		return nil, err
+	}
+	if cfg.Transport != nil {
+		// A test's transport: no raft port, no peer layer (nothing to forward over).
+	} else if l.peers, err = listenPeers(cfg.RaftAddr, cfg.PeerTLS, cfg.NodeID, l.ident, logger.Named("peer")); err != nil {
+		l.store.Close()
+		l.meta.Close()
+		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
 	// MaxRPCsInFlight 1: no pipelined replication. raft 1.8.0's pipeline
 	// can deadlock when a follower's answer ends its decoder (a higher term,
 	// a refused append) while the send loop picks one more send: the send
@@ -184,12 +201,10 @@ func Open(cfg Config) (*Log, error) {
 	// #5518 found the same). raft's own docs give pipelining little benefit.
 	if cfg.Transport != nil {
 		l.trans = cfg.Transport
-	} else if l.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
-	}); err != nil {
-		l.store.Close()
-		l.meta.Close()
-		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
+	} else {
+		l.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: l.peers, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
+		})
 	}
 	l.applied.Store(max(cfg.StartLSN, 1) - 1)
 	l.first.Store(max(cfg.StartLSN, 1))
@@ -203,15 +218,9 @@ func (l *Log) Start(a Applier) error {
 	conf.LocalID = raft.ServerID(l.cfg.NodeID)
 	conf.Logger = l.logger
 	conf.BatchApplyCh = true // a burst of appends is enqueued without waiting for the leader loop
-	if l.cfg.HeartbeatTimeout > 0 {
-		conf.HeartbeatTimeout = l.cfg.HeartbeatTimeout
-	}
-	if l.cfg.ElectionTimeout > 0 {
-		conf.ElectionTimeout = l.cfg.ElectionTimeout
-	}
-	if l.cfg.LeaderLeaseTimeout > 0 {
-		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
-	}
+	conf.HeartbeatTimeout = orDefault(l.cfg.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	conf.ElectionTimeout = orDefault(l.cfg.ElectionTimeout, DefaultElectionTimeout)
+	conf.LeaderLeaseTimeout = min(orDefault(l.cfg.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout), conf.HeartbeatTimeout)
 	if l.cfg.TrailingLogs > 0 {
 		conf.TrailingLogs = l.cfg.TrailingLogs
 	}
@@ -296,12 +305,33 @@ func (l *Log) watchLeadership() {
 			l.leaders.Add(1)
 		}
 		l.ready.Store(l.next != 0)
-		announce := l.next != 0 && l.cfg.HTTPAddr != ""
+		ready := l.next != 0
+		announce := ready && l.cfg.HTTPAddr != ""
 		l.mu.Unlock()
 		if announce {
 			l.announce()
 		}
+		if ready {
+			l.proposeClusterID()
+		}
 	}
+}
+
+// proposeClusterID proposes a new cluster id when this ready leader has none: the first
+// leader of a new cluster (or of one made before cluster ids existed). Every node applies it
+// (fsm.Apply) and keeps it; a node that missed it takes it from the first member it
+// connects to (peer.go). Not waited for: a leader that loses its term before the entry
+// commits leaves it to the next one, which finds no id after its barrier either.
+func (l *Log) proposeClusterID() {
+	if l.ident.get().id != "" {
+		return
+	}
+	id, err := newClusterID()
+	if err != nil {
+		l.logger.Error("cannot make a cluster id", "error", err)
+		return
+	}
+	l.r.Apply(encodeClusterID(clusterIDCommand{id: id, hash: l.ident.boot}), 0)
 }
 
 // announce proposes this node's HTTP address, so every node can forward to
@@ -547,3 +577,10 @@ func (l *Log) readNewestMarker() error {
 
 // markStale closes Stale (once).
 func (l *Log) markStale() { l.staleOnce.Do(func() { close(l.stale) }) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

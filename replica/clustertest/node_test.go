@@ -57,8 +57,9 @@ func freeAddrs(n int) ([]string, error) {
 type node struct {
 	id, httpAddr, raftAddr string
 	bin, dataDir, logPath  string
-	cluster                string // --initial-cluster
-	gid                    uint32 // the group id the process runs with (netcut_test.go); 0 = the harness's
+	cluster                string   // --initial-cluster
+	peerFlags              []string // --peer-cert-file, --peer-key-file, --peer-trusted-ca-file
+	gid                    uint32   // the group id the process runs with (netcut_test.go); 0 = the harness's
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
@@ -88,8 +89,9 @@ func (n *node) launch() error {
 	}
 	n.incarnation++
 	fmt.Fprintf(logf, "\n===== harness: start %s incarnation %d at %s\n", n.id, n.incarnation, time.Now().UTC().Format(time.RFC3339Nano))
-	cmd := exec.Command(n.bin, "serve", "--addr", n.httpAddr, "--data-dir", n.dataDir,
-		"--node-id", n.id, "--raft-addr", n.raftAddr, "--initial-cluster", n.cluster)
+	args := append([]string{"serve", "--addr", n.httpAddr, "--data-dir", n.dataDir,
+		"--node-id", n.id, "--raft-addr", n.raftAddr, "--initial-cluster", n.cluster}, n.peerFlags...)
+	cmd := exec.Command(n.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if n.gid != 0 {
 		// Its sockets carry this group id, which the partitions' iptables rules match.
