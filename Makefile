@@ -74,7 +74,8 @@ powertest:
 	POWER_CUTS=$(POWER_CUTS) $(GO) test -count=1 -timeout 30m -run PowerLoss -v ./fsck/powertest/
 
 # Fault harness of a 3-node replicated cluster (build tag `cluster`, replica/clustertest/):
-# CLUSTER_FAULTS sets the number of kill -9 / SIGSTOP / restart faults (default 50).
+# CLUSTER_FAULTS sets the number of kill -9 / SIGSTOP / restart / partition faults (default 50);
+# the partitions need root and iptables (CLUSTER_PARTITIONS=0 leaves them out).
 clustertest:
 	$(GO) test -tags cluster -count=1 -timeout 60m -run Cluster ./replica/clustertest/
 

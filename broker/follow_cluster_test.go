@@ -26,6 +26,7 @@ type clusterNode struct {
 	peers   []replica.Peer
 	timing  raftTiming
 	conf    func(*Config) // nil: the test defaults of open
+	net     *inmemNet     // nil: TCP on loopback; else raft's in-memory transport
 	log     *replica.Log
 	b       *Broker
 }
@@ -88,12 +89,16 @@ func (n *clusterNode) open(t testing.TB) {
 	// installed before the broker opens the directory.
 	_, err := replica.PrepareDataDir(n.dir, filepath.Join(n.dir, "raft"), nil)
 	require.NoError(t, err)
-	l, err := replica.Open(replica.Config{
+	rc := replica.Config{
 		NodeID: n.id, RaftAddr: self.Addr, Dir: filepath.Join(n.dir, "raft"), Cluster: n.peers,
 		HeartbeatTimeout: n.timing.heartbeat, ElectionTimeout: n.timing.election, LeaderLeaseTimeout: n.timing.lease,
 		TrailingLogs: n.timing.trailingLogs, WALSegmentBytes: n.timing.walSegmentBytes,
 		Logger: testRaftLogger(n.id),
-	})
+	}
+	if n.net != nil {
+		rc.Transport = n.net.join(self.Addr)
+	}
+	l, err := replica.Open(rc)
 	require.NoError(t, err)
 	cfg := Config{DataDir: n.dir, Sync: "never", Logger: zerolog.Nop(), WakeTick: time.Millisecond,
 		MaintenanceInterval: -1, Replicated: l}

@@ -14,8 +14,10 @@ const minFence = 500 * time.Millisecond
 // where the configuration needs it: a deposed leader cut off from the quorum
 // acts as one for at most raft's LeaderLeaseTimeout (250 ms by default,
 // replica.DefaultLeaderLeaseTimeout), and what it changed in memory meanwhile
-// reaches the log within one checkpoint interval (5 ms) or never. Clock skew
-// between nodes is not covered yet (docs/replication.md, question 2).
+// reaches the log within one checkpoint interval (5 ms) or never. No
+// clock-skew bound is needed: the leases a new leader holds were rebased on
+// its own clock when it applied their checkpoints (cursor.Engine.ApplyCommitted,
+// issue 22), so it never ends one before the old leader's clock would.
 func (b *Broker) fence() time.Duration {
 	return max(minFence, b.cfg.Replicated.LeaderLeaseTimeout()+b.cfg.CheckpointInterval)
 }

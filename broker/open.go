@@ -120,6 +120,7 @@ func (b *Broker) open() error {
 		CheckpointInterval: b.cfg.CheckpointInterval,
 		NoSync:             b.noSync(),
 		Log:                cursorLog{b},
+		Now:                b.now, // checkpoints carry it; a follower rebases leases on it (issue 22)
 	})
 	if err != nil {
 		return fmt.Errorf("broker: cursor engine: %w", err)

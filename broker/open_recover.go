@@ -84,15 +84,19 @@ func (b *Broker) recover(legacy [][]byte) error {
 // their "before" get their "after"; pushes and DLQ entries missing from
 // their logs (dedup by transactionId and key) are appended. Idempotent.
 func (b *Broker) replayTx(rec *redoRecord) error {
+	replicated := b.cfg.Replicated != nil
 	for _, s := range rec.States {
 		k := cursor.Key{Partition: s.Partition, Group: s.Group}
 		cur, ok := b.cur.Get(k)
-		if ok == s.HadPre && (!ok || cur == s.Pre) {
-			if b.cfg.Replicated != nil {
+		if ok == s.HadPre && (!ok || cur == s.Pre || replicated && sameButExpiry(cur, s.Pre)) {
+			if replicated {
 				// A follower applying the leader's transaction: the leader
 				// checkpoints these states; this node only holds them (it
-				// appends nothing), so a failover keeps the acks.
-				b.cur.Put(k, s.Post)
+				// appends nothing), so a failover keeps the acks. Their
+				// lease expiries are the leader's clock: rebased on this
+				// node's, as applied checkpoints are (its states' expiries
+				// were, so Pre is compared without them).
+				b.cur.Put(k, rebaseExpiry(s.Post, rec.TS, b.now().UnixMicro()))
 				continue
 			}
 			b.cur.Set(k, s.Post)
@@ -112,4 +116,23 @@ func (b *Broker) replayTx(rec *redoRecord) error {
 		b.raiseTxCommitted(rec)
 	}
 	return nil
+}
+
+// sameButExpiry reports whether a and b differ at most in their lease's
+// expiry: a follower's state rebased on its clock against the leader's.
+func sameButExpiry(a, b lease.State) bool {
+	a.Lease.ExpiresAtMicros, b.Lease.ExpiresAtMicros = 0, 0
+	return a == b
+}
+
+// rebaseExpiry moves s's lease expiry, stamped by another node's clock when
+// it read written (µs), onto this node's clock at now: its remaining
+// duration is kept, counted from now (issue 22; cursor.Engine.ApplyCommitted
+// does the same for checkpoints). A transaction's TS is read before its
+// states, so the duration errs long, never short.
+func rebaseExpiry(s lease.State, written, now int64) lease.State {
+	if s.Lease.ExpiresAtMicros != 0 {
+		s.Lease.ExpiresAtMicros += now - written
+	}
+	return s
 }

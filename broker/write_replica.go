@@ -24,6 +24,9 @@ type ReplicatedLog interface {
 	NumberFrom(start uint64)
 	// Leading reports whether this node appends (the ready leader).
 	Leading() bool
+	// ReadIndex returns nil once every entry proposed before the call is
+	// committed and a quorum confirmed this node still leads (read_linear.go).
+	ReadIndex() error
 	// Role is "leader" or "follower"; Leader the current leader's node id
 	// and raft address ("" when none is known).
 	Role() string

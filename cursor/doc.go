@@ -69,7 +69,12 @@
 // Checkpoints live in the commit log, not here. A checkpoint body (the
 // log's entry payload, framed and checksummed by the log) is
 //
-//	version byte (3) | entries
+//	version byte (4) | clock varint µs | entries
+//	version byte (3) | entries            (before issue 22; still read)
+//
+// clock is the writer's clock when it began collecting the body; a node
+// applying another node's checkpoint (ApplyCommitted) rebases each lease
+// expiry on its own clock, expiresAt - clock + now (format.go).
 //
 // Every piece of a snapshot is one frame of package record (magic, body
 // length u32, XXH64 of both, body; little-endian):

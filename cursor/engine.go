@@ -45,6 +45,10 @@ type Options struct {
 	NoSync bool // skip the snapshots' fsyncs (tests and benchmarks only; the Log decides the checkpoints' durability)
 	// Log receives the checkpoints; required before Start.
 	Log Log
+	// Now is the clock a checkpoint records and ApplyCommitted rebases
+	// lease expiries on (format.go, version 4); nil = time.Now. The broker
+	// passes its own (Config.Now), which tests fake.
+	Now func() time.Time
 }
 
 // RecoveryReport says what Open found.

@@ -89,10 +89,26 @@ func (c *encoder) begin() {
 	c.entries = 0
 }
 
-// beginCheckpoint opens a checkpoint body: its version byte, then entries.
-func (c *encoder) beginCheckpoint() {
+// Checkpoint body versions (the first byte of a checkpoint). Version 3 is
+// the version byte then entries; version 4 (written since issue 22) puts the
+// writer's clock between them: varint µs since the Unix epoch, read when the
+// body's collection began. A node that applies a checkpoint another node
+// wrote (ApplyCommitted) rebases every lease expiry of a version 4 body on
+// its own clock: expiresAt - clock is the lease's remaining duration (at
+// least: the states were read after the clock), counted again from when it
+// applies the body, so its expiry is never earlier than the writer's, whatever
+// the two clocks read. Both versions are read.
+const (
+	checkpointV3      = 3
+	checkpointVersion = 4
+)
+
+// beginCheckpoint opens a checkpoint body: its version byte and the
+// writer's clock (µs), then entries.
+func (c *encoder) beginCheckpoint(clockMicros int64) {
 	c.begin()
-	c.buf = append(c.buf, formatVersion)
+	c.buf = append(c.buf, checkpointVersion)
+	c.buf = binary.AppendVarint(c.buf, clockMicros)
 }
 
 func (c *encoder) headerLen() int {
@@ -192,16 +208,29 @@ func (c *encoder) sub(k subKey, s Subscription, deleted bool) {
 	c.buf = binary.AppendVarint(c.buf, s.CreatedAtMicros)
 }
 
-// checkpointEntries checks the version byte of a format 3 checkpoint body
+// checkpointEntries checks the version byte of a checkpoint body (3 or 4)
 // and returns its entries.
 func checkpointEntries(body []byte) ([]byte, error) {
+	entries, _, _, err := parseCheckpoint(body)
+	return entries, err
+}
+
+// parseCheckpoint splits a checkpoint body into its entries and, for
+// version 4, the writer's clock (µs; hasClock false for version 3).
+func parseCheckpoint(body []byte) (entries []byte, clock int64, hasClock bool, err error) {
 	switch {
 	case len(body) == 0:
-		return nil, fmt.Errorf("empty checkpoint body")
-	case body[0] != formatVersion:
-		return nil, fmt.Errorf("checkpoint body of format %d, want %d", body[0], formatVersion)
+		return nil, 0, false, fmt.Errorf("empty checkpoint body")
+	case body[0] == checkpointV3:
+		return body[1:], 0, false, nil
+	case body[0] == checkpointVersion:
+		v, n := binary.Varint(body[1:])
+		if n <= 0 {
+			return nil, 0, false, fmt.Errorf("checkpoint body: bad clock")
+		}
+		return body[1+n:], v, true, nil
 	}
-	return body[1:], nil
+	return nil, 0, false, fmt.Errorf("checkpoint body of format %d, want %d or %d", body[0], checkpointV3, checkpointVersion)
 }
 
 // visitor receives the entries of a body in order.

@@ -63,10 +63,13 @@ func encodeEntries(enc *encoder, es []entry) {
 	}
 }
 
-// checkpointBody is a format 3 checkpoint body holding es.
+// testClockMicros is the writer's clock of the checkpoint bodies tests build.
+const testClockMicros = 1_780_000_000_000_000
+
+// checkpointBody is a version 4 checkpoint body holding es.
 func checkpointBody(es []entry) []byte {
 	enc := newEncoder(nil)
-	enc.beginCheckpoint()
+	enc.beginCheckpoint(testClockMicros)
 	encodeEntries(enc, es)
 	return append([]byte(nil), enc.body()...)
 }
@@ -135,7 +138,9 @@ func sampleV2Entries() []entry {
 func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add(checkpointBody(sampleEntries()))
 	f.Add(checkpointBody(nil))
-	f.Add([]byte{formatVersion, 9})
+	f.Add([]byte{checkpointV3, 9})
+	f.Add([]byte{checkpointV3})
+	f.Add([]byte{checkpointVersion, 0x80})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e, _, err := Open("/c", Options{FS: vfs.NewMem(), NoSync: true})
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/combmq/comb/lease"
 )
@@ -76,9 +77,18 @@ func snapshotName(lsn uint64) string { return fmt.Sprintf("snapshot-%016x.v3.sna
 // replayer applies decoded entries to the engine's maps without marking
 // them dirty: they are durable already (in a snapshot, or in a checkpoint of
 // the commit log), so the next checkpoint need not carry them.
-type replayer struct{ e *Engine }
+//
+// shift (µs) is added to every lease expiry: a checkpoint of another node
+// rebased on this node's clock (ApplyCommitted); 0 otherwise.
+type replayer struct {
+	e     *Engine
+	shift int64
+}
 
 func (r replayer) state(k Key, s lease.State, deleted bool) {
+	if s.Lease.ExpiresAtMicros != 0 && r.shift != 0 {
+		s.Lease.ExpiresAtMicros += r.shift
+	}
 	sh := r.e.shardFor(k)
 	sh.mu.Lock()
 	if deleted {
@@ -137,7 +147,7 @@ func (e *Engine) recover() (*RecoveryReport, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cursor snapshot: %w", err)
 		}
-		from, legacy, err := loadSnapshot(b, path, replayer{e})
+		from, legacy, err := loadSnapshot(b, path, replayer{e: e})
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +180,7 @@ func (e *Engine) ApplyCheckpoint(body []byte) error {
 	case started:
 		return ErrStarted
 	}
-	return e.applyCheckpointBody(body)
+	return e.applyCheckpointBody(body, false)
 }
 
 // ApplyCommitted applies one checkpoint body another node wrote, committed
@@ -182,6 +192,13 @@ func (e *Engine) ApplyCheckpoint(body []byte) error {
 // applied twice is harmless); concurrent readers see each key's state
 // change atomically, not the body as a whole.
 //
+// Lease expiries of a version 4 body are rebased on this engine's clock
+// (Options.Now; issue 22): each becomes now + (expiresAt - the body's clock),
+// its remaining duration counted from this apply, which comes after the
+// writer read it, so this node never ends a lease before the writer's clock
+// would, whatever the two clocks read. A version 3 body's expiries are taken
+// as written (the writer's clock).
+//
 // Errors: ErrClosed; a body that does not decode wraps ErrCorrupt and
 // changes nothing.
 func (e *Engine) ApplyCommitted(body []byte) error {
@@ -191,18 +208,31 @@ func (e *Engine) ApplyCommitted(body []byte) error {
 	if closed {
 		return ErrClosed
 	}
-	return e.applyCheckpointBody(body)
+	return e.applyCheckpointBody(body, true)
 }
 
 // applyCheckpointBody checks the whole body first, so a bad one changes
-// nothing, then applies it.
-func (e *Engine) applyCheckpointBody(body []byte) error {
-	entries, err := checkpointEntries(body)
+// nothing, then applies it; rebase shifts a version 4 body's lease expiries
+// from the writer's clock to this engine's (ApplyCommitted).
+func (e *Engine) applyCheckpointBody(body []byte, rebase bool) error {
+	entries, clock, hasClock, err := parseCheckpoint(body)
 	if err == nil {
 		err = decodeEntries(entries, formatVersion, nopVisitor{})
 	}
 	if err != nil {
 		return fmt.Errorf("cursor checkpoint body of %d bytes: %v: %w", len(body), err, ErrCorrupt)
 	}
-	return decodeEntries(entries, formatVersion, replayer{e})
+	r := replayer{e: e}
+	if rebase && hasClock {
+		r.shift = e.nowMicros() - clock
+	}
+	return decodeEntries(entries, formatVersion, r)
+}
+
+// nowMicros is the engine's clock (Options.Now), µs since the Unix epoch.
+func (e *Engine) nowMicros() int64 {
+	if e.opts.Now != nil {
+		return e.opts.Now().UnixMicro()
+	}
+	return time.Now().UnixMicro()
 }

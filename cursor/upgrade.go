@@ -27,7 +27,7 @@ import (
 // broker applies them (idempotently) at every Open that returns them.
 func (e *Engine) upgrade(files dirFiles, rep *RecoveryReport) error {
 	if len(files.snapshots) == 0 {
-		rv := &legacyReader{replayer: replayer{e}, recs: make(map[uint64][]byte), nextID: 1}
+		rv := &legacyReader{replayer: replayer{e: e}, recs: make(map[uint64][]byte), nextID: 1}
 		var last uint64
 		var err error
 		from := 2

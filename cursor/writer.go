@@ -110,7 +110,7 @@ func (e *Engine) writeGeneration() error {
 	var c collector
 	for {
 		enc.reset()
-		enc.beginCheckpoint()
+		enc.beginCheckpoint(e.nowMicros()) // before the states are read: remaining durations err long, never short
 		more := e.collect(&c, enc)
 		e.mu.Lock()
 		mark := e.snapActive && e.snapFrom == 0

@@ -36,6 +36,9 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx) {
 		return // a follower: the leader answered, or a 503 said why it could not
 	}
 	rt.serve(s, &req)
+	if s.reads != nil && rt.isRead() {
+		s.confirmRead(ctx) // a cluster node answers reads from committed state (read_barrier.go)
+	}
 }
 
 // splitPath splits "/a/b/c" into [a b c] without copying. ok is false for paths that cannot be

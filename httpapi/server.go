@@ -107,6 +107,8 @@ type Server struct {
 
 	// fwd forwards a follower's requests to the leader; nil on a single node.
 	fwd *forwarder
+	// reads confirms a cluster node's read answers (read_barrier.go); nil on a single node.
+	reads ReadBarrier
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -128,6 +130,7 @@ func New(b Backend, cfg Config) *Server {
 	if cfg.Cluster != nil {
 		s.fwd = newForwarder(cfg.Cluster)
 	}
+	s.reads = readsCluster(b, cfg)
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
 		ErrorHandler:       s.errorHandler,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // Peer is one voting member of the cluster: its node id and raft address.
@@ -140,6 +141,13 @@ type Config struct {
 	StartLSN uint64
 
 	Logger hclog.Logger // nil = warnings and errors to stderr; `comb serve` passes NewHCLogger
+
+	// Transport, when set, carries raft's RPCs instead of the peer layer on
+	// RaftAddr (which then only names this node to the others; nothing listens
+	// there and nothing is forwarded over it): tests pass raft's
+	// InmemTransport to cut links between nodes without a network. Close
+	// closes it when it has a Close method.
+	Transport raft.Transport
 }
 
 // Validate checks the required fields and that Cluster names this node at RaftAddr.

@@ -98,9 +98,9 @@ type Log struct {
 	// same process would wait on it forever).
 	meta  *metadb.BoltMetaDB
 	snaps *raft.FileSnapshotStore
-	trans *raft.NetworkTransport
+	trans raft.Transport // over peers, or Config.Transport
 	// peers is the raft port: TLS and the handshake under raft's transport, and the
-	// listener of forwarded HTTP requests (peer.go).
+	// listener of forwarded HTTP requests (peer.go). nil with Config.Transport.
 	peers *peerLayer
 	// ident is this node's cluster id (clusterid.go).
 	ident *identity
@@ -120,6 +120,10 @@ type Log struct {
 
 	// addrs is every node's announced HTTP address (announce.go).
 	addrs httpAddrs
+
+	// last is the future of the newest entry Append proposed in this term
+	// (nil before the first): ReadIndex waits on it (read_index.go).
+	last atomic.Pointer[lastAppend]
 
 	applied atomic.Uint64 // the highest LSN applied on this node (== committed: raft applies in order)
 	first   atomic.Uint64 // what TruncateBefore last said the broker no longer needs
@@ -181,7 +185,9 @@ func Open(cfg Config) (*Log, error) {
 		l.meta.Close()
 		return nil, err
 	}
-	if l.peers, err = listenPeers(cfg.RaftAddr, cfg.PeerTLS, cfg.NodeID, l.ident, logger.Named("peer")); err != nil {
+	if cfg.Transport != nil {
+		// A test's transport: no raft port, no peer layer (nothing to forward over).
+	} else if l.peers, err = listenPeers(cfg.RaftAddr, cfg.PeerTLS, cfg.NodeID, l.ident, logger.Named("peer")); err != nil {
 		l.store.Close()
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
@@ -193,9 +199,13 @@ func Open(cfg Config) (*Log, error) {
 	// channel, and the deposed leader's Shutdown waits for them forever (a
 	// SIGSTOPped leader in the fault harness never re-executed; grafana/pyroscope
 	// #5518 found the same). raft's own docs give pipelining little benefit.
-	l.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: l.peers, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
-	})
+	if cfg.Transport != nil {
+		l.trans = cfg.Transport
+	} else {
+		l.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: l.peers, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
+		})
+	}
 	l.applied.Store(max(cfg.StartLSN, 1) - 1)
 	l.first.Store(max(cfg.StartLSN, 1))
 	return l, nil
@@ -289,6 +299,7 @@ func (l *Log) watchLeadership() {
 		}
 		l.mu.Lock()
 		if l.r.State() == raft.Leader && !l.closed {
+			l.last.Store(nil) // every entry of an earlier term is applied (the barrier)
 			l.next = l.applied.Load() + 1
 			l.since.Store(elected)
 			l.leaders.Add(1)
@@ -352,6 +363,7 @@ func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
 	}
 	lsn := l.next
 	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
+	l.last.Store(&lastAppend{lsn: lsn, f: f})
 	l.next++
 	wait := func() error {
 		if err := f.Error(); err != nil {
@@ -432,7 +444,10 @@ func (l *Log) Close() error {
 		<-l.done
 		l.stable.close() // a heartbeat's term may still arrive (stable.go)
 	}
-	errs = append(errs, l.trans.Close(), l.store.Close(), l.meta.Close())
+	if c, ok := l.trans.(raft.WithClose); ok {
+		errs = append(errs, c.Close())
+	}
+	errs = append(errs, l.store.Close(), l.meta.Close())
 	return errors.Join(errs...)
 }
 

@@ -11,8 +11,13 @@ import (
 // PeerHTTP is the listener of the requests other members forward to this node while it leads:
 // connections on the raft port whose handshake asked for HTTP (peer.go), authenticated as the
 // cluster's like raft's. The HTTP server serves it (httpapi Server.ServePeer); Close of the
-// Log closes it.
-func (l *Log) PeerHTTP() net.Listener { return l.peers.httpLn }
+// Log closes it. nil on a Log over Config.Transport (a test's), which has no raft port.
+func (l *Log) PeerHTTP() net.Listener {
+	if l.peers == nil {
+		return nil
+	}
+	return l.peers.httpLn
+}
 
 // DialPeer opens a connection to member id's raft port for a forwarded HTTP request: mutual
 // TLS against the cluster CA (with Config.PeerTLS) and the handshake, so a client's token only
@@ -22,7 +27,7 @@ func (l *Log) PeerHTTP() net.Listener { return l.peers.httpLn }
 // Errors: ErrClosed before Start, ErrUnknownMember for an id raft does not know, the dial's
 // (peer.go).
 func (l *Log) DialPeer(ctx context.Context, id string) (net.Conn, error) {
-	if l.r == nil {
+	if l.r == nil || l.peers == nil {
 		return nil, ErrClosed
 	}
 	addr, leader := l.r.LeaderWithID()
@@ -50,6 +55,9 @@ func (l *Log) ClusterID() string { return l.ident.get().id }
 
 // ping checks that a member answers at addr and admits this node (AddVoter).
 func (l *Log) ping(ctx context.Context, addr raft.ServerAddress) error {
+	if l.peers == nil {
+		return nil // a test's transport (Config.Transport): raft itself reaches the member
+	}
 	c, err := l.peers.dial(ctx, string(addr), purposePing)
 	if err != nil {
 		return err

@@ -134,3 +134,37 @@ func deliver(l *ledger, group, lease string, sent, recv time.Time, txids ...stri
 			leaseID: lease, node: "n1", sent: sent, recv: recv, spanEnd: i == len(txids)-1})
 	}
 }
+
+// TestClusterReadCheckRules feeds checkReads hand-made reads: reads that overlap in time may
+// disagree (either may come first), a read sent after another's answer may show more or the
+// same, but not less, nor no cursor where one was shown; each group is judged on its own.
+func TestClusterReadCheckRules(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	read := func(group, node string, sent, recv int, consumed map[string]int64) groupRead {
+		return groupRead{group: group, node: node, sent: at(sent), recv: at(recv), consumed: consumed}
+	}
+	l := newLedger(t0)
+	l.reads = []groupRead{
+		read(ackGroup, "n1", 0, 10, map[string]int64{"cq/p0": 5}),
+		read(ackGroup, "n2", 5, 20, map[string]int64{"cq/p0": 3}),              // overlaps the first: fine
+		read(ackGroup, "n3", 30, 40, map[string]int64{"cq/p0": 5, "cq/p1": 1}), // same: fine
+		read(txGroup, "n1", 45, 50, map[string]int64{"cq/p0": 0}),              // another group: fine
+		read(ackGroup, "n1", 60, 70, map[string]int64{"cq/p0": 7, "cq/p1": 1}), // more: fine
+	}
+	require.Equal(t, 5, checkReads(l))
+	require.Empty(t, l.violations)
+
+	l.reads = append(l.reads,
+		read(ackGroup, "n2", 80, 90, map[string]int64{"cq/p0": 6, "cq/p1": 1}), // 6 after 7: went back
+		read(ackGroup, "n3", 95, 99, map[string]int64{"cq/p0": 7}),             // p1's cursor gone
+	)
+	l.violations = nil
+	checkReads(l)
+	require.Len(t, l.violations, 2)
+	for _, v := range l.violations {
+		require.Equal(t, "6 read went back", v.check)
+	}
+	require.Contains(t, l.violations[0].text+l.violations[1].text, "totalConsumed 6 from n2")
+	require.Contains(t, l.violations[0].text+l.violations[1].text, "no cursor from n3")
+}

@@ -1,7 +1,12 @@
 // Package clustertest proves a replicated comb's promises under faults (issue 15, "Proof under
 // faults"): it starts three real `comb serve` processes on loopback as one cluster, drives a
 // mixed load through random nodes, and meanwhile kills the leader with SIGKILL, pauses a node
-// with SIGSTOP past raft's election timeout, or restarts a follower with SIGTERM. It owns no
+// with SIGSTOP past raft's election timeout, restarts a follower with SIGTERM, or partitions the
+// network (issue 22, netcut_test.go): the leader or a follower cut off from both others, or a
+// one-way cut between the leader and a follower, for 2.5 to 4 s. A cut drops, by an iptables
+// rule matching the group id each node runs with, the packets a node's sockets send to
+// another's raft and HTTP ports; it needs root and iptables (CLUSTER_PARTITIONS=0 runs without
+// them, and says so). It owns no
 // production code: everything lives in test files behind the `cluster` build tag, run by
 // `make clustertest` (go test -tags cluster -run Cluster ./replica/clustertest/).
 //
@@ -34,6 +39,9 @@
 //     image lives (a deposed leader re-executes itself: /metrics' uptime tells the images
 //     apart), and no pop sent after an ack of offset k in a partition (answered success)
 //     delivers an offset below k to that group (offsets: the order of the fresh group's read);
+//  6. client-visible reads never go back: readers ask random nodes for the working groups'
+//     cursors (GET /api/v1/consumer-groups/:group) through every fault, and no read sent after
+//     another read's answer shows a lower totalConsumed for a partition (reads_test.go);
 //  5. the replicas agree: once every node applied the same LSN, each node's message list
 //     (GET /api/v1/messages, read locally) holds exactly the messages the fresh group read,
 //     with the same ids (a deposed leader's uncommitted writes show up here);
@@ -49,7 +57,8 @@
 //
 // It knows the HTTP API and the `comb serve` command line and imports no comb package.
 //
-// Knobs (environment): CLUSTER_FAULTS (default 50; CI runs 4), CLUSTER_SEED (default
+// Knobs (environment): CLUSTER_FAULTS (default 50; CI runs 7, one of each kind), CLUSTER_PARTITIONS
+// (default 1; 0 leaves the partitions out), CLUSTER_SEED (default
 // time-based, printed), CLUSTER_PUSHERS (default 3), CLUSTER_CONSUMERS (per group, default 2),
 // CLUSTER_RUN_MS (longest load between a settled cluster and the next fault, default 2500),
 // CLUSTER_LEASE_S (the queue's leaseTime, default 3), CLUSTER_WARMUP_MS (load before the first

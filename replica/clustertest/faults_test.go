@@ -13,16 +13,33 @@ import (
 )
 
 // The fault kinds of issue 15: kill -9 of the leader, SIGSTOP of a node past the election
-// timeout (raft's default: 1 s), and a follower's restart.
+// timeout (raft's default: 1 s), and a follower's restart; and issue 22's network partitions
+// (netcut_test.go): the leader or a follower cut off from both others, and a one-way cut
+// between the leader and a follower (either direction).
 const (
 	killLeader      = "kill-9-leader"
 	pauseLeader     = "sigstop-leader"
 	pauseFollower   = "sigstop-follower"
 	restartFollower = "restart-follower"
+	isolateLeader   = "partition-leader"
+	isolateFollower = "partition-follower"
+	oneWayCut       = "one-way-cut"
 )
 
-// faultKinds in the order the first faults take them, so a short run meets each kind once.
-var faultKinds = []string{killLeader, pauseLeader, restartFollower, pauseFollower}
+// allFaultKinds in the order the first faults take them, so a short run meets each kind once
+// (CI runs 7).
+var allFaultKinds = []string{killLeader, isolateLeader, pauseLeader, oneWayCut, restartFollower, isolateFollower, pauseFollower}
+
+// faultKindsFor is allFaultKinds, without the partitions when partitions is false.
+func faultKindsFor(partitions bool) []string {
+	var out []string
+	for _, k := range allFaultKinds {
+		if partitions || (k != isolateLeader && k != isolateFollower && k != oneWayCut) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // fault is one injected fault and what followed it.
 type fault struct {
@@ -40,7 +57,7 @@ type fault struct {
 
 // inject applies one fault of kind with leader leading and undoes it (restart, SIGCONT);
 // it does not wait for the cluster to settle.
-func inject(kind string, leader *node, nodes []*node, rng *rand.Rand) (fault, error) {
+func inject(kind string, leader *node, nodes []*node, cuts *netCuts, rng *rand.Rand) (fault, error) {
 	f := fault{kind: kind, leader: leader.id}
 	var followers []*node
 	for _, n := range nodes {
@@ -49,7 +66,7 @@ func inject(kind string, leader *node, nodes []*node, rng *rand.Rand) (fault, er
 		}
 	}
 	target := leader
-	if kind == pauseFollower || kind == restartFollower {
+	if kind == pauseFollower || kind == restartFollower || kind == isolateFollower || kind == oneWayCut {
 		target = followers[rng.IntN(len(followers))]
 	}
 	f.node = target.id
@@ -86,6 +103,28 @@ func inject(kind string, leader *node, nodes []*node, rng *rand.Rand) (fault, er
 		f.held = time.Since(f.at) + time.Duration(rng.IntN(1000))*time.Millisecond
 		time.Sleep(f.held - time.Since(f.at))
 		if err := target.launch(); err != nil {
+			return f, err
+		}
+	case isolateLeader, isolateFollower, oneWayCut:
+		if cuts == nil {
+			return f, fmt.Errorf("fault %s needs partitions (CLUSTER_PARTITIONS)", kind)
+		}
+		f.held = 2500*time.Millisecond + time.Duration(rng.IntN(1500))*time.Millisecond
+		cut := func(on bool) error { return cuts.isolate(target, nodes, on) }
+		if kind == oneWayCut {
+			from, to := leader, target
+			if rng.IntN(2) == 0 {
+				from, to = target, leader
+			}
+			f.note = fmt.Sprintf("%s cannot reach %s; %s reaches %s", from.id, to.id, to.id, from.id)
+			cut = func(on bool) error { return cuts.set(from, to, on) }
+		}
+		f.at = time.Now()
+		if err := cut(true); err != nil {
+			return f, err
+		}
+		time.Sleep(f.held)
+		if err := cut(false); err != nil {
 			return f, err
 		}
 	default:

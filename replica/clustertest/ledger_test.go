@@ -91,6 +91,8 @@ type ledger struct {
 	// The attempts that got an answer, for the failover figures: pushes answered 201, pops
 	// answered 200 or 204.
 	pushAnswers, popAnswers []span
+	// reads are the answered cursor reads of check 6 (reads_test.go).
+	reads []groupRead
 }
 
 func newLedger(t0 time.Time) *ledger {

@@ -155,7 +155,13 @@ func (m *monitor) sample(n *node, inc int, at time.Time, h health, uptime float6
 	if h.AppliedLSN > m.maxLSN[n.id] {
 		m.maxLSN[n.id] = h.AppliedLSN
 	}
-	m.judgeHealth(n, inc, key, at, h)
+	if cut, healed := n.cutState(); cut || at.Sub(healed) < healedRecently {
+		// Cut off (or just healed): a node without a leader says so; a run of unhealthy
+		// answers starts after the cut (netcut_test.go).
+		delete(m.since, key)
+	} else {
+		m.judgeHealth(n, inc, key, at, h)
+	}
 	if h.Role == "leader" && m.leader != n.id {
 		m.led.note("%s leads (appliedLSN %d)", n.id, h.AppliedLSN)
 		m.leader = n.id

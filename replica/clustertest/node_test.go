@@ -59,13 +59,16 @@ type node struct {
 	bin, dataDir, logPath  string
 	cluster                string   // --initial-cluster
 	peerFlags              []string // --peer-cert-file, --peer-key-file, --peer-trusted-ca-file
+	gid                    uint32   // the group id the process runs with (netcut_test.go); 0 = the harness's
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
 	exited      chan struct{}
-	incarnation int  // 1 for the first start, +1 per start
-	paused      bool // SIGSTOPped
-	expectExit  bool // the harness sent the signal that ends it
+	incarnation int       // 1 for the first start, +1 per start
+	paused      bool      // SIGSTOPped
+	cut         bool      // a network cut to or from it is in place (netcut_test.go)
+	healed      time.Time // when its last cut was healed
+	expectExit  bool      // the harness sent the signal that ends it
 	// onUnexpectedExit is called (from the process's wait goroutine) when a process ends
 	// without the harness asking: a crash is a finding, its log tail the evidence.
 	onUnexpectedExit func(n *node, incarnation int, err error)
@@ -90,6 +93,10 @@ func (n *node) launch() error {
 		"--node-id", n.id, "--raft-addr", n.raftAddr, "--initial-cluster", n.cluster}, n.peerFlags...)
 	cmd := exec.Command(n.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if n.gid != 0 {
+		// Its sockets carry this group id, which the partitions' iptables rules match.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(os.Geteuid()), Gid: n.gid, NoSetGroups: true}}
+	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("node %s: start: %w", n.id, err)
@@ -119,6 +126,23 @@ func (n *node) state() (running, paused bool, incarnation int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cmd != nil, n.paused, n.incarnation
+}
+
+// setCut records whether a network cut touches the node.
+func (n *node) setCut(on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cut && !on {
+		n.healed = time.Now()
+	}
+	n.cut = on
+}
+
+// cutState says whether a cut touches the node now, and when its last one healed.
+func (n *node) cutState() (cut bool, healed time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cut, n.healed
 }
 
 // signal sends sig to the running process; ending says the harness expects it to exit.

@@ -54,6 +54,8 @@ func (w *workload) run(pushers, consumers int) (stop func()) {
 		start(uint64(200+i), w.ackConsumer, i)
 		start(uint64(300+i), w.txConsumer, i)
 	}
+	start(400, w.groupReader, 0)
+	start(401, w.groupReader, 1)
 	return func() {
 		cancel()
 		wg.Wait()
