@@ -95,9 +95,13 @@ func (b *Broker) ImportCursorState(c ImportCursor) error {
 
 // ImportSubscription stores group's subscription record on queue (spec 3.8): mode "all",
 // "new" or "timestamp" (Queen's subscription_mode; anything else is "all"), the subscribe
-// or requested time and when the record was made, in µs. Durable with the next checkpoint
-// (ImportCursorState and Close wait for it).
-func (b *Broker) ImportSubscription(queueName, group, mode string, tsMicros, createdAtMicros int64) {
+// or requested time and when the record was made, in µs. Durable before it returns (the
+// cursor engine's checkpoint). Errors: ErrClosed, the checkpoint's.
+func (b *Broker) ImportSubscription(queueName, group, mode string, tsMicros, createdAtMicros int64) error {
+	if err := b.enterWrite(); err != nil {
+		return err
+	}
+	defer b.leave()
 	s := cursor.Subscription{Mode: cursor.SubAll, CreatedAtMicros: createdAtMicros}
 	switch mode {
 	case "new", "new-only":
@@ -106,6 +110,10 @@ func (b *Broker) ImportSubscription(queueName, group, mode string, tsMicros, cre
 		s.Mode, s.TimestampMicros = cursor.SubTimestamp, tsMicros
 	}
 	b.cur.SetSubscription(queueName, group, s)
+	if err := b.cur.Wait(); err != nil {
+		return b.closedErr(err)
+	}
+	return nil
 }
 
 // CursorOf returns the committed offset of (queue, partition, group) and the transactionId

@@ -143,3 +143,52 @@ func (b *Broker) importPartition(queueName, partitionName string) (*partition, e
 	}
 	return p, nil
 }
+
+// ScanPartition calls fn with every stored message of queue's partition in offset order
+// (for `comb import --verify`): its offset, id, transactionId, payload as stored (sealed
+// payloads sealed) and segment timestamp in µs. fn's slices are valid during the call only.
+// Errors: ErrNotFound, read errors, fn's error.
+func (b *Broker) ScanPartition(queueName, partitionName string, fn func(off uint64, id [16]byte, txid string, payload []byte, tsMicros int64) error) error {
+	p, err := b.importPartition(queueName, partitionName)
+	if err != nil {
+		return err
+	}
+	buf := readBufPool.Get().(*segment.ReadBuffer)
+	defer func() { buf.Reset(); readBufPool.Put(buf) }()
+	for off := p.log.FirstOffset(); off < p.visible.Load(); {
+		p.mu.Lock()
+		msgs, err := p.log.Read(off, 1000, maxReadBytes, buf)
+		p.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("queue %s partition %s: read offset %d: %w", queueName, partitionName, off, err)
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		for _, m := range msgs {
+			if m.Offset >= p.visible.Load() {
+				return nil
+			}
+			if err := fn(m.Offset, m.ID, m.TransactionID, m.Payload, m.TimestampMicros); err != nil {
+				return err
+			}
+			off = m.Offset + 1
+		}
+	}
+	return nil
+}
+
+// DLQCount is the number of entries in queue's DLQ (0 when it has none).
+func (b *Broker) DLQCount(queueName string) (int64, error) {
+	q := b.lookupQueue(queueName)
+	if q == nil {
+		return 0, NotFound("Queue not found")
+	}
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	l, err := b.dlqLogLocked(q, false)
+	if err != nil || l == nil {
+		return 0, err
+	}
+	return int64(l.NextOffset() - l.FirstOffset()), nil
+}

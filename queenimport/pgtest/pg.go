@@ -196,7 +196,9 @@ type Message struct {
 }
 
 // Configure calls queen.configure_queue_v1 with options in the API's camelCase.
-func (c *Cluster) Configure(queue string, opts map[string]any) { c.Call(nil, "configure_queue_v1", queue, opts) }
+func (c *Cluster) Configure(queue string, opts map[string]any) {
+	c.Call(nil, "configure_queue_v1", queue, opts)
+}
 
 // Push calls queen.push_messages_v2 with items {"queue","partition","transactionId","payload",...}.
 func (c *Cluster) Push(items []map[string]any) { c.Call(nil, "push_messages_v2", items) }
