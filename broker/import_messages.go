@@ -67,7 +67,7 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 	var last walTicket
 	var next uint64
 	var ts int64
-	added := 0
+	added, segBytes := 0, 0
 	recs := make([]segment.Record, 0, len(msgs))
 	flush := func() error {
 		if len(recs) == 0 {
@@ -84,7 +84,7 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 		}
 		last, next = t, first+uint64(len(recs))
 		added += len(recs)
-		recs = recs[:0]
+		recs, segBytes = recs[:0], 0
 		return nil
 	}
 	for i := range msgs {
@@ -97,7 +97,7 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 		}
 		seen[m.TransactionID] = struct{}{}
 		mts := max(m.CreatedAtMicros, p.log.LastTimestamp())
-		if len(recs) > 0 && mts != ts {
+		if len(recs) > 0 && (mts != ts || len(recs) >= importSegmentRecords || segBytes >= importSegmentBytes) {
 			if err := flush(); err != nil {
 				p.mu.Unlock()
 				return added, err
@@ -109,6 +109,7 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 		if payload == nil {
 			payload = nullJSON
 		}
+		segBytes += len(payload) + len(m.TransactionID) + len(m.TraceID) + len(m.ProducerSub)
 		recs = append(recs, segment.Record{ID: m.ID, TransactionID: m.TransactionID, TraceID: m.TraceID,
 			ProducerSub: m.ProducerSub, Payload: payload, TxHash: hashes[i]})
 	}
@@ -130,6 +131,13 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 	}
 	return added, nil
 }
+
+// An imported segment holds at most this many records and about this many bytes, however
+// many messages share a createdAt: one commit-log entry each, far below commitlog.MaxEntry.
+const (
+	importSegmentRecords = 1000
+	importSegmentBytes   = 4 << 20
+)
 
 // importPartition is queue's partition, or ErrNotFound.
 func (b *Broker) importPartition(queueName, partitionName string) (*partition, error) {
