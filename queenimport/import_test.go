@@ -2,6 +2,7 @@ package queenimport_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/queenimport"
 	"github.com/combmq/comb/queenimport/pgtest"
+	"github.com/combmq/comb/seal"
 )
 
 // queenState makes, with Queen's own procedures, the state the tests import: queue imp with
@@ -52,11 +54,22 @@ func makeQueenState(t *testing.T) *queenState {
 	require.Len(t, m3, 1)
 	pg.Ack(m3, broker.QueueModeGroup, l3, "failed", "boom")
 	s.failed = m3[0]
+
+	// Queue sec: one message stored encrypted, in Queen's form {"encrypted","iv","authTag"}
+	// (base64 AES-256-GCM under QUEEN_ENCRYPTION_KEY; the push procedure takes it sealed).
+	pg.Configure("sec", map[string]any{"encryptionEnabled": true})
+	sealed, err := testKeys.Seal([]byte(`{"secret":42}`))
+	require.NoError(t, err)
+	form := sealed[6:] // after seal's header: the JSON form Queen stores
+	pg.Push([]map[string]any{{"queue": "sec", "transactionId": "s0", "payload": json.RawMessage(form), "is_encrypted": true}})
 	return s
 }
 
+var testKey, _ = seal.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+var testKeys = seal.NewKeyring(testKey)
+
 func openBroker(t *testing.T, dir string) *broker.Broker {
-	b, err := broker.Open(broker.Config{DataDir: dir})
+	b, err := broker.Open(broker.Config{DataDir: dir, Keys: testKeys})
 	require.NoError(t, err)
 	return b
 }
@@ -64,7 +77,7 @@ func openBroker(t *testing.T, dir string) *broker.Broker {
 func importInto(t *testing.T, s *queenState, dir string) queenimport.Report {
 	b := openBroker(t, dir)
 	defer b.Close()
-	rep, err := queenimport.Import(context.Background(), s.pg.Conn, b, queenimport.Options{})
+	rep, err := queenimport.Import(context.Background(), s.pg.Conn, b, queenimport.Options{Key: testKey})
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	return rep
@@ -105,9 +118,9 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	s := makeQueenState(t)
 	dir := t.TempDir()
 	rep := importInto(t, s, dir)
-	assert.Equal(t, 1, rep.Queues)
-	assert.Equal(t, 3, rep.Partitions, "p1, p2 and the Default partition configure made")
-	assert.Equal(t, int64(16), rep.Messages)
+	assert.Equal(t, 2, rep.Queues)
+	assert.Equal(t, 4, rep.Partitions, "p1, p2 and the Default partitions configure made")
+	assert.Equal(t, int64(17), rep.Messages)
 	assert.Equal(t, 1, rep.Leases)
 	assert.Equal(t, 1, rep.DeadLetters)
 
@@ -163,6 +176,14 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	assert.Equal(t, s.failed.ID, dl[0].ID)
 	assert.Equal(t, broker.QueueModeGroup, dl[0].Group)
 
+	// The encrypted message is carried sealed and opens with Queen's key.
+	res2, err := b.Pop(context.Background(), broker.PopRequest{Queue: "sec", Batch: 10, Partitions: 1, AutoAck: true})
+	require.NoError(t, err)
+	require.Len(t, res2.Messages, 1)
+	assert.Equal(t, "", res2.Messages[0].PayloadError)
+	assert.JSONEq(t, `{"secret":42}`, string(res2.Messages[0].Payload))
+	res2.Release()
+
 	// Importing again after comb served (cursors moved, a duplicate refused) adds nothing.
 	require.NoError(t, b.Close())
 	rep = importInto(t, s, dir)
@@ -179,11 +200,11 @@ func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
 	importInto(t, s, dir)
 	rep := importInto(t, s, dir)
 	assert.Equal(t, int64(0), rep.Messages)
-	assert.Equal(t, int64(16), rep.MessagesSkipped)
+	assert.Equal(t, int64(17), rep.MessagesSkipped)
 	assert.Equal(t, 0, rep.DeadLetters)
 
 	b := openBroker(t, dir)
-	diffs, err := queenimport.Verify(context.Background(), s.pg.Conn, b, nil)
+	diffs, err := queenimport.Verify(context.Background(), s.pg.Conn, b, testKey)
 	require.NoError(t, err)
 	assert.Empty(t, diffs)
 
@@ -191,7 +212,7 @@ func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
 	pop(t, b, "p1", "g1", 1, true)
 	_, err = b.Push([]broker.PushItem{{Queue: "imp", Partition: "p2", TransactionID: "extra", Payload: []byte(`1`)}})
 	require.NoError(t, err)
-	diffs, err = queenimport.Verify(context.Background(), s.pg.Conn, b, nil)
+	diffs, err = queenimport.Verify(context.Background(), s.pg.Conn, b, testKey)
 	require.NoError(t, err)
 	var what []string
 	for _, d := range diffs {
@@ -205,7 +226,7 @@ func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
 	b = openBroker(t, t.TempDir())
 	defer b.Close()
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	rep, err = queenimport.Import(context.Background(), s.pg.Conn, b, queenimport.Options{Now: later})
+	rep, err = queenimport.Import(context.Background(), s.pg.Conn, b, queenimport.Options{Key: testKey, Now: later})
 	require.NoError(t, err)
 	assert.Equal(t, 0, rep.Leases)
 	assert.Equal(t, 1, rep.LeasesExpired)
