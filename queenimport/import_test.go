@@ -230,4 +230,26 @@ func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, rep.Leases)
 	assert.Equal(t, 1, rep.LeasesExpired)
+
+	// --state: where each partition stands is saved after its pages; a run with the state
+	// reads nothing it already copied, and a state is refused for another data directory.
+	dir2 := t.TempDir()
+	path := dir2 + "/import.state"
+	st, err := queenimport.LoadState(path, dir2+"/data")
+	require.NoError(t, err)
+	b2 := openBroker(t, dir2+"/data")
+	rep, err = queenimport.Import(context.Background(), s.pg.Conn, b2, queenimport.Options{Key: testKey, State: st})
+	require.NoError(t, err)
+	assert.Equal(t, int64(17), rep.Messages)
+	require.NoError(t, b2.Close())
+	st, err = queenimport.LoadState(path, dir2+"/data")
+	require.NoError(t, err)
+	assert.Len(t, st.Partitions, 3, "p1, p2 and sec's Default hold messages")
+	b2 = openBroker(t, dir2+"/data")
+	defer b2.Close()
+	rep, err = queenimport.Import(context.Background(), s.pg.Conn, b2, queenimport.Options{Key: testKey, State: st})
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), rep.Messages+rep.MessagesSkipped, "nothing read again")
+	_, err = queenimport.LoadState(path, dir)
+	assert.ErrorContains(t, err, "is for data directory")
 }

@@ -25,6 +25,9 @@ type Options struct {
 	Progress io.Writer
 	// Now is the clock that decides which leases are still live; nil = time.Now.
 	Now func() time.Time
+	// State, when set, is where each partition's copy stands (state.go): read from it, and
+	// saved after every page once that page is durable in comb.
+	State *State
 }
 
 // Report counts what Import added (a second run of the same source adds nothing).
@@ -64,7 +67,15 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 		}
 		rep.Partitions++
 		var added, seen int64
-		err := ReadMessages(ctx, conn, p, time.Time{}, [16]byte{}, func(page []Message) error {
+		var fromTime time.Time
+		var fromID [16]byte
+		key := uuid.UUID(p.ID).String()
+		if opts.State != nil {
+			if at, ok := opts.State.Partitions[key]; ok {
+				fromTime, fromID = at.CreatedAt, at.ID
+			}
+		}
+		err := ReadMessages(ctx, conn, p, fromTime, fromID, func(page []Message) error {
 			in := make([]broker.ImportMessage, len(page))
 			for i := range page {
 				m, err := importMessage(&page[i], opts.Key)
@@ -76,7 +87,12 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 			n, err := b.ImportMessages(p.Queue, p.Name, in)
 			added += int64(n)
 			seen += int64(len(page))
-			return err
+			if err != nil || opts.State == nil {
+				return err
+			}
+			last := page[len(page)-1]
+			opts.State.Partitions[key] = PartitionState{CreatedAt: last.CreatedAt, ID: last.ID}
+			return opts.State.Save()
 		})
 		rep.Messages += added
 		rep.MessagesSkipped += seen - added

@@ -31,7 +31,7 @@ const (
 func runImport(args []string) int {
 	fs := flag.NewFlagSet("comb import", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), `usage: comb import --from-queen POSTGRES-URL --data-dir DIR [--verify]
+		fmt.Fprintln(fs.Output(), `usage: comb import --from-queen POSTGRES-URL --data-dir DIR [--state FILE] [--verify]
 
 Copies Queen's queues (every option), partitions (with their ids), messages (ids,
 transactionIds, traceIds, payloads, createdAt, producerSub), consumer-group cursors, live
@@ -49,6 +49,7 @@ flags:`)
 	dataDir := fs.String("data-dir", "", "the comb data directory to write (created if missing; must not be held by a running server)")
 	verify := fs.Bool("verify", false, "compare Queen's tables with the data directory instead of importing")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	statePath := fs.String("state", "", "FILE where each partition's copy stands, saved after every page: a run after a crash reads on from there (without it, a run re-reads everything and skips what is stored)")
 	encKey := fs.String("encryption-key", "", "Queen's QUEEN_ENCRYPTION_KEY (64 hex), needed to carry encrypted messages (env QUEEN_ENCRYPTION_KEY)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,6 +109,12 @@ flags:`)
 		return importOK
 	}
 	opts := queenimport.Options{Key: key}
+	if *statePath != "" {
+		if opts.State, err = queenimport.LoadState(*statePath, *dataDir); err != nil {
+			fmt.Fprintf(os.Stderr, "comb import: %v\n", err)
+			return importFailed
+		}
+	}
 	if !*quiet {
 		opts.Progress = os.Stderr
 	}
