@@ -253,3 +253,32 @@ func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
 	_, err = queenimport.LoadState(path, dir)
 	assert.ErrorContains(t, err, "is for data directory")
 }
+
+// Retention on Queen deleted the message a cursor names: the cursor comes over at the newest
+// message before it, so the next pop is still Queen's next.
+func TestImportCursorOfADeletedMessage(t *testing.T) {
+	pg := pgtest.Start(t)
+	pg.Push([]map[string]any{{"queue": "ret", "transactionId": "r0", "payload": 0}, {"queue": "ret", "transactionId": "r1", "payload": 1},
+		{"queue": "ret", "transactionId": "r2", "payload": 2}, {"queue": "ret", "transactionId": "r3", "payload": 3}})
+	l := uuid.NewString()
+	m := pg.Pop("ret", "Default", "g", 2, l)
+	require.Len(t, m, 2)
+	pg.Ack(m, "g", l, "completed", "")
+	pg.Exec("DELETE FROM queen.messages WHERE id = $1::uuid", m[1].ID)
+	b := openBroker(t, t.TempDir())
+	defer b.Close()
+	_, err := queenimport.Import(context.Background(), pg.Conn, b, queenimport.Options{})
+	require.NoError(t, err)
+	diffs, err := queenimport.Verify(context.Background(), pg.Conn, b, nil)
+	require.NoError(t, err)
+	assert.Empty(t, diffs)
+	res, err := b.Pop(context.Background(), broker.PopRequest{Queue: "ret", Partition: "Default", Group: "g", Batch: 10, Partitions: 1, AutoAck: true})
+	require.NoError(t, err)
+	want := make([]string, 0, 2)
+	for _, x := range pg.Pop("ret", "Default", "g", 10, uuid.NewString()) {
+		want = append(want, x.TransactionID)
+	}
+	assert.Len(t, want, 2)
+	assert.Equal(t, want, txids(res.Messages))
+	res.Release()
+}

@@ -112,11 +112,7 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 		if !ok {
 			continue
 		}
-		ic := broker.ImportCursor{Queue: p.Queue, Partition: p.Name, Group: c.Group, LastTransactionID: c.LastTransactionID, LastID: c.LastID}
-		if c.LastID != ([16]byte{}) && c.LastTransactionID == "" {
-			return rep, fmt.Errorf("queenimport: queue %s partition %s group %s: last consumed message %s is gone from queen.messages",
-				p.Queue, p.Name, c.Group, uuid.UUID(c.LastID))
-		}
+		ic := broker.ImportCursor{Queue: p.Queue, Partition: p.Name, Group: c.Group, LastTransactionID: c.LastTransactionID, LastID: c.AtID}
 		if !c.LeaseExpiresAt.IsZero() && c.WorkerID != "" {
 			id, err := uuid.Parse(c.WorkerID)
 			switch {

@@ -46,10 +46,13 @@ type Message struct {
 
 // Consumer is one row of queen.partition_consumers: a (partition, group) cursor and lease.
 type Consumer struct {
-	PartitionID       [16]byte
-	Group             string
-	LastID            [16]byte // zero when nothing is consumed
-	LastTransactionID string   // of the message LastID ("" when nothing consumed or the message is gone)
+	PartitionID [16]byte
+	Group       string
+	LastID      [16]byte // Queen's last_consumed_id; zero when nothing is consumed
+	// LastTransactionID and AtID name the message the cursor is at: LastID's message, or when
+	// retention deleted it the newest stored one before it ("" and zero: none).
+	LastTransactionID string
+	AtID              [16]byte
 	LastCreatedAt     time.Time
 	LeaseExpiresAt    time.Time // zero when none
 	WorkerID          string    // the lease id
@@ -172,11 +175,17 @@ func readPartitions(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 }
 
 func readConsumers(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
+	// The cursor is the last message at or before (last_consumed_created_at, last_consumed_id):
+	// the consumed message itself, or, when retention deleted it, the newest one left before
+	// it (none: nothing consumed that is still stored, the cursor is at the start).
 	rows, err := tx.Query(ctx, `SELECT pc.partition_id, pc.consumer_group, pc.last_consumed_id, coalesce(m.transaction_id,''),
-		pc.last_consumed_created_at, pc.lease_expires_at, coalesce(pc.worker_id,''), coalesce(pc.batch_size,0),
+		m.id, pc.last_consumed_created_at, pc.lease_expires_at, coalesce(pc.worker_id,''), coalesce(pc.batch_size,0),
 		coalesce(pc.acked_count,0), coalesce(pc.batch_retry_count,0)
 		FROM queen.partition_consumers pc
-		LEFT JOIN queen.messages m ON m.id = pc.last_consumed_id AND m.partition_id = pc.partition_id
+		LEFT JOIN LATERAL (SELECT c.transaction_id, c.id FROM queen.messages c WHERE c.partition_id = pc.partition_id
+			AND pc.last_consumed_created_at IS NOT NULL
+			AND (c.created_at, c.id) <= (pc.last_consumed_created_at, pc.last_consumed_id)
+			ORDER BY c.created_at DESC, c.id DESC LIMIT 1) m ON true
 		ORDER BY pc.partition_id, pc.consumer_group`)
 	if err != nil {
 		return fmt.Errorf("partition_consumers: %w", err)
@@ -184,8 +193,12 @@ func readConsumers(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	s.Consumers, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Consumer, error) {
 		var c Consumer
 		var lastAt, leaseAt *time.Time
-		err := r.Scan(&c.PartitionID, &c.Group, &c.LastID, &c.LastTransactionID, &lastAt, &leaseAt, &c.WorkerID,
+		var at *[16]byte
+		err := r.Scan(&c.PartitionID, &c.Group, &c.LastID, &c.LastTransactionID, &at, &lastAt, &leaseAt, &c.WorkerID,
 			&c.BatchSize, &c.AckedCount, &c.BatchRetryCount)
+		if at != nil {
+			c.AtID = *at
+		}
 		if lastAt != nil {
 			c.LastCreatedAt = *lastAt
 		}
