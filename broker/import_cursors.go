@@ -31,7 +31,9 @@ type ImportLease struct {
 }
 
 // ImportCursorState sets the cursor (and lease) of c: it replaces what the (partition, group)
-// held, so a second import of the same source sets the same state. A lease already expired
+// held, so a second import of the same source sets the same state, except that it never moves
+// a cursor back: when comb's cursor is past c's (its consumers read on since an earlier
+// import), or at it with a live lease where c has none, comb's is kept. A lease already expired
 // at now is not kept (the span is simply available again, as on the source). The cursor
 // engine's checkpoint is durable before it returns.
 //
@@ -83,6 +85,12 @@ func (b *Broker) ImportCursorState(c ImportCursor) error {
 		}
 	}
 	k := cursor.Key{Partition: p.id, Group: strings.Clone(c.Group)}
+	if cur, ok := b.cur.Get(k); ok && (cur.Committed > st.Committed || cur.Committed == st.Committed && cur.Lease.Live(now) && !st.Lease.Live(now)) {
+		// comb's consumers are ahead (they consumed, or hold a lease, since an earlier
+		// import): an import never moves a cursor back, so it never redelivers.
+		p.mu.Unlock()
+		return nil
+	}
 	b.cur.Set(k, st)
 	b.cursorChanged(p, c.Group)
 	p.mu.Unlock()

@@ -192,6 +192,7 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	b = openBroker(t, dir)
 	defer b.Close()
 	assert.ElementsMatch(t, []string{"b0", "b1", "b2", "b3", "b4", "b5"}, txids(pop(t, b, "p2", "fresh2", 100, true)))
+	assert.Empty(t, pop(t, b, "p1", "g1", 10, true), "g1 read p1 to its end on comb: the import did not move it back")
 }
 
 func TestImportTwiceAddsNothingAndVerifies(t *testing.T) {
