@@ -31,9 +31,12 @@ start_single() {
 start_cluster() {
   local cluster="" k
   for k in 1 2 3; do cluster+="${cluster:+,}n$k=127.0.0.1:$((port + 10 + k))"; done
+  # Peer TLS, the default a cluster runs with (issue 22).
+  [ -f "$work/certs/ca.crt" ] || "$comb" certs --dir "$work/certs" --nodes n1,n2,n3 --hosts 127.0.0.1 >/dev/null
   for k in 1 2 3; do
     "$comb" serve --addr "127.0.0.1:$((port + k))" --data-dir "$(mktemp -d "$work/n$k.XXXX")" --log-level error \
-      --node-id "n$k" --raft-addr "127.0.0.1:$((port + 10 + k))" --initial-cluster "$cluster" >>"$work/n$k.log" 2>&1 &
+      --node-id "n$k" --raft-addr "127.0.0.1:$((port + 10 + k))" --initial-cluster "$cluster" \
+      --peer-cert-file "$work/certs/n$k.crt" --peer-key-file "$work/certs/n$k.key" --peer-trusted-ca-file "$work/certs/ca.crt" >>"$work/n$k.log" 2>&1 &
     pids+=($!)
   done
   for _ in $(seq 300); do

@@ -83,9 +83,12 @@ func (b *Broker) closeFiles() error {
 			errs = append(errs, err)
 		}
 		if !p.isDamaged() {
-			// A damaged partition gets no summary: the next start opens it
-			// in full and finds out again whether it is sound.
 			sums[p.id] = p.log.Summary()
+		} else if s, ok := damagedSummary(p); ok {
+			// A damaged partition keeps what was synced of it, unstamped:
+			// the next start reads its files and finds the damage again
+			// (a file shorter than that is never a torn tail).
+			sums[p.id] = s
 		}
 		if next := p.log.NextOffset(); b.committedNext(p, next) != next {
 			// Segments that never committed (follow_commit.go): the next
@@ -96,8 +99,21 @@ func (b *Broker) closeFiles() error {
 	for _, q := range b.queues {
 		q.dlqMu.Lock()
 		if q.dlq != nil {
+			if !b.noSync() {
+				if err := q.dlq.Sync(); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			if err := q.dlq.Close(); err != nil {
 				errs = append(errs, err)
+			}
+			// Its synced length, so the next start judges a DLQ file cut
+			// after the stop as damage too (package recovery). No stamp:
+			// a DLQ log is always opened at start, from its summary.
+			next := q.dlq.NextOffset()
+			sums[q.id] = segment.Summary{FirstOffset: min(q.dlq.FirstOffset(), next), NextOffset: next}
+			if b.committedDLQNext(q, next) != next {
+				unclean = true
 			}
 			q.dlq = nil
 		}

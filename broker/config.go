@@ -65,6 +65,14 @@ type Config struct {
 	// grown this much; default 256 MiB.
 	FlushInterval time.Duration
 	FlushBytes    int64
+	// FlushSyncFS lets a flush pass make many files durable with one
+	// syncfs(2) per pass (from 8 dirty logs, new directories or stream
+	// snapshots on) instead of an fdatasync or fsync of each through its
+	// own descriptor (the default). Open refuses it unless the data
+	// directory is on ext4, xfs or btrfs on Linux 5.8 or later
+	// (vfs.SyncFSTrusted): elsewhere syncfs may return 0 having synced
+	// nothing (issue 21; docs/operations.md, "File systems").
+	FlushSyncFS bool
 	// GroupCommitWait is the longest the commit log's committer waits for
 	// more callers before it writes and syncs a batch (Sync "always" only;
 	// commitlog.Options.GroupCommitWait: only when at least two callers were

@@ -21,7 +21,10 @@ import (
 //     written to its file before it was appended to the log.
 //  2. The next offset of every log is noted, then every log marked since the
 //     last pass is fdatasynced (segment.Committer.Flush), with the
-//     directories and descriptors of partitions made since (flushDirs).
+//     directories and descriptors of partitions made since (flushDirs):
+//     each file by an fdatasync or fsync of its own descriptor, a few at a
+//     time, never by trusting syncfs(2) unless Config.FlushSyncFS says the
+//     file system implements it (issue 21).
 //  3. meta/summaries is rewritten: for every log, the offset up to which its
 //     file is durable (what recovery keeps without the commit log), with a
 //     stamp when nothing was appended since (start-up then skips the file).
@@ -208,7 +211,8 @@ func (b *Broker) flushPassLocked() error {
 }
 
 // flushDirs makes the directories made since the last pass durable: each
-// one's DESCRIPTOR and entries, then their parents once each.
+// one's DESCRIPTOR (fsync of its own) and entries, then their parents once
+// each, startupWorkers at a time; or one syncfs with Config.FlushSyncFS.
 func (b *Broker) flushDirs() error {
 	b.flush.stateMu.Lock()
 	dirs := b.flush.newDirs
@@ -217,10 +221,12 @@ func (b *Broker) flushDirs() error {
 	if len(dirs) == 0 || b.noSync() {
 		return nil
 	}
-	if len(dirs) >= dirsSyncFSMin && b.oneDevice(dirs) {
+	if b.cfg.FlushSyncFS && len(dirs) >= dirsSyncFSMin && b.oneDevice(dirs) {
 		// One syncfs makes every DESCRIPTOR and directory entry durable:
 		// two fsyncs per new directory cost ~0.5 ms of CPU each pass at
-		// 100,000 partitions being created (issue 14).
+		// 100,000 partitions being created (issue 14). Only where syncfs
+		// is known to sync (Config.FlushSyncFS, checked at Open): on a
+		// file system without sync_fs it returns 0 and syncs nothing.
 		if err := b.fs.SyncFS(b.dir); err != nil {
 			b.requeueDirs(dirs)
 			return fmt.Errorf("broker: sync new directories: %w", err)
@@ -261,8 +267,8 @@ func (b *Broker) requeueDirs(dirs []string) {
 }
 
 // dirsSyncFSMin is the number of new directories from which a flush pass
-// makes them durable with one syncfs instead of two fsyncs each (as
-// segment's Committer does for logs).
+// with Config.FlushSyncFS makes them durable with one syncfs instead of two
+// fsyncs each (as segment's Committer does for logs).
 const dirsSyncFSMin = 8
 
 // oneDevice reports whether every parent of dirs is on the data
@@ -294,6 +300,11 @@ func (b *Broker) writeSyncedSummaries(parts []*partition, nexts []uint64, queues
 	sums := make(map[[16]byte]segment.Summary, len(parts)+len(queues))
 	for i, p := range parts {
 		if p.isDamaged() {
+			// What was synced stays recorded: the next start must find the
+			// damage again, not cut it as a torn tail.
+			if s, ok := damagedSummary(p); ok {
+				sums[p.id] = s
+			}
 			continue
 		}
 		s, ok := b.partitionSummary(p)

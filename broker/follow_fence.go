@@ -5,16 +5,19 @@ import (
 	"time"
 )
 
+// minFence is seed 004's figure: "a new leader waits about half a second
+// before it serves pops, so the same messages are never given out twice".
+const minFence = 500 * time.Millisecond
+
 // fence is how long a new leader waits after its election before it serves
-// what reads or moves leases and cursors (seed 004: "a new leader waits
-// about half a second before it serves pops, so the same messages are never
-// given out twice"), derived, not a constant: a deposed leader cut off from
-// the quorum acts as one for at most raft's LeaderLeaseTimeout (500 ms by
-// default), and what it changed in memory meanwhile reaches the log within
-// one checkpoint interval (5 ms) or never. Clock skew between nodes is not
-// covered yet (docs/replication.md, question 2).
+// what reads or moves leases and cursors: seed 004's half second, or longer
+// where the configuration needs it: a deposed leader cut off from the quorum
+// acts as one for at most raft's LeaderLeaseTimeout (250 ms by default,
+// replica.DefaultLeaderLeaseTimeout), and what it changed in memory meanwhile
+// reaches the log within one checkpoint interval (5 ms) or never. Clock skew
+// between nodes is not covered yet (docs/replication.md, question 2).
 func (b *Broker) fence() time.Duration {
-	return b.cfg.Replicated.LeaderLeaseTimeout() + b.cfg.CheckpointInterval
+	return max(minFence, b.cfg.Replicated.LeaderLeaseTimeout()+b.cfg.CheckpointInterval)
 }
 
 // enterConsume is enterWrite for the requests that claim, release or move

@@ -1,16 +1,13 @@
 package broker
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
-	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/meta"
 )
 
 // Maintenance modes (spec 1.8, 8.8).
@@ -31,17 +28,8 @@ import (
 // push held on a partition is answered. After a crash or restart with push
 // maintenance on, Open lowers each listed partition's visible mark back to
 // its published mark, so held messages stay hidden until the mode is
-// switched off. The file is one frame of package record (magic "CMMT")
-// whose body is (little endian):
-//
-//	0     1       2          6
-//	+-----+-------+----------+----------------------------------+
-//	| ver | flags | n u32    | n × (partitionId [16], mark u64) |
-//	+-----+-------+----------+----------------------------------+
-//	ver 2; flags: bit 0 push maintenance, bit 1 pop maintenance
-//
-// A version 1 file (the same fields after "CMBM", a version byte 1, and an
-// xxhash64 of everything before it at the end) is still read.
+// switched off. The file's format is package meta's (meta.MaintenanceFile),
+// so comb fsck reads it with the decoder Open uses.
 type maintMode struct {
 	// mu is held shared by every publish while the push mode is off and
 	// exclusively to switch it or hold a partition, so no push can publish
@@ -63,19 +51,11 @@ type MaintenanceStatus struct {
 	HeldPartitions   int
 }
 
-const (
-	maintFile      = "maintenance"
-	maintVersion   = 2
-	maintHeader    = 6
-	maintV1Magic   = "CMBM"
-	maintV1Version = 1
-	maintV1Header  = 10
-)
+const maintFile = meta.MaintenanceFile
 
-var maintFormat = record.NewFormat("CMMT", 1<<30)
-
-// ErrMaintenanceFile is wrapped when <data>/meta/maintenance cannot be decoded.
-var ErrMaintenanceFile = errors.New("broker: maintenance file damaged")
+// ErrMaintenanceFile is wrapped when <data>/meta/maintenance cannot be decoded
+// (meta.ErrMaintenanceFile).
+var ErrMaintenanceFile = meta.ErrMaintenanceFile
 
 // Maintenance reports both modes and the number of held messages.
 func (b *Broker) Maintenance() MaintenanceStatus {
@@ -188,24 +168,13 @@ func sortedHeld(held map[*partition]uint64) []*partition {
 // current held set (temp + fsync + rename + directory fsync). The caller
 // holds b.mm.mu exclusively.
 func (b *Broker) writeMaintLocked(push, pop bool) error {
-	var parts []*partition
+	m := meta.Maintenance{Push: push, Pop: pop, Marks: map[[16]byte]uint64{}}
 	if push {
-		parts = sortedHeld(b.mm.held)
+		for p := range b.mm.held {
+			m.Marks[p.id] = p.visible.Load()
+		}
 	}
-	buf := make([]byte, maintHeader, maintHeader+len(parts)*24)
-	buf[0] = maintVersion
-	if push {
-		buf[1] |= 1
-	}
-	if pop {
-		buf[1] |= 2
-	}
-	binary.LittleEndian.PutUint32(buf[2:], uint32(len(parts)))
-	for _, p := range parts {
-		buf = append(buf, p.id[:]...)
-		buf = binary.LittleEndian.AppendUint64(buf, p.visible.Load())
-	}
-	if err := maintFormat.WriteFile(b.fs, filepath.Join(b.dir, "meta", maintFile), buf, b.noSync()); err != nil {
+	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, "meta"), m, b.noSync()); err != nil {
 		return fmt.Errorf("broker: maintenance mode: %w", err)
 	}
 	return nil
@@ -217,49 +186,10 @@ type maintRecord struct {
 	marks     map[[16]byte]uint64
 }
 
+// decodeMaint decodes the maintenance file (meta.DecodeMaintenance).
 func decodeMaint(data []byte) (maintRecord, error) {
-	if len(data) >= 4 && string(data[:4]) == maintV1Magic {
-		return decodeMaintV1(data)
-	}
-	body, n, err := maintFormat.Next(data)
-	if err == nil && n != len(data) {
-		err = fmt.Errorf("%d bytes after the frame", len(data)-n)
-	}
-	if err != nil {
-		return maintRecord{}, fmt.Errorf("%w: %v", ErrMaintenanceFile, err)
-	}
-	if len(body) < maintHeader || body[0] != maintVersion {
-		return maintRecord{}, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
-	}
-	return decodeMaintEntries(body[1], body[2:6], body[maintHeader:])
-}
-
-// decodeMaintV1 reads a version 1 file (comb before issue 10).
-func decodeMaintV1(data []byte) (maintRecord, error) {
-	if len(data) < maintV1Header+8 || data[4] != maintV1Version {
-		return maintRecord{}, fmt.Errorf("%w: bad header", ErrMaintenanceFile)
-	}
-	body, sum := data[:len(data)-8], binary.LittleEndian.Uint64(data[len(data)-8:])
-	if xxhash.Sum64(body) != sum {
-		return maintRecord{}, fmt.Errorf("%w: checksum mismatch", ErrMaintenanceFile)
-	}
-	return decodeMaintEntries(body[5], body[6:10], body[maintV1Header:])
-}
-
-// decodeMaintEntries decodes the flags byte, the u32 count and the entries.
-func decodeMaintEntries(flags byte, count, entries []byte) (maintRecord, error) {
-	r := maintRecord{push: flags&1 != 0, pop: flags&2 != 0}
-	n := binary.LittleEndian.Uint32(count)
-	if uint64(len(entries)) != uint64(n)*24 {
-		return r, fmt.Errorf("%w: %d entries in %d bytes", ErrMaintenanceFile, n, len(entries))
-	}
-	r.marks = make(map[[16]byte]uint64, n)
-	for off := 0; off < len(entries); off += 24 {
-		var id [16]byte
-		copy(id[:], entries[off:])
-		r.marks[id] = binary.LittleEndian.Uint64(entries[off+16:])
-	}
-	return r, nil
+	m, err := meta.DecodeMaintenance(data)
+	return maintRecord{push: m.Push, pop: m.Pop, marks: m.Marks}, err
 }
 
 // loadMaintMode restores the modes at Open, after every partition's visible

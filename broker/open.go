@@ -47,6 +47,10 @@ func Open(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if err := checkDurability(fsys, cfg, policy); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
 	b := &Broker{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -143,8 +147,11 @@ func (b *Broker) open() error {
 	}
 	b.describeCreated()
 	b.committer = segment.NewCommitter(segment.SyncNever, 0)
+	b.committer.SetSyncFS(b.cfg.FlushSyncFS)
 	b.committer.OnSync(b.syncHist.observe)
-	if err := b.openDLQsForReplay(); err != nil {
+	err = b.openDLQsForReplay()
+	b.summaries = nil
+	if err != nil {
 		return err
 	}
 	if err := b.openNotes(); err != nil { // before the replay: it replays Note entries

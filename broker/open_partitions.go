@@ -84,6 +84,7 @@ func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int
 		// and every path that would use it checks the mark first.
 		p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: segment.OpenSummary(dir, b.segOpts, segment.Summary{})}
 		p.visible.Store(p.log.NextOffset())
+		p.sum = b.syncedSummary(id)
 		b.markDamaged(p, err)
 		return p, &segment.RecoveryReport{}, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/segment"
 )
 
@@ -77,17 +78,22 @@ func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
 	return b.writeSummaryFile(cleanFileName, sums)
 }
 
-// openPartitionLog opens a partition's (or a DLQ's) log for recovery. Its
-// file is durable up to its summary's next offset (the flush pass noted it
-// before the sync, flush.go), and the commit log holds every segment from
-// its first retained entry's base on; what lies past both was written
-// unsynced and is garbage-or-replayed, so the log keeps max(summary, base)
-// (segment.OpenFrom) and the replay appends the rest. A summary whose stamp
-// still matches, with no retained entry, opens from the summary alone (two
-// stats, nothing read). A partition the commit log made after the last
-// metadata snapshot, with neither, keeps nothing (nothing of it was synced).
-// Without any of that (a directory from before the commit log) the log is
-// opened and its tail verified.
+// openPartitionLog opens a partition's (or a DLQ's) log for recovery, by
+// the start-up keep rule (package recovery, shared with comb fsck): its file
+// is durable up to its summary's next offset (the flush pass noted it before
+// the sync, flush.go; a clean Close after the last sync), and the commit log
+// holds every segment from its first retained entry's base on; what lies
+// past both was written unsynced and is garbage-or-replayed, so the log
+// keeps max(summary, base) (segment.OpenFrom) and the replay appends the
+// rest. Below that every offset must be there, whole and checksum-valid: a
+// file cut short or damaged there is a *segment.CorruptionError (the caller
+// takes the partition out of service and the files stay as they are), never
+// a torn tail, after a crash and after a clean shutdown alike. A summary
+// whose stamp still matches, with no retained entry, opens from the summary
+// alone (two stats, nothing read). A partition the commit log made after the
+// last metadata snapshot, with neither, keeps nothing (nothing of it was
+// synced). Without any of that (a directory from before the commit log) the
+// log is opened and its tail verified.
 func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segment.RecoveryReport, error) {
 	return b.openLogAt(id, dir, b.segOpts)
 }
@@ -95,35 +101,53 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 // openLogAt is openPartitionLog for any log (partitions and DLQs).
 func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segment.Log, *segment.RecoveryReport, error) {
 	s, hasSum := b.summaries[id]
-	base, hasBase := b.walScan.bases[id]
-	switch {
-	case hasSum && !hasBase && s.Stamp != 0 && segment.SummaryMatches(dir, s):
+	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id], Replicated: b.cfg.Replicated != nil}
+	if hasSum {
+		f.SyncedNext = s.NextOffset
+		f.Unchanged = func() bool { return segment.SummaryMatches(dir, s) }
+	}
+	plan := recovery.Rule(f)
+	switch plan.Mode {
+	case recovery.Summary:
 		return segment.OpenSummary(dir, opts, s), &segment.RecoveryReport{}, nil
-	case b.cfg.Replicated != nil:
-		// Past its summary a replicated node's file may hold segments the
-		// cluster never committed (follow_commit.go); raft applies every
-		// committed entry after its last snapshot again, which the summary
-		// covers. No summary: made after the last flush pass, all of it
-		// comes again.
-		return b.openLogFrom(dir, opts, max(s.NextOffset, 1))
-	case hasSum && !hasBase && b.cleanStart:
-		// After a clean shutdown everything was synced: files that changed
-		// since were changed by someone (restored from a copy): they are
-		// verified and trusted as they are, and cursors past them clamped.
-		b.log.Warn().Str("id", uuidString(id)).Str("dir", dir).
-			Msg("start-up: files changed since the clean shutdown; verifying the log")
-		return segment.Open(dir, opts)
-	case hasSum || hasBase || b.walScan.created[id]:
-		keep := uint64(1)
-		if hasSum {
-			keep = s.NextOffset
+	case recovery.Below:
+		if hasSum && s.Stamp != 0 && b.cleanStart && f.ReplayBase == 0 {
+			// After a clean shutdown everything was synced: files that
+			// changed since were changed by someone (restored from an
+			// older copy, cut, edited by hand). Offsets missing below the
+			// summary are damage, not a torn tail.
+			b.log.Warn().Str("id", uuidString(id)).Str("dir", dir).Uint64("syncedNext", s.NextOffset).
+				Msg("start-up: files changed since the clean shutdown; every offset it synced must still be there")
 		}
-		if hasBase {
-			keep = max(keep, base)
-		}
-		return b.openLogFrom(dir, opts, keep)
+		opts.KeepUnsynced = plan.Quarantine
+		return b.openLogFrom(dir, opts, plan.Keep)
 	}
 	return segment.Open(dir, opts)
+}
+
+// syncedSummary is what start-up knew was synced of log id (the keep rule's
+// offset, unstamped), or the zero Summary when nothing was. A partition found
+// damaged keeps it as its summary entry (damagedSummary), so no later start
+// forgets what was synced and cuts the damage as a torn tail.
+func (b *Broker) syncedSummary(id [16]byte) segment.Summary {
+	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id], Replicated: b.cfg.Replicated != nil}
+	if s, ok := b.summaries[id]; ok {
+		f.SyncedNext = s.NextOffset
+	}
+	if plan := recovery.Rule(f); plan.Mode == recovery.Below && plan.Keep > 1 {
+		return segment.Summary{FirstOffset: 1, NextOffset: plan.Keep}
+	}
+	return segment.Summary{}
+}
+
+// damagedSummary is the summary entry of a partition out of service: the last
+// one written while it was sound (or start-up's syncedSummary), without its
+// stamp (the next start must read the files). ok=false: none, nothing of it
+// is known to be synced.
+func damagedSummary(p *partition) (segment.Summary, bool) {
+	s := p.sum
+	s.Stamp = 0
+	return s, s.NextOffset > 0
 }
 
 // openLogFrom opens the log in dir keeping the offsets below keep
@@ -146,7 +170,11 @@ func (b *Broker) openLogFrom(dir string, opts segment.Options, keep uint64) (*se
 func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
 	ids := make([][16]byte, 0, len(sums))
 	for id, s := range sums {
-		if p := b.parts[id]; p != nil && p.sum.Stamp != 0 {
+		p := b.parts[id]
+		if p == nil || p.isDamaged() {
+			continue // a DLQ log's, or a damaged one's: never stamped
+		}
+		if p.sum.Stamp != 0 {
 			prev := p.sum
 			s.Stamp = prev.Stamp
 			if prev == s {
@@ -241,14 +269,14 @@ func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
 	return sums
 }
 
-// adoptSummaries ends Open's use of the summaries: those a log was opened
-// from (stamp matched, nothing read) seed the checkpoint pass, which then
-// need not stat them again.
+// adoptSummaries ends the partitions' use of the summaries: those a log was
+// opened from (stamp matched, nothing read) seed the checkpoint pass, which
+// then need not stat them again. The DLQ logs are opened after it
+// (openDLQsForReplay), which then drops the summaries.
 func (b *Broker) adoptSummaries() {
 	for id, p := range b.parts {
 		if s, ok := b.summaries[id]; ok && !p.log.Loaded() && !p.isDamaged() {
 			p.sum = s
 		}
 	}
-	b.summaries = nil
 }

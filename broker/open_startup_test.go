@@ -10,57 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCleanMarkerDistrustsReplacedFiles: a clean-shutdown summary describes
-// the files as Close left them; when the partition's files are replaced
-// afterwards (an older copy restored under a newer cursor journal), Open must
-// verify the log instead, so the cursor is clamped to the restored high-water
-// mark and new pushes are delivered (issue 7 follow-up, crash test
-// TestCrashDamageCursorAhead).
-func TestCleanMarkerDistrustsReplacedFiles(t *testing.T) {
-	cases := []struct {
-		name    string
-		restore func(t *testing.T, dir, old string)
-	}{
-		{"partition directory replaced by an older copy", func(t *testing.T, dir, old string) {
-			require.NoError(t, os.RemoveAll(dir))
-			require.NoError(t, os.CopyFS(dir, os.DirFS(old)))
-		}},
-		{"newest segment file overwritten in place by an older copy", func(t *testing.T, dir, old string) {
-			seg := "00000000000000000001.seg"
-			data, err := os.ReadFile(filepath.Join(old, seg))
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, seg), data, 0o644))
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newScaleEnv(t, nil)
-			e.push("q", "p", "a", "b")
-			dir := e.part("q", "p").log.Dir()
-			e.reopenWith(nil)
-			old := filepath.Join(t.TempDir(), "old")
-			require.NoError(t, os.CopyFS(old, os.DirFS(dir)))
-
-			e.push("q", "p", "c", "d", "e")
-			res := e.pop(PopRequest{Queue: "q", Group: "g", AutoAck: true})
-			require.Equal(t, []string{"a", "b", "c", "d", "e"}, txids(res))
-			require.NoError(t, e.b.Close())
-			e.b = nil
-			tc.restore(t, dir, old)
-
-			e.reopenWith(nil)
-			p := e.part("q", "p")
-			assert.Equal(t, uint64(3), p.visible.Load(), "high-water mark of the restored files")
-			st, ok := e.b.cur.Get(cursorKey(e, "q", "p", "g"))
-			require.True(t, ok)
-			assert.Equal(t, uint64(2), st.Committed, "cursor clamped to the restored high-water mark")
-			e.push("q", "p", "f1", "f2")
-			res = e.pop(PopRequest{Queue: "q", Group: "g", AutoAck: true})
-			assert.Equal(t, []string{"f1", "f2"}, txids(res))
-		})
-	}
-}
-
 // TestCleanMarkerTrustsUntouchedFiles: partitions left as Close wrote them
 // open from their summaries (no file opened), while a changed one beside
 // them is verified.

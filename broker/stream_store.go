@@ -47,7 +47,7 @@ type streamState struct {
 // of the state once the log was truncated behind it (comb fsck reports it).
 func (b *Broker) loadStreams() error {
 	b.streams.store = streams.NewStore()
-	b.streams.files = &streams.Files{FS: b.fs, Root: filepath.Join(b.dir, streams.Dir), NoSync: b.noSync()}
+	b.streams.files = &streams.Files{FS: b.fs, Root: filepath.Join(b.dir, streams.Dir), NoSync: b.noSync(), SyncFS: b.cfg.FlushSyncFS}
 	l, err := b.streams.files.Load()
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

@@ -125,8 +125,14 @@ func (w *walFile) extendSome(want, least int64, noSync bool) error {
 }
 
 // room is how many more entry bytes a batch chunk may reserve in w: a new
-// chunk needs frameOverhead on top of its entries.
-func (w *walFile) room() int64 { return w.size.Load() - w.end - w.reserved }
+// chunk needs frameOverhead on top of its entries, and tailGuard zeros stay
+// after the last batch.
+func (w *walFile) room() int64 { return w.size.Load() - w.end - w.reserved - tailGuard }
+
+// tailGuard is how many zero bytes always follow a file's last batch: a
+// batch never fills a file to its last byte, so a newest file that ends
+// right after a batch was cut there (ErrShortFile), not filled.
+const tailGuard = 1
 
 // extend writes zeros from w's size up to size and fdatasyncs them, so that
 // batches written there later change no file size. The new size becomes

@@ -34,6 +34,13 @@ var (
 	// ErrCorrupt is wrapped by Open for damage that is not a torn tail:
 	// nothing is changed and the log does not open.
 	ErrCorrupt = errors.New("commitlog: damaged")
+	// ErrShortFile is wrapped (with ErrCorrupt) by Open and reported by
+	// Inspect for a newest file shorter than its preallocation: a batch that
+	// runs past the end of the file, or a file that ends right after a
+	// batch with no zero byte after it (tailGuard). Preallocation is synced
+	// before any batch goes into it, so no crash leaves that: the file was
+	// cut, and the batches it held past the cut were acknowledged.
+	ErrShortFile = errors.New("shorter than its preallocation")
 	// ErrFailed is returned by every call after a failed write or
 	// fdatasync; a restart verifies the files again.
 	ErrFailed = errors.New("commitlog: failed; restart to verify it")

@@ -18,8 +18,11 @@ type Inspection struct {
 	First LSN // first entry Inspect passed to fn (0 = none)
 	Last  LSN // last one
 	// Tail is what follows the newest file's last batch; TailCorrupt (or
-	// Err) means damage Open would refuse under sync always. TailTorn and
-	// TailDamaged are what Open zeroes (never acknowledged).
+	// Err) means damage Open would refuse under sync always. TailDamaged
+	// (and TailTorn under sync never) is what Open zeroes (never
+	// acknowledged). A newest file shorter than its preallocation is Err
+	// wrapping ErrShortFile, located by TailFile, TailStart and TailEnd (the
+	// file's size).
 	Tail record.Tail
 	// TailFile, TailStart, TailEnd locate those bytes (TailEnd is where the
 	// verified batch after damage starts, for TailCorrupt).
@@ -113,16 +116,23 @@ func Inspect(fsys vfs.FS, dir string, fn func(Entry) error) (*Inspection, error)
 			return in, nil
 		}
 		expect = next
-		if sc.Tail != record.TailClean && sc.Tail != record.TailZeros {
+		// The server's rule (judgeTail) under its default policies, which
+		// sync the preallocation; strict=false: a damaged batch with a
+		// verified one after it is reported as Tail, not Err.
+		_, jerr := judgeTail(n.name, newest, sc, int64(hlen), int64(len(data)), true, false)
+		if sc.Tail != record.TailZeros && (sc.Tail != record.TailClean || jerr != nil) {
 			in.Tail, in.TailFile, in.TailStart = sc.Tail, n.name, int64(hlen)+sc.End
 			in.TailEnd = int64(hlen) + sc.DataEnd
 			if sc.Tail == record.TailCorrupt {
 				in.TailEnd = int64(hlen) + sc.Resync
 			}
-			if !newest {
-				in.Err = fmt.Errorf("%w: %s: bytes [%d,%d) after its last batch in a file the log had moved past", ErrCorrupt, n.name, in.TailStart, in.TailEnd)
-				return in, nil
+			if errors.Is(jerr, ErrShortFile) {
+				in.TailEnd = int64(len(data))
 			}
+		}
+		if jerr != nil {
+			in.Err = jerr
+			return in, nil
 		}
 	}
 	return in, nil

@@ -255,8 +255,8 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	}
 	if over > w.room() {
 		var err error
-		if w.end+w.reserved+over <= l.opts.FileBytes {
-			err = l.extendLocked(w, w.end+w.reserved+over)
+		if w.end+w.reserved+over+tailGuard <= l.opts.FileBytes {
+			err = l.extendLocked(w, w.end+w.reserved+over+tailGuard)
 		} else {
 			w, err = l.rotateLocked(need)
 			over = need + frameOverhead
@@ -298,7 +298,7 @@ func (l *Log) rotateLocked(need int64) (*walFile, error) {
 		}
 	}
 	if over := need + frameOverhead; over > w.room() {
-		if err := l.extendLocked(w, w.end+over); err != nil {
+		if err := l.extendLocked(w, w.end+over+tailGuard); err != nil {
 			if w != l.spare {
 				w.f.Close()
 				_ = l.fs.Remove(w.path)

@@ -147,16 +147,12 @@ func (l *Log) openFile(path string, first LSN, newest bool, expect LSN, rec *Rec
 	if next > first {
 		w.last = next - 1
 	}
-	bad := sc.Tail != record.TailClean && sc.Tail != record.TailZeros
-	switch {
-	case !bad:
-	case !newest:
+	verdict, err := judgeTail(name, newest, sc, int64(hlen), int64(len(data)), !l.noSync(), l.opts.Sync == SyncAlways)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: bytes [%d,%d) after its last batch (%s) in a file the log had moved past", ErrCorrupt, name, w.end, int64(hlen)+sc.DataEnd, sc.Tail)
-	case sc.Tail == record.TailCorrupt && l.opts.Sync == SyncAlways:
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: bytes [%d,%d) are damaged and a verified batch follows them (not a torn write under sync always; run comb fsck)", ErrCorrupt, name, w.end, int64(hlen)+sc.Resync)
-	default:
+		return nil, err
+	}
+	if verdict == tailCut {
 		if err := l.cutTail(w, data[w.end:int64(hlen)+sc.DataEnd], rec); err != nil {
 			f.Close()
 			return nil, err

@@ -2,11 +2,13 @@ package fsck
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
@@ -23,6 +25,13 @@ func (c *checker) checkCommitLog() {
 	t := &c.rep.Totals.CommitLog
 	t.Files, t.Entries, t.FirstLSN, t.LastLSN = w.Files, w.Entries, w.First, w.Last
 	t.PushRecords, t.Transactions, t.Checkpoints = w.PushRecords, w.TxEntries, w.Checkpoints
+	if errors.Is(w.Err, commitlog.ErrShortFile) {
+		// Not a tail: the server refuses the file (commitlog.judgeTail).
+		c.rep.add(Finding{Kind: KindCommitLogShortFile, Severity: SeverityDamaged, File: filepath.Join(dirCommitLog, w.TailFile),
+			StartByte: w.TailStart, EndByte: w.TailEnd,
+			Detail: fmt.Sprintf("%v; the last entry read is LSN %d (the checks below judge what comes before the cut; under --sync never, which syncs no preallocation, a power cut can leave this too)", w.Err, w.Last)})
+		return
+	}
 	if w.Err != nil {
 		c.rep.add(Finding{Kind: KindCommitLogCorrupt, Severity: SeverityDamaged, File: dirCommitLog,
 			Detail: fmt.Sprintf("%v; the server refuses to start on it, and the entries from the damage on are not read (the checks below judge what comes before it)", w.Err)})

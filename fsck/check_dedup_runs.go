@@ -13,6 +13,7 @@ import (
 // runVerdict is what checkDedupRuns says about one sealed dedup run file.
 type runVerdict struct {
 	File   string // base name in the log's directory
+	Size   int64  // the file's bytes (a run is checked whole: the damage is the file)
 	Kind   Kind   // KindDedupDamaged or KindDedupStale
 	Detail string
 }
@@ -70,7 +71,8 @@ func checkRunFile(dir, name string) *runVerdict {
 		err = fmt.Errorf("header says offsets %d..%d, the name %d..%d", h.First, h.Last, first, last)
 	}
 	if err != nil {
-		return &runVerdict{File: name, Kind: KindDedupDamaged, Detail: fmt.Sprintf("dedup run fails its check (%v)", err)}
+		return &runVerdict{File: name, Size: int64(len(b)), Kind: KindDedupDamaged,
+			Detail: fmt.Sprintf("dedup run fails its check (%v); the server removes it and re-indexes its offsets from the segments at its first push", err)}
 	}
 	return nil
 }

@@ -126,11 +126,18 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 		case planned[dm.File]:
 			f.Repair = "covered by the quarantine of " + f.File + " above"
 			c.rep.add(f)
+		case dm.File == newest && s.Region != nil && dm.Tail == record.TailTorn && dm.EndByte == newestBytes(s):
+			// The file ends inside a segment below its synced length: cut, not
+			// torn (package recovery).
+			f.Kind = KindShortFile
+			f.Detail = fmt.Sprintf("the file ends at byte %d inside a segment (%s) below offset %d, which was synced (%s): a crash cannot make a synced file shorter, so this is damage, not a torn tail; offsets %s are lost unless recovered from a copy; the server takes the log out of service and cuts nothing",
+				dm.EndByte, dm.Reason, s.Region.Keep, c.keepSource(d.ID), offsetsText(dm.FirstOffset, dm.LastOffset))
+			c.rep.add(f)
 		case dm.File == newest && s.Region != nil:
 			// Below a commit log these bytes were synced, and the server keeps the
 			// file up to its durable end: cutting at the damage would only make
 			// the offsets after it missing too.
-			f.Detail += fmt.Sprintf("; the file was synced up to offset %d, so the server takes the log out of service", s.Region.Keep-1)
+			f.Detail += fmt.Sprintf("; the file was synced up to offset %d, so the server takes the log out of service: not a torn tail (%s)", s.Region.Keep-1, c.keepSource(d.ID))
 			c.rep.add(f)
 		case dm.File == newest:
 			// Mid-file damage in the file being appended to: the server's recovery
@@ -169,7 +176,7 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	}
 	for _, v := range s.DedupRuns {
 		f := base
-		f.Kind, f.Severity, f.File = v.Kind, SeverityRepairable, filepath.Join(d.Rel, v.File)
+		f.Kind, f.Severity, f.File, f.EndByte = v.Kind, SeverityRepairable, filepath.Join(d.Rel, v.File), v.Size
 		f.Detail = v.Detail
 		f.Repair = "remove it and every later run of the log; their offsets are re-indexed from the segments"
 		add(f)
@@ -177,6 +184,14 @@ func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
 	if len(fixedByOpen) > 0 || len(s.Corrupt) > 0 {
 		c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, region: s.Region, findings: fixedByOpen})
 	}
+}
+
+// newestBytes is the size of the log's newest segment file as scanned.
+func newestBytes(s *logScan) int64 {
+	if n := len(s.Files); n > 0 {
+		return s.Files[n-1].Bytes
+	}
+	return -1
 }
 
 // gapFinding judges a gap in a log's offsets between two files. segment.Open

@@ -31,8 +31,11 @@ func (c *checker) checkMeta() {
 		f.Detail = "the metadata journal's last record is whole but fails its checksum: a torn write, or damage to an acknowledged queue or partition change"
 		f.Repair = fmt.Sprintf("copy the bytes to %s/meta/ and cut %s at byte %d; partitions it named are rebuilt from their directories", dirQuarantine, m.File, m.ValidBytes)
 	case record.TailCorrupt:
-		f.Kind = KindJournalCorrupt
-		f.Detail = fmt.Sprintf("metadata journal damaged from byte %d with valid records after it (%d of them still read): %v", m.ValidBytes, len(m.Salvaged), m.Err)
+		// Damage the server refuses to start with (issue 21): exit 2 even
+		// though a rebuild is offered, since a configure or delete in the
+		// damaged bytes is lost by it.
+		f.Kind, f.Severity = KindJournalCorrupt, SeverityDamaged
+		f.Detail = fmt.Sprintf("metadata journal damaged from byte %d with valid records after it (%d of them still read): %v; the server refuses to start", m.ValidBytes, len(m.Salvaged), m.Err)
 		f.Repair = "rebuild meta/journal from its valid records, the records after the damage and the directories' descriptors (the old file is kept in quarantine/meta/); a configure or delete in the damaged bytes is lost"
 	default:
 		return

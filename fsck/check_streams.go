@@ -3,6 +3,7 @@ package fsck
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/combmq/comb/streams"
@@ -21,7 +22,11 @@ func (c *checker) checkStreams() {
 	switch {
 	case errors.As(err, &fe):
 		rel, _ := filepath.Rel(c.dir, fe.File)
-		c.rep.add(Finding{Kind: KindStreamsCorrupt, Severity: SeverityDamaged, File: rel,
+		var size int64 // each file is one frame: the damage is the file
+		if st, err := os.Stat(fe.File); err == nil {
+			size = st.Size()
+		}
+		c.rep.add(Finding{Kind: KindStreamsCorrupt, Severity: SeverityDamaged, File: rel, EndByte: size,
 			Detail: fmt.Sprintf("%v: the server refuses to start; the state it holds is lost unless the commit log still has it", fe.Err)})
 		return
 	case err != nil:

@@ -13,7 +13,8 @@
 //
 //	<data>/LOCK                    flock probe: a live server holds it → ErrLocked (Options.Force: read-only anyway)
 //	<data>/meta/journal            queue and partition names (meta.Read), torn / damaged tail vs mid-file damage
-//	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is (meta.ReadDescriptor)
+//	<data>/*/<id>/DESCRIPTOR       what a directory the journal does not name is, and that every named
+//	                               directory's own one decodes and describes it (meta.ReadDescriptor)
 //	<data>/partitions/<id>/*.seg   segment.Verify: every checksum, record framing, dense increasing offsets
 //	<data>/partitions/<id>/*.idx   each index against its segment file: header, entry chain, end offset
 //	<data>/partitions/<id>/dedup.idx  header and entry checks (damage vs torn tail), entry order, nothing past the high-water mark
@@ -22,6 +23,16 @@
 //	<data>/cursor/                 the snapshot, recovered on a temporary copy by cursor.Open; every
 //	                               cursor and leased span ≤ its partition's high-water mark (snapshot
 //	                               only: the cursor checkpoints in the commit log are not read yet)
+//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (index.ScanRun, as the log's load)
+//	<data>/streams/                streams.Files.Load: the registry and every shard snapshot
+//	<data>/notes/log               notes.Check: notes.Open's own decoder and tail rule, nothing changed
+//	<data>/meta/maintenance        meta.DecodeMaintenance, the decoder the server's start-up uses
+//	<data>/meta/analytics          analytics.Load (a cache: the server ignores a file that does not load)
+//
+// Every file the server reads at start-up is read here with the server's own
+// decoder (issue 21), and a file the server refuses to start with is never
+// exit 0: it is damage (exit 2). startup_agree_test.go holds each file kind
+// to that, byte flip, cut and appended garbage against the server's start.
 //
 // # Verdicts and exit codes
 //

@@ -61,7 +61,9 @@ const (
 	// snapshot is damaged. For the cursor snapshot (or a format 1 or 2 cursor journal
 	// not yet upgraded) it needs a person (cursors would be lost); the metadata
 	// journal is rebuilt from its valid records and the directories' descriptors (the
-	// old file kept in <data>/quarantine/meta/).
+	// old file kept in <data>/quarantine/meta/). Damaged either way (exit 2): the
+	// server refuses to start with it, and a rebuild loses a configure or delete
+	// held in the damaged bytes.
 	KindJournalCorrupt Kind = "journal_corrupt"
 	// KindJournalMissing: meta/journal is missing while log directories exist. Repair
 	// rebuilds it from the directories' descriptors (queue options fall back to the
@@ -94,12 +96,27 @@ const (
 	// file's durable region, or that region has no segment there. Needs a
 	// person.
 	KindCommitLogMismatch Kind = "commitlog_mismatch"
+	// KindCommitLogShortFile: the commit log's newest file is shorter than its
+	// preallocation (commitlog.ErrShortFile): a batch runs past the end of the
+	// file, or the file ends right after a batch with no zero byte after it.
+	// The zeros are synced before any batch goes into them, so no crash leaves
+	// that: the file was cut, and the batches past the cut were acknowledged.
+	// The server refuses to start; the file is kept as it is. Needs a person.
+	KindCommitLogShortFile Kind = "commitlog_short_file"
 	// KindMissingOffsets: offsets the server must find in a log's files (below
 	// its durable end: the summary the last flush pass wrote, or the first
 	// commit-log entry of the log) are missing or cut short, or the commit log
 	// continues past the end of the file's durable region: offsets in neither.
 	// The server takes the partition out of service. Needs a person.
 	KindMissingOffsets Kind = "missing_offsets"
+	// KindShortFile: a log's newest segment file ends inside a segment (an
+	// incomplete header or segment at the end of the file) below the offset
+	// the server must find in it (its synced length: meta/clean after a clean
+	// stop, meta/summaries after a flush pass, or the commit log's first
+	// base). A crash cannot make a file shorter than what was synced, so this
+	// is not a torn tail: the server takes the partition out of service and
+	// cuts nothing (package recovery). Needs a person.
+	KindShortFile Kind = "short_file"
 	// KindUnsyncedTail: what the server's recovery does with a log written
 	// behind the commit log: the bytes past its durable end were written but
 	// never synced (a kill -9 or power loss leaves them whole, torn, zeros or
@@ -120,6 +137,34 @@ const (
 	// query's last reset, or of a partition the metadata does not name (its
 	// queue was deleted). The server removes it at start; informational.
 	KindStreamsStale Kind = "streams_stale"
+	// KindNotesTornTail: <data>/notes/log (deletion tombstones and trace
+	// events) ends in what a crash leaves after its last whole record: an
+	// incomplete record, a whole last record failing its checksum, zeros, or
+	// a header cut short. The server cuts it at start (notes.Open, the bytes
+	// kept in <data>/quarantine/notes/); repair does it now the same way.
+	KindNotesTornTail Kind = "notes_torn_tail"
+	// KindNotesCorrupt: notes/log holds what a crash cannot leave: a header
+	// that does not verify, damage with verified records after it, or a
+	// verified record that does not decode. The server refuses to start.
+	// Needs a person (moving the file aside starts the server without the
+	// deletions and trace events it held).
+	KindNotesCorrupt Kind = "notes_corrupt"
+	// KindMaintenanceCorrupt: meta/maintenance does not decode. The server
+	// refuses to start: it is the only record of which pushed messages push
+	// maintenance still hides. Needs a person (moving it aside starts with
+	// both modes off and the held messages visible).
+	KindMaintenanceCorrupt Kind = "maintenance_corrupt"
+	// KindAnalyticsIgnored: meta/analytics (the dashboard's per-minute
+	// series) does not load; the server ignores it and starts the charts
+	// blank. Informational.
+	KindAnalyticsIgnored Kind = "analytics_ignored"
+	// KindDescriptorDamaged: the DESCRIPTOR of a directory the metadata names
+	// is missing (once every directory has one), does not decode, or
+	// describes another directory. The server starts without it; it is what a
+	// rebuild of meta/journal names the directory from. Repair writes it again
+	// from the metadata; one describing another directory (copied or renamed)
+	// is damaged and needs a person.
+	KindDescriptorDamaged Kind = "descriptor_damaged"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.

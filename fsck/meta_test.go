@@ -38,7 +38,8 @@ func TestMetaReaderMatchesBroker(t *testing.T) {
 
 // TestMetaJournalDamage: a torn last record is repairable (cut, its bytes kept);
 // damage with whole records after it, or a record that does not decode, is
-// repaired by a rebuild from the valid records and the descriptors; a directory
+// damage (exit 2: the server refuses to start with it) that a rebuild from the
+// valid records and the descriptors repairs; a directory
 // whose descriptor describes another one needs a person (issue 10).
 func TestMetaJournalDamage(t *testing.T) {
 	cases := []struct {
@@ -53,10 +54,10 @@ func TestMetaJournalDamage(t *testing.T) {
 		}, KindJournalTornTail, ExitRepairable, ExitClean},
 		{"a flipped bit before whole records is rebuilt", func(d *testDir) {
 			d.flipBit(filepath.Join(d.root, dirMeta, metaJournalFile), 14)
-		}, KindJournalCorrupt, ExitRepairable, ExitClean},
+		}, KindJournalCorrupt, ExitDamaged, ExitClean},
 		{"a record that passes its checksum but does not decode is rebuilt", func(d *testDir) {
 			d.appendMeta(99, d.queue, nil)
-		}, KindJournalCorrupt, ExitRepairable, ExitClean},
+		}, KindJournalCorrupt, ExitDamaged, ExitClean},
 		{"a removed journal is rebuilt from the descriptors", func(d *testDir) {
 			require.NoError(t, os.Remove(filepath.Join(d.root, dirMeta, metaJournalFile)))
 		}, KindJournalMissing, ExitRepairable, ExitClean},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/segment"
 )
 
@@ -57,33 +58,22 @@ func readRecoveryRule(dataDir string, wal *walView) (*recoveryRule, error) {
 
 // keepBelow returns the offset below which the server trusts log id's files,
 // and ok=false when it opens the log as segment.Open does (verifying its
-// tail, cutting a torn one):
-//
-//   - a summary and no commit-log entry after a clean shutdown: everything
-//     was synced, the files are verified as they are;
-//   - a summary, a retained commit-log entry, or a partition created by a
-//     retained metadata entry: max(the summary's next offset, the first
-//     entry's base), or 1 (nothing of it was synced);
-//   - neither: a log from before the commit log, verified as it is.
-//
-// (A summary whose stamp still matches the directory is opened without
-// reading it; its files then end exactly at the summary's next offset, which
-// the same keep describes.)
+// tail, cutting a torn one). It is the server's own rule (package recovery,
+// also asked by broker/open_startup.go openLogAt), given what fsck reads:
+// the summary's next offset (after a clean shutdown too: a file shorter than
+// what was synced is damage, not a torn tail), the commit log's first base
+// for the log, and whether a retained metadata entry created it. (A summary
+// whose stamp still matches the directory is opened without reading it; its
+// files then end exactly at the summary's next offset, which the same keep
+// describes.)
 func (r *recoveryRule) keepBelow(id [16]byte) (uint64, bool) {
-	s, hasSum := r.sums[id]
-	base, hasBase := r.wal.Logs[id].firstBase()
-	switch {
-	case hasSum && !hasBase && r.clean:
-		return 0, false
-	case hasSum || hasBase || r.wal.Created[id]:
-		keep := uint64(1)
-		if hasSum {
-			keep = s.NextOffset
-		}
-		if hasBase {
-			keep = max(keep, base)
-		}
-		return keep, true
+	f := recovery.Facts{Created: r.wal.Created[id]}
+	if s, ok := r.sums[id]; ok {
+		f.SyncedNext = s.NextOffset
 	}
-	return 0, false
+	if base, ok := r.wal.Logs[id].firstBase(); ok {
+		f.ReplayBase = base
+	}
+	plan := recovery.Rule(f)
+	return plan.Keep, plan.Mode != recovery.Verify
 }

@@ -34,6 +34,9 @@ type repairPlan struct {
 	// region: planReopenLog of a log written behind the commit log, reopened
 	// below its keep offset as the server does (segment.OpenFrom).
 	region *durableRegion
+	// run, when set, is the whole step: a file whose own package repairs it
+	// as the server's start-up does (notes.Open).
+	run func() error
 }
 
 // plan records a finding together with the step that repairs it.
@@ -107,6 +110,9 @@ func (c *checker) repairCursors() {
 }
 
 func (c *checker) apply(p repairPlan) error {
+	if p.run != nil {
+		return p.run()
+	}
 	switch p.kind {
 	case planOpenMeta:
 		return c.cutMetaTail()

@@ -138,6 +138,7 @@ func (c *checker) check() error {
 	}
 	c.checkReplay()
 	c.checkOrphans()
+	c.checkDescriptors()
 	c.planMeta()
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor), c.checkpoints)
@@ -147,6 +148,9 @@ func (c *checker) check() error {
 	c.cursors = cur
 	c.checkCursors()
 	c.checkStreams()
+	c.checkNotes()
+	c.checkMaintenance()
+	c.checkAnalytics()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -88,7 +89,7 @@ func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base,
 	}
 	v.Files, v.Start, v.First, v.Last = in.Files, uint64(in.Start), uint64(in.First), uint64(in.Last)
 	v.Err = in.Err
-	if in.Tail != record.TailClean && in.Tail != record.TailZeros {
+	if in.Tail != record.TailClean && in.Tail != record.TailZeros || errors.Is(in.Err, commitlog.ErrShortFile) {
 		v.Tail, v.TailFile, v.TailStart, v.TailEnd = in.Tail, in.TailFile, in.TailStart, in.TailEnd
 	}
 	return v, nil

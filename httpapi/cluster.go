@@ -23,13 +23,16 @@ type Membership interface {
 	RemoveServer(id string) error
 	NodeID() string
 	Role() string
+	// ClusterID is the cluster's id ("" until the node has one; replica/clusterid.go).
+	ClusterID() string
 }
 
 // clusterJSON is GET /api/v1/cluster's answer and the changes' answer.
 type clusterJSON struct {
-	NodeID  string           `json:"nodeId"`
-	Role    string           `json:"role"`
-	Members []replica.Member `json:"members"`
+	NodeID    string           `json:"nodeId"`
+	Role      string           `json:"role"`
+	ClusterID string           `json:"clusterId"`
+	Members   []replica.Member `json:"members"`
 }
 
 // membership returns the node's Membership, or answers 404 on a single node.
@@ -59,7 +62,7 @@ func (s *Server) sendCluster(ctx *fasthttp.RequestCtx, m Membership) {
 	if ms == nil {
 		ms = []replica.Member{}
 	}
-	s.sendValue(ctx, fasthttp.StatusOK, clusterJSON{NodeID: m.NodeID(), Role: m.Role(), Members: ms})
+	s.sendValue(ctx, fasthttp.StatusOK, clusterJSON{NodeID: m.NodeID(), Role: m.Role(), ClusterID: m.ClusterID(), Members: ms})
 }
 
 // addMember is POST /api/v1/cluster/members {"id": "n4", "raftAddr": "10.0.0.4:7001"}: the

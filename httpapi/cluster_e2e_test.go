@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -17,13 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/certs"
 	"github.com/combmq/comb/replica"
 )
 
 // Issue 15, "Done when": Queen's client behaviour holds against any node of a cluster, so the
-// real-broker tests (every starter of a real broker goes through serveReal, but the TLS test's:
-// forwarding verifies the leader's certificate against the system roots) run unchanged against
-// a node of an in-process 3-node cluster when COMB_TEST_TARGET says which:
+// real-broker tests (every starter of a real broker goes through serveReal but the HTTPS
+// tests', which start one node of their own) run unchanged against a node of an in-process
+// 3-node cluster, its members authenticated by peer certificates of one CA, when
+// COMB_TEST_TARGET says which:
 //
 //	COMB_TEST_TARGET=         one node, as comb serve without --node-id (the default)
 //	COMB_TEST_TARGET=leader   the cluster's leader
@@ -108,6 +111,9 @@ type clusterLayout struct {
 	dataDirs  []string // in cfg.FS (the disk when nil)
 	raftDirs  []string // on the disk: raft-wal and its snapshot store do not take a vfs.FS
 	httpAddrs []string
+	// peerTLS is each node's peer certificate, from one CA made for the cluster (as `comb
+	// certs` makes them): the raft port and forwarding run over mutual TLS, as in production.
+	peerTLS []*tls.Config
 }
 
 // layouts maps a test and its data directory to the cluster started there, so a second
@@ -134,6 +140,8 @@ type clusterNode struct {
 	srv  *Server
 	addr string
 	done chan error
+	// peerDone ends with ServePeer (Shutdown closes its listener too).
+	peerDone chan error
 }
 
 // serveCluster is serveReal's cluster: three nodes on loopback, each node's broker opened from
@@ -158,6 +166,7 @@ func serveCluster(t *testing.T, cfg broker.Config, target string) (*testServer, 
 			lay.raftDirs = append(lay.raftDirs, raftDir)
 			lay.httpAddrs = append(lay.httpAddrs, "127.0.0.1:0")
 		}
+		lay.peerTLS = clusterPeerTLS(t, lay.peers)
 		v = lay
 		layouts.Store(key, lay)
 		t.Cleanup(func() { layouts.Delete(key) })
@@ -187,8 +196,9 @@ func serveCluster(t *testing.T, cfg broker.Config, target string) (*testServer, 
 	for i, n := range nodes {
 		require.NoError(t, n.log.Start(n.b))
 		n.srv = New(n.b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second, Cluster: n.log})
-		n.done = make(chan error, 1)
+		n.done, n.peerDone = make(chan error, 1), make(chan error, 1)
 		go func() { n.done <- n.srv.Serve(lns[i]) }()
+		go func() { n.peerDone <- n.srv.ServePeer(n.log.PeerHTTP()) }() // what followers forward to
 	}
 	leader := awaitClusterLeader(t, nodes)
 
@@ -246,7 +256,7 @@ func openClusterNode(t *testing.T, cfg broker.Config, lay *clusterLayout, i int)
 	l, err := replica.Open(replica.Config{
 		NodeID: self.ID, RaftAddr: self.Addr, HTTPAddr: lay.httpAddrs[i], Dir: lay.raftDirs[i], Cluster: lay.peers,
 		HeartbeatTimeout: e2eRaft.heartbeat, ElectionTimeout: e2eRaft.election, LeaderLeaseTimeout: e2eRaft.lease,
-		Logger: e2eRaftLogger(self.ID),
+		Logger: e2eRaftLogger(self.ID), PeerTLS: lay.peerTLS[i],
 	})
 	require.NoError(t, err)
 	ncfg := cfg
@@ -257,6 +267,25 @@ func openClusterNode(t *testing.T, cfg broker.Config, lay *clusterLayout, i int)
 	}
 	require.NoError(t, err)
 	return &clusterNode{id: self.ID, log: l, b: b, addr: lay.httpAddrs[i]}
+}
+
+// clusterPeerTLS makes a CA and a certificate for each peer (127.0.0.1) and returns each one's
+// replica.Config.PeerTLS, in peers' order.
+func clusterPeerTLS(t *testing.T, peers []replica.Peer) []*tls.Config {
+	t.Helper()
+	dir := t.TempDir()
+	var nodes []certs.Node
+	for _, p := range peers {
+		nodes = append(nodes, certs.Node{ID: p.ID, Hosts: []string{"127.0.0.1"}})
+	}
+	_, _, err := certs.Make(dir, nodes, certs.Options{})
+	require.NoError(t, err)
+	out := make([]*tls.Config, len(peers))
+	for i, p := range peers {
+		out[i], err = replica.LoadPeerTLS(certs.CertFile(dir, p.ID), certs.KeyFile(dir, p.ID), certs.CAFile(dir))
+		require.NoError(t, err)
+	}
+	return out
 }
 
 // awaitClusterLeader returns the ready leader once every node names it and knows its HTTP
@@ -303,6 +332,7 @@ func stopCluster(t *testing.T, nodes []*clusterNode) {
 		if n != nil && n.srv != nil {
 			_ = n.srv.Shutdown(ctx)
 			<-n.done
+			<-n.peerDone
 		}
 	}
 	var leader *clusterNode

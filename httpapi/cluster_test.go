@@ -21,6 +21,7 @@ type fakeMembers struct {
 
 func (m *fakeMembers) Members() ([]replica.Member, error) { return m.members, nil }
 func (m *fakeMembers) Role() string                       { return "leader" }
+func (m *fakeMembers) ClusterID() string                  { return "c0ffee" }
 
 func (m *fakeMembers) AddVoter(id, addr string) error {
 	if m.addErr != nil {
@@ -63,7 +64,7 @@ func TestClusterMembershipRoutes(t *testing.T) {
 	ts := startServer(t, newFake(), Config{Cluster: m})
 	r = ts.do("GET", "/api/v1/cluster", "")
 	require.Equal(t, 200, r.status, "%s", r.body)
-	require.JSONEq(t, `{"nodeId":"n1","role":"leader","members":[{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":"127.0.0.1:6632","voter":true,"leader":true}]}`, string(r.body))
+	require.JSONEq(t, `{"nodeId":"n1","role":"leader","clusterId":"c0ffee","members":[{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":"127.0.0.1:6632","voter":true,"leader":true}]}`, string(r.body))
 
 	for _, body := range []string{`[]`, `{"id":"n2"}`, `{"id":"n 2","raftAddr":"127.0.0.1:7002"}`, `{"id":"n2","raftAddr":"127.0.0.1"}`,
 		`{"id":"n2","raftAddr":":7002"}`, `{"id":"n2","raftAddr":"0.0.0.0:7002"}`, `{"id":"n2","raftAddr":"127.0.0.1:abc"}`, `{"id":"n2","raftAddr":"127.0.0.1:99999"}`} {

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"strings"
 	"sync"
@@ -16,11 +14,17 @@ import (
 
 // Followers forward (issue 15, docs/replication.md "Forwarding, not redirect"): on a node of a
 // replicated cluster that does not lead, every request but the node's own (/health, /metrics,
-// /metrics/prometheus, the dashboard, CORS preflights) is sent to the leader's HTTP address as
+// /metrics/prometheus, the dashboard, CORS preflights) is sent to the leader as
 // received (method, raw path and query, headers with Authorization, body) and the leader's
 // status, headers and body are returned. Queen's Python client does not follow redirects, so
 // a 307 is not an option. Auth is checked here first (dispatch), and again by the leader, which
 // stamps producerSub from the same token.
+//
+// The request, with the client's Authorization, travels only over Cluster.DialPeer's channel
+// (issue 22): the leader's raft port with mutual TLS against the cluster CA and the cluster-id
+// handshake (replica/peer.go), served there by the leader's Server.ServePeer. The HTTP address
+// a leader announces through the log is for /health and clients: a follower still waits for
+// the announcement at the start of a term (leaderAddrWait), but never sends anything to it.
 
 // Cluster is a replicated node's view of its cluster (*replica.Log). Config.Cluster nil is a
 // single node: dispatch pays one nil check.
@@ -33,6 +37,10 @@ type Cluster interface {
 	LeaderHTTP() (id, addr string)
 	// NodeID is this node's id, sent in ForwardedHeader.
 	NodeID() string
+	// DialPeer opens a connection to member id that carries forwarded HTTP requests to its
+	// Server.ServePeer, authenticated as a member of this cluster (*replica.Log: the raft
+	// port, mutual TLS). A request and its token go nowhere else.
+	DialPeer(ctx context.Context, id string) (net.Conn, error)
 }
 
 // ForwardedHeader marks a request a follower forwarded; its value is the follower's node id. A
@@ -77,43 +85,49 @@ var fwdOutcomeNames = [fwdOutcomes]string{"relayed", "no_leader", "unreachable",
 type forwarder struct {
 	cluster  Cluster
 	self     string
-	tls      bool           // the cluster speaks HTTPS (Config.TLS): so does the forward
-	roots    *x509.CertPool // Config.PeerCAs: what the leader's certificate must chain to; nil = the system's
-	addrWait time.Duration  // leaderAddrWait; tests shorten it
+	addrWait time.Duration // leaderAddrWait; tests shorten it
 
 	mu     sync.Mutex
-	addr   string               // the leader address client talks to
-	client *fasthttp.HostClient // reused for every forward to addr
+	leader string               // the leader's node id client talks to
+	client *fasthttp.HostClient // reused for every forward to leader
 
 	outcomes [fwdOutcomes]atomic.Uint64
 }
 
-func newForwarder(c Cluster, useTLS bool, roots *x509.CertPool) *forwarder {
-	return &forwarder{cluster: c, self: c.NodeID(), tls: useTLS, roots: roots, addrWait: leaderAddrWait}
+func newForwarder(c Cluster) *forwarder {
+	return &forwarder{cluster: c, self: c.NodeID(), addrWait: leaderAddrWait}
 }
 
-// clientFor returns the pooled client to addr, replacing the one to a previous leader (whose
+// dial opens a peer connection to leader, within forwardDialTimeout or ctx.
+func (f *forwarder) dial(ctx context.Context, leader string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, forwardDialTimeout)
+	defer cancel()
+	return f.cluster.DialPeer(ctx, leader)
+}
+
+// clientFor returns the pooled client to leader, replacing the one to a previous leader (whose
 // idle connections are closed; requests in flight on it finish).
-func (f *forwarder) clientFor(addr string) *fasthttp.HostClient {
+func (f *forwarder) clientFor(leader string) *fasthttp.HostClient {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.client != nil && f.addr == addr {
+	if f.client != nil && f.leader == leader {
 		return f.client
 	}
 	if f.client != nil {
 		f.client.CloseIdleConnections()
 	}
-	f.addr = addr
+	f.leader = leader
 	f.client = &fasthttp.HostClient{
-		Addr:  addr,
-		IsTLS: f.tls,
+		// Addr names the leader for Dial, which finds its raft port; the channel is TLS
+		// already when the cluster has peer certificates, so not IsTLS.
+		Addr: leader,
 		// Never send a request twice: a pop is a GET but claims messages, and a connection
 		// that breaks after the leader read it must not claim them again.
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 		MaxConns:                  forwardMaxConns,
 		MaxConnWaitTimeout:        forwardDialTimeout,
-		Dial:                      func(a string) (net.Conn, error) { return net.DialTimeout("tcp", a, forwardDialTimeout) },
+		Dial:                      func(id string) (net.Conn, error) { return f.dial(context.Background(), id) },
 		// The leader's idle timeout is minutes; ours is shorter, so the pool never sends on a
 		// connection the leader is closing.
 		MaxIdleConnDuration: 10 * time.Second,
@@ -122,19 +136,8 @@ func (f *forwarder) clientFor(addr string) *fasthttp.HostClient {
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true,
 		NoDefaultUserAgentHeader:      true,
-		TLSConfig:                     f.tlsConfig(addr),
 	}
 	return f.client
-}
-
-// tlsConfig verifies the leader's certificate for its host against Config.PeerCAs, or the
-// system roots without them.
-func (f *forwarder) tlsConfig(addr string) *tls.Config {
-	if !f.tls {
-		return nil
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	return &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, RootCAs: f.roots}
 }
 
 // nodeLocal reports whether rt is answered by every node itself: its health, its metrics, the
@@ -182,18 +185,14 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 	// Forward the path as received: a percent-encoded '/' stays in its segment (spec 0.3).
 	// HostClient sets this from its own field; longPoll writes the request itself.
 	req.URI().DisablePathNormalizing = true
-	scheme := "http"
-	if f.tls {
-		scheme = "https"
-	}
-	req.URI().SetScheme(scheme)
+	req.URI().SetScheme("http") // inside the peer channel
 	stripHopHeaders(&req.Header)
 	req.Header.Set(ForwardedHeader, f.self)
 
 	var err error
 	if timeout, longPoll := s.forwardedPopTimeout(ctx, rt); longPoll {
 		pctx, stop := s.watchForwardedClient(ctx)
-		err = f.longPoll(pctx, addr, req, resp, time.Now().Add(timeout+forwardMargin))
+		err = f.longPoll(pctx, id, req, resp, time.Now().Add(timeout+forwardMargin))
 		ended := pctx.Err() != nil // before stop, which ends it too
 		stop()
 		if err != nil && ended {
@@ -203,11 +202,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 			return true
 		}
 	} else {
-		err = f.clientFor(addr).DoDeadline(req, resp, time.Now().Add(timeout))
+		err = f.clientFor(id).DoDeadline(req, resp, time.Now().Add(timeout))
 	}
 	if err != nil {
 		f.outcomes[fwdUnreachable].Add(1)
-		s.log.Warn().Err(err).Str("leader", id).Str("leader_addr", addr).Str("path", string(ctx.Path())).Msg("forwarding to the leader failed")
+		s.log.Warn().Err(err).Str("leader", id).Str("path", string(ctx.Path())).Msg("forwarding to the leader failed")
 		unavailable(ctx, "Service unavailable: the leader "+id+" did not answer: "+err.Error())
 		return true
 	}
@@ -251,14 +250,10 @@ func (s *Server) forwardedPopTimeout(ctx *fasthttp.RequestCtx, rt *route) (time.
 // when ctx ends (the client went away, or this server shuts down). The leader's disconnect
 // check then sees its peer gone and ends the parked pop with nothing claimed (spec 3.6); over
 // a pooled connection it could not.
-func (f *forwarder) longPoll(ctx context.Context, addr string, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
-	d := net.Dialer{Timeout: forwardDialTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+func (f *forwarder) longPoll(ctx context.Context, leader string, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
+	conn, err := f.dial(ctx, leader)
 	if err != nil {
 		return err
-	}
-	if f.tls {
-		conn = tls.Client(conn, f.tlsConfig(addr))
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

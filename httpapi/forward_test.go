@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -17,12 +18,32 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// fakeCluster is a node's view of its cluster, set by the test.
+// fakeCluster is a node's view of its cluster, set by the test. Its peer channel is plain
+// TCP to peer, or to the announced addr when peer is "" (replica's, with TLS, is tested in
+// package replica).
 type fakeCluster struct {
 	mu       sync.Mutex
 	self     string
 	leading  bool
 	id, addr string
+	peer     string
+	dials    int // DialPeer calls
+}
+
+func (c *fakeCluster) DialPeer(ctx context.Context, id string) (net.Conn, error) {
+	c.mu.Lock()
+	c.dials++
+	addr := c.peer
+	if addr == "" {
+		addr = c.addr
+	}
+	known := id == c.id
+	c.mu.Unlock()
+	if !known {
+		return nil, fmt.Errorf("fake cluster: no member %s", id)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func (c *fakeCluster) Leading() bool {
@@ -95,6 +116,27 @@ func (l *fakeLeader) requests() []seenRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]seenRequest(nil), l.seen...)
+}
+
+// issue 22: a client's request and token travel only over the cluster's peer channel
+// (Cluster.DialPeer: the leader's raft port, mutual TLS), never to the HTTP address announced
+// through the log. On main d4c9801 a forged announcement pointed a follower at a stranger's
+// server, which got the client's Authorization header and answered in the leader's name.
+func TestForwardingSendsNothingToTheAnnouncedAddress(t *testing.T) {
+	leader, stranger := startFakeLeader(t), startFakeLeader(t)
+	cluster := &fakeCluster{self: "n2", id: "n1", addr: stranger.addr, peer: leader.addr}
+	ts := startServer(t, newFake(), Config{Cluster: cluster})
+	r := ts.doRaw("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`,
+		map[string]string{"Authorization": "Bearer tok", "Content-Type": "application/json"})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	r = ts.doRaw("GET", "/api/v1/pop/queue/q?wait=true&timeout=10", "", map[string]string{"Authorization": "Bearer tok"})
+	require.Equal(t, 201, r.status, "a long-poll goes over a peer connection of its own")
+	require.Len(t, leader.requests(), 2)
+	require.Equal(t, "Bearer tok", leader.requests()[0].header["Authorization"])
+	require.Empty(t, stranger.requests(), "the announced address got nothing")
+	cluster.mu.Lock()
+	defer cluster.mu.Unlock()
+	require.Equal(t, 2, cluster.dials)
 }
 
 // issue 15 (docs/replication.md "Forwarding, not redirect"): a follower sends a request to the

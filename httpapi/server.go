@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -54,9 +53,6 @@ type Config struct {
 	// Cluster, on a node of a replicated cluster (*replica.Log), makes a node that does not lead
 	// forward requests to the leader (forward.go); nil is a single node.
 	Cluster Cluster
-	// PeerCAs, with TLS on a cluster, is what another node's certificate must chain to when a
-	// follower forwards to it (comb serve --peer-ca); nil trusts the system's roots.
-	PeerCAs *x509.CertPool
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string
@@ -130,7 +126,7 @@ func New(b Backend, cfg Config) *Server {
 	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
-		s.fwd = newForwarder(cfg.Cluster, cfg.TLS != nil, cfg.PeerCAs)
+		s.fwd = newForwarder(cfg.Cluster)
 	}
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
@@ -169,6 +165,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	capped.closeRefused = true
 	return s.http.Serve(tls.NewListener(capped, s.cfg.TLS))
 }
+
+// ServePeer answers the requests other members of a replicated cluster forward to this node
+// on ln (*replica.Log's PeerHTTP: connections on the raft port, authenticated by the peer
+// handshake, TLS already where the cluster has certificates), until Shutdown, which closes ln
+// too. Neither Config.TLS nor the connection cap applies: the members are few and known.
+func (s *Server) ServePeer(ln net.Listener) error { return s.http.Serve(ln) }
 
 // ListenAndServe listens on addr (host:port) and serves until Shutdown.
 func (s *Server) ListenAndServe(addr string) error {

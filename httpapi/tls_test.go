@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -136,40 +135,4 @@ func TestTLSLongPollDisconnect(t *testing.T) {
 	require.NoError(t, conn.Close())
 	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the parked pop ends when its HTTPS client disconnects")
-}
-
-// issue 15: a cluster on HTTPS with its own CA. A follower forwards to the leader over TLS and
-// checks the leader's certificate against --peer-ca (Config.PeerCAs); with only the system's
-// roots a self-signed leader is unreachable (503), never trusted blindly.
-func TestForwardingOverTLSTrustsThePeerCA(t *testing.T) {
-	dir := t.TempDir()
-	certFile, keyFile, c1 := writeSelfSigned(t, dir, 7)
-	cert, err := LoadCertificate(certFile, keyFile)
-	require.NoError(t, err)
-	leaderFake := newFake()
-	leaderFake.onPush = func(items []broker.PushItem) ([]broker.PushResult, error) {
-		return []broker.PushResult{{Status: broker.PushQueued, TransactionID: "t1", MessageID: "m1", Queue: "q", Partition: "Default"}}, nil
-	}
-	leaderAddr := startTLS(t, leaderFake, cert)
-	pool := x509.NewCertPool()
-	pool.AddCert(c1)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	t.Cleanup(client.CloseIdleConnections)
-
-	for _, tc := range []struct {
-		name   string
-		roots  *x509.CertPool
-		status int
-	}{{"with --peer-ca", pool, 201}, {"with the system's roots", nil, 503}} {
-		t.Run(tc.name, func(t *testing.T) {
-			follower := startTLSWith(t, newFake(), Config{TLS: cert.TLSConfig(),
-				Cluster: &fakeCluster{self: "n2", id: "n1", addr: leaderAddr}, PeerCAs: tc.roots})
-			resp, err := client.Post("https://"+follower+"/api/v1/push", "application/json",
-				strings.NewReader(`{"items":[{"queue":"q","transactionId":"t1","payload":1}]}`))
-			require.NoError(t, err)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
-		})
-	}
 }

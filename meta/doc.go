@@ -9,6 +9,7 @@
 //
 //	<data>/meta/journal                 the metadata journal (below)
 //	<data>/meta/journal.v1              a version 1 journal, kept after its upgrade
+//	<data>/meta/maintenance             the maintenance modes (maintenance.go)
 //	<data>/partitions/<id>/DESCRIPTOR   what the partition is (below)
 //	<data>/dlq/<queueId>/DESCRIPTOR     what the DLQ's queue is
 //	<data>/quarantine/meta/             cut journal tails (never deleted)

@@ -27,9 +27,12 @@
 // Open reads the file whole and applies package record's tail rule: a torn
 // or damaged last frame with nothing verified after it is copied to the
 // quarantine directory and cut (reported); damage followed by a verified
-// frame is ErrCorrupt and nothing is cut. A file without a whole header (a
-// crash while creating it: records come only after the header is durable)
-// is created afresh.
+// frame, a header that does not verify and a verified record that does not
+// decode are a *DamageError (errors.Is ErrCorrupt, with the byte range) and
+// nothing is cut. A file without a whole header (a crash while creating it:
+// records come only after the header is durable) is created afresh. Check
+// (comb fsck) runs the same read and says what Open would do, changing
+// nothing.
 //
 // Bounds: notes go with their message's retention. Prune (called by the
 // broker's maintenance task and before the trace listings) drops every note

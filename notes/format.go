@@ -14,6 +14,9 @@ const (
 	kindTrace     = 2
 
 	headerVersion = 1
+	// headerFrameBytes is the header frame's size: a frame header and the
+	// body version u8 | seed u64.
+	headerFrameBytes = 16 + 9
 	// maxBody bounds one record (a trace's data comes from an HTTP body,
 	// which the server limits far below this).
 	maxBody = 64 << 20

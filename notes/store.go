@@ -31,9 +31,11 @@ var (
 	ErrClosed = errors.New("notes: closed")
 )
 
-// ErrCorrupt is wrapped by Open when the file holds damage with whole,
-// verified records after it: acknowledged notes follow the damage, so
-// nothing is cut and the broker does not start until a person looks.
+// ErrCorrupt is matched by the *DamageError Open fails with when the file
+// holds what a crash cannot leave: a damaged header, a verified record that
+// does not decode, or damage with whole, verified records after it
+// (acknowledged notes follow the damage). Nothing is cut and the broker does
+// not start until a person looks (comb fsck names the bytes).
 var ErrCorrupt = errors.New("notes: damaged record before acknowledged ones")
 
 // Store is the notes of every partition (see doc.go). Safe for concurrent use.
@@ -90,7 +92,9 @@ type Options struct {
 // the last whole record is classified by package record's tail rule: a torn
 // or damaged tail with nothing verified after it is copied to
 // opts.QuarantineDir/log.from-<byte> and cut (reported); damage with verified
-// records after it fails with ErrCorrupt and changes nothing.
+// records after it, a damaged header or a record that does not decode fails
+// with a *DamageError (errors.Is ErrCorrupt) and changes nothing. Check
+// reads the file with the same code and changes nothing.
 func Open(fsys vfs.FS, dir string, opts Options) (*Store, OpenReport, error) {
 	quarantineDir := opts.QuarantineDir
 	s := &Store{fs: fsys, dir: dir, path: filepath.Join(dir, FileName), noSync: opts.NoSync,
@@ -104,37 +108,20 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, OpenReport, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, rep, fmt.Errorf("notes: %w", err)
 	}
-	seed, hlen, err := readHeader(data)
-	if errors.Is(err, record.ErrShort) || errors.Is(err, record.ErrZero) || len(data) == 0 {
-		// No header: a new store, or one a crash cut while creating it
-		// (records are appended only after the header is durable).
+	l, err := load(s.path, data, s.applyLocked)
+	if err != nil {
+		return nil, rep, err
+	}
+	if l.recreate {
 		return s, rep, s.create()
 	}
-	if err != nil {
-		return nil, rep, fmt.Errorf("notes: %s: %w", s.path, err)
-	}
-	s.rf = recordFormat.WithSeed(seed)
-	sc, err := s.rf.Scan(data[hlen:], func(_ int64, body []byte) error {
-		rec, err := decodeBody(body)
-		if err != nil {
-			return err
-		}
-		s.applyLocked(rec, record.HeaderSize+len(body))
-		return nil
-	})
-	if err != nil {
-		return nil, rep, fmt.Errorf("notes: %s at byte %d: %w", s.path, int64(hlen)+sc.End, err)
-	}
-	rep.Records = sc.Frames
-	end := int64(hlen) + sc.End
-	switch sc.Tail {
-	case record.TailCorrupt:
-		return nil, rep, fmt.Errorf("%w: %s: bytes %d..%d do not verify and a record at byte %d does; move the file aside to start without its notes",
-			ErrCorrupt, s.path, end, int64(hlen)+sc.Resync, int64(hlen)+sc.Resync)
-	case record.TailTorn, record.TailDamaged, record.TailZeros:
-		rep.Tail, rep.CutBytes = sc.Tail.String(), int64(len(data))-end
-		if sc.Lost() {
-			if rep.KeptAt, err = s.keep(quarantineDir, data[end:int64(hlen)+sc.DataEnd], end); err != nil {
+	s.rf = recordFormat.WithSeed(l.seed)
+	rep.Records = l.sc.Frames
+	end := l.end
+	if l.cut() {
+		rep.Tail, rep.CutBytes = l.sc.Tail.String(), int64(len(data))-end
+		if l.sc.Lost() {
+			if rep.KeptAt, err = s.keep(quarantineDir, data[end:int64(l.hlen)+l.sc.DataEnd], end); err != nil {
 				return nil, rep, err
 			}
 		}

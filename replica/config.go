@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -77,6 +78,21 @@ func CheckPeer(p Peer) error {
 	return nil
 }
 
+// comb's raft timing (issue 22: failover within a second). raft's defaults
+// (1 s heartbeat and election timeouts) made the first push after kill -9 of
+// the leader take 1.6-2.6 s. A follower starts an election after
+// HeartbeatTimeout to 2x without word from the leader, and the leader
+// heartbeats every HeartbeatTimeout/10 (25 ms); a split vote costs one
+// ElectionTimeout to 2x more. LeaderLeaseTimeout is how long a leader cut
+// off from its quorum keeps acting as one (raft requires it <= the
+// heartbeat timeout); the broker's fence after an election covers it.
+// docs/benchmarks.md has the failover and elections-under-load figures.
+const (
+	DefaultHeartbeatTimeout   = 250 * time.Millisecond
+	DefaultElectionTimeout    = 250 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+)
+
 // Config configures Open.
 type Config struct {
 	NodeID   string // this node's id; must be in Cluster
@@ -95,9 +111,15 @@ type Config struct {
 	// --initial-cluster-state existing) and bootstraps nothing; the leader
 	// adds it (AddVoter) and sends it the state.
 	Join bool
+	// PeerTLS authenticates the members to each other on the raft port, raft's RPCs and
+	// forwarded requests alike (peer.go): LoadPeerTLS's configuration. nil runs the peer
+	// connections over plain TCP, without authentication (comb serve refuses that unless
+	// --peer-insecure); the cluster id is checked either way.
+	PeerTLS *tls.Config
 
-	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
-	// timeouts, 500 ms leader lease). Tests shorten them.
+	// Raft timing; zero takes comb's defaults (DefaultHeartbeatTimeout,
+	// DefaultElectionTimeout, DefaultLeaderLeaseTimeout), not raft's 1 s.
+	// Tests shorten them.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -117,7 +139,7 @@ type Config struct {
 	// and what it applied, so LSNs never run backwards.
 	StartLSN uint64
 
-	Logger hclog.Logger // nil = warnings and errors to stderr
+	Logger hclog.Logger // nil = warnings and errors to stderr; `comb serve` passes NewHCLogger
 }
 
 // Validate checks the required fields and that Cluster names this node at RaftAddr.

@@ -3,7 +3,8 @@
 // local commit log, an entry's ticket completes once a quorum holds it and
 // this node applied it, and every other node hands the entry to its broker
 // (Applier), which applies it as its start-up replay would. It owns the raft
-// node (TCP transport, log and stable store, snapshot store), LSN
+// node (transport, log and stable store, snapshot store), the raft port's
+// mutual TLS and cluster-id handshake (peer.go, peer_hello.go, clusterid.go), LSN
 // assignment, the leader's readiness and announced HTTP address, the stale
 // signal of a deposed node (Log.Stale), snapshot install (snapshot_install.go,
 // archive.go) and membership (members.go); it must not know what an entry
@@ -17,6 +18,7 @@
 //	                         HTTP addresses; fsm.go), received ones carry another
 //	                         node's data directory (archive.go)
 //	<data>/raft/installed    the id of the received snapshot the data directory holds
+//	<data>/raft/cluster-id   the cluster's id and its bootstrap --initial-cluster hash (JSON)
 //	<data>/install-tmp/      a received snapshot being installed (PrepareDataDir)
 //
 // # Command format
@@ -38,19 +40,28 @@
 // the proposer's next incarnation apply them.
 //
 // The first byte tells a comb entry (1) from this package's own commands.
-// One exists: a leader's announcement of its HTTP address (announce.go),
-// proposed once per term after the barrier so that followers can forward
-// clients' requests to it:
+// Two exist. A leader's announcement of its HTTP address (announce.go),
+// proposed once per term after the barrier, for /health and to tell
+// followers it is ready (they forward to its raft port, peer.go):
 //
 //	+---------+------------+---------+------------------------+
 //	| version | id length  | node id | HTTP address host:port |
 //	| u8 (2)  | u8 (1-255) |         | to the end             |
 //	+---------+------------+---------+------------------------+
 //
-// Every node applies it, the proposer included; it takes no LSN and never
-// reaches the broker, whose entries stay numbered without a gap. A build
-// that reads only version 1 refuses it (ErrBadEntry: an unknown version)
-// rather than mistake it for an entry. Because raft compacts announcements
+// The other: the cluster id (clusterid.go), proposed once by the first
+// ready leader of a cluster without one:
+//
+//	+---------+------------+------------+-----------------------------+
+//	| version | id length  | cluster id | initial-cluster SHA-256     |
+//	| u8 (3)  | u8 (1-64)  |            | 32 bytes                    |
+//	+---------+------------+------------+-----------------------------+
+//
+// Every node applies them, the proposer included; they take no LSN and never
+// reach the broker, whose entries stay numbered without a gap. A build
+// that reads only version 1 refuses them (ErrBadEntry: an unknown version)
+// rather than mistake them for entries; a node that applied no cluster id
+// takes it in the handshake instead. Because raft compacts announcements
 // away with the rest of its log, the snapshot marker carries the id → address
 // map too (fsm.go, marker version 2 and later).
 //

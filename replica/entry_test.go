@@ -34,16 +34,23 @@ func TestDecodeEntryRefuses(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEntry feeds both command decoders (fsm.Apply picks one by the
-// first byte): neither may panic, and whatever one accepts re-encodes to a
-// command it reads back the same; no input is both an entry and an
-// announcement.
+// FuzzDecodeEntry feeds every command decoder (fsm.Apply picks one by the
+// first byte): none may panic, and whatever one accepts re-encodes to a
+// command it reads back the same; no input is two kinds of command.
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(encodeEntry(entry{lsn: 5, origin: 1, kind: 2, payload: []byte("x")}))
 	f.Add([]byte{1, 0, 0})
 	f.Add(encodeAnnounce(announcement{node: "n1", httpAddr: "127.0.0.1:6632"}))
 	f.Add([]byte{announceVersion, 200, 'n'})
+	f.Add(encodeClusterID(clusterIDCommand{id: "0123456789abcdef0123456789abcdef"}))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		c, cerr := decodeClusterID(data)
+		if cerr == nil {
+			again, err := decodeClusterID(encodeClusterID(c))
+			if err != nil || again != c {
+				t.Fatalf("re-encoding %+v gave %+v, %v", c, again, err)
+			}
+		}
 		a, aerr := decodeAnnounce(data)
 		if aerr == nil {
 			again, err := decodeAnnounce(encodeAnnounce(a))
@@ -55,8 +62,8 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if aerr == nil {
-			t.Fatalf("%x decodes as an entry and as an announcement", data)
+		if aerr == nil || cerr == nil {
+			t.Fatalf("%x decodes as an entry and as another command", data)
 		}
 		again, err := decodeEntry(encodeEntry(e))
 		if err != nil || again.lsn != e.lsn || again.origin != e.origin || again.kind != e.kind || !bytes.Equal(again.payload, e.payload) {

@@ -24,9 +24,10 @@ type fsm struct {
 // has. A failure marks the log diverged (Err): applying later entries on a
 // state missing this one would be wrong.
 //
-// A leader's announcement (announce.go) is this package's own: every node,
-// the proposer included, records the address, and the broker never sees it
-// (it takes no LSN, so the broker's entries stay gapless).
+// A leader's announcement (announce.go) and the cluster id (clusterid.go)
+// are this package's own: every node, the proposer included, records them,
+// and the broker never sees them (they take no LSN, so the broker's entries
+// stay gapless).
 func (f *fsm) Apply(rl *raft.Log) any {
 	if rl.Type != raft.LogCommand {
 		return nil
@@ -38,6 +39,26 @@ func (f *fsm) Apply(rl *raft.Log) any {
 			return err
 		}
 		f.l.addrs.set(a.node, a.httpAddr)
+		return nil
+	}
+	if len(rl.Data) > 0 && rl.Data[0] == clusterIDVersion {
+		c, err := decodeClusterID(rl.Data)
+		if err != nil {
+			f.fail(fmt.Errorf("raft index %d: %w", rl.Index, err))
+			return err
+		}
+		// The first id the cluster committed is every member's; the directory keeps the
+		// one it has (a second proposal cannot commit after a barrier applied the first,
+		// so another id here is a bug, not a state to follow).
+		switch adopted, err := f.l.ident.adopt(c); {
+		case errors.Is(err, ErrForeignCluster):
+			f.l.logger.Error("the log names another cluster id than this node's directory; keeping the directory's", "log", c.id, "error", err)
+		case err != nil:
+			// Not kept: the next connection to a member that has it offers it again.
+			f.l.logger.Error("cannot keep the cluster id", "cluster_id", c.id, "error", err)
+		case adopted:
+			f.l.logger.Info("this node's cluster id, from the log", "cluster_id", c.id)
+		}
 		return nil
 	}
 	e, err := decodeEntry(rl.Data)

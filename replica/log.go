@@ -99,6 +99,11 @@ type Log struct {
 	meta  *metadb.BoltMetaDB
 	snaps *raft.FileSnapshotStore
 	trans *raft.NetworkTransport
+	// peers is the raft port: TLS and the handshake under raft's transport, and the
+	// listener of forwarded HTTP requests (peer.go).
+	peers *peerLayer
+	// ident is this node's cluster id (clusterid.go).
+	ident *identity
 	r     *raft.Raft // nil until Start
 	fsm   *fsm
 
@@ -171,6 +176,16 @@ func Open(cfg Config) (*Log, error) {
 		l.meta.Close()
 		return nil, fmt.Errorf("replica: raft snapshot store: %w", err)
 	}
+	if l.ident, err = loadIdentity(cfg.Dir, cfg.Cluster, cfg.Join); err != nil {
+		l.store.Close()
+		l.meta.Close()
+		return nil, err
+	}
+	if l.peers, err = listenPeers(cfg.RaftAddr, cfg.PeerTLS, cfg.NodeID, l.ident, logger.Named("peer")); err != nil {
+		l.store.Close()
+		l.meta.Close()
+		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
 	// MaxRPCsInFlight 1: no pipelined replication. raft 1.8.0's pipeline
 	// can deadlock when a follower's answer ends its decoder (a higher term,
 	// a refused append) while the send loop picks one more send: the send
@@ -178,13 +193,9 @@ func Open(cfg Config) (*Log, error) {
 	// channel, and the deposed leader's Shutdown waits for them forever (a
 	// SIGSTOPped leader in the fault harness never re-executed; grafana/pyroscope
 	// #5518 found the same). raft's own docs give pipelining little benefit.
-	if l.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, nil, &raft.NetworkTransportConfig{
-		MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
-	}); err != nil {
-		l.store.Close()
-		l.meta.Close()
-		return nil, fmt.Errorf("replica: raft transport on %s: %w", cfg.RaftAddr, err)
-	}
+	l.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: l.peers, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger.Named("transport"), MaxRPCsInFlight: 1,
+	})
 	l.applied.Store(max(cfg.StartLSN, 1) - 1)
 	l.first.Store(max(cfg.StartLSN, 1))
 	return l, nil
@@ -197,15 +208,9 @@ func (l *Log) Start(a Applier) error {
 	conf.LocalID = raft.ServerID(l.cfg.NodeID)
 	conf.Logger = l.logger
 	conf.BatchApplyCh = true // a burst of appends is enqueued without waiting for the leader loop
-	if l.cfg.HeartbeatTimeout > 0 {
-		conf.HeartbeatTimeout = l.cfg.HeartbeatTimeout
-	}
-	if l.cfg.ElectionTimeout > 0 {
-		conf.ElectionTimeout = l.cfg.ElectionTimeout
-	}
-	if l.cfg.LeaderLeaseTimeout > 0 {
-		conf.LeaderLeaseTimeout = l.cfg.LeaderLeaseTimeout
-	}
+	conf.HeartbeatTimeout = orDefault(l.cfg.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	conf.ElectionTimeout = orDefault(l.cfg.ElectionTimeout, DefaultElectionTimeout)
+	conf.LeaderLeaseTimeout = min(orDefault(l.cfg.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout), conf.HeartbeatTimeout)
 	if l.cfg.TrailingLogs > 0 {
 		conf.TrailingLogs = l.cfg.TrailingLogs
 	}
@@ -289,12 +294,33 @@ func (l *Log) watchLeadership() {
 			l.leaders.Add(1)
 		}
 		l.ready.Store(l.next != 0)
-		announce := l.next != 0 && l.cfg.HTTPAddr != ""
+		ready := l.next != 0
+		announce := ready && l.cfg.HTTPAddr != ""
 		l.mu.Unlock()
 		if announce {
 			l.announce()
 		}
+		if ready {
+			l.proposeClusterID()
+		}
 	}
+}
+
+// proposeClusterID proposes a new cluster id when this ready leader has none: the first
+// leader of a new cluster (or of one made before cluster ids existed). Every node applies it
+// (fsm.Apply) and keeps it; a node that missed it takes it from the first member it
+// connects to (peer.go). Not waited for: a leader that loses its term before the entry
+// commits leaves it to the next one, which finds no id after its barrier either.
+func (l *Log) proposeClusterID() {
+	if l.ident.get().id != "" {
+		return
+	}
+	id, err := newClusterID()
+	if err != nil {
+		l.logger.Error("cannot make a cluster id", "error", err)
+		return
+	}
+	l.r.Apply(encodeClusterID(clusterIDCommand{id: id, hash: l.ident.boot}), 0)
 }
 
 // announce proposes this node's HTTP address, so every node can forward to
@@ -536,3 +562,10 @@ func (l *Log) readNewestMarker() error {
 
 // markStale closes Stale (once).
 func (l *Log) markStale() { l.staleOnce.Do(func() { close(l.stale) }) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

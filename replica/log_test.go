@@ -85,7 +85,14 @@ type testNode struct {
 	rec *recorder
 }
 
-func startNodes(t *testing.T, n int) []*testNode {
+func startNodes(t testing.TB, n int) []*testNode {
+	t.Helper()
+	return startNodesWith(t, n, nil)
+}
+
+// startNodesWith starts n members of a new cluster on loopback, calling edit (when not nil)
+// on each one's Config before it opens.
+func startNodesWith(t testing.TB, n int, edit func(i int, c *Config)) []*testNode {
 	t.Helper()
 	peers := make([]Peer, n)
 	for i := range peers {
@@ -96,9 +103,13 @@ func startNodes(t *testing.T, n int) []*testNode {
 	}
 	nodes := make([]*testNode, n)
 	for i, p := range peers {
-		l, err := Open(Config{NodeID: p.ID, RaftAddr: p.Addr, HTTPAddr: httpAddrOf(p.ID), Dir: t.TempDir(), Cluster: peers,
+		cfg := Config{NodeID: p.ID, RaftAddr: p.Addr, HTTPAddr: httpAddrOf(p.ID), Dir: t.TempDir(), Cluster: peers,
 			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
-			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()})
+			LeaderLeaseTimeout: 100 * time.Millisecond, Logger: hclog.NewNullLogger()}
+		if edit != nil {
+			edit(i, &cfg)
+		}
+		l, err := Open(cfg)
 		require.NoError(t, err)
 		nodes[i] = &testNode{log: l, rec: &recorder{}}
 		require.NoError(t, l.Start(nodes[i].rec))
@@ -245,6 +256,8 @@ func TestMembersJoinAndLeave(t *testing.T) {
 		got := rec4.entries()
 		return len(got) == 1 && string(got[0].payload) == "before"
 	}, 10*time.Second, 5*time.Millisecond, "the new member catches up")
+	require.Eventually(t, func() bool { return l4.ClusterID() != "" && l4.ClusterID() == leader.log.ClusterID() }, 10*time.Second, 5*time.Millisecond,
+		"a joiner takes the cluster's id (its --initial-cluster differs: it joins)")
 	ms, err := leader.log.Members()
 	require.NoError(t, err)
 	require.Len(t, ms, 4)

@@ -1,9 +1,9 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"time"
 
@@ -76,8 +76,9 @@ func (l *Log) Members() ([]Member, error) {
 // the address of a member with that id), and returns once the change is
 // committed. Only the leader changes membership.
 //
-// Before the change the leader dials addr once (a TCP connect, at most
-// reachTimeout): a member nobody listens for yet is refused, since the docs'
+// Before the change the leader dials addr once (the peer handshake, at most
+// reachTimeout): a member nobody listens for yet, or one that does not admit
+// this cluster (another CA, another cluster id), is refused, since the docs'
 // order is to start the node first.
 //
 // Errors: ErrNotLeader, ErrAddrInUse, ErrUnreachable, raft's (a change
@@ -98,11 +99,12 @@ func (l *Log) AddVoter(id, addr string) error {
 			return fmt.Errorf("%w: %s is at %s", ErrAddrInUse, m.ID, addr)
 		}
 	}
-	conn, err := net.DialTimeout("tcp", addr, reachTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
+	err = l.ping(ctx, raft.ServerAddress(addr))
+	cancel()
 	if err != nil {
-		return fmt.Errorf("%w: %s at %s (start it first, with --initial-cluster-state existing): %v", ErrUnreachable, id, addr, err)
+		return fmt.Errorf("%w: %s at %s (start it first, with --initial-cluster-state existing and the cluster's peer certificates): %w", ErrUnreachable, id, addr, err)
 	}
-	conn.Close()
 	if err := l.r.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, membershipTimeout).Error(); err != nil {
 		return fmt.Errorf("replica: add %s at %s: %w", id, addr, err)
 	}

@@ -52,8 +52,8 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 // log and share the next one, so a busy log makes one fdatasync per sync
 // time and independent logs never wait for each other. When directSyncs are
 // already in flight the Commit joins the shared pass instead: one background
-// goroutine runs sync passes, each fdatasyncing (or, from syncFSMin logs on
-// one file system, one syncfs) every Log that has unsynced appends and then
+// goroutine runs sync passes, each fdatasyncing (or, with SetSyncFS, from
+// syncFSMin logs on one file system, one syncfs) every Log that has unsynced appends and then
 // releasing every Commit that was waiting when the pass started.
 //
 // Why both: on the project machine 16 appenders on 16 logs got 15,000
@@ -92,6 +92,9 @@ type Committer struct {
 
 	direct chan struct{} // SyncAlways: one token per direct sync in flight
 
+	workers int         // fdatasyncs in flight per pass (syncWorkers; benchmarks vary it)
+	syncFS  atomic.Bool // SetSyncFS: one syncfs per file system from syncFSMin logs on
+
 	latMu sync.Mutex
 	lat   []int64 // pass durations (µs) since the last SyncLatencies
 	// onSync, when set, is called with every duration instead (OnSync).
@@ -107,10 +110,26 @@ type pass struct {
 
 func newPass() *pass { return &pass{done: make(chan struct{})} }
 
-// syncWorkers is how many fdatasyncs one pass keeps in flight: the device
-// serves parallel flushes of different files better than a serial loop
-// (64 files: 18 ms serial, 3.6 ms with 64 in flight on the project machine).
-const syncWorkers = 64
+// syncWorkers is how many fdatasyncs one pass keeps in flight, each syncing
+// one log through its own descriptor: the device serves parallel flushes of
+// different files better than a serial loop, and each blocks an OS thread.
+// On the project machine (2 vCPUs, ext4 on virtio) a pass over 1,000 dirty
+// logs took 497 ms serial, 232 ms with 8 in flight and 133 ms with 16, with
+// no further gain at 64 (docs/benchmarks.md, "Flush pass: fdatasync per file
+// or syncfs").
+const syncWorkers = 16
+
+// logsPerWorker is how many logs of a pass each fdatasync worker gets at
+// least: a pass of a few dozen logs costs ~0.5 ms per log serial on the
+// project machine, so a small pass (the usual one: the logs written in the
+// last flush interval) syncs one log at a time and keeps the parallel workers
+// for the passes where they pay (100 logs: 4 workers, 512 and more: 16).
+const logsPerWorker = 32
+
+// passWorkers is how many workers sync n logs, at most max.
+func passWorkers(max, n int) int {
+	return min(max, (n+logsPerWorker-1)/logsPerWorker)
+}
 
 // directSyncs bounds the SyncAlways Commits that fdatasync their own log at
 // the same time; more join the shared pass. 16 parallel fdatasyncs already
@@ -119,7 +138,7 @@ const syncWorkers = 64
 const directSyncs = 16
 
 // syncFSMin is the number of dirty logs on one file system from which a pass
-// uses one syncfs(2) instead of an fdatasync per log (64 files: 2.9 ms).
+// with SetSyncFS(true) uses one syncfs(2) instead of an fdatasync per log.
 const syncFSMin = 8
 
 // maxLatencies bounds the latency buffer between SyncLatencies calls.
@@ -133,7 +152,8 @@ func NewCommitter(p SyncPolicy, interval time.Duration) *Committer {
 		interval = 10 * time.Millisecond
 	}
 	c := &Committer{policy: p, interval: interval, dirty: map[*Log]struct{}{}, marked: map[*Log]struct{}{}, next: newPass(),
-		kick: make(chan struct{}, 1), stopped: make(chan struct{}), direct: make(chan struct{}, directSyncs)}
+		kick: make(chan struct{}, 1), stopped: make(chan struct{}), direct: make(chan struct{}, directSyncs),
+		workers: syncWorkers}
 	if p == SyncNever {
 		close(c.stopped)
 		return c
@@ -321,9 +341,10 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 		k := fsKey{l.fs, l.dev}
 		groups[k] = append(groups[k], l)
 	}
+	useSyncFS := c.syncFS.Load()
 	work := make(chan *Log, len(logs))
 	for k, g := range groups {
-		if len(g) < syncFSMin {
+		if !useSyncFS || len(g) < syncFSMin {
 			for _, l := range g {
 				work <- l
 			}
@@ -356,7 +377,7 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 	}
 	close(work)
 	var wg sync.WaitGroup
-	for range min(syncWorkers, len(logs)) {
+	for range passWorkers(c.workers, len(logs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -367,6 +388,16 @@ func (c *Committer) syncAll(p *pass, logs map[*Log]struct{}) {
 	}
 	wg.Wait()
 }
+
+// SetSyncFS makes every later pass sync the logs of one file system with
+// one syncfs(2) once syncFSMin or more of them are dirty (on true), instead
+// of an fdatasync of each through its own descriptor (the default).
+//
+// Only for file systems whose syncfs is known to write back and commit
+// everything (vfs.SyncFSTrusted): syncfs reaches a file system only through
+// its sync_fs method, and without one (FUSE, some network file systems) it
+// returns 0 having synced nothing (issue 21). Safe for concurrent use.
+func (c *Committer) SetSyncFS(on bool) { c.syncFS.Store(on) }
 
 // OnSync makes the committer call fn with the duration (µs) of every sync it
 // times (those SyncLatencies would return), instead of keeping them for

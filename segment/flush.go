@@ -27,8 +27,9 @@ func (c *Committer) Mark(l *Log) {
 // before it was marked (and before Flush started) is on stable storage when
 // Flush returns nil. Each log is synced as Log.Sync does (the sealed files a
 // deferred rotation left unsynced, the active file, and the directory when a
-// file was created in it), with up to 64 fdatasyncs in flight, or one
-// syncfs(2) for 8 or more logs on one file system, as a sync pass does.
+// file was created in it), each file through its own descriptor, with up to
+// syncWorkers fdatasyncs in flight; with SetSyncFS(true), one syncfs(2) for
+// 8 or more logs on one file system instead.
 //
 // The marks are taken when Flush starts: a Mark during the Flush is for the
 // next one. A log whose sync fails stays marked (its failure is sticky, see

@@ -26,17 +26,26 @@ func segBytes(t testing.TB, m *vfs.Mem, dir string) map[string][]byte {
 }
 
 // Issue 14: Mark and Flush make logs durable on the caller's schedule whatever the
-// policy (here SyncNever, which syncs nothing else), for one log, a few (an fdatasync
-// each) and many on one file system (one syncfs), directory entries included.
+// policy (here SyncNever, which syncs nothing else), for one log, a few and many on
+// one file system, directory entries included: by default an fdatasync of each file
+// through its own descriptor, so a file system whose syncfs syncs nothing loses
+// nothing (issue 21); with SetSyncFS, one syncfs for many.
 func TestFlushMakesMarkedLogsDurable(t *testing.T) {
-	for _, n := range []int{1, 3, syncFSMin + 2} {
-		t.Run(fmt.Sprintf("%d logs", n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n            int
+		syncFS, noop bool
+	}{{1, false, true}, {3, false, true}, {syncFSMin + 2, false, true}, {syncFSMin + 2, true, false}} {
+		t.Run(fmt.Sprintf("%d logs, syncfs %v", tc.n, tc.syncFS), func(t *testing.T) {
+			n := tc.n
 			mem := vfs.NewStrictMem("/d")
+			mem.SetSyncFSNoop(tc.noop)
+			fs := vfs.NewFaulty(mem)
 			c := NewCommitter(SyncNever, 0)
+			c.SetSyncFS(tc.syncFS)
 			logs := make([]*Log, n)
 			for i := range logs {
 				var err error
-				logs[i], _, err = openLog(mem, fmt.Sprintf("/d/p%d", i), Options{DeferRotationSync: true, MaxFileBytes: 400})
+				logs[i], _, err = openLog(fs, fmt.Sprintf("/d/p%d", i), Options{DeferRotationSync: true, MaxFileBytes: 400})
 				require.NoError(t, err)
 				for b := 0; b < 5; b++ {
 					_, err := logs[i].Append(int64(b), recs(10*b, 2, 60))
@@ -48,7 +57,31 @@ func TestFlushMakesMarkedLogsDurable(t *testing.T) {
 			for i := range logs {
 				assert.Empty(t, segBytes(t, mem.Crash(false), fmt.Sprintf("/d/p%d", i)), "nothing durable before Flush")
 			}
+			fs.Record()
 			require.NoError(t, c.Flush())
+			dirSyncs, fdatasyncs := map[string]int{}, map[string]int{}
+			for _, call := range fs.Trace() {
+				switch call.Op {
+				case vfs.OpSyncDir: // SyncDir or SyncFS
+					dirSyncs[call.Path]++
+				case vfs.OpSync:
+					fdatasyncs[call.Path]++
+				}
+			}
+			if tc.syncFS {
+				assert.Len(t, dirSyncs, 1, "one syncfs for the pass")
+				assert.Empty(t, fdatasyncs)
+			} else {
+				for i := range logs {
+					assert.Equal(t, 1, dirSyncs[fmt.Sprintf("/d/p%d", i)], "one fsync of each log's directory, no syncfs")
+				}
+				assert.Len(t, dirSyncs, n)
+				for i := range logs {
+					for name := range segBytes(t, mem, fmt.Sprintf("/d/p%d", i)) {
+						assert.Equal(t, 1, fdatasyncs[fmt.Sprintf("/d/p%d/%s", i, name)], "one fdatasync of its own: %s", name)
+					}
+				}
+			}
 			crashed := mem.Crash(false)
 			for i, l := range logs {
 				dir := fmt.Sprintf("/d/p%d", i)
@@ -135,11 +168,16 @@ func TestDeferredFilesAreBounded(t *testing.T) {
 // failure fails every later Flush until the caller closes them. The other logs are
 // durable.
 func TestFlushLeavesFailedLogsMarked(t *testing.T) {
-	for _, n := range []int{2, syncFSMin + 1} {
-		t.Run(fmt.Sprintf("%d logs", n), func(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		syncFS bool
+	}{{2, false}, {syncFSMin + 1, false}, {syncFSMin + 1, true}} {
+		t.Run(fmt.Sprintf("%d logs, syncfs %v", tc.n, tc.syncFS), func(t *testing.T) {
+			n := tc.n
 			mem := vfs.NewStrictMem("/d")
 			fs := vfs.NewFaulty(mem)
 			c := NewCommitter(SyncAlways, 0)
+			c.SetSyncFS(tc.syncFS)
 			defer c.Close()
 			logs := make([]*Log, n)
 			for i := range logs {
@@ -150,7 +188,7 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 				require.NoError(t, err)
 				c.Mark(logs[i])
 			}
-			syncFS := n >= syncFSMin
+			syncFS := tc.syncFS
 			fault := vfs.Fault{Op: vfs.OpSync, Path: "/d/p0/" + segName(1)}
 			if syncFS {
 				fault = vfs.Fault{Op: vfs.OpSyncDir, Count: 1} // the one syncfs of the pass: every log fails
@@ -164,9 +202,12 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 			if syncFS {
 				failed = logs
 			} else {
-				assert.False(t, logs[1].marked.Load())
-				assert.Equal(t, mem.Bytes("/d/p1/"+segName(1)), mem.Crash(false).Bytes("/d/p1/"+segName(1)), "the other log is durable")
-				require.NoError(t, logs[1].Close())
+				for _, l := range logs[1:] {
+					assert.False(t, l.marked.Load())
+					name := l.dir + "/" + segName(1)
+					assert.Equal(t, mem.Bytes(name), mem.Crash(false).Bytes(name), "the other logs are durable")
+					require.NoError(t, l.Close())
+				}
 			}
 			for _, l := range failed {
 				assert.True(t, l.marked.Load(), "a failed log stays marked")
@@ -236,5 +277,13 @@ func TestMarkDuringFlush(t *testing.T) {
 		assert.Equal(t, segBytes(t, mem, dir), segBytes(t, crashed, dir))
 		assert.Equal(t, uint64(2*batches+1), l.NextOffset())
 		require.NoError(t, l.Close())
+	}
+}
+
+// TestPassWorkersScaleWithThePass: a small pass syncs one log at a time, a
+// large one keeps syncWorkers fdatasyncs in flight.
+func TestPassWorkersScaleWithThePass(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{0, 0}, {1, 1}, {24, 1}, {32, 1}, {33, 2}, {100, 4}, {512, 16}, {10000, 16}} {
+		require.Equal(t, c.want, passWorkers(syncWorkers, c.n), "%d logs", c.n)
 	}
 }

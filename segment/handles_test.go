@@ -140,11 +140,21 @@ func TestReleaseLeavesAppendsForTheNextSync(t *testing.T) {
 	}
 }
 
-// A flush pass over many released dirty logs covers them with its one
-// syncfs, as it covers loaded ones.
-func TestFlushSyncFSCoversReleasedLogs(t *testing.T) {
+// A flush pass over many released dirty logs covers them as it covers
+// loaded ones: by default an fdatasync each through a descriptor opened for
+// it (so a file system whose syncfs syncs nothing loses nothing), with
+// SetSyncFS its one syncfs.
+func TestFlushCoversReleasedLogs(t *testing.T) {
+	for _, syncFS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("syncfs %v", syncFS), func(t *testing.T) { testFlushCoversReleasedLogs(t, syncFS) })
+	}
+}
+
+func testFlushCoversReleasedLogs(t *testing.T, syncFS bool) {
 	mem := vfs.NewStrictMem("/d")
+	mem.SetSyncFSNoop(!syncFS)
 	c := NewCommitter(SyncNever, 0)
+	c.SetSyncFS(syncFS)
 	defer c.Close()
 	logs := make([]*Log, syncFSMin)
 	for i := range logs {

@@ -113,6 +113,9 @@ func (l *Log) cutUnsynced(names []string, keepBelow uint64, rep *RecoveryReport)
 		if base < keepBelow || (plan.carrier && base == keepBelow) {
 			continue
 		}
+		if err := l.keepUnsynced(segName(base), 0, cut); err != nil {
+			return err
+		}
 		size, err := l.removeFile(base)
 		if err != nil {
 			return err
@@ -130,6 +133,9 @@ func (l *Log) cutUnsynced(names []string, keepBelow uint64, rep *RecoveryReport)
 		}
 	}
 	if plan.file != 0 && plan.size > plan.cutAt {
+		if err := l.keepUnsynced(segName(plan.file), plan.cutAt, cut); err != nil {
+			return err
+		}
 		if err := l.truncateFile(segName(plan.file), plan.cutAt); err != nil {
 			return err
 		}
@@ -285,6 +291,32 @@ func (l *Log) durableEnd(base, keepBelow uint64) (keepEnd, error) {
 		pos, next, lastTs = pos+h.size(), h.last()+1, h.tsMicros
 	}
 	return keepEnd{pos: pos, size: size, next: next}, nil
+}
+
+// keepUnsynced copies the non-zero bytes of segment file name from byte from
+// on to the quarantine directory (keepCut) when Options.KeepUnsynced is set,
+// and notes the copy in cut.Kept.
+func (l *Log) keepUnsynced(name string, from int64, cut *UnsyncedCut) error {
+	if !l.opts.KeepUnsynced {
+		return nil
+	}
+	f, err := l.fs.OpenFile(join(l.dir, name), os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("keep the unsynced bytes of %s: %w", name, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil || size <= from {
+		return err
+	}
+	kept, err := l.keepCut(f, name, from, size)
+	if err != nil {
+		return err
+	}
+	if kept != "" {
+		cut.Kept = append(cut.Kept, kept)
+	}
+	return nil
 }
 
 // removeFile removes a segment file and its index file (the index first, so

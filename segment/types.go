@@ -69,6 +69,13 @@ type Options struct {
 	// "" keeps them in the log directory itself (a name Open ignores). The
 	// broker sets <data>/quarantine/partitions, or <data>/quarantine/dlq.
 	QuarantineDir string
+	// KeepUnsynced makes OpenFrom copy the non-zero bytes it cuts or removes
+	// at or after keepBelow to QuarantineDir first, as a torn-tail cut does:
+	// for a caller whose commit log does not hold them (after a clean
+	// shutdown nothing past the synced length was acknowledged, but a
+	// person may want to see what was there). Off, OpenFrom cuts without a
+	// copy (the commit log replays those bytes).
+	KeepUnsynced bool
 	// OnRecover, when set, receives what the log repaired on its own after
 	// Open returned: a torn tail cut when a Log opened from a Summary is
 	// first used, or a dedup.idx rebuilt at its first load because it was
@@ -154,6 +161,9 @@ type UnsyncedCut struct {
 	// DedupEntries counts the dedup.idx entries dropped (offsets at or
 	// after KeepBelow).
 	DedupEntries int
+	// Kept lists the copies of the non-zero bytes cut or removed
+	// (Options.KeepUnsynced); empty otherwise, or when they were all zeros.
+	Kept []string
 }
 
 // Any reports whether the cut changed anything.
@@ -167,6 +177,9 @@ func (u UnsyncedCut) String() string {
 		return ""
 	}
 	s := fmt.Sprintf("offsets from %d on were written but not synced; the commit log holds them and replays them:", u.KeepBelow)
+	if len(u.Kept) > 0 {
+		s = fmt.Sprintf("bytes past offset %d were written but never synced (no commit-log entry holds them: never acknowledged); kept in %s:", u.KeepBelow-1, strings.Join(u.Kept, ", "))
+	}
 	if u.File != "" {
 		s += fmt.Sprintf(" cut %d bytes of %s at byte %d;", u.Bytes, u.File, u.At)
 	}

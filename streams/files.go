@@ -45,6 +45,10 @@ type Files struct {
 	FS     vfs.FS
 	Root   string
 	NoSync bool // tests and benchmarks only
+	// SyncFS lets WriteSnapshots sync many temp files with one syncfs(2)
+	// (only where vfs.SyncFSTrusted; broker Config.FlushSyncFS); otherwise
+	// each is fsynced through its own descriptor.
+	SyncFS bool
 	mu     sync.Mutex
 }
 

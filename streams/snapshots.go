@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/combmq/comb/vfs"
 	"github.com/google/uuid"
@@ -14,8 +16,13 @@ import (
 
 // snapshotSyncFSMin is the number of snapshot files one pass writes from
 // which a single syncfs(2) makes their bodies durable instead of an fsync
-// each (as segment's Committer does for logs).
+// each (as segment's Committer does for logs), with Files.SyncFS only.
 const snapshotSyncFSMin = 8
+
+// snapshotSyncWorkers is how many snapshot files are written and fsynced at
+// once when each is synced by its own descriptor (as segment's flush pass,
+// measured there: BenchmarkFlushPass).
+const snapshotSyncWorkers = 16
 
 // pendingSnapshot is a shard's snapshot written to its temp file.
 type pendingSnapshot struct {
@@ -31,8 +38,9 @@ type pendingSnapshot struct {
 //
 // The files are written as one batch, in syscalls linear in the dirty
 // shards: each query directory is made when missing, once; every body goes to
-// its ".tmp" file; the temp files are synced (one syncfs(2) from
-// snapshotSyncFSMin files on, an fsync each below), renamed over their
+// its ".tmp" file; the temp files are synced (an fsync each through its own
+// descriptor, snapshotSyncWorkers at a time; with Files.SyncFS one syncfs(2)
+// from snapshotSyncFSMin files on), renamed over their
 // snapshots, and each query directory is synced once. Writing one file at a
 // time listed the query's directory before each file, and over 10,000
 // shards a pass took minutes (BenchmarkWriteSnapshots).
@@ -56,24 +64,56 @@ func (s *Store) WriteSnapshots(f *Files) error {
 	})
 	var errs []error
 	dirOK := f.makeQueryDirs(keys, &errs)
-	perFile := !f.NoSync && len(keys) < snapshotSyncFSMin
-	var ps []pendingSnapshot
+	perFile := !f.NoSync && (!f.SyncFS || len(keys) < snapshotSyncFSMin)
+	var todo []ShardKey
 	for _, k := range keys {
-		if !dirOK[k.Query] {
-			continue
+		if dirOK[k.Query] {
+			todo = append(todo, k)
 		}
-		sn, ok := s.snapshot(k)
-		if !ok {
-			continue // dropped since
-		}
-		p := pendingSnapshot{k: k, lsn: sn.LSN, path: f.ShardPath(k)}
-		if err := f.writeTemp(p.path, EncodeSnapshot(&sn), perFile); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		ps = append(ps, p)
 	}
-	if !f.NoSync && !perFile && len(ps) > 0 {
+	// Written and fsynced snapshotSyncWorkers at a time when each file is
+	// synced by its own descriptor: one after another, 10,000 shards would
+	// wait for 10,000 fsyncs in a row.
+	written := make([]pendingSnapshot, len(todo))
+	werrs := make([]error, len(todo))
+	workers := 1
+	if perFile {
+		workers = snapshotSyncWorkers
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(todo) {
+					return
+				}
+				k := todo[i]
+				sn, ok := s.snapshot(k)
+				if !ok {
+					continue // dropped since
+				}
+				p := pendingSnapshot{k: k, lsn: sn.LSN, path: f.ShardPath(k)}
+				if werrs[i] = f.writeTemp(p.path, EncodeSnapshot(&sn), perFile); werrs[i] == nil {
+					written[i] = p
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var ps []pendingSnapshot
+	for i, p := range written {
+		switch {
+		case werrs[i] != nil:
+			errs = append(errs, werrs[i])
+		case p.path != "":
+			ps = append(ps, p)
+		}
+	}
+	if !perFile && !f.NoSync && len(ps) > 0 {
 		if err := f.FS.SyncFS(f.Root); err != nil {
 			for _, p := range ps {
 				_ = f.FS.Remove(p.path + ".tmp")

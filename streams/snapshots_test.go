@@ -26,14 +26,21 @@ func (f *failSyncDir) SyncDir(dir string) error {
 func partition(i int) [16]byte { return [16]byte{15: byte(i), 14: byte(i >> 8), 0: 9} }
 
 // A pass writes every dirty shard's snapshot as one batch (an fsync each
-// below snapshotSyncFSMin files, one syncfs from it on); after a power loss
-// each shard holds what the pass wrote, in new query directories too.
+// through its own descriptor; with Files.SyncFS one syncfs from
+// snapshotSyncFSMin files on); after a power loss each shard holds what the
+// pass wrote, in new query directories too. Without SyncFS the twin's
+// syncfs syncs nothing, as on a file system without sync_fs (issue 21).
 func TestWriteSnapshotsBatchSurvivesACrash(t *testing.T) {
 	qB := [16]byte{7}
-	for _, shards := range []int{3, snapshotSyncFSMin, 40} {
-		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+	for _, tc := range []struct {
+		shards int
+		syncFS bool
+	}{{3, false}, {snapshotSyncFSMin, false}, {40, false}, {snapshotSyncFSMin, true}, {40, true}} {
+		t.Run(fmt.Sprint("shards=", tc.shards, ",syncfs=", tc.syncFS), func(t *testing.T) {
+			shards := tc.shards
 			mem := vfs.NewStrictMem("/d/streams")
-			f := &Files{FS: mem, Root: "/d/streams"}
+			mem.SetSyncFSNoop(!tc.syncFS)
+			f := &Files{FS: mem, Root: "/d/streams", SyncFS: tc.syncFS}
 			s := newStoreWith(t)
 			s.ApplyQuery(2, Query{ID: qB, Name: "b", Source: "src", ConfigHash: "h"}, false)
 			lsn := uint64(10)

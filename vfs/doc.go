@@ -9,12 +9,25 @@
 //     come back with after a power loss: every file holds the bytes of its
 //     last Sync, and with Strict a name (a created file, a rename, a removal,
 //     a new directory) survives only if its directory was synced after it.
-//     SetCapacity makes it a small disk that fails writes with ENOSPC.
+//     SetCapacity makes it a small disk that fails writes with ENOSPC;
+//     SetSyncFSNoop makes its SyncFS sync nothing, as syncfs(2) on a file
+//     system without sync_fs (FUSE, some network file systems).
 //   - Faulty wraps another FS and fails chosen calls with chosen errors
 //     (ENOSPC, EIO, ...): named failpoints at every write and sync boundary,
 //     so a test can walk every boundary of a scenario and fail each in turn.
 //
 // It must not know about any format: bytes in, bytes out.
+//
+// # Which file systems keep the promise
+//
+// ProbeSync checks at start-up that a directory's file system syncs at all
+// (one without fsync answers EINVAL or ENOTSUP). SyncFSTrusted says whether
+// one syncfs(2) may stand in for an fdatasync per file: only on ext4, xfs and
+// btrfs (statfs f_type), whose sync_fs writes back and commits everything,
+// and on Linux 5.8 or later, which reports writeback errors from syncfs. On
+// others (FUSE without sync_fs, some network file systems) syncfs returns 0
+// having synced nothing, so comb syncs each file by its own descriptor
+// unless told otherwise (issue 21).
 //
 // # Durability vocabulary
 //

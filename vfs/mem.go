@@ -19,6 +19,9 @@ import (
 type Mem struct {
 	mu     sync.Mutex // the namespace; taken before any node's lock
 	strict bool
+	// syncFSNoop makes SyncFS a no-op (SetSyncFSNoop); under mu.
+	syncFSNoop bool
+	fsType     int64 // SetFSType; under mu
 
 	// capMu guards the capacity accounting; a leaf lock (taken under a
 	// node's lock by writes).
@@ -72,6 +75,16 @@ func (m *Mem) SetCapacity(n int64) {
 	m.capMu.Unlock()
 }
 
+// SetSyncFSNoop makes SyncFS return nil and make nothing durable (noop
+// true), as syncfs(2) does on a file system without a sync_fs method (FUSE
+// without it, some network file systems): only Sync and SyncDir count. The
+// twins Crash returns keep the setting.
+func (m *Mem) SetSyncFSNoop(noop bool) {
+	m.mu.Lock()
+	m.syncFSNoop = noop
+	m.mu.Unlock()
+}
+
 // Used returns the bytes of file data held now.
 func (m *Mem) Used() int64 {
 	m.capMu.Lock()
@@ -88,7 +101,7 @@ func (m *Mem) Crash(keepMapped bool) *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := NewMem()
-	out.strict = m.strict
+	out.strict, out.syncFSNoop, out.fsType = m.strict, m.syncFSNoop, m.fsType
 	files, dirs := m.files, m.dirs
 	if m.strict {
 		files, dirs = m.durableFiles, m.durableDirs
@@ -398,10 +411,14 @@ func (m *Mem) SyncDir(dir string) error {
 	return nil
 }
 
-// SyncFS syncs every file (names too, as syncfs(2) commits the file system's journal).
+// SyncFS syncs every file (names too, as syncfs(2) commits the file
+// system's journal), or nothing after SetSyncFSNoop(true).
 func (m *Mem) SyncFS(string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.syncFSNoop {
+		return nil
+	}
 	for _, n := range m.files {
 		n.mu.Lock()
 		n.durable = append(n.durable[:0], n.data...)

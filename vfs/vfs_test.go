@@ -58,6 +58,34 @@ func TestStrictMemNamesNeedSyncDir(t *testing.T) {
 	require.Equal(t, "x", string(c.Bytes("/data/p/y")))
 }
 
+// A twin modelling a file system without sync_fs: SyncFS answers nil and a
+// power loss still drops every byte and name only it covered; Sync and
+// SyncDir still count, and the crashed twin keeps the setting.
+func TestMemSyncFSNoopMakesNothingDurable(t *testing.T) {
+	m := NewStrictMem("/data")
+	m.SetSyncFSNoop(true)
+	writeFile(t, m, "/data/a", []byte("synced"), true)
+	require.NoError(t, m.SyncDir("/data"))
+	require.NoError(t, m.MkdirAll("/data/p"))
+	writeFile(t, m, "/data/a", []byte("+lost"), false)
+	writeFile(t, m, "/data/p/x", []byte("x"), false)
+	require.NoError(t, m.SyncFS("/data"))
+	c := m.Crash(false)
+	require.Equal(t, "synced", string(c.Bytes("/data/a")))
+	_, err := c.List("/data/p")
+	require.ErrorIs(t, err, fs.ErrNotExist, "the new directory only SyncFS covered is gone")
+
+	writeFile(t, c, "/data/a", []byte("+lost again"), false)
+	require.NoError(t, c.SyncFS("/data"))
+	require.Equal(t, "synced", string(c.Crash(false).Bytes("/data/a")), "the crashed twin keeps the no-op SyncFS")
+
+	m.SetSyncFSNoop(false)
+	require.NoError(t, m.SyncFS("/data"))
+	c = m.Crash(false)
+	require.Equal(t, "synced+lost", string(c.Bytes("/data/a")))
+	require.Equal(t, "x", string(c.Bytes("/data/p/x")))
+}
+
 // A full disk writes what fits and answers ENOSPC; freeing space helps.
 func TestMemCapacity(t *testing.T) {
 	m := NewMem()

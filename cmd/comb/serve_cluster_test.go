@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/certs"
 	"github.com/combmq/comb/replica"
 	"github.com/combmq/comb/vfs"
 )
@@ -36,6 +41,21 @@ func stripIDs(t *testing.T, body []byte) string {
 
 func TestServeClusterFlagsGoTogether(t *testing.T) {
 	dir := t.TempDir()
+	pki := t.TempDir()
+	_, _, err := certs.Make(pki, []certs.Node{{ID: "n1", Hosts: []string{"127.0.0.1"}}}, certs.Options{})
+	require.NoError(t, err)
+	peer := []string{"--peer-cert-file", certs.CertFile(pki, "n1"), "--peer-key-file", certs.KeyFile(pki, "n1"), "--peer-trusted-ca-file", certs.CAFile(pki)}
+	one := []string{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001"}
+	for _, args := range [][]string{
+		// issue 22: peer TLS or --peer-insecure, exactly one of them.
+		one,
+		append(append([]string{}, one...), peer[:2]...),
+		append(append([]string{}, one...), peer[:4]...),
+		append(append(append([]string{}, one...), peer...), "--peer-insecure"),
+		append(append([]string{}, one...), "--peer-cert-file", certs.CertFile(pki, "n1"), "--peer-key-file", certs.KeyFile(pki, "n1"), "--peer-trusted-ca-file", certs.KeyFile(pki, "n1")), // no certificate in it
+	} {
+		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir}, args...)), "%v", args)
+	}
 	for _, args := range [][]string{
 		{"--node-id", "n1"},
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001"},
@@ -44,12 +64,62 @@ func TestServeClusterFlagsGoTogether(t *testing.T) {
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--addr", "127.0.0.1:0"}, // no fixed port to forward to
 		{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001", "--initial-cluster-state", "old"},
 	} {
-		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir}, args...)), "%v", args)
+		require.Equal(t, 2, runServe(append([]string{"--addr", freeAddr(t), "--data-dir", dir, "--peer-insecure"}, args...)), "%v", args)
 	}
 }
 
+// issue 22: --peer-insecure is warned of at start-up and then every period (an hour in comb
+// serve), until the node stops.
+func TestPeerInsecureWarnsAgainAndAgain(t *testing.T) {
+	var buf lockedBuffer
+	stop := warnInsecure(zerolog.New(&buf), 5*time.Millisecond)
+	require.Equal(t, 1, strings.Count(buf.String(), "peer TLS is off"), "at once")
+	require.Eventually(t, func() bool { return strings.Count(buf.String(), "peer TLS is off") >= 3 }, 10*time.Second, time.Millisecond)
+	stop()
+	n := strings.Count(buf.String(), "peer TLS is off")
+	require.Contains(t, buf.String(), `"level":"warn"`)
+	require.Never(t, func() bool { return strings.Count(buf.String(), "peer TLS is off") != n }, 50*time.Millisecond, 5*time.Millisecond, "stopped")
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's goroutine and the test's.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// issue 22: a cluster node without peer TLS is refused unless --peer-insecure, and the error
+// says how to do either.
+func TestClusterNodeWithoutPeerTLSNamesPeerInsecure(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var c clusterFlags
+	c.register(fs)
+	require.NoError(t, fs.Parse([]string{"--node-id", "n1", "--raft-addr", "127.0.0.1:7001", "--initial-cluster", "n1=127.0.0.1:7001"}))
+	_, _, err := c.config(t.TempDir(), "127.0.0.1:6632")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "--peer-insecure")
+	require.Contains(t, err.Error(), "--peer-cert-file")
+	require.Contains(t, err.Error(), "comb certs")
+	require.NoError(t, fs.Set("peer-insecure", "true"))
+	cfg, ok, err := c.config(t.TempDir(), "127.0.0.1:6632")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Nil(t, cfg.PeerTLS, "plain TCP, on purpose")
+}
+
 // issue 15: three comb serve started exactly as the acceptance check starts them (etcd's
-// flags) elect a leader; /health says role leader on one and follower on the others, all
+// flags, and since issue 22 peer certificates from `comb certs`) elect a leader; /health says role leader on one and follower on the others, all
 // naming the same leader and its HTTP address (--addr, announced through the log); a push
 // through one follower, and a pop and its ack through the other, are forwarded to the leader
 // and answered as the leader answers (docs/replication.md, "Forwarding, not redirect").
@@ -61,10 +131,17 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 		httpAddrs[i], raftAddrs[i] = freeAddr(t), freeAddr(t)
 		cluster = append(cluster, fmt.Sprintf("n%d=%s", i+1, raftAddrs[i]))
 	}
+	pki := t.TempDir()
+	require.Equal(t, 0, runCerts([]string{"--dir", pki, "--nodes", "n1,n2,n3,n4", "--hosts", "127.0.0.1"}, io.Discard, io.Discard))
+	peer := func(id string) []string {
+		return []string{"--peer-cert-file", filepath.Join(pki, id+".crt"), "--peer-key-file", filepath.Join(pki, id+".key"),
+			"--peer-trusted-ca-file", filepath.Join(pki, "ca.crt")}
+	}
 	exited := make(chan int, n+1)
 	for i := range n {
-		args := []string{"--addr", httpAddrs[i], "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
-			"--node-id", fmt.Sprintf("n%d", i+1), "--raft-addr", raftAddrs[i], "--initial-cluster", strings.Join(cluster, ",")}
+		args := append([]string{"--addr", httpAddrs[i], "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
+			"--node-id", fmt.Sprintf("n%d", i+1), "--raft-addr", raftAddrs[i], "--initial-cluster", strings.Join(cluster, ",")},
+			peer(fmt.Sprintf("n%d", i+1))...)
 		go func() { exited <- runServe(args) }()
 	}
 	type health struct {
@@ -154,9 +231,9 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	// the log and serves (forwards) like the others. Shrink: removed through the other one.
 	http4, raft4 := freeAddr(t), freeAddr(t)
 	go func() {
-		exited <- runServe([]string{"--addr", http4, "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
+		exited <- runServe(append([]string{"--addr", http4, "--data-dir", t.TempDir(), "--sync", "never", "--log-level", "error",
 			"--node-id", "n4", "--raft-addr", raft4, "--initial-cluster", strings.Join(cluster, ",") + ",n4=" + raft4,
-			"--initial-cluster-state", "existing"})
+			"--initial-cluster-state", "existing"}, peer("n4")...))
 	}()
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + http4 + "/health")
@@ -168,10 +245,12 @@ func TestServeStartsAReplicatedCluster(t *testing.T) {
 	code, body = call(f1, "POST", "/api/v1/cluster/members", `{"id":"n4","raftAddr":"`+raft4+`"}`)
 	require.Equal(t, 200, code, "%s", body)
 	var members struct {
-		Members []struct{ ID string }
+		ClusterID string
+		Members   []struct{ ID string }
 	}
 	require.NoError(t, json.Unmarshal(body, &members))
 	require.Len(t, members.Members, 4)
+	require.Len(t, members.ClusterID, 32, "the cluster's id, made by its first leader (issue 22)")
 	require.Eventually(t, func() bool {
 		code, body := call(http4, "GET", "/api/v1/pop/queue/q?consumerGroup=h&batch=10&autoAck=true", "")
 		return code == 200 && strings.Contains(string(body), `"t2"`)

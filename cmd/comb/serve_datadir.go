@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // A data directory is either a single node's or a cluster node's, and serve refuses to open one
@@ -48,7 +50,7 @@ func checkDataDirRole(dataDir string, clustered, joining bool) (warn string, err
 		}
 		for _, e := range entries {
 			switch e.Name() {
-			case "LOCK", "raft", "lost+found": // the lock, raft's own, a file system's root
+			case "LOCK", "raft", "lost+found", vfs.ProbeFile: // the lock, raft's own, a file system's root, a sync probe a crash left
 				continue
 			}
 			if !joining {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/vfs"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.
@@ -134,4 +135,24 @@ func TestServeRefusesDamagedMetadataJournal(t *testing.T) {
 	require.Contains(t, out, "meta/journal")
 	require.Contains(t, out, "bytes [0,")
 	require.Contains(t, out, "comb fsck")
+}
+
+// Issue 21: --flush-syncfs (here from COMB_FLUSH_SYNCFS) reaches the broker,
+// which refuses it on a file system other than ext4, xfs or btrfs (tmpfs
+// here), naming the type, with exit 1.
+func TestServeRefusesFlushSyncFSOnTmpfs(t *testing.T) {
+	magic, err := vfs.OS.(vfs.Typed).FSType("/dev/shm")
+	require.NoError(t, err)
+	require.Equal(t, vfs.MagicTmpfs, magic, "/dev/shm is tmpfs")
+	dir, err := os.MkdirTemp("/dev/shm", "comb-flush-syncfs-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("COMB_FLUSH_SYNCFS", "true")
+	var code int
+	out := captureStderr(t, func() {
+		code = runServe([]string{"--addr", freeAddr(t), "--data-dir", dir})
+	})
+	require.Equal(t, 1, code)
+	require.Contains(t, out, dir+" is on tmpfs, not ext4, xfs or btrfs")
+	require.Contains(t, out, "start without it")
 }

@@ -54,6 +54,11 @@ var afterKillKinds = map[string]bool{
 	"journal_torn_tail":                true,
 	string(fsck.KindCommitLogTornTail): true,
 	string(fsck.KindUnsyncedTail):      true,
+	// A note appended when the kill came (notes.Open cuts it at start), and a
+	// DESCRIPTOR whose write it cut (start-up writes it again while the commit
+	// log holds the partition's creation).
+	string(fsck.KindNotesTornTail):     true,
+	string(fsck.KindDescriptorDamaged): true,
 }
 
 type crashFigures struct {

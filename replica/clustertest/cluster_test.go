@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -240,8 +241,20 @@ func newNodes(root, bin string, n int) ([]*node, error) {
 			dataDir: filepath.Join(root, id), logPath: filepath.Join(root, "logs", id+".log")}
 		cluster = append(cluster, id+"="+addrs[2*i+1])
 	}
+	// Peer certificates of one CA, made by the binary under test (issue 22: a cluster node
+	// runs with peer TLS by default).
+	pki := filepath.Join(root, "certs")
+	var ids []string
+	for _, nd := range nodes {
+		ids = append(ids, nd.id)
+	}
+	if out, err := exec.Command(bin, "certs", "--dir", pki, "--nodes", strings.Join(ids, ","), "--hosts", "127.0.0.1").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("comb certs: %w\n%s", err, out)
+	}
 	for _, nd := range nodes {
 		nd.cluster = strings.Join(cluster, ",")
+		nd.peerFlags = []string{"--peer-cert-file", filepath.Join(pki, nd.id+".crt"), "--peer-key-file", filepath.Join(pki, nd.id+".key"),
+			"--peer-trusted-ca-file", filepath.Join(pki, "ca.crt")}
 	}
 	return nodes, nil
 }

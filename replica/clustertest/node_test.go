@@ -57,7 +57,8 @@ func freeAddrs(n int) ([]string, error) {
 type node struct {
 	id, httpAddr, raftAddr string
 	bin, dataDir, logPath  string
-	cluster                string // --initial-cluster
+	cluster                string   // --initial-cluster
+	peerFlags              []string // --peer-cert-file, --peer-key-file, --peer-trusted-ca-file
 
 	mu          sync.Mutex
 	cmd         *exec.Cmd
@@ -85,8 +86,9 @@ func (n *node) launch() error {
 	}
 	n.incarnation++
 	fmt.Fprintf(logf, "\n===== harness: start %s incarnation %d at %s\n", n.id, n.incarnation, time.Now().UTC().Format(time.RFC3339Nano))
-	cmd := exec.Command(n.bin, "serve", "--addr", n.httpAddr, "--data-dir", n.dataDir,
-		"--node-id", n.id, "--raft-addr", n.raftAddr, "--initial-cluster", n.cluster)
+	args := append([]string{"serve", "--addr", n.httpAddr, "--data-dir", n.dataDir,
+		"--node-id", n.id, "--raft-addr", n.raftAddr, "--initial-cluster", n.cluster}, n.peerFlags...)
+	cmd := exec.Command(n.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
