@@ -2,6 +2,7 @@ package queenimport
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -202,6 +203,11 @@ func sealedForm(payload []byte, key *seal.Key) ([]byte, error) {
 		AuthTag   *string `json:"authTag"`
 	}{&f.Encrypted, &f.IV, &f.AuthTag}); err != nil || f.Encrypted == "" || f.IV == "" || f.AuthTag == "" {
 		return nil, fmt.Errorf("is_encrypted but the payload is not {encrypted, iv, authTag}")
+	}
+	for _, b64 := range []string{f.Encrypted, f.IV, f.AuthTag} {
+		if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
+			return nil, fmt.Errorf("is_encrypted but a field of the payload is not base64: %w", err)
+		}
 	}
 	id, err := hex.DecodeString(key.ID())
 	if err != nil {
