@@ -158,7 +158,7 @@ func (b *Broker) flushPassLocked() error {
 	parts := b.partitionList(nil)
 	nexts := make([]uint64, len(parts))
 	for i, p := range parts {
-		nexts[i] = b.committedNext(p, p.log.NextOffset())
+		nexts[i] = b.committedNext(p, p.appendedNext())
 	}
 	queues := b.sortedQueues()
 	dlqNexts := make([]uint64, len(queues))
@@ -204,7 +204,18 @@ func (b *Broker) flushPassLocked() error {
 		return fmt.Errorf("flush: truncate the commit log: %w", err)
 	}
 	b.flush.lastLSN = L
+	b.wroteOK()
 	return nil
+}
+
+// appendedNext is p's next offset read under the partition lock: an append
+// that takes its segment back (a full commit log, appendLogged) does so
+// before it lets the lock go, so a flush pass never records as durable a
+// segment that is about to leave the file.
+func (p *partition) appendedNext() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.NextOffset()
 }
 
 // flushDirs makes the directories made since the last pass durable: each
