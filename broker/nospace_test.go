@@ -470,3 +470,22 @@ func TestQuotaIsAFullDisk(t *testing.T) {
 	n.crash()
 	assert.Equal(t, []string{"a0", "a1", "a2", "b0"}, n.all("q", "g2"))
 }
+
+// A crash while a new partition waits for its directory: the restart makes
+// it from the durable creation (with its DESCRIPTOR), and it takes pushes.
+func TestFullDiskNewPartitionThenCrash(t *testing.T) {
+	n := newNSEnv(t)
+	n.push("q", "old", "a0")
+	n.diskFull()
+	_, err := n.pushErr("q", "new", "b0")
+	n.requireNoSpace(err, "queue q partition new: its directory")
+	n.crash() // the twin a crash leaves has no capacity limit: space is back
+	n.push("q", "new", "b0")
+	assert.Equal(t, []string{"a0", "b0"}, n.all("q", "g"))
+	dir := filepath.Join("/data", meta.PartitionsDir, n.b.lookupQueue("q").partition("new").idStr)
+	_, err = meta.ReadDescriptor(n.mem, dir)
+	require.NoError(t, err)
+	n.crash()
+	assert.Equal(t, []string{"a0", "b0"}, n.all("q", "g2"))
+	assert.Empty(t, n.b.Damaged())
+}
