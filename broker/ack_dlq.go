@@ -160,6 +160,12 @@ func (b *Broker) makeDLQDir(q *queue, dir string) error {
 		err = meta.WriteDescriptor(b.fs, dir, dlqDescriptor(q), true)
 	}
 	if err != nil {
+		// A directory left without its DESCRIPTOR would be opened as it is
+		// by the next try (a full disk, issue 21): remove it, so the next
+		// try makes both.
+		if rerr := b.fs.RemoveAll(dir); rerr != nil {
+			b.log.Warn().Err(rerr).Str("dir", dir).Msg("dlq: removing the directory of a failed creation")
+		}
 		return fmt.Errorf("queue %s: dlq: %w", q.name, err)
 	}
 	b.noteDir(dir) // synced by the next flush pass; the commit log covers it until then
@@ -177,7 +183,7 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 	defer q.dlqMu.Unlock()
 	l, err := b.dlqLogLocked(q, true)
 	if err != nil {
-		return err
+		return b.noSpace(fmt.Sprintf("queue %s: its dead-letter directory", q.name), err)
 	}
 	if dedup {
 		kept := recs[:0:0]
@@ -203,15 +209,22 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 		}
 	} else {
 		entry := append(make([]byte, 0, 64), q.id[:]...)
-		_, entry, err = l.AppendTo(entry, ts, recs)
+		var first uint64
+		first, entry, err = l.AppendTo(entry, ts, recs)
 		if err != nil {
-			return fmt.Errorf("queue %s: dlq append: %w", q.name, err)
+			return b.noSpace(fmt.Sprintf("queue %s: its dead-letter log", q.name), fmt.Errorf("queue %s: dlq append: %w", q.name, err))
 		}
 		// Entries become durable in order: the checkpoint that moves a
 		// cursor past these messages comes after this entry, so the dead
 		// letters are durable first (spec 4.5).
 		if _, err := b.wal.Append(walDLQ, entry); err != nil {
-			return fmt.Errorf("queue %s: dlq: commit log: %w", q.name, err)
+			err = fmt.Errorf("queue %s: dlq: commit log: %w", q.name, err)
+			// No entry covers the dead letters: take them back out of the
+			// file, so that the ack's retry writes them once (issue 21).
+			if uerr := l.Unappend(first); uerr != nil {
+				return errors.Join(err, fmt.Errorf("queue %s: dlq: take back the dead letters: %w", q.name, uerr))
+			}
+			return b.noSpace("the commit log", err)
 		}
 	}
 	b.committer.Mark(l)

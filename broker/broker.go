@@ -41,10 +41,14 @@ type Broker struct {
 	walScan   walScan       // what Open's first read of the commit log found (open.go); empty after Open
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
-	flush        flushState
-	cur          *cursor.Engine
-	committer    *segment.Committer
-	handles      *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
+	// noSpaceSince is when writes started failing for want of disk space
+	// (µs; 0 = they do not), noSpaceReason the last such error (nospace.go).
+	noSpaceSince  atomic.Int64
+	noSpaceReason atomic.Pointer[string]
+	flush         flushState
+	cur           *cursor.Engine
+	committer     *segment.Committer
+	handles       *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
 
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (open_startup.go).
@@ -194,6 +198,10 @@ type partition struct {
 	// damaged is set (once) when the log reported on-disk damage: the
 	// partition is out of service (damage.go).
 	damaged atomic.Pointer[damage]
+	// dirPending: the partition's creation is durable but its directory
+	// could not be made (a full disk); the next append makes it
+	// (ensurePartitionDir). Changed under mu.
+	dirPending atomic.Bool
 
 	// claimed are the transaction ids of the spans groups lease here, for
 	// their acks (ack_claimed.go); under mu.

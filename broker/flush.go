@@ -161,7 +161,7 @@ func (b *Broker) flushPassLocked() error {
 	parts := b.partitionList(nil)
 	nexts := make([]uint64, len(parts))
 	for i, p := range parts {
-		nexts[i] = b.committedNext(p, p.log.NextOffset())
+		nexts[i] = b.committedNext(p, b.appendedNext(p))
 	}
 	queues := b.sortedQueues()
 	dlqNexts := make([]uint64, len(queues))
@@ -207,7 +207,25 @@ func (b *Broker) flushPassLocked() error {
 		return fmt.Errorf("flush: truncate the commit log: %w", err)
 	}
 	b.flush.lastLSN = L
+	b.wroteOK()
 	return nil
+}
+
+// appendedNext is p's next offset, read under the partition lock on a
+// single node: an append that takes its segment back (a full commit log,
+// appendLogged) does so before it lets the lock go, so a flush pass never
+// records as durable a segment that is about to leave the file. A
+// replicated node reads it without the lock: committedNext caps it at what
+// the cluster committed, which a segment taken back never reached, and its
+// pass runs on raft's snapshot path, which must not wait behind a push
+// waiting for raft.
+func (b *Broker) appendedNext(p *partition) uint64 {
+	if b.cfg.Replicated != nil {
+		return p.log.NextOffset()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.NextOffset()
 }
 
 // flushDirs makes the directories made since the last pass durable: each

@@ -59,13 +59,21 @@ func (b *Broker) logNote(body []byte) (applied bool, err error) {
 	}
 	b.flush.stateMu.Unlock()
 	if err != nil {
-		return false, fmt.Errorf("commit log: %w", err)
+		return false, b.noSpace("the commit log", fmt.Errorf("commit log: %w", err))
 	}
 	defer b.txApplied(tk.LSN())
 	if err := tk.Wait(); err != nil {
 		return false, fmt.Errorf("commit log: %w", err)
 	}
-	return b.msgNotes.store.Apply(body)
+	// A write the notes file had no room for is cut back there (notes.Store
+	// is not failed by it): the request answers ErrNoSpace and the same
+	// note is applied once space is freed (issue 21).
+	applied, err = b.msgNotes.store.Apply(body)
+	if err != nil {
+		return false, b.noSpace("the notes log", err)
+	}
+	b.wroteOK()
+	return applied, nil
 }
 
 // replayNote applies a Note entry found by the start-up replay; a note the

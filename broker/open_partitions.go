@@ -76,6 +76,15 @@ func (b *Broker) applyMeta(st *meta.State) error {
 func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
 	idStr := uuidString(id)
 	dir := filepath.Join(b.dir, "partitions", idStr)
+	if b.dirNeverMade(id, dir) {
+		// Created while the disk was full and never appended to (issue 21):
+		// its next push makes the directory with its DESCRIPTOR, as the
+		// process that created it would have.
+		p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: segment.OpenSummary(dir, b.segOpts, segment.Summary{})}
+		p.visible.Store(p.log.NextOffset())
+		p.dirPending.Store(true)
+		return p, &segment.RecoveryReport{}, nil
+	}
 	l, rep, err := b.openPartitionLog(id, dir)
 	var ce *segment.CorruptionError
 	if errors.As(err, &ce) {
@@ -94,4 +103,22 @@ func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int
 	p := &partition{id: id, idStr: idStr, name: name, q: q, createdAt: createdAt, log: l}
 	p.visible.Store(l.NextOffset())
 	return p, rep, nil
+}
+
+// dirNeverMade reports whether partition id's directory does not exist and
+// never held a record: no summary says it holds any, and no retained
+// commit-log entry appends to or creates it (those make it again). Only
+// such an empty partition is opened without a directory; one stat each.
+func (b *Broker) dirNeverMade(id [16]byte, dir string) bool {
+	if b.cfg.Replicated != nil {
+		return false
+	}
+	if s, ok := b.summaries[id]; ok && s.NextOffset > 1 {
+		return false
+	}
+	if _, ok := b.walScan.bases[id]; ok || b.walScan.created[id] {
+		return false
+	}
+	ok, err := existsDir(b.fs, dir)
+	return err == nil && !ok
 }

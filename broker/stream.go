@@ -49,7 +49,7 @@ func (b *Broker) StreamRegister(req StreamQueryRequest) (StreamQueryResult, erro
 		err = t.Wait()
 	}
 	if err != nil {
-		return StreamQueryResult{}, fmt.Errorf("broker: register stream query %s: commit log: %w", req.Name, err)
+		return StreamQueryResult{}, b.noSpace("the commit log", fmt.Errorf("broker: register stream query %s: commit log: %w", req.Name, err))
 	}
 	dropped := b.streams.store.ApplyQuery(t.LSN(), q, res.Reset)
 	if err := b.streams.files.RemoveShards(dropped); err != nil {

@@ -379,7 +379,7 @@ func (b *Broker) txCommit(t *txRun) error {
 		return BadRequest("transaction too large: " + err.Error())
 	}
 	if err != nil {
-		return fmt.Errorf("broker: commit log: %w", err)
+		return b.noSpace("the commit log", fmt.Errorf("broker: commit log: %w", err))
 	}
 	lsn := tk.LSN()
 	if err := tk.Wait(); err != nil {

@@ -75,7 +75,7 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 			if first, err = p.log.Append(ts, recs); err == nil {
 				b.committer.Mark(p.log)
 			}
-		} else {
+		} else if err = b.ensurePartitionDir(p); err == nil {
 			var entry []byte
 			var t walTicket
 			first, err = b.appendLogged(p, ts, recs, &entry, &t)

@@ -138,25 +138,55 @@ func (b *Broker) createPartitionsLocked(keys []partKey, out []*partition) ([]*pa
 		err = t.Wait()
 	}
 	if err != nil {
-		return nil, err
+		return nil, b.noSpace("the commit log", err)
 	}
 	dirErr := b.makePartitionDirs(parts)
 	if dirErr != nil {
-		// Durable records without directories: the partitions exist (a
-		// request naming them again must find these, not make others), out
-		// of service until a restart makes their directories.
+		// Durable records without directories (a full disk, issue 21): the
+		// partitions exist (a request naming them again must find these,
+		// not make others) and serve; the next append to each makes its
+		// directory (ensurePartitionDir), so none needs a restart, and a
+		// restart makes them too. A directory that could not be made is
+		// not damage: nothing on disk is wrong.
 		for _, p := range parts {
 			dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
 			p.log = segment.OpenSummary(dir, b.segOpts, segment.Summary{})
 			p.visible.Store(p.log.NextOffset())
-			b.markDamaged(p, &segment.CorruptionError{File: dir, Reason: "its directory could not be made (" + dirErr.Error() + "); restart the server to make it"})
+			p.dirPending.Store(true)
 		}
 	}
 	b.registerCreation(c, out)
 	if dirErr != nil {
-		return nil, dirErr
+		return nil, b.noSpace("a new partition's directory", dirErr)
 	}
 	return out, nil
+}
+
+// ensurePartitionDir makes p's directory and DESCRIPTOR when its creation
+// could not (p.dirPending; createPartitionsLocked), before anything is
+// appended to it. The caller holds p.mu. p.log stays the Log opened from
+// the empty summary: its first use lists the directory made here. On error
+// nothing is left behind and p stays pending (the next append tries again);
+// a full disk answers ErrNoSpace.
+func (b *Broker) ensurePartitionDir(p *partition) error {
+	if !p.dirPending.Load() {
+		return nil
+	}
+	dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+	err := b.fs.MkdirAll(dir)
+	if err == nil {
+		err = meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), true)
+	}
+	if err != nil {
+		if rerr := b.fs.RemoveAll(dir); rerr != nil {
+			b.log.Warn().Err(rerr).Str("dir", dir).Msg("create partition: removing the directory of a failed creation (the next start removes it)")
+		}
+		return b.noSpace(fmt.Sprintf("queue %s partition %s: its directory", p.q.name, p.name),
+			fmt.Errorf("broker: queue %s partition %s (%s): make its directory: %w", p.q.name, p.name, p.idStr, err))
+	}
+	p.dirPending.Store(false)
+	b.noteDir(dir)
+	return nil
 }
 
 // creation is what createPartitionsLocked makes: new queues by name, new

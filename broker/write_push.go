@@ -182,6 +182,9 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err := p.damagedErr(); err != nil {
 		return err
 	}
+	if err := b.ensurePartitionDir(p); err != nil {
+		return err
+	}
 	txids, hashes := groupTxids(g.idxs, items, results)
 	stored, wait, err := b.findStored(p, txids, hashes)
 	if err != nil {
@@ -267,15 +270,22 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 // return (the commit log copies what it is given).
 //
 // The commit log refuses an entry only when it cannot get space (a full
-// disk); the segment is then in the file with no entry to replay it from
-// after a crash, so the partition is taken out of service until a restart
-// (which cuts what no durable entry covers).
+// disk, commitlog.ErrNoSpace): the segment is then taken back out of the
+// file (segment.Log.Unappend), so the file holds nothing no entry covers,
+// the partition keeps serving, and a retry once space is freed appends the
+// records again, exactly once (issue 21: a full disk is a state, never
+// damage). Only when that cut fails is the partition taken out of service
+// until a restart (which cuts what no durable entry covers).
+//
+// Errors: ErrNoSpace (wrapped, naming the file or the commit log), the
+// segment log's or the commit log's other errors.
 func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, entry *[]byte, ticket *walTicket) (uint64, error) {
 	buf := append((*entry)[:0], p.id[:]...)
 	first, buf, err := p.log.AppendTo(buf, ts, recs)
 	*entry = buf
 	if err != nil {
-		return 0, b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
+		err = fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
+		return 0, b.noSpace(fmt.Sprintf("queue %s partition %s: its segment file", p.q.name, p.name), b.storageErr(p, err))
 	}
 	t, err := b.wal.Append(walPush, buf)
 	if err != nil && b.cfg.Replicated != nil && (retryable(err) || b.isStale()) {
@@ -288,14 +298,20 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		return 0, err
 	}
 	if err != nil {
-		p.tail = failedTicket{fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)}
-		b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
-			Reason: "appended while the commit log had no space for its entry (" + err.Error() + "); restart the server to cut it"})
-		return 0, fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
+		err = fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
+		if uerr := p.log.Unappend(first); uerr != nil {
+			p.tail = failedTicket{err}
+			b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
+				Reason: "appended while the commit log refused its entry (" + err.Error() + ") and could not be cut back (" + uerr.Error() + "); restart the server to cut it"})
+			return 0, err
+		}
+		// Taken back: p.tail still covers every record left in the file.
+		return 0, b.noSpace("the commit log", err)
 	}
 	*ticket = t
 	p.tail = later(p.tail, t)
 	b.committer.Mark(p.log)
+	b.wroteOK()
 	return first, nil
 }
 

@@ -14,6 +14,9 @@ type Backend interface {
 	// CheckpointFailure reports cursor checkpoints failing now (a full disk: GET /health says
 	// "degraded" until the next good one; a failed fdatasync: "unhealthy" until a restart).
 	CheckpointFailure() (broker.CheckpointFailure, bool)
+	// NoSpace reports writes failing for want of disk space now (issue 21: GET /health says
+	// "degraded" with "diskFull"; a state, nothing is damaged, writes resume once space is freed).
+	NoSpace() (broker.NoSpaceState, bool)
 	// Replication is a replicated node's role and leader (GET /health); false on a single node.
 	Replication() (broker.ReplicationStatus, bool)
 	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)

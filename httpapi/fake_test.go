@@ -45,6 +45,7 @@ type fakeBackend struct {
 	groups      []broker.GroupSummary
 	stats       broker.Stats
 	damaged     []broker.DamagedPartition
+	noSpace     *broker.NoSpaceState
 	ckptFail    *broker.CheckpointFailure
 	detail      []broker.GroupPartition
 	lagging     []broker.LaggingPartition
@@ -92,6 +93,13 @@ func (f *fakeBackend) CheckpointFailure() (broker.CheckpointFailure, bool) {
 		return broker.CheckpointFailure{}, false
 	}
 	return *f.ckptFail, true
+}
+
+func (f *fakeBackend) NoSpace() (broker.NoSpaceState, bool) {
+	if f.noSpace == nil {
+		return broker.NoSpaceState{}, false
+	}
+	return *f.noSpace, true
 }
 
 func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error) {

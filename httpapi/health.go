@@ -23,6 +23,9 @@ import (
 //     and answers "healthy" again after the first good checkpoint once space is freed.
 //   - A failed fdatasync of the cursor journal: 503 "unhealthy", the same fields with
 //     "retrying":false; only a restart brings consumption back.
+//   - Writes failing for want of disk space (ENOSPC, EDQUOT; issue 21): 200 "degraded",
+//     "reason" and "diskFull":{"error","since","action"} from the failed write until the next
+//     append or flush pass that succeeds. Nothing is listed under "damaged" for it.
 //   - Partitions out of service because their logs are damaged: the server still serves the
 //     rest: 200 "degraded" and the partitions under "damaged" (queue, partition, partitionId,
 //     the segment file's base name, byte range and offsets; the server log has the full path;
@@ -50,6 +53,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 			status = "degraded"
 		}
 	}
+	nospace, diskFull := s.b.NoSpace()
+	if diskFull && code == fasthttp.StatusOK {
+		status = "degraded"
+	}
 	rs, replicated := s.b.Replication()
 	noLeader := replicated && rs.LeaderID == "" && code == fasthttp.StatusOK && !failing
 	if noLeader {
@@ -71,6 +78,9 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	}
 	if failing {
 		b = appendCheckpointFailure(b, ckpt)
+	}
+	if diskFull {
+		b = appendDiskFull(b, nospace, !failing && !noLeader)
 	}
 	if len(damaged) > 0 {
 		b = appendDamaged(b, damaged)
@@ -130,6 +140,22 @@ func appendCheckpointFailure(b []byte, f broker.CheckpointFailure) []byte {
 		b = appendString(b, "free disk space; the server retries by itself")
 	}
 	return append(b, '}')
+}
+
+// appendDiskFull adds "diskFull":{"error","since","action"} (and the "reason" when no other
+// state gave one): a full disk is a state the broker leaves by itself, never damage.
+func appendDiskFull(b []byte, st broker.NoSpaceState, withReason bool) []byte {
+	msg := redactPaths(st.Reason)
+	if withReason {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, "disk full: "+msg)
+	}
+	b = append(b, `,"diskFull":{"error":`...)
+	b = appendString(b, msg)
+	b = append(b, `,"since":`...)
+	b = appendTimeMicros(b, st.SinceMicros, 3)
+	b = append(b, `,"action":"free disk space; writes resume by themselves, no restart needed"}`...)
+	return b
 }
 
 func appendDamaged(b []byte, damaged []broker.DamagedPartition) []byte {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -57,11 +58,18 @@ func noContent(ctx *fasthttp.RequestCtx) {
 
 // fail maps a Backend error to its status (broker/api.go): ErrBadRequest 400 and ErrNotFound 404
 // carry the broker's message verbatim; ErrClosed, ErrNotLeader, ErrStale and a replicated commit that failed
-// (replica.CommitError: leadership lost mid-request) are 503; ErrDamaged is a 500 with the broker's
+// (replica.CommitError: leadership lost mid-request) are 503; a full disk (broker.IsNoSpace:
+// ENOSPC, EDQUOT, the commit log out of room) is 507 Insufficient Storage with the reason, which
+// Queen's clients retry as any 5xx (issue 21); ErrDamaged is a 500 with the broker's
 // short message (it names the partition and says to run `comb fsck`); anything else is a logged
 // 500 whose body has every absolute file path cut to its base name (the log keeps the paths).
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	switch {
+	case broker.IsNoSpace(err):
+		// A full disk is a state, not damage (issue 21): nothing was stored and nothing is
+		// out of service; the same request succeeds once space is freed.
+		s.log.Warn().Err(err).Str("method", string(ctx.Method())).Str("path", string(ctx.Path())).Msg("request failed: disk full")
+		writeError(ctx, fasthttp.StatusInsufficientStorage, noSpaceMessage(err))
 	case errors.Is(err, broker.ErrDamaged):
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 	case errors.Is(err, broker.ErrBadRequest):
@@ -85,6 +93,16 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		s.log.Error().Err(err).Str("method", string(ctx.Method())).Str("path", string(ctx.Path())).Msg("request failed")
 		writeError(ctx, fasthttp.StatusInternalServerError, redactPaths(err.Error()))
 	}
+}
+
+// noSpaceMessage is the 507 body's error: the broker's reason (what could not be written, with
+// paths cut to base names), starting "no space left on device".
+func noSpaceMessage(err error) string {
+	msg := redactPaths(err.Error())
+	if !strings.HasPrefix(msg, broker.ErrNoSpace.Error()) {
+		msg = broker.ErrNoSpace.Error() + ": " + msg
+	}
+	return msg
 }
 
 // absPath matches an absolute file path that starts a word of an error message. Names may hold
