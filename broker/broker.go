@@ -42,9 +42,11 @@ type Broker struct {
 	// walFailSince is when CheckpointFailure first saw the commit log fail (µs; 0 = it does not).
 	walFailSince atomic.Int64
 	// noSpaceSince is when writes started failing for want of disk space
-	// (µs; 0 = they do not), noSpaceReason the last such error (nospace.go).
+	// (µs; 0 = they do not), noSpaceReason the last such error, noSpaceProbed
+	// when spaceBack last tried a write of its own (µs) (nospace.go).
 	noSpaceSince  atomic.Int64
 	noSpaceReason atomic.Pointer[string]
+	noSpaceProbed atomic.Int64
 	flush         flushState
 	cur           *cursor.Engine
 	committer     *segment.Committer

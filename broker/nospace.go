@@ -3,6 +3,9 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -57,6 +60,46 @@ func (b *Broker) noSpace(where string, err error) error {
 	return err
 }
 
+// SpaceProbeFile is the file spaceBack writes (and removes) in the data
+// directory; a crash can leave it behind.
+const SpaceProbeFile = "SPACE-PROBE"
+
+// noSpaceProbeBytes is the size (bytes) of the file spaceBack writes: more
+// than a few KiB, so a disk with a page left does not flap between states.
+const noSpaceProbeBytes = 256 << 10
+
+// noSpaceProbeEvery is how long after the failure, and between two probes,
+// spaceBack waits before it tries a write of its own.
+const noSpaceProbeEvery = time.Second
+
+// spaceBack reports whether the disk takes writes again although nothing has
+// written since the failure at since (µs): a queue that is only popped from
+// writes only to the preallocated commit log, so without a probe GET /health
+// said "disk full" until the next push. It writes and removes
+// <data>/SPACE-PROBE (at most once per noSpaceProbeEvery, the first one
+// noSpaceProbeEvery after the failure), which a quota (EDQUOT) refuses too,
+// where statfs would show free space; on success the state ends.
+func (b *Broker) spaceBack(since int64) bool {
+	now := b.now().UnixMicro()
+	last := b.noSpaceProbed.Load()
+	if now-since < noSpaceProbeEvery.Microseconds() || now-last < noSpaceProbeEvery.Microseconds() ||
+		!b.noSpaceProbed.CompareAndSwap(last, now) {
+		return false
+	}
+	name := filepath.Join(b.dir, SpaceProbeFile)
+	f, err := b.fs.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
+	if err != nil {
+		return false
+	}
+	_, err = f.Write(make([]byte, noSpaceProbeBytes))
+	f.Close()
+	b.fs.Remove(name)
+	if err != nil {
+		return false
+	}
+	return b.noSpaceSince.CompareAndSwap(since, 0)
+}
+
 // wroteOK ends the full-disk state NoSpace reports: a write that needs disk
 // space (an append, a flush pass) succeeded.
 func (b *Broker) wroteOK() {
@@ -79,6 +122,9 @@ type NoSpaceState struct {
 func (b *Broker) NoSpace() (NoSpaceState, bool) {
 	since := b.noSpaceSince.Load()
 	if since == 0 {
+		return NoSpaceState{}, false
+	}
+	if b.spaceBack(since) {
 		return NoSpaceState{}, false
 	}
 	st := NoSpaceState{SinceMicros: since, Reason: ErrNoSpace.Error()}

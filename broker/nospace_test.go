@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -487,5 +488,29 @@ func TestFullDiskNewPartitionThenCrash(t *testing.T) {
 	require.NoError(t, err)
 	n.crash()
 	assert.Equal(t, []string{"a0", "b0"}, n.all("q", "g2"))
+	assert.Empty(t, n.b.Damaged())
+}
+
+// The full-disk state also ends when space is freed and nothing writes (a
+// queue only popped from writes only to the preallocated commit log): a
+// probe write, a second after the failure at the earliest, ends it, and one
+// the disk refuses does not.
+func TestFullDiskStateEndsWhenSpaceIsFreedWithoutAWrite(t *testing.T) {
+	n := newNSEnv(t)
+	n.push("q", "p", "a0")
+	n.diskFull()
+	_, err := n.pushErr("q", "p", "b0")
+	n.requireNoSpace(err, "queue q partition p: its segment file")
+	n.clk.Advance(2 * noSpaceProbeEvery)
+	_, full := n.b.NoSpace()
+	assert.True(t, full, "the probe found the disk still full")
+	n.diskFree()
+	_, full = n.b.NoSpace()
+	assert.True(t, full, "no second probe within noSpaceProbeEvery")
+	n.clk.Advance(noSpaceProbeEvery)
+	_, full = n.b.NoSpace()
+	assert.False(t, full, "the probe wrote: the state ends without a push")
+	_, err = n.mem.ReadFile("/data/" + SpaceProbeFile)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the probe file is removed")
 	assert.Empty(t, n.b.Damaged())
 }

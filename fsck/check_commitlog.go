@@ -223,6 +223,14 @@ func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
 			f.LastOffset = st.next - 1
 		}
 		f.Detail = c.unsyncedText(s, keep, first, st)
+		if s != nil && s.Unsynced > 0 && st.replayed == 0 && s.Region != nil {
+			// Bytes no commit-log entry holds (never acknowledged; after a clean
+			// stop, not comb's at all): the server's start cuts them, so does
+			// --repair, both keeping them in quarantine.
+			f.Severity = SeverityRepairable
+			f.Repair = fmt.Sprintf("cut the log after offset %d, keeping the bytes cut in %s", keep-1, dirQuarantine)
+			c.plans = append(c.plans, repairPlan{kind: planReopenLog, log: d, region: s.Region, findings: []int{len(c.rep.Findings)}})
+		}
 		c.rep.add(f)
 	}
 	return st

@@ -100,9 +100,17 @@ func TestCleanStopCutBelowSyncedIsDamage(t *testing.T) {
 			_, err = f.Write([]byte("CMBS torn"))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
-		}, ExitClean, []Kind{KindUnsyncedTail}, func(t *testing.T, s *cleanStopped, rep *Report) {
+		}, ExitRepairable, []Kind{KindUnsyncedTail}, func(t *testing.T, s *cleanStopped, rep *Report) {
 			f := findOne(t, rep, KindUnsyncedTail)
 			assert.Equal(t, "9 bytes written unsynced past offset 30 that no commit-log entry holds (never acknowledged): the server cuts them at start", f.Detail)
+			assert.Equal(t, SeverityRepairable, f.Severity)
+			before, err := os.ReadFile(s.seg)
+			require.NoError(t, err)
+			assert.Equal(t, ExitRepairable, runOn(t, s.root, ModeRepair).ExitCode, "repaired")
+			after, err := os.ReadFile(s.seg)
+			require.NoError(t, err)
+			assert.Equal(t, before[:len(before)-9], after, "--repair cuts the 9 bytes, as the server's start would")
+			assert.Equal(t, ExitClean, runOn(t, s.root, ModeCheck).ExitCode, "clean after the repair")
 		}},
 	}
 	for _, tc := range cases {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -50,7 +51,7 @@ func checkDataDirRole(dataDir string, clustered, joining bool) (warn string, err
 		}
 		for _, e := range entries {
 			switch e.Name() {
-			case "LOCK", "raft", "lost+found", vfs.ProbeFile: // the lock, raft's own, a file system's root, a sync probe a crash left
+			case "LOCK", "raft", "lost+found", vfs.ProbeFile, broker.SpaceProbeFile: // the lock, raft's own, a file system's root, a sync probe a crash left
 				continue
 			}
 			if !joining {

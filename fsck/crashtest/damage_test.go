@@ -115,10 +115,9 @@ func appendTo(t *testing.T, path string, b []byte) {
 
 // TestCrashDamageGarbageTail: zero bytes and garbage after the last segment of a
 // clean stop lie past what meta/clean records as synced (never acknowledged):
-// fsck reports them as an unsynced tail the server cuts (info, exit 0), and a
-// server started without --repair cuts them itself and serves every message.
-// (Before issue 21 fsck verified a log as it was after a clean stop and called
-// this a torn tail, exit 1; the verdict now follows the synced length.)
+// fsck reports them as an unsynced tail the server cuts (repairable, exit 1,
+// as a torn tail was before issue 21's synced-length rule), and a server
+// started without --repair cuts them itself and serves every message.
 func TestCrashDamageGarbageTail(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	srv := newServer(t, data)
@@ -137,7 +136,7 @@ func TestCrashDamageGarbageTail(t *testing.T) {
 	appendTo(t, segs[len(segs)-1], append(make([]byte, 37), garbage...))
 
 	code, rep, out := fsckJSONRun(t, data)
-	assert.Equal(t, 0, code, out)
+	assert.Equal(t, 1, code, out)
 	require.Len(t, rep.Findings, 1, out)
 	assert.Equal(t, "unsynced_tail", rep.Findings[0].Kind)
 	assert.Contains(t, rep.Findings[0].Detail, "128 bytes written unsynced past offset 100 that no commit-log entry holds (never acknowledged): the server cuts them at start")
