@@ -233,6 +233,11 @@ func (b *Broker) openCommitLog(start uint64) error {
 type walScan struct {
 	bases   map[[16]byte]uint64 // base offset of the first retained segment, by partition or DLQ queue id
 	created map[[16]byte]bool   // partitions created by a retained entry (after the metadata snapshot)
+	// unsynced holds the DLQ logs of which nothing was ever synced: no
+	// summary entry in a summaries file that decodes, no retained segment
+	// (openDLQsForReplay). Start-up keeps nothing of them, as of a created
+	// partition.
+	unsynced map[[16]byte]bool
 }
 
 // scanCommitLog applies the metadata entries after st's snapshot and notes
@@ -283,17 +288,32 @@ func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
 	return meta.Apply(append(st.Records(), later...)), nil
 }
 
-// openDLQsForReplay opens, before the replay, the DLQ logs the commit log or
-// the summaries know about, each cut to what is durable (as partitions).
+// openDLQsForReplay opens, before the replay, every DLQ log there is, each
+// cut to what is durable (as partitions).
+//
+// A DLQ directory that neither the summaries nor the commit log know of
+// holds nothing that was ever acknowledged (issue 21): every flush pass
+// records each open DLQ log in the summaries before the commit log drops
+// its entries, and every DLQ log is open from start-up on. Its records were
+// written by acks whose commit-log entries a crash lost, with the cursor
+// moves that came after them, so the messages are delivered again; kept, a
+// second failure would dead-letter them twice. It is cut to nothing (its
+// bytes copied to quarantine). Only when the summaries file decodes: without
+// one (a directory from before it, or a damaged one) nothing says what was
+// synced, and the log is opened as it is.
 func (b *Broker) openDLQsForReplay() error {
 	for _, q := range b.queues {
 		_, hasSum := b.summaries[q.id]
 		_, hasBase := b.walScan.bases[q.id]
-		if !hasSum && !hasBase {
-			continue
+		create := hasSum || hasBase
+		if !create && b.summaries != nil {
+			if b.walScan.unsynced == nil {
+				b.walScan.unsynced = map[[16]byte]bool{}
+			}
+			b.walScan.unsynced[q.id] = true
 		}
 		q.dlqMu.Lock()
-		_, err := b.dlqLogLocked(q, true)
+		_, err := b.dlqLogLocked(q, create)
 		q.dlqMu.Unlock()
 		if err != nil {
 			return err

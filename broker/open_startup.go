@@ -101,7 +101,8 @@ func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segme
 // openLogAt is openPartitionLog for any log (partitions and DLQs).
 func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segment.Log, *segment.RecoveryReport, error) {
 	s, hasSum := b.summaries[id]
-	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id], Replicated: b.cfg.Replicated != nil}
+	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id] || b.walScan.unsynced[id],
+		Replicated: b.cfg.Replicated != nil}
 	if hasSum {
 		f.SyncedNext = s.NextOffset
 		f.Unchanged = func() bool { return segment.SummaryMatches(dir, s) }
