@@ -277,6 +277,11 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 	if err != nil {
 		return 0, b.storageErr(p, fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err))
 	}
+	// Marked before the entry exists: a flush pass that finds the entry
+	// durable (and truncates it) finds the log marked, and syncs it. Marked
+	// after it, a pass could take the marks in between and drop the entry
+	// with the file unsynced (issue 21).
+	b.committer.Mark(p.log)
 	t, err := b.wal.Append(walPush, buf)
 	if err != nil && b.cfg.Replicated != nil && (retryable(err) || b.isStale()) {
 		// Leadership lost since enterWrite: the node is stale and restarts, which cuts the
@@ -295,7 +300,6 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 	}
 	*ticket = t
 	p.tail = later(p.tail, t)
-	b.committer.Mark(p.log)
 	return first, nil
 }
 
