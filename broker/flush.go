@@ -26,8 +26,10 @@ import (
 //     time, never by trusting syncfs(2) unless Config.FlushSyncFS says the
 //     file system implements it (issue 21).
 //  3. meta/summaries is rewritten: for every log, the offset up to which its
-//     file is durable (what recovery keeps without the commit log), with a
-//     stamp when nothing was appended since (start-up then skips the file).
+//     file is durable (the noted next offset, or less where a sync did not
+//     cover it: segment.Log.DurableNext), what recovery keeps without the
+//     commit log, with a stamp when nothing was appended since (start-up
+//     then skips the file).
 //  4. A metadata snapshot (meta/journal) covering L, when metadata changed.
 //  5. The streams registry file covering L and the snapshots of the shards
 //     changed since the last pass (stream_store.go).
@@ -170,6 +172,13 @@ func (b *Broker) flushPassLocked() error {
 	}
 	if err := b.committer.Flush(); err != nil {
 		return fmt.Errorf("flush: sync logs: %w", err)
+	}
+	for i, p := range parts {
+		// A push publishes its offsets (NextOffset) before it marks the
+		// log: one read above whose mark this Flush missed was not synced,
+		// and the summaries must not say it was (issue 21: a later start
+		// would find the file shorter than its synced length, damage).
+		nexts[i] = min(nexts[i], p.log.DurableNext())
 	}
 	if err := b.flushDirs(); err != nil {
 		return fmt.Errorf("flush: sync directories: %w", err)

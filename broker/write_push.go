@@ -287,6 +287,11 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		err = fmt.Errorf("queue %s partition %s: append: %w", p.q.name, p.name, err)
 		return 0, b.noSpace(fmt.Sprintf("queue %s partition %s: its segment file", p.q.name, p.name), b.storageErr(p, err))
 	}
+	// Marked before the entry exists: a flush pass that finds the entry
+	// durable (and truncates it) finds the log marked, and syncs it. Marked
+	// after it, a pass could take the marks in between and drop the entry
+	// with the file unsynced (issue 21).
+	b.committer.Mark(p.log)
 	t, err := b.wal.Append(walPush, buf)
 	if err != nil && b.cfg.Replicated != nil && (retryable(err) || b.isStale()) {
 		// Leadership lost since enterWrite: the node is stale and restarts, which cuts the
@@ -310,7 +315,6 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 	}
 	*ticket = t
 	p.tail = later(p.tail, t)
-	b.committer.Mark(p.log)
 	b.wroteOK()
 	return first, nil
 }

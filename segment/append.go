@@ -183,6 +183,9 @@ func (l *Log) writeSegment(seg []byte, h header) (written bool, err error) {
 		fi.firstTs = h.tsMicros
 	}
 	fi.size += int64(len(seg))
+	if l.unsyncedFrom == 0 {
+		l.unsyncedFrom = h.base
+	}
 	fi.next += uint64(h.count)
 	fi.lastTs = h.tsMicros
 	l.next = fi.next

@@ -41,6 +41,10 @@ type Log struct {
 	// written by Append only (single writer), read under mu
 	next   uint64 // next offset to assign
 	lastTs int64
+	// unsyncedFrom is the first offset appended that no successful sync
+	// covers yet, 0 when every appended offset is covered (under mu; see
+	// DurableNext).
+	unsyncedFrom uint64
 
 	syncMu      sync.Mutex   // held by Sync and by rotation's handle swap
 	failure     error        // first failed fdatasync, or failed append that could not be cut back; sticky (under syncMu, read via failed)

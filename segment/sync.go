@@ -35,6 +35,10 @@ func (l *Log) syncNow() error {
 	// Cover everything appended so far, so the callers queued behind us
 	// find their appends synced.
 	seq = l.appendSeq.Load()
+	// Every offset below next is in the page cache of the active file or a
+	// pending one (written before it was published; no rotation while
+	// syncMu is held): the syncs below cover it.
+	next := l.NextOffset()
 	if err := l.syncPendingLocked(); err != nil {
 		return err
 	}
@@ -60,12 +64,41 @@ func (l *Log) syncNow() error {
 		}
 		l.needDirSync = false
 	}
+	l.markDurable(next)
 	for {
 		cur := l.syncedSeq.Load()
 		if cur >= seq || l.syncedSeq.CompareAndSwap(cur, seq) {
 			return nil
 		}
 	}
+}
+
+// markDurable records that a sync covered every offset below next.
+func (l *Log) markDurable(next uint64) {
+	l.mu.Lock()
+	if l.unsyncedFrom != 0 && l.unsyncedFrom < next {
+		l.unsyncedFrom = 0
+		if l.next > next {
+			l.unsyncedFrom = next // appended since the sync started
+		}
+	}
+	l.mu.Unlock()
+}
+
+// DurableNext returns the offset below which every offset appended is on
+// stable storage by a successful sync (Sync, a Committer's pass or Flush):
+// NextOffset when no append is unsynced, else the first unsynced offset.
+// Offsets the Log was opened with count as durable (recovery cut it to what
+// was). A flush pass records this, not NextOffset, as what a file holds for
+// certain (issue 21): an append published before the pass read NextOffset
+// may reach the Committer's marked set only after the pass took it.
+func (l *Log) DurableNext() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.unsyncedFrom != 0 && l.unsyncedFrom < l.next {
+		return l.unsyncedFrom
+	}
+	return l.next
 }
 
 // syncReleased fdatasyncs the active file of a released Log through a
@@ -171,6 +204,7 @@ func (l *Log) dirty() bool { return l.appendSeq.Load() > l.syncedSeq.Load() }
 // so far (the sealed files pending then).
 type syncPoint struct {
 	seq       uint64
+	next      uint64 // NextOffset then: the offsets below it were in the page cache
 	active    *openFile
 	sealedSeq uint64
 }
@@ -178,7 +212,7 @@ type syncPoint struct {
 func (l *Log) syncPointNow() syncPoint {
 	p := syncPoint{seq: l.appendSeq.Load()}
 	l.mu.RLock()
-	p.active, p.sealedSeq = l.active, l.sealedSeq
+	p.active, p.sealedSeq, p.next = l.active, l.sealedSeq, l.next
 	l.mu.RUnlock()
 	return p
 }
@@ -204,6 +238,7 @@ func (l *Log) markSynced(p syncPoint) {
 	}
 	l.cache.adjust(l, -len(done))
 	l.syncMu.Unlock()
+	l.markDurable(p.next)
 	for {
 		cur := l.syncedSeq.Load()
 		if cur >= p.seq || l.syncedSeq.CompareAndSwap(cur, p.seq) {
