@@ -117,7 +117,7 @@ type NoSpaceState struct {
 
 // NoSpace reports whether writes are failing for want of disk space: from a
 // request answered ErrNoSpace until the next append or flush pass that
-// succeeds. It is a state (degraded), never damage: nothing is out of
+// succeeds, or a probe write of its own (spaceBack) does. It is a state (degraded), never damage: nothing is out of
 // service, and the broker needs no restart once space is freed.
 func (b *Broker) NoSpace() (NoSpaceState, bool) {
 	since := b.noSpaceSince.Load()
