@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
@@ -130,7 +131,7 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 		}
 	}
 	opts := segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs, DeferRotationSync: true,
-		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery}
+		QuarantineDir: filepath.Join(b.dir, layout.Quarantine, layout.DLQ), OnRecover: b.logSegmentRecovery}
 	var l *segment.Log
 	var rep *segment.RecoveryReport
 	if b.walScan.bases != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
@@ -370,7 +371,7 @@ func (b *Broker) snapshotMeta(L uint64) error {
 	}
 	st := b.registryState()
 	st.Covers = L
-	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, "meta"), st.Records(), b.noSync()); err != nil {
+	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, layout.Meta), st.Records(), b.noSync()); err != nil {
 		return err
 	}
 	b.flush.metaLSN, b.flush.metaDirty = L, false

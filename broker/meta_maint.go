@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 )
 
@@ -174,7 +175,7 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 			m.Marks[p.id] = p.visible.Load()
 		}
 	}
-	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, "meta"), m, b.noSync()); err != nil {
+	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, layout.Meta), m, b.noSync()); err != nil {
 		return fmt.Errorf("broker: maintenance mode: %w", err)
 	}
 	return nil
@@ -198,7 +199,7 @@ func decodeMaint(data []byte) (maintRecord, error) {
 // pending counters and ready structures are built from the visible marks.
 // A missing file means both modes off.
 func (b *Broker) loadMaintMode() error {
-	path := filepath.Join(b.dir, "meta", maintFile)
+	path := filepath.Join(b.dir, layout.Meta, maintFile)
 	data, err := b.fs.ReadFile(path)
 	if isNotExist(err) {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
@@ -15,7 +16,7 @@ import (
 
 // dirCommitLog is the commit log's directory (package commitlog; the broker
 // names it).
-const dirCommitLog = "commitlog"
+const dirCommitLog = layout.CommitLog
 
 // walView is what the commit log holds, read as the server's recovery reads
 // it (broker/open.go: scanCommitLog, replayCommitLog) but without writing
