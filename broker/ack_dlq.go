@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
@@ -76,8 +78,9 @@ type dlqItem struct {
 }
 
 // buildDLQRecordsLocked reads the messages of items from p and returns their
-// DLQ records. keyPrefix "" gives every entry a fresh unique key; a
-// transaction passes its id so that a replay finds what it already wrote.
+// DLQ records. keyPrefix "" gives every entry the key of its (partition,
+// offset, group), ackDLQKey; a transaction passes its id so that a replay
+// finds what it already wrote.
 func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) ([]segment.Record, error) {
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	defer func() { buf.Reset(); readBufPool.Put(buf) }()
@@ -93,7 +96,7 @@ func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt i
 		}
 		meta := dlqMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
 			Offset: it.offset, Group: it.group, Error: errMsg, TransactionID: strings.Clone(m.TransactionID)}
-		key := uuidString(newV7())
+		key := ackDLQKey(p.id, it.offset, it.group)
 		if keyPrefix != "" {
 			key = fmt.Sprintf("%s/%d", keyPrefix, i)
 		}
@@ -103,13 +106,27 @@ func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt i
 	return recs, nil
 }
 
-// writeDLQLocked dead-letters items of p (spec 4.5) and syncs the DLQ log.
+// ackDLQKey is the key of the dead letter an ack writes for the message at
+// offset of partition for group: "ack/<partition id>/<offset>/<xxhash64 of
+// group, hex>". One message fails into a group's DLQ once: the dead letter's
+// commit-log entry and the checkpoint that moves the cursor past the message
+// are two entries, so a crash between their syncs keeps the dead letter but
+// delivers the message again, and its next failure finds the key stored
+// instead of writing a second dead letter (Queen writes both in one
+// transaction; the power-loss harness, fsck/powertest, found the twin).
+func ackDLQKey(partition [16]byte, offset uint64, group string) string {
+	return fmt.Sprintf("ack/%s/%d/%016x", uuidString(partition), offset, xxhash.Sum64String(group))
+}
+
+// writeDLQLocked dead-letters items of p (spec 4.5), each once per (offset,
+// group): an item whose dead letter is stored already (ackDLQKey) is skipped.
+// The flush pass syncs the DLQ log; its commit-log entry is the durability.
 func (b *Broker) writeDLQLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) error {
 	recs, err := b.buildDLQRecordsLocked(p, items, failedAt, defaultErr, keyPrefix)
 	if err != nil {
 		return err
 	}
-	return b.appendDLQ(p.q, failedAt, recs, false)
+	return b.appendDLQ(p.q, failedAt, recs, true, false)
 }
 
 // dlqLog returns q's DLQ log, opening it (creating it if create) on first use.
@@ -173,10 +190,12 @@ func (b *Broker) makeDLQDir(q *queue, dir string) error {
 	return nil
 }
 
-// appendDLQ appends recs to q's DLQ log as one segment and the segment to the
-// commit log (walDLQ); the flush pass syncs the DLQ file. With dedup, records whose key is already there are
-// skipped (transaction replay).
-func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool) error {
+// appendDLQ appends recs to q's DLQ log as one segment and, unless replay,
+// the segment to the commit log (walDLQ); the flush pass syncs the DLQ file.
+// With dedup, records whose key is already there are skipped (an ack's dead
+// letter written before a crash, a transaction's at its replay). replay is a
+// transaction's redo at start-up: its commit-log entry covers the records.
+func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup, replay bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -202,7 +221,7 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 		}
 	}
 	ts = max(ts, l.LastTimestamp())
-	if dedup {
+	if replay {
 		// Replaying a transaction at start-up: its commit-log entry covers
 		// the records, and the recovery flush syncs them.
 		if _, err := l.Append(ts, recs); err != nil {

@@ -99,7 +99,7 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 		if q == nil {
 			continue
 		}
-		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay); err != nil {
+		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay, replay); err != nil {
 			return nil, err
 		}
 	}
