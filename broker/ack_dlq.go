@@ -1,73 +1,19 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
-	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
-
-// dlqMeta is what a DLQ entry keeps beside the message (spec 4.5), stored in
-// segment.Record.Extra of the queue's DLQ log:
-//
-//	ver u8 (1) | partition id [16] | createdAt varint µs | failedAt varint µs |
-//	retryCount uvarint | offset uvarint | group str | error str | transactionId str
-//
-// (str = uvarint length + bytes). The record's own TransactionID is a unique
-// key of the entry (so a replayed transaction writes it once), its ID the
-// message id.
-type dlqMeta struct {
-	PartitionID   [16]byte
-	CreatedAt     int64
-	FailedAt      int64
-	RetryCount    int64
-	Offset        uint64
-	Group         string
-	Error         string
-	TransactionID string
-}
-
-var errDLQMeta = errors.New("dlq entry: malformed metadata")
-
-func (m *dlqMeta) encode(b []byte) []byte {
-	b = append(b, 1)
-	b = append(b, m.PartitionID[:]...)
-	b = binary.AppendVarint(b, m.CreatedAt)
-	b = binary.AppendVarint(b, m.FailedAt)
-	b = binary.AppendUvarint(b, uint64(m.RetryCount))
-	b = binary.AppendUvarint(b, m.Offset)
-	b = appendString(b, m.Group)
-	b = appendString(b, m.Error)
-	return appendString(b, m.TransactionID)
-}
-
-func decodeDLQMeta(b []byte) (dlqMeta, error) {
-	var m dlqMeta
-	if len(b) < 1 || b[0] != 1 {
-		return m, errDLQMeta
-	}
-	d := &metaReader{record.Fields{B: b[1:]}}
-	m.PartitionID = d.ID()
-	m.CreatedAt = d.Varint()
-	m.FailedAt = d.Varint()
-	m.RetryCount = int64(d.Uvarint())
-	m.Offset = d.Uvarint()
-	m.Group = d.String()
-	m.Error = d.String()
-	m.TransactionID = d.String()
-	if d.Err != nil || len(d.B) != 0 {
-		return m, errDLQMeta
-	}
-	return m, nil
-}
 
 // dlqItem is one message to dead-letter.
 type dlqItem struct {
@@ -94,14 +40,14 @@ func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt i
 		if errMsg == "" {
 			errMsg = defaultErr
 		}
-		meta := dlqMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
+		meta := walentry.DLQMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
 			Offset: it.offset, Group: it.group, Error: errMsg, TransactionID: strings.Clone(m.TransactionID)}
 		key := ackDLQKey(p.id, it.offset, it.group)
 		if keyPrefix != "" {
 			key = fmt.Sprintf("%s/%d", keyPrefix, i)
 		}
 		recs = append(recs, segment.Record{ID: m.ID, TransactionID: key, TraceID: strings.Clone(m.TraceID),
-			ProducerSub: strings.Clone(m.ProducerSub), Payload: append([]byte(nil), m.Payload...), Extra: meta.encode(nil)})
+			ProducerSub: strings.Clone(m.ProducerSub), Payload: append([]byte(nil), m.Payload...), Extra: meta.Encode(nil)})
 	}
 	return recs, nil
 }

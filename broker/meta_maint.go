@@ -181,18 +181,6 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 	return nil
 }
 
-// maintRecord is the decoded maintenance file.
-type maintRecord struct {
-	push, pop bool
-	marks     map[[16]byte]uint64
-}
-
-// decodeMaint decodes the maintenance file (meta.DecodeMaintenance).
-func decodeMaint(data []byte) (maintRecord, error) {
-	m, err := meta.DecodeMaintenance(data)
-	return maintRecord{push: m.Push, pop: m.Pop, marks: m.Marks}, err
-}
-
 // loadMaintMode restores the modes at Open, after every partition's visible
 // mark was set to its durable end: with push maintenance on, each held
 // partition's mark goes back to where it was published. Runs before the
@@ -207,17 +195,17 @@ func (b *Broker) loadMaintMode() error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	r, err := decodeMaint(data)
+	r, err := meta.DecodeMaintenance(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	b.mm.push.Store(r.push)
-	b.mm.pop.Store(r.pop)
-	if !r.push {
+	b.mm.push.Store(r.Push)
+	b.mm.pop.Store(r.Pop)
+	if !r.Push {
 		return nil
 	}
-	b.mm.held = make(map[*partition]uint64, len(r.marks))
-	for id, mark := range r.marks {
+	b.mm.held = make(map[*partition]uint64, len(r.Marks))
+	for id, mark := range r.Marks {
 		p := b.parts[id]
 		if p == nil {
 			continue // its queue was deleted

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
@@ -393,7 +395,7 @@ func (b *Broker) replayEntry(lsn uint64, kind byte, payload []byte, replayFrom u
 			return false, err
 		}
 	case walTx:
-		rec, err := decodeRedoRecord(payload)
+		rec, err := walentry.DecodeTx(payload)
 		if err != nil {
 			return false, fmt.Errorf("commit log entry %d: %w", lsn, err)
 		}

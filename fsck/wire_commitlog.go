@@ -131,6 +131,9 @@ func (v *walView) add(e commitlog.Entry) error {
 		v.Checkpoints++
 	case walentry.Tx:
 		v.TxEntries++
+		if err := checkTx(e.Payload); err != nil {
+			bad(err)
+		}
 	case walentry.Stream:
 		if _, _, err := streams.DecodeEntry(e.Payload); err != nil {
 			bad(err)
@@ -187,4 +190,11 @@ func repairCommitLog(dataDir string) error {
 		return err
 	}
 	return l.Close()
+}
+
+// checkTx decodes a Tx entry as the server's replay does (broker/open.go: a
+// Tx entry that does not decode stops the start-up).
+func checkTx(payload []byte) error {
+	_, err := walentry.DecodeTx(payload)
+	return err
 }
