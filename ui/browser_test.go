@@ -237,7 +237,7 @@ func TestDashboardShowsEveryViewInChromium(t *testing.T) {
 	if path := os.Getenv("UI_SCREENSHOT"); path != "" {
 		// Charts draw on the next frame after their box gets a width.
 		require.NoError(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('[data-chart]')].every(c => c.querySelector('canvas, p'))`)))
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // the whole page, the queue table too
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 		t.Logf("wrote %s (%d bytes)", path, len(png))

@@ -48,11 +48,12 @@ export const fmt = {
     if (s < 86400) return two(Math.floor(s / 3600), 'h', Math.floor((s % 3600) / 60), 'm');
     return two(Math.floor(s / 86400), 'd', Math.floor((s % 86400) / 3600), 'h');
   },
-  // ms shows a duration given in milliseconds: 0.25 ms, 12 ms, then as secs (150000 → 2m 30s).
+  // ms shows a duration given in milliseconds: 0.25 ms, 1.5 ms, 12 ms, then as secs (150000 → 2m 30s).
   ms(ms) {
     if (ms === null || ms === undefined || Number.isNaN(Number(ms))) return '–';
     ms = Number(ms);
     if (ms < 1) return (Math.round(ms * 100) / 100) + ' ms';
+    if (ms < 10) return (Math.round(ms * 10) / 10) + ' ms';
     if (ms < 1000) return Math.round(ms) + ' ms';
     if (ms < 60000) return (Math.round(ms / 100) / 10) + 's';
     return fmt.secs(ms / 1000);
