@@ -318,11 +318,10 @@ func TestDashboardShowsEveryViewInChromium(t *testing.T) {
 	require.Equal(t, "6h", picked)
 	p = open(t, ctx, "#/system", "system")
 
-	// The pop maintenance switch, clicked: the server's answer is what the page shows after.
-	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`[data-metric="maintenance-pop"] + button`)),
-		chromedp.Poll[chromedp.Void](`document.querySelector('[data-metric="maintenance-pop"]')?.textContent === 'on'`, chromedp.WithPollingTimeout(10*time.Second)),
-	))
+	// The pop maintenance switch, clicked and confirmed: the server's answer is what the page shows after.
+	n := perform(t, ctx, `[data-action="maintenance-pop"]`, true)
+	require.Equal(t, notice{"ok", "Pop maintenance is on."}, n)
+	require.Equal(t, "on", metric(t, ctx, "maintenance-pop"))
 	var mode struct {
 		PopMaintenanceMode bool `json:"popMaintenanceMode"`
 	}

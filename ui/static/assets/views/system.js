@@ -2,6 +2,7 @@
 // GET /api/v1/storage and Prometheus families) and the two maintenance switches (admin).
 import { ApiError, api, optional, withStatus } from '../api.js';
 import { add, badge, card, cards, fmt, h, kv, section, table, unavailable } from '../dom.js';
+import { act } from '../actions.js';
 
 export async function render(root) {
   const [health, metrics, prom, maint, storage] = await Promise.all([
@@ -54,11 +55,14 @@ async function maintenance() {
   }
   const row = (label, on, path, key) => h('div', { class: 'switch' },
     h('span', {}, label, ': '), h('span', { dataset: { metric: key } }, on ? 'on' : 'off'), ' ',
-    h('button', { type: 'button', onclick: async (ev) => {
-      ev.target.disabled = true;
-      try { await api(path, { method: 'POST', body: { enabled: !on } }); } catch (err) { window.alert(err.message); }
-      window.dispatchEvent(new HashChangeEvent('hashchange'));
-    } }, on ? 'Turn off' : 'Turn on'));
+    h('button', { type: 'button', dataset: { action: key }, onclick: () => act({
+      title: (on ? 'Turn off ' : 'Turn on ') + label.replace(/ \(.*/, '').toLowerCase() + '?',
+      text: label + '. It applies to the whole server at once (POST ' + path + ').',
+      confirm: on ? 'Turn off' : 'Turn on',
+    }, 'admin', async () => {
+      await api(path, { method: 'POST', body: { enabled: !on } });
+      return label.replace(/ \(.*/, '') + ' is ' + (on ? 'off' : 'on') + '.';
+    }) }, on ? 'Turn off' : 'Turn on'));
   return h('div', {},
     row('Push maintenance (pushes are held, then delivered in order)', push.maintenanceMode, '/api/v1/system/maintenance', 'maintenance-push'),
     row('Pop maintenance (every pop answers 204)', pop.popMaintenanceMode, '/api/v1/system/maintenance/pop', 'maintenance-pop'),
