@@ -214,6 +214,11 @@ func TestDashboardActionsInChromium(t *testing.T) {
 	require.Equal(t, "0", metric(t, ctx, "dlq-total"))
 	srv.must(t, "GET", "/api/v1/dlq", 200, nil, &dl)
 	require.Equal(t, 0, dl.Total)
+	p = open(t, ctx, "#/", "overview")
+	require.Equal(t, "0", p.Metrics["messages-dead-letter"])
+	require.Equal(t, "0", cell(t, ctx, "overview-queues", "orders", "dlq"))
+	p = open(t, ctx, "#/queues/orders", "queue")
+	require.Equal(t, "0", p.Metrics["queue-dead-letter"])
 
 	// Group seek to the end: every partition of billing on orders at lag 0.
 	p = open(t, ctx, "#/groups/billing", "group")

@@ -9,10 +9,11 @@ import { queueStats, statColumns } from '../queuestats.js';
 
 export async function render(root, _params, query) {
   const r = range(query);
-  const [ov, qs, status] = await Promise.all([
+  const [ov, qs, status, dlq] = await Promise.all([
     api('/api/v1/resources/overview'),
     api('/api/v1/resources/queues'),
     optional('/api/v1/status' + (r.fit ? '' : q({ from: r.from, to: r.to }))),
+    api('/api/v1/dlq' + q({ limit: 1 })), // its total leaves out entries deleted or requeued here
   ]);
   const top = topQueues(qs.queues || []);
   const stats = await queueStats(top.map((x) => x.name));
@@ -28,7 +29,7 @@ export async function render(root, _params, query) {
       card('Pending', fmt.int(m.pending), 'messages-pending'),
       card('Processing', fmt.int(m.processing), 'messages-processing'),
       card('Completed', fmt.int(m.completed), 'messages-completed'),
-      card('Dead letters', fmt.int(m.deadLetter), 'messages-dead-letter'),
+      card('Dead letters', link('#/dlq', fmt.int(dlq.total)), 'messages-dead-letter'),
       card('Lag, average', fmt.secs(lag.avg), 'lag-avg'),
       card('Lag, max', fmt.secs(lag.max), 'lag'),
       card('Ingested', fmt.rate(tp.ingestedPerSecond) + ' /s', 'ingested-rate'),
