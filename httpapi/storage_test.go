@@ -43,3 +43,22 @@ func TestStorageRouteBeforeAnyPass(t *testing.T) {
 	require.Equal(t, map[string]any{"count": 0.0, "avgMs": 0.0, "p99UpToMs": nil}, got["fsync"])
 	require.Equal(t, []any{}, got["errors"])
 }
+
+// In a cluster a follower answers GET /api/v1/storage for its own disk, as it does /metrics:
+// nothing reaches the leader.
+func TestStorageRouteIsNodeLocal(t *testing.T) {
+	leader := startFakeLeader(t)
+	fake := newFake()
+	fake.storage = broker.StorageStatus{DataDir: "/follower", DataBytes: 9}
+	ts := startServer(t, fake, Config{Cluster: &fakeCluster{self: "n2", id: "n1", addr: leader.addr}})
+	res := ts.do("GET", "/api/v1/storage", "")
+	require.Equal(t, 200, res.status, "%s", res.body)
+	var got struct {
+		DataDir   string `json:"dataDir"`
+		DataBytes int64  `json:"dataBytes"`
+	}
+	require.NoError(t, json.Unmarshal(res.body, &got))
+	require.Equal(t, "/follower", got.DataDir)
+	require.Equal(t, int64(9), got.DataBytes)
+	require.Empty(t, leader.requests())
+}
