@@ -19,7 +19,7 @@ func TestStorageRouteShape(t *testing.T) {
 		SegmentBytes: 2048, CommitLogBytes: 512, FlushPasses: 7,
 		LastFlushAt: time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC), LastFlushDuration: 1500 * time.Microsecond,
 		LastFlushErr: "flush: sync logs: boom",
-		SyncLatency: broker.LatencyHistogram{BoundsMicros: []int64{100, 1000, 10000}, Counts: []uint64{90, 99, 100}, Count: 100, SumMicros: 25000},
+		SyncLatency:  broker.LatencyHistogram{BoundsMicros: []int64{100, 1000, 10000}, Counts: []uint64{90, 99, 100}, Count: 100, SumMicros: 25000},
 	}
 	ts := startServer(t, fake, Config{})
 	res := ts.do("GET", "/api/v1/storage", "")

@@ -292,7 +292,9 @@ func partitionID(t *testing.T, srv *server, queue, partition string) string {
 	return ""
 }
 
-func emailsPartition(t *testing.T, srv *server) string { return partitionID(t, srv, "emails", "Default") }
+func emailsPartition(t *testing.T, srv *server) string {
+	return partitionID(t, srv, "emails", "Default")
+}
 
 // With JWT on, the page sends the token it holds: a read-only token's requeue and a
 // read-write token's group delete are refused with 403, which the page turns into a sentence
