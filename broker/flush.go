@@ -60,6 +60,9 @@ type flushState struct {
 	metaLSN   uint64         // Covers of the metadata snapshot on disk
 	metaDirty bool           // metadata changed since that snapshot (under metaMu)
 	err       error          // the last pass's failure, nil once one succeeded
+	passes    uint64         // passes run since open (report_storage.go)
+	lastEnd   int64          // when the last pass ended (µs)
+	lastDur   int64          // how long it took (µs)
 
 	stop, done chan struct{}
 }
@@ -149,9 +152,13 @@ func (b *Broker) stopFlusher() {
 func (b *Broker) flushPass() error {
 	b.flush.mu.Lock()
 	defer b.flush.mu.Unlock()
+	start := time.Now()
 	err := b.flushPassLocked()
+	end := time.Now()
 	b.flush.stateMu.Lock()
 	b.flush.err = err
+	b.flush.passes++
+	b.flush.lastEnd, b.flush.lastDur = end.UnixMicro(), end.Sub(start).Microseconds()
 	b.flush.stateMu.Unlock()
 	return err
 }
