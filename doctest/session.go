@@ -101,13 +101,16 @@ func RunBlocks(blocks []Block, o Options) (Result, error) {
 				return res, fmt.Errorf("%s: a second background block while line %d's still runs (stop it first)", where, bg.line)
 			}
 			fmt.Fprintf(o.Out, "== %s: in the background, until %s answers 200\n", where, b.Wait)
+			began := time.Now()
 			if bg, err = startBackground(o, file, b, scratch); err != nil {
 				return res, fmt.Errorf("%s: %w", where, err)
 			}
+			fmt.Fprintf(o.Out, "   serving after %v\n", time.Since(began).Round(100*time.Millisecond))
 			res.Ran++
 			continue
 		}
 		fmt.Fprintf(o.Out, "== %s\n", where)
+		began := time.Now()
 		out, err := sh.source(file, b.Line, o.BlockTimeout)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w\n%s", where, err, tail(out, 30))
@@ -115,6 +118,7 @@ func RunBlocks(blocks []Block, o Options) (Result, error) {
 		if err := Check(out, b.Expect); err != nil {
 			return res, fmt.Errorf("%s: %w\n%s", where, err, tail(out, 30))
 		}
+		fmt.Fprintf(o.Out, "   passed in %v\n", time.Since(began).Round(100*time.Millisecond))
 		res.Ran++
 	}
 	return res, nil
