@@ -27,9 +27,11 @@ type Options struct {
 	Ports map[string]string
 	// CheckPorts refuses to start while a loopback port a block names is taken (ports.go).
 	CheckPorts bool
-	// BlockTimeout bounds each block, and a background block's wait for its URL or its stop.
+	// BlockTimeout bounds each block, and a background block's wait for its URL.
 	BlockTimeout time.Duration
-	Out          io.Writer // the blocks' output, as it comes, and the session's own lines
+	// StopTimeout bounds a background block's exit after Ctrl-C (default: BlockTimeout).
+	StopTimeout time.Duration
+	Out         io.Writer // the blocks' output, as it comes, and the session's own lines
 }
 
 // Result counts what a session did.
@@ -47,6 +49,9 @@ func RunBlocks(blocks []Block, o Options) (Result, error) {
 	var res Result
 	if o.BlockTimeout <= 0 {
 		o.BlockTimeout = 2 * time.Minute
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = o.BlockTimeout
 	}
 	blocks = rewritePorts(blocks, o.Ports)
 	if err := portsFree(blocks, o); err != nil {
@@ -75,7 +80,7 @@ func RunBlocks(blocks []Block, o Options) (Result, error) {
 				return res, fmt.Errorf("%s: a stop directive with no background block running", where)
 			}
 			fmt.Fprintf(o.Out, "== %s: stopping the background block of %s:%d with Ctrl-C (SIGINT to its process group)\n", where, o.File, bg.line)
-			if err := bg.stop(o.BlockTimeout); err != nil {
+			if err := bg.stop(o.StopTimeout); err != nil {
 				return res, fmt.Errorf("%s: stopping the background block of line %d: %w", where, bg.line, err)
 			}
 			bg = nil

@@ -90,9 +90,8 @@ func TestSkipAndNeeds(t *testing.T) {
 
 func TestADeadlineEndsAHungBlock(t *testing.T) {
 	start := time.Now()
-	_, err, out := play(t, "```sh\necho before\nsleep 60\n```\n", func(o *Options) { o.BlockTimeout = 500 * time.Millisecond })
+	_, err, _ := play(t, "```sh\nsleep 60\n```\n", func(o *Options) { o.BlockTimeout = 500 * time.Millisecond })
 	require.ErrorContains(t, err, "T.md:1: still running after 500ms")
-	require.Contains(t, out, "before")
 	require.Less(t, time.Since(start), 30*time.Second, "the session's processes were killed, not waited for")
 }
 
@@ -142,7 +141,7 @@ func TestBackgroundBlockThatExitsOrIgnoresCtrlC(t *testing.T) {
 	defer srv.Close()
 	start := time.Now()
 	_, err, out := play(t, "<!-- readme-test: background "+srv.URL+" -->\n```sh\ntrap '' INT\ntouch ready\nsleep 600\n```\n<!-- readme-test: stop -->\n```sh\ntrue\n```\n",
-		func(o *Options) { o.Dir, o.BlockTimeout = dir, time.Second })
+		func(o *Options) { o.Dir, o.StopTimeout = dir, time.Second })
 	require.ErrorContains(t, err, "T.md:8: stopping the background block of line 2: processes of its group still ran 1s after Ctrl-C", out)
 	require.Less(t, time.Since(start), 30*time.Second)
 }
