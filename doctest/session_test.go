@@ -152,8 +152,11 @@ func TestTheSessionKillsWhatItsBlocksLeftRunning(t *testing.T) {
 	require.NoError(t, err, out)
 	pid, err := os.ReadFile(dir + "/left.pid")
 	require.NoError(t, err)
-	_, err = os.Stat("/proc/" + strings.TrimSpace(string(pid)))
-	require.True(t, os.IsNotExist(err), "the block's background sleep was killed with the session")
+	// Killed, though its reaper (init, or a container's) may take a moment to collect it.
+	require.Eventually(t, func() bool {
+		st, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
+		return os.IsNotExist(err) || strings.Contains(string(st), ") Z ")
+	}, 10*time.Second, 20*time.Millisecond, "the block's background sleep was killed with the session")
 }
 
 func TestAFailingLastCommandIsReportedAsTheBlocksEnd(t *testing.T) {
