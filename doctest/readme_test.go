@@ -25,7 +25,8 @@ import (
 // checkout's edits), with a HOME of its own (`make install` fills a fresh ~/.local/bin), and
 // 6632 rewritten to a free port, which is also the COMB_ADDR of `make run`'s terminal, so a
 // `make run` already on 6632 is neither hit nor in the way. README_TEST_BLOCK_TIMEOUT bounds
-// each block (default 4m: the first block builds comb cold); README_TEST_KEEP=1 keeps the copy.
+// each block (default 4m: the first block may build comb cold); README_TEST_KEEP=1 keeps the copy
+// (in $TMPDIR/comb-readme-test-UID, see workDir).
 func TestREADME(t *testing.T) {
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
@@ -34,12 +35,7 @@ func TestREADME(t *testing.T) {
 	blocks, err := Parse(md)
 	require.NoError(t, err, "README.md's blocks and directives")
 
-	work := t.TempDir()
-	if os.Getenv("README_TEST_KEEP") == "1" {
-		work, err = os.MkdirTemp("", "comb-readme-")
-		require.NoError(t, err)
-		t.Logf("the copy stays in %s", work)
-	}
+	work := workDir(t)
 	src, home := filepath.Join(work, "comb"), filepath.Join(work, "home")
 	require.NoError(t, os.MkdirAll(home, 0o755))
 	require.NoError(t, copyTree(root, src))
@@ -65,6 +61,32 @@ func TestREADME(t *testing.T) {
 	require.Positive(t, res.Ran)
 
 	t.Run("make run stops when its own pid is killed", func(t *testing.T) { makeRunStopsOnItsPid(t, src, env) })
+}
+
+// workDir is the run's directory: always the same path, so that the build cache, which keys a
+// package on its directory, serves the packages a later run did not change (a cold build of
+// comb takes minutes on a loaded 2-core box). A lock beside it makes a second run at the same
+// time fail at once instead of sharing the directory. It is emptied before the run and
+// removed after it, unless README_TEST_KEEP=1.
+func workDir(t *testing.T) string {
+	base := filepath.Join(os.TempDir(), fmt.Sprintf("comb-readme-test-%d", os.Getuid()))
+	lock, err := os.OpenFile(base+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		t.Fatalf("another README run holds %s.lock (%v): wait for it to end", base, err)
+	}
+	require.NoError(t, os.RemoveAll(base))
+	require.NoError(t, os.MkdirAll(base, 0o700))
+	t.Cleanup(func() {
+		if os.Getenv("README_TEST_KEEP") == "1" {
+			t.Logf("the copy stays in %s", base)
+		} else {
+			os.RemoveAll(base)
+		}
+		lock.Close() // releases the flock
+	})
+	return base
 }
 
 // makeRunStopsOnItsPid is issue 25 #2: `kill <pid of make run>` must stop comb (make forwards
