@@ -15,7 +15,7 @@ type Config struct {
 	DataDir            string        // created if missing
 	Sync               string        // "always" (default), "interval", "never"
 	SyncInterval       time.Duration // for Sync "interval"; default 10 ms
-	CheckpointInterval time.Duration // cursor journal checkpoint period; default 5 ms
+	CheckpointInterval time.Duration // cursor checkpoint period (commit-log entries); default 5 ms
 	MaxSegmentFileSize int64         // bytes; default 64 MiB
 	MaxBatch           int           // pop batch cap; default 10000
 	Logger             zerolog.Logger

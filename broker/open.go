@@ -147,9 +147,8 @@ func (b *Broker) open() error {
 		return err
 	}
 	b.describeCreated()
-	b.committer = segment.NewCommitter(segment.SyncNever, 0)
+	b.committer = segment.NewCommitter()
 	b.committer.SetSyncFS(b.cfg.FlushSyncFS)
-	b.committer.OnSync(b.syncHist.observe)
 	err = b.openDLQsForReplay()
 	b.summaries = nil
 	if err != nil {
@@ -212,8 +211,8 @@ func (b *Broker) openCommitLog(start uint64) error {
 		FS: b.fs, Sync: policy, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
 		QuarantineDir: filepath.Join(b.dir, "quarantine", "commitlog"), StartLSN: commitlog.LSN(start),
 		// The commit log's group-commit syncs are the ones a push waits on:
-		// they go to the same histogram as the segment committer's, so
-		// /metrics and `comb bench compare` count syncs per request.
+		// they go to the sync histogram, so /metrics and `comb bench
+		// compare` count syncs per request.
 		OnSync:          b.syncHist.observe,
 		GroupCommitWait: max(b.cfg.GroupCommitWait, 0),
 		Urgent:          b.consumerFacing,

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Subdirectories of a data directory (the broker decides the top level; see
-// /work/contracts.md "Data directory layout").
+// Subdirectories of a data directory (the broker decides the top level;
+// docs/format.md, sections 7 to 11, describes them).
 const (
 	dirMeta       = "meta"
 	dirCursor     = "cursor"

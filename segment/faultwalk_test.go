@@ -17,7 +17,7 @@ const walkDir = "/d/p"
 
 // walkRun is what one run of the walk scenario acknowledged.
 type walkRun struct {
-	acked     map[string]uint64 // transaction id → offset, for every batch whose Commit returned nil
+	acked     map[string]uint64 // transaction id → offset, for every batch whose Flush returned nil
 	payload   map[string]string
 	sticky    error  // the sticky failure the log reported, if any
 	retention uint64 // offsets below this may be gone (DeleteFilesBefore asked for it)
@@ -26,7 +26,7 @@ type walkRun struct {
 
 // walkScenario drives a log the way the broker does: each batch of two messages is
 // looked up in the dedup index (a retried push must not be stored twice), appended,
-// group-committed (SyncAlways) and, when every step returned nil, acknowledged; a
+// marked and flushed (the broker's flush pass) and, when every step returned nil, acknowledged; a
 // failed batch is retried once. Along the way the dedup index is loaded, files rotate
 // (small MaxFileBytes), the handles are released and reloaded, and retention deletes
 // the oldest file. It ends without Close: the caller crashes the file system.
@@ -38,7 +38,7 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 		run.errs++
 		return run
 	}
-	c := NewCommitter(SyncAlways, 0)
+	c := NewCommitter()
 	defer func() { _ = c.Close() }()
 	attempt := func(b int) error {
 		recs := make([]Record, 2)
@@ -58,7 +58,8 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 			}
 			found[0], found[1] = first, first+1
 		}
-		if err := c.Commit(l); err != nil {
+		c.Mark(l)
+		if err := c.Flush(); err != nil {
 			return err
 		}
 		for j, id := range ids {
@@ -100,7 +101,7 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 // is recorded; then every call through the seam that changes the disk is failed in
 // turn, once with ENOSPC (a short write for writes: half the bytes land), once with
 // EIO, and after the run the crash twin loses everything not synced. The promises:
-// a batch whose Append and Commit returned nil survives the crash, exactly once, at
+// a batch whose Append and Flush returned nil survives the crash, exactly once, at
 // the offset it was given, and its transaction id is found again; a failed call
 // leaves the log usable or sticky-failed, never appending after garbage (reopening
 // must not find damage with whole segments after it); reopening recovers everything.

@@ -40,7 +40,7 @@ func TestFlushMakesMarkedLogsDurable(t *testing.T) {
 			mem := vfs.NewStrictMem("/d")
 			mem.SetSyncFSNoop(tc.noop)
 			fs := vfs.NewFaulty(mem)
-			c := NewCommitter(SyncNever, 0)
+			c := NewCommitter()
 			c.SetSyncFS(tc.syncFS)
 			logs := make([]*Log, n)
 			for i := range logs {
@@ -176,7 +176,7 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 			n := tc.n
 			mem := vfs.NewStrictMem("/d")
 			fs := vfs.NewFaulty(mem)
-			c := NewCommitter(SyncAlways, 0)
+			c := NewCommitter()
 			c.SetSyncFS(tc.syncFS)
 			defer c.Close()
 			logs := make([]*Log, n)
@@ -228,7 +228,7 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 // when it returns, and appends marked during it are left for the next one.
 func TestMarkDuringFlush(t *testing.T) {
 	mem := vfs.NewStrictMem("/d")
-	c := NewCommitter(SyncInterval, 0)
+	c := NewCommitter()
 	defer c.Close()
 	const writers, batches = 4, 40
 	logs := make([]*Log, writers)

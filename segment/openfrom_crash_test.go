@@ -118,7 +118,7 @@ func runCrashScenario(t *testing.T) (*crashModel, []crashPoint, map[string][]byt
 	opts.FS = hook
 	l, _, err := OpenFrom(crashDir, opts, 1)
 	require.NoError(t, err)
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	for i := 0; i < 36; i++ {
 		rs := recs(10*i, 1+i%3, 50+17*(i%5))
 		_, seg, err := l.AppendTo(nil, int64(1000+100*(i/2)), rs)
@@ -287,7 +287,7 @@ func TestOpenFromCutSurvivesTheNextCrash(t *testing.T) {
 	opts.FS = mem
 	l, _, err := OpenFrom(crashDir, opts, 1)
 	require.NoError(t, err)
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	var segs [][]byte
 	var all []Record
 	keep := uint64(0)

@@ -38,8 +38,9 @@ func TestSyncFailureIsSticky(t *testing.T) {
 	_, err = l.Append(2, recs(3, 1, 10))
 	assert.ErrorIs(t, err, ErrSyncFailed, "appends are refused after a failed sync")
 
-	c := NewCommitter(SyncAlways, 0)
-	assert.ErrorIs(t, c.Commit(l), ErrSyncFailed, "group commit reports it too")
+	c := NewCommitter()
+	c.Mark(l)
+	assert.ErrorIs(t, c.Flush(), ErrSyncFailed, "the flush pass reports it too")
 	require.NoError(t, c.Close())
 }
 
@@ -99,8 +100,9 @@ func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	_, err = l.Append(3, recs(5, 1, 10))
 	assert.ErrorIs(t, err, ErrWriteFailed, "no append after the garbage")
 	assert.ErrorIs(t, l.Sync(), ErrWriteFailed)
-	c := NewCommitter(SyncAlways, 0)
-	assert.ErrorIs(t, c.Commit(l), ErrWriteFailed)
+	c := NewCommitter()
+	c.Mark(l)
+	assert.ErrorIs(t, c.Flush(), ErrWriteFailed)
 	require.NoError(t, c.Close())
 	_ = l.Close()
 

@@ -86,7 +86,7 @@ type Options struct {
 	// DeferRotationSync makes rotation write nothing durable: the sealed
 	// file is NOT fdatasynced and the directory NOT synced before the new
 	// file is created (without it they are, so that a crash never leaves a
-	// hole between files). The next Sync, Commit or Committer.Flush of the
+	// hole between files). The next Sync or Committer.Flush of the
 	// Log syncs the sealed files still open for it, the active file and the
 	// directory. Only for a caller that keeps what a crash may punch out of
 	// the files elsewhere (the broker's commit log, issue 14) and opens the

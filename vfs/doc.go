@@ -1,5 +1,5 @@
 // Package vfs is the file-system seam under every on-disk structure of comb
-// (segment logs, index files, the cursor journal, the metadata journal and the
+// (segment logs, index files, the commit log, cursor snapshots, the metadata journal and the
 // small whole-file caches): just the operations an append-only store needs,
 // behind one interface with three implementations.
 //
