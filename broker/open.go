@@ -29,7 +29,7 @@ func Open(cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
 	}
-	policy, err := segment.ParseSyncPolicy(cfg.Sync)
+	policy, err := commitlog.ParseSyncPolicy(cfg.Sync)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -200,15 +200,8 @@ func (b *Broker) openCommitLog(start uint64) error {
 		b.wal = replicatedLog{b.cfg.Replicated, &b.commitHist}
 		return nil
 	}
-	policy := commitlog.SyncAlways
-	switch b.syncMode {
-	case segment.SyncInterval:
-		policy = commitlog.SyncInterval
-	case segment.SyncNever:
-		policy = commitlog.SyncNever
-	}
 	l, rec, err := commitlog.Open(filepath.Join(b.dir, "commitlog"), commitlog.Options{
-		FS: b.fs, Sync: policy, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
+		FS: b.fs, Sync: b.syncMode, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
 		QuarantineDir: filepath.Join(b.dir, "quarantine", "commitlog"), StartLSN: commitlog.LSN(start),
 		// The commit log's group-commit syncs are the ones a push waits on:
 		// they go to the sync histogram, so /metrics and `comb bench

@@ -3,48 +3,9 @@ package segment
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
-
-// SyncPolicy says when the broker makes appended bytes durable before it
-// answers (Config.Sync).
-type SyncPolicy uint8
-
-// Sync policies, as --sync spells them.
-const (
-	SyncAlways SyncPolicy = iota
-	SyncInterval
-	SyncNever
-)
-
-// String returns "always", "interval" or "never".
-func (p SyncPolicy) String() string {
-	switch p {
-	case SyncAlways:
-		return "always"
-	case SyncInterval:
-		return "interval"
-	case SyncNever:
-		return "never"
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
-
-// ParseSyncPolicy parses "always" | "interval" | "never" (case-insensitive);
-// anything else returns an error wrapping ErrBadPolicy.
-func ParseSyncPolicy(s string) (SyncPolicy, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "always":
-		return SyncAlways, nil
-	case "interval":
-		return SyncInterval, nil
-	case "never":
-		return SyncNever, nil
-	}
-	return 0, fmt.Errorf("sync policy %q: %w", s, ErrBadPolicy)
-}
 
 // Committer makes many Logs durable on the caller's schedule: Mark notes a
 // log with appends to sync, Flush syncs every marked log in one pass

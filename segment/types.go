@@ -249,8 +249,6 @@ var (
 	// sticky: the next Append may succeed (a full disk is an error, not a
 	// state).
 	ErrWriteFailed = errors.New("segment: a failed append could not be cut back; the log refuses writes until reopened")
-	// ErrBadPolicy is returned by ParseSyncPolicy.
-	ErrBadPolicy = errors.New("segment: unknown sync policy")
 	// ErrSegmentMismatch is wrapped by AppendSegment when a whole, valid
 	// segment does not continue the log: its base offset is not
 	// NextOffset() (the error says both). Not damage: the segment belongs
