@@ -57,7 +57,7 @@ type Config struct {
 	// default 0 = rotate by size only.
 	MaxSegmentFileAge time.Duration
 	// FS is the file system under every journal and log (metadata, cursor,
-	// segments); nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
+	// segments); nil means vfs.OS. Tests pass vfs.Mem or errorfs.FS.
 	FS vfs.FS
 	// FlushInterval is the longest the commit log goes without a flush pass
 	// (flush.go: partition files synced, snapshots written, the log

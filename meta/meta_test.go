@@ -13,6 +13,7 @@ import (
 
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 func id(b byte) (v [16]byte) { v[0], v[15] = 0x01, b; v[6] = 0x70; v[8] = 0x80; return v }
@@ -145,7 +146,7 @@ func TestEveryBoundary(t *testing.T) {
 		}
 		return acked, nil
 	}
-	rec := vfs.NewFaulty(vfs.NewStrictMem("/data"))
+	rec := errorfs.New(vfs.NewStrictMem("/data"))
 	rec.Record()
 	_, err := scenario(rec)
 	require.NoError(t, err)
@@ -153,8 +154,8 @@ func TestEveryBoundary(t *testing.T) {
 	for i := range trace {
 		for _, e := range []error{unix.ENOSPC, unix.EIO} {
 			m := vfs.NewStrictMem("/data")
-			fy := vfs.NewFaulty(m)
-			fy.Inject(vfs.FaultAt(trace, i, e))
+			fy := errorfs.New(m)
+			fy.Inject(errorfs.FaultAt(trace, i, e))
 			acked, _ := scenario(fy)
 			j, rep, err := OpenJournal("/data/meta", Options{FS: m.Crash(false)})
 			require.NoError(t, err, "boundary %d %v %v", i, trace[i], e)

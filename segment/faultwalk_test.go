@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // walkDir is the log directory of the fault walk.
@@ -106,9 +107,9 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 // leaves the log usable or sticky-failed, never appending after garbage (reopening
 // must not find damage with whole segments after it); reopening recovers everything.
 func TestFaultWalkKeepsEveryPromise(t *testing.T) {
-	newFS := func() (*vfs.Mem, *vfs.Faulty) {
+	newFS := func() (*vfs.Mem, *errorfs.FS) {
 		mem := vfs.NewStrictMem("/")
-		return mem, vfs.NewFaulty(mem)
+		return mem, errorfs.New(mem)
 	}
 	_, rec := newFS()
 	rec.Record()
@@ -116,28 +117,28 @@ func TestFaultWalkKeepsEveryPromise(t *testing.T) {
 	require.Zero(t, clean.errs)
 	require.Len(t, clean.acked, 28)
 	trace := rec.Trace()
-	ops := map[vfs.Op]int{}
+	ops := map[errorfs.Op]int{}
 	for _, c := range trace {
 		ops[c.Op]++
 	}
-	for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpTruncate, vfs.OpMap, vfs.OpOpen, vfs.OpRemove, vfs.OpMkdir} {
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpSyncDir, errorfs.OpTruncate, errorfs.OpMap, errorfs.OpOpen, errorfs.OpRemove, errorfs.OpMkdir} {
 		require.NotZerof(t, ops[op], "the scenario crosses %s boundaries", op)
 	}
 
 	runs := 0
 	for i, call := range trace {
-		if call.Op == vfs.OpRead {
+		if call.Op == errorfs.OpRead {
 			continue
 		}
 		for _, errno := range []error{unix.ENOSPC, unix.EIO} {
 			runs++
 			mem, fs := newFS()
-			ft := vfs.FaultAt(trace, i, errno)
+			ft := errorfs.FaultAt(trace, i, errno)
 			ft.Short = errno == unix.ENOSPC
 			fs.Inject(ft)
 			run := walkScenario(t, fs)
 			msg := fmt.Sprintf("%v at call %d (%s %s)", errno, i, call.Op, call.Path)
-			if call.Op == vfs.OpSync && strings.HasSuffix(call.Path, ".seg") || call.Op == vfs.OpSyncDir && call.Path == walkDir {
+			if call.Op == errorfs.OpSync && strings.HasSuffix(call.Path, ".seg") || call.Op == errorfs.OpSyncDir && call.Path == walkDir {
 				// The kernel may have dropped the pages of a failed fdatasync and
 				// let the next one succeed: no later sync may claim durability.
 				require.ErrorIs(t, run.sticky, ErrSyncFailed, "%s: a failed sync of the log is sticky", msg)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // hookFS calls before ahead of every call that changes the disk (creating opens,
@@ -412,7 +413,7 @@ func TestOpenFromIsCrashSafe(t *testing.T) {
 		require.Equal(t, wantNext, next, "crash before call %d", i)
 	}
 
-	rec := vfs.NewFaulty(openFromState(t))
+	rec := errorfs.New(openFromState(t))
 	rec.Record()
 	l, _, err = openLogFrom(rec, "/p", Options{}, 7)
 	require.NoError(t, err)
@@ -420,8 +421,8 @@ func TestOpenFromIsCrashSafe(t *testing.T) {
 	trace := rec.Trace()
 	for i := range trace {
 		m := openFromState(t)
-		fs := vfs.NewFaulty(m)
-		fs.Inject(vfs.FaultAt(trace, i, fmt.Errorf("injected")))
+		fs := errorfs.New(m)
+		fs.Inject(errorfs.FaultAt(trace, i, fmt.Errorf("injected")))
 		if l, _, err := openLogFrom(fs, "/p", Options{}, 7); err == nil {
 			_ = l.Close()
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -14,9 +15,9 @@ var errInjectedEIO = errors.New("injected EIO")
 
 // failOnceFS fails the first fdatasync of any file, then succeeds: what Linux
 // does after it dropped the dirty pages of a failed writeback.
-func failOnceFS() *vfs.Faulty {
-	f := vfs.NewFaulty(vfs.NewMem())
-	f.Inject(vfs.Fault{Op: vfs.OpSync, Count: 1, Err: errInjectedEIO})
+func failOnceFS() *errorfs.FS {
+	f := errorfs.New(vfs.NewMem())
+	f.Inject(errorfs.Fault{Op: errorfs.OpSync, Count: 1, Err: errInjectedEIO})
 	return f
 }
 
@@ -48,7 +49,7 @@ func TestSyncFailureIsSticky(t *testing.T) {
 // usable and the same append can be retried (a full disk is an error, not a state).
 func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 	mem := vfs.NewMem()
-	fs := vfs.NewFaulty(mem)
+	fs := errorfs.New(mem)
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 3, 10))
@@ -56,7 +57,7 @@ func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 	seg := "/p/" + segName(1)
 	size := len(mem.Bytes(seg))
 
-	fs.Inject(vfs.Fault{Op: vfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.ENOSPC})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.ENOSPC})
 	_, err = l.Append(2, recs(3, 2, 10))
 	require.ErrorIs(t, err, unix.ENOSPC)
 	assert.NotErrorIs(t, err, ErrWriteFailed)
@@ -83,7 +84,7 @@ func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 // and reopening cuts the partial segment as a torn tail.
 func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	mem := vfs.NewMem()
-	fs := vfs.NewFaulty(mem)
+	fs := errorfs.New(mem)
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 3, 10))
@@ -91,8 +92,8 @@ func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	seg := "/p/" + segName(1)
 	size := len(mem.Bytes(seg))
 
-	fs.Inject(vfs.Fault{Op: vfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.EIO})
-	fs.Inject(vfs.Fault{Op: vfs.OpTruncate, Path: seg, Count: 1, Err: unix.EIO})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.EIO})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpTruncate, Path: seg, Count: 1, Err: unix.EIO})
 	_, err = l.Append(2, recs(3, 2, 10))
 	require.ErrorIs(t, err, ErrWriteFailed)
 	assert.Greater(t, len(mem.Bytes(seg)), size, "half a segment stays behind")
