@@ -18,7 +18,7 @@ GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo tr
 LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
 GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
-.PHONY: build install run test test-readme test-cluster-http test-ui screenshot bench fuzz crashtest powertest clustertest bench-all bench-compare vet
+.PHONY: build comb-bench install run test test-readme test-cluster-http test-ui screenshot bench fuzz crashtest powertest clustertest bench-all bench-compare vet
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
@@ -26,6 +26,11 @@ build:
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/comb
+
+# bin/comb-bench: comb with the benchmark peers' drivers (`comb bench --driver redis|nats`,
+# package bench/peers, build tag `peers`); the server binary links neither client (issue 26).
+comb-bench:
+	$(GO) build -tags peers $(GOBUILD_FLAGS) -o bin/comb-bench ./cmd/comb
 
 # `make run ADDR=127.0.0.1:7000 DATA_DIR=/tmp/comb` chooses where it listens and stores; without
 # ADDR, COMB_ADDR or HOST/PORT from the environment, else 0.0.0.0:6632. The shell execs the built
@@ -93,7 +98,8 @@ powertest:
 clustertest:
 	$(GO) test -tags cluster -count=1 -timeout 60m -run Cluster ./replica/clustertest/
 
-# Reproduces docs/benchmarks.md side by side with the peers (needs redis-server and nats-server).
+# Reproduces docs/benchmarks.md side by side with the peers (needs redis-server and nats-server;
+# builds comb and, with -tags peers, the comb-bench that drives the peers).
 bench-all:
 	bash bench/run-all.sh
 

@@ -11,21 +11,22 @@ import (
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
-// dlqPowerEnv is a broker on a strict twin behind a Faulty, with one queue
+// dlqPowerEnv is a broker on a strict twin behind an errorfs.FS, with one queue
 // whose messages go to the DLQ on their first failure.
 type dlqPowerEnv struct {
 	t   *testing.T
 	mem *vfs.Mem
-	fy  *vfs.Faulty
+	fy  *errorfs.FS
 	b   *Broker
 	clk *testClock
 }
 
 func newDLQPowerEnv(t *testing.T, mem *vfs.Mem, clk *testClock, configure bool) *dlqPowerEnv {
 	t.Helper()
-	fy := vfs.NewFaulty(mem)
+	fy := errorfs.New(mem)
 	cfg := syncFSFlushConfig(fy, false)
 	cfg.Now = clk.Now
 	b, err := Open(cfg)
@@ -94,7 +95,7 @@ func TestDLQRecordWhoseCommitLogEntryWasLostIsCutAtRecovery(t *testing.T) {
 	require.NoError(t, e.b.flushPass()) // summaries and a metadata snapshot; no DLQ yet
 
 	// The ack's commit-log entry never becomes durable: its fdatasync fails.
-	tx, err := e.failOne("g", func() { e.fy.Inject(vfs.Fault{Op: vfs.OpSync, Under: "/data/commitlog"}) })
+	tx, err := e.failOne("g", func() { e.fy.Inject(errorfs.Fault{Op: errorfs.OpSync, Under: "/data/commitlog"}) })
 	require.Equal(t, "a", tx)
 	require.Error(t, err, "the ack is not answered success")
 	writeBack(t, mem, filepath.Join("/data", meta.DLQDir))

@@ -32,7 +32,7 @@ func Open(cfg Config) (*Broker, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("broker: Config.DataDir is required")
 	}
-	policy, err := segment.ParseSyncPolicy(cfg.Sync)
+	policy, err := commitlog.ParseSyncPolicy(cfg.Sync)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -150,9 +150,8 @@ func (b *Broker) open() error {
 		return err
 	}
 	b.describeCreated()
-	b.committer = segment.NewCommitter(segment.SyncNever, 0)
+	b.committer = segment.NewCommitter()
 	b.committer.SetSyncFS(b.cfg.FlushSyncFS)
-	b.committer.OnSync(b.syncHist.observe)
 	err = b.openDLQsForReplay()
 	b.summaries = nil
 	if err != nil {
@@ -204,19 +203,12 @@ func (b *Broker) openCommitLog(start uint64) error {
 		b.wal = replicatedLog{b.cfg.Replicated, &b.commitHist}
 		return nil
 	}
-	policy := commitlog.SyncAlways
-	switch b.syncMode {
-	case segment.SyncInterval:
-		policy = commitlog.SyncInterval
-	case segment.SyncNever:
-		policy = commitlog.SyncNever
-	}
 	l, rec, err := commitlog.Open(filepath.Join(b.dir, layout.CommitLog), commitlog.Options{
-		FS: b.fs, Sync: policy, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
+		FS: b.fs, Sync: b.syncMode, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
 		QuarantineDir: filepath.Join(b.dir, layout.Quarantine, layout.CommitLog), StartLSN: commitlog.LSN(start),
 		// The commit log's group-commit syncs are the ones a push waits on:
-		// they go to the same histogram as the segment committer's, so
-		// /metrics and `comb bench compare` count syncs per request.
+		// they go to the sync histogram, so /metrics and `comb bench
+		// compare` count syncs per request.
 		OnSync:          b.syncHist.observe,
 		GroupCommitWait: max(b.cfg.GroupCommitWait, 0),
 		Urgent:          b.consumerFacing,

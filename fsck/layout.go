@@ -12,7 +12,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Subdirectories of a data directory (package layout names them for the server and fsck alike).
+// Subdirectories of a data directory (package layout names them for the server and fsck
+// alike; docs/format.md, sections 7 to 11, describes them).
 const (
 	dirMeta       = layout.Meta
 	dirCursor     = layout.Cursor

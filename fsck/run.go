@@ -97,7 +97,7 @@ type checker struct {
 
 func (c *checker) check() error {
 	meta, err := readMeta(c.dir)
-	if err != nil && !errors.Is(err, ErrNotWired) {
+	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirMeta, Detail: fmt.Sprintf("metadata journal: %v", err)})
 	}
 	c.meta = meta
@@ -144,7 +144,7 @@ func (c *checker) check() error {
 	c.planMeta()
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor), c.checkpoints)
-	if err != nil && !errors.Is(err, ErrNotWired) {
+	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor state: %v", err)})
 	}
 	c.cursors = cur
