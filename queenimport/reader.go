@@ -279,17 +279,8 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var m Message
-				var payload string
-				if err := rows.Scan(&m.ID, &m.TransactionID, &m.TraceID, &payload, &m.CreatedAt, &m.Encrypted, &m.ProducerSub); err != nil {
-					return err
-				}
-				m.Payload = []byte(payload)
-				page = append(page, m)
-			}
-			return rows.Err()
+			page, err = collectMessages(rows, page)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("queenimport: messages of queue %s partition %s: %w", p.Queue, p.Name, err)
@@ -306,4 +297,20 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 			return nil
 		}
 	}
+}
+
+// collectMessages appends the rows of a messages query (id, transaction_id, trace_id,
+// payload, created_at, is_encrypted, producer_sub) to page.
+func collectMessages(rows pgx.Rows, page []Message) ([]Message, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var m Message
+		var payload string
+		if err := rows.Scan(&m.ID, &m.TransactionID, &m.TraceID, &payload, &m.CreatedAt, &m.Encrypted, &m.ProducerSub); err != nil {
+			return page, err
+		}
+		m.Payload = []byte(payload)
+		page = append(page, m)
+	}
+	return page, rows.Err()
 }
