@@ -250,7 +250,9 @@ func (jb *job) work(ctx context.Context, b *broker.Broker, key *seal.Key, req Jo
 		}
 		opts.State = f.State()
 	}
-	jb.update(func(s *JobStatus) { s.Status, s.CurrentStep = "restoring", "Copying queues, partitions, messages, cursors, leases and dead letters..." })
+	jb.update(func(s *JobStatus) {
+		s.Status, s.CurrentStep = "restoring", "Copying queues, partitions, messages, cursors, leases and dead letters..."
+	})
 	rep, err := Import(ctx, conn, b, opts)
 	jb.update(func(s *JobStatus) { s.Imported.add(rep) })
 	if err != nil || !req.Follow {
