@@ -296,6 +296,11 @@ func (jb *job) work(ctx context.Context, b *broker.Broker, key *seal.Key, req Jo
 	}
 }
 
+// TestConnection is the package's TestConnection (the Migrator method of the HTTP layer).
+func (j *Jobs) TestConnection(ctx context.Context, url string) (string, error) {
+	return TestConnection(ctx, url)
+}
+
 // TestConnection connects to url and returns the server's version() (Queen's
 // test-connection answer). Errors: the connection's or the query's.
 func TestConnection(ctx context.Context, url string) (string, error) {
@@ -307,6 +312,48 @@ func TestConnection(ctx context.Context, url string) (string, error) {
 	var v string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
 		return "", err
+	}
+	return v, nil
+}
+
+// Validation is Queen's POST /api/v1/migration/validate answer (success, allMatch, tables of
+// {table, sourceCount, targetCount, match}: here Queen's rows and what comb holds of them),
+// with Verify's differences after it (comb's).
+type Validation struct {
+	Success     bool         `json:"success"`
+	AllMatch    bool         `json:"allMatch"`
+	Tables      []TableCount `json:"tables"`
+	Differences []string     `json:"differences"`
+}
+
+// TableCount is one row of a Validation.
+type TableCount struct {
+	Table       string `json:"table"`
+	SourceCount int64  `json:"sourceCount"`
+	TargetCount int64  `json:"targetCount"`
+	Match       bool   `json:"match"`
+}
+
+// Validate compares Queen's database at url with the job runner's broker as Verify does.
+// allMatch is true when the counts match and Verify finds no difference. Errors: the
+// connection's or the comparison's.
+func (j *Jobs) Validate(ctx context.Context, url string) (Validation, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return Validation{}, fmt.Errorf("connect to Queen's PostgreSQL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	diffs, tally, err := compare(ctx, conn, j.b, j.key)
+	if err != nil {
+		return Validation{}, err
+	}
+	v := Validation{Success: true, AllMatch: len(diffs) == 0, Differences: make([]string, len(diffs))}
+	for i, d := range diffs {
+		v.Differences[i] = d.String()
+	}
+	for _, t := range tally {
+		v.Tables = append(v.Tables, TableCount{Table: t.Table, SourceCount: t.Queen, TargetCount: t.Comb, Match: t.Queen == t.Comb})
+		v.AllMatch = v.AllMatch && t.Queen == t.Comb
 	}
 	return v, nil
 }
