@@ -30,7 +30,6 @@ type Partition struct {
 	CreatedAt time.Time
 	HWMTime   time.Time
 	HWMID     [16]byte
-	Count     int64
 }
 
 // Message is one row of queen.messages.
@@ -149,8 +148,9 @@ func readQueues(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 func readPartitions(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	// The newest message by (created_at, id) per partition, from the messages index
 	// (partition_id, created_at, id) Queen keeps for its pops.
-	rows, err := tx.Query(ctx, `SELECT p.id, q.name, p.name, coalesce(p.created_at, now()), h.created_at, h.id,
-		(SELECT count(*) FROM queen.messages c WHERE c.partition_id = p.id)
+	// No count(*): it would read every message's index entry, and the cutover of a live move
+	// takes this snapshot while Queen's consumers wait.
+	rows, err := tx.Query(ctx, `SELECT p.id, q.name, p.name, coalesce(p.created_at, now()), h.created_at, h.id
 		FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
 		LEFT JOIN LATERAL (SELECT m.created_at, m.id FROM queen.messages m WHERE m.partition_id = p.id
 			ORDER BY m.created_at DESC, m.id DESC LIMIT 1) h ON true
@@ -162,7 +162,7 @@ func readPartitions(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 		var p Partition
 		var ht *time.Time
 		var hid *[16]byte
-		err := r.Scan(&p.ID, &p.Queue, &p.Name, &p.CreatedAt, &ht, &hid, &p.Count)
+		err := r.Scan(&p.ID, &p.Queue, &p.Name, &p.CreatedAt, &ht, &hid)
 		if ht != nil && hid != nil {
 			p.HWMTime, p.HWMID = *ht, *hid
 		}
