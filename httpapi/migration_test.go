@@ -106,7 +106,7 @@ func TestMigrationRoutesSpeakQueensShapes(t *testing.T) {
 	assert.Equal(t, 400, r.status)
 
 	requireJSON(t, ts.do("GET", "/api/v1/migration/status", ""), 200, `{"status":"idle","currentStep":"","elapsedSeconds":0,
-		"follow":false,"imported":{"queues":0,"partitions":0,"messages":0,"messagesSkipped":0,"cursors":0,"leases":0,"subscriptions":0,"deadLetters":0},
+		"follow":false,"imported":{"queues":0,"partitions":0,"messages":0,"messagesSkipped":0,"cursors":0,"leases":0,"subscriptions":0,"deadLetters":0,"traces":0},
 		"followPasses":0,"followMessages":0,"followBoundExact":false}`)
 	requireJSON(t, ts.do("POST", "/api/v1/migration/cutover", ""), 409, `{"error":"no migration is running"}`)
 

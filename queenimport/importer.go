@@ -37,6 +37,7 @@ type Report struct {
 	Messages, MessagesSkipped      int64
 	Cursors, Leases, Subscriptions int
 	DeadLetters                    int
+	Traces, TracesSkipped          int // trace events added; skipped: their message not stored, or past comb's cap per message
 	LeasesExpired                  int // leases of the source that had expired: not carried
 	Elapsed                        time.Duration
 }
@@ -160,6 +161,9 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 			return rep, fmt.Errorf("queenimport: dlq of queue %s partition %s: %w", p.Queue, p.Name, err)
 		}
 		rep.DeadLetters += n
+	}
+	if rep.Traces, rep.TracesSkipped, err = importTraces(ctx, conn, b, parts, snap.TakenAt); err != nil {
+		return rep, err
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil

@@ -73,6 +73,7 @@ type JobCounts struct {
 	Leases          int   `json:"leases"`
 	Subscriptions   int   `json:"subscriptions"`
 	DeadLetters     int   `json:"deadLetters"`
+	Traces          int   `json:"traces"`
 }
 
 func (c *JobCounts) add(r Report) {
@@ -84,6 +85,7 @@ func (c *JobCounts) add(r Report) {
 	c.Leases += r.Leases
 	c.Subscriptions += r.Subscriptions
 	c.DeadLetters += r.DeadLetters
+	c.Traces += r.Traces
 }
 
 // Errors of Jobs.

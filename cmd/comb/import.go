@@ -162,8 +162,8 @@ flags:`)
 		return importFailed
 	}
 	secs := rep.Elapsed.Seconds()
-	fmt.Printf("imported %d queues, %d partitions, %d messages (%d already there), %d cursors, %d live leases (%d expired, not carried), %d subscriptions, %d dead letters in %.2fs (%.0f messages/s)\n",
+	fmt.Printf("imported %d queues, %d partitions, %d messages (%d already there), %d cursors, %d live leases (%d expired, not carried), %d subscriptions, %d dead letters, %d trace events in %.2fs (%.0f messages/s)\n",
 		rep.Queues, rep.Partitions, rep.Messages, rep.MessagesSkipped, rep.Cursors, rep.Leases, rep.LeasesExpired,
-		rep.Subscriptions, rep.DeadLetters, secs, float64(rep.Messages+rep.MessagesSkipped)/max(secs, 1e-9))
+		rep.Subscriptions, rep.DeadLetters, rep.Traces, secs, float64(rep.Messages+rep.MessagesSkipped)/max(secs, 1e-9))
 	return importOK
 }
