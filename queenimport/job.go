@@ -93,6 +93,9 @@ var (
 	ErrJobRunning = errors.New("Migration already in progress")
 	ErrNoJob      = errors.New("no migration is running")
 	ErrNotFollow  = errors.New("the migration does not follow (start it with follow)")
+	// ErrSnapshotRunning: a cutover is asked before the snapshot import is in (ask again
+	// once the status's phase is "following").
+	ErrSnapshotRunning = errors.New("the snapshot import is still running: cut over once the phase is following")
 )
 
 type job struct {
@@ -141,8 +144,10 @@ func (j *Jobs) Cutover() (JobStatus, error) {
 	if jb == nil || !jb.running() {
 		return j.Status(), ErrNoJob
 	}
-	if !jb.status().Follow {
-		return jb.status(), ErrNotFollow
+	if st := jb.status(); !st.Follow {
+		return st, ErrNotFollow
+	} else if st.Phase == "snapshot" {
+		return st, ErrSnapshotRunning
 	}
 	ack := make(chan struct{})
 	select {
@@ -230,7 +235,10 @@ func (jb *job) run(ctx context.Context, b *broker.Broker, key *seal.Key, req Job
 	jb.mu.Lock()
 	jb.finish = time.Now()
 	switch {
-	case err != nil && !(errors.Is(err, context.Canceled) && jb.st.Phase == "following"):
+	case err != nil && errors.Is(err, context.Canceled) && jb.st.Phase != "following":
+		jb.st.Status, jb.st.Error = "error", "stopped during the "+jb.st.Phase+": "+err.Error()
+		jb.st.Phase = "failed"
+	case err != nil && !errors.Is(err, context.Canceled):
 		jb.st.Status, jb.st.Phase, jb.st.Error = "error", "failed", err.Error()
 	default:
 		jb.st.Status, jb.st.Phase, jb.st.CurrentStep = "complete", "done", "Migration complete"

@@ -1,0 +1,69 @@
+package queenimport_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/queenimport"
+)
+
+func waitJob(t *testing.T, j *queenimport.Jobs, ok func(queenimport.JobStatus) bool) queenimport.JobStatus {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := j.Status()
+		if ok(st) {
+			return st
+		}
+		require.True(t, time.Now().Before(deadline), "job never got there: %+v", st)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The dashboard's migration (no following): start, status until complete, validate, reset;
+// a bad database is an "error" status with the reason.
+func TestJobsImportValidateReset(t *testing.T) {
+	s := makeQueenState(t)
+	b := openBroker(t, t.TempDir())
+	defer b.Close()
+	j := queenimport.NewJobs(b, testKey)
+	assert.Equal(t, "idle", j.Status().Status)
+
+	st, err := j.Start(queenimport.JobRequest{URL: s.pg.URL})
+	require.NoError(t, err)
+	assert.Equal(t, "dumping", st.Status)
+	st = waitJob(t, j, func(s queenimport.JobStatus) bool { return s.Status == "complete" || s.Status == "error" })
+	require.Equal(t, "complete", st.Status, st.Error)
+	assert.Equal(t, "done", st.Phase)
+	assert.Equal(t, int64(17), st.Imported.Messages)
+	assert.Equal(t, 1, st.Imported.Leases)
+	assert.Equal(t, 1, st.Imported.DeadLetters)
+	assert.Equal(t, 1, st.Imported.Traces)
+	assert.Contains(t, st.RestoreOutput, "queue imp partition p1: 10 messages (10 new)")
+	_, err = j.Cutover()
+	assert.ErrorIs(t, err, queenimport.ErrNoJob)
+
+	v, err := j.Validate(context.Background(), s.pg.URL)
+	require.NoError(t, err)
+	assert.True(t, v.AllMatch, "%+v", v)
+	assert.Empty(t, v.Differences)
+	want := []queenimport.TableCount{{Table: "queues", SourceCount: 2, TargetCount: 2, Match: true},
+		{Table: "partitions", SourceCount: 4, TargetCount: 4, Match: true}, {Table: "messages", SourceCount: 17, TargetCount: 17, Match: true},
+		{Table: "partition_consumers", SourceCount: 3, TargetCount: 3, Match: true}, {Table: "dead_letter_queue", SourceCount: 1, TargetCount: 1, Match: true}}
+	assert.Equal(t, want, v.Tables)
+
+	require.NoError(t, j.Reset())
+	assert.Equal(t, "idle", j.Status().Status)
+	_, err = j.Start(queenimport.JobRequest{URL: s.pg.URL + "&dbname=nosuchdb"})
+	require.NoError(t, err)
+	st = waitJob(t, j, func(s queenimport.JobStatus) bool { return s.Status == "error" })
+	assert.Equal(t, "failed", st.Phase)
+	assert.Contains(t, st.Error, "nosuchdb")
+
+	v, err = j.Validate(context.Background(), s.pg.URL)
+	require.NoError(t, err)
+	assert.True(t, v.AllMatch, "the failed start changed nothing")
+}
