@@ -2,6 +2,7 @@ package queenimport_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,17 @@ func TestJobsImportValidateReset(t *testing.T) {
 	v, err = j.Validate(context.Background(), s.pg.URL)
 	require.NoError(t, err)
 	assert.True(t, v.AllMatch, "the failed start changed nothing")
+}
+
+// The progress line counts copied messages against PostgreSQL's estimate of the table.
+func TestImportProgressLine(t *testing.T) {
+	s := makeQueenState(t)
+	s.pg.Exec("ANALYZE queen.messages")
+	b := openBroker(t, t.TempDir())
+	defer b.Close()
+	var out strings.Builder
+	_, err := queenimport.Import(context.Background(), s.pg.Conn, b, queenimport.Options{Key: testKey, Progress: &out, ProgressEvery: time.Nanosecond})
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "progress: 17 of ~17 messages (100%), ")
+	assert.Contains(t, out.String(), "queue imp partition p1: 10 messages (10 new)\n")
 }

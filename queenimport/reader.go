@@ -88,6 +88,9 @@ type Snapshot struct {
 	Groups      []GroupMeta
 	DeadLetters []DeadLetter
 	TakenAt     time.Time // the database's clock at the snapshot
+	// EstimatedMessages is PostgreSQL's estimate of queen.messages' rows (pg_class.reltuples,
+	// as of its last ANALYZE or VACUUM; ≤ 0 unknown): the progress line's total, not a count.
+	EstimatedMessages int64
 }
 
 // readOnly is the isolation of every read: one consistent snapshot per transaction, no writes.
@@ -98,7 +101,7 @@ var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadO
 func ReadSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
 	s := &Snapshot{}
 	err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT now(), coalesce((SELECT reltuples::bigint FROM pg_class WHERE oid = 'queen.messages'::regclass), -1)").Scan(&s.TakenAt, &s.EstimatedMessages); err != nil {
 			return fmt.Errorf("clock: %w", err)
 		}
 		if err := readQueues(ctx, tx, s); err != nil {
