@@ -41,6 +41,8 @@ type Report struct {
 	Cursors, Leases, Subscriptions int
 	DeadLetters                    int
 	Traces, TracesSkipped          int // trace events added; skipped: their message not stored, or past comb's cap per message
+	StreamQueries, StreamState     int // streams queries registered and state keys set
+	StreamStateSkipped             int // state keys of a partition comb does not hold
 	LeasesExpired                  int // leases of the source that had expired: not carried
 	Elapsed                        time.Duration
 }
@@ -168,6 +170,9 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 		rep.DeadLetters += n
 	}
 	if rep.Traces, rep.TracesSkipped, err = importTraces(ctx, conn, b, parts, snap.TakenAt); err != nil {
+		return rep, err
+	}
+	if rep.StreamQueries, rep.StreamState, rep.StreamStateSkipped, err = importStreams(ctx, conn, b); err != nil {
 		return rep, err
 	}
 	rep.Elapsed = time.Since(start)

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/queenimport"
+	"github.com/combmq/comb/queenimport/pgtest"
 )
 
 func waitJob(t *testing.T, j *queenimport.Jobs, ok func(queenimport.JobStatus) bool) queenimport.JobStatus {
@@ -80,4 +82,48 @@ func TestImportProgressLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out.String(), "progress: 17 of ~17 messages (100%), ")
 	assert.Contains(t, out.String(), "queue imp partition p1: 10 messages (10 new)\n")
+}
+
+// Queen's streams: a query registered and a window-flush cycle's state, both made with Queen's
+// procedures, come over; the query keeps its name and config hash, the state its keys and
+// values on the same partition; a second import leaves the same state.
+func TestImportStreamsQueriesAndState(t *testing.T) {
+	pg := pgtest.Start(t)
+	pg.Push(items("orders", "cust-1", "o", 0, 2))
+	var reg []struct {
+		Result struct {
+			QueryID string `json:"query_id"`
+		} `json:"result"`
+	}
+	pg.Call(&reg, "streams_register_query_v1", []map[string]any{{"idx": 0, "name": "orders.per_min", "source_queue": "orders",
+		"sink_queue": "orders.totals", "config_hash": "abc123"}})
+	require.Len(t, reg, 1)
+	var pid string
+	require.NoError(t, pg.Conn.QueryRow(context.Background(), "SELECT p.id::text FROM queen.partitions p WHERE p.name = 'cust-1'").Scan(&pid))
+	pg.Call(nil, "streams_cycle_v1", []map[string]any{{"idx": 0, "query_id": reg[0].Result.QueryID, "partition_id": pid,
+		"state_ops": []map[string]any{{"type": "upsert", "key": "w:1", "value": map[string]any{"sum": 5}},
+			{"type": "upsert", "key": "w:2", "value": map[string]any{"sum": 7}}}}})
+
+	b := openBroker(t, t.TempDir())
+	defer b.Close()
+	for run := range 2 {
+		rep, err := queenimport.Import(context.Background(), pg.Conn, b, queenimport.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, rep.StreamQueries, "run %d", run)
+		assert.Equal(t, 2, rep.StreamState, "run %d", run)
+		assert.Equal(t, 0, rep.StreamStateSkipped)
+	}
+	qs := b.StreamQueries()
+	require.Len(t, qs, 1)
+	assert.Equal(t, "orders.per_min", qs[0].Name)
+	assert.Equal(t, "orders", qs[0].SourceQueue)
+	assert.Equal(t, "orders.totals", qs[0].SinkQueue)
+	assert.Equal(t, "abc123", qs[0].ConfigHash)
+	rows, err := b.StreamState(broker.StreamStateRequest{QueryID: qs[0].QueryID, PartitionID: pid})
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	assert.Equal(t, "w:1", rows[0].Key)
+	assert.JSONEq(t, `{"sum":5}`, string(rows[0].Value))
+	assert.Equal(t, "w:2", rows[1].Key)
+	assert.JSONEq(t, `{"sum":7}`, string(rows[1].Value))
 }
