@@ -34,6 +34,8 @@ type Backend interface {
 	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
 	ConsumerGroups() []broker.GroupSummary
 	Stats() broker.Stats
+	// Storage is the data directory's and the flush pass's figures (GET /api/v1/storage).
+	Storage() broker.StorageStatus
 	// Damaged lists the partitions out of service because their log reported on-disk damage;
 	// GET /health reports them ("degraded").
 	Damaged() []broker.DamagedPartition

@@ -66,6 +66,8 @@ var routes = []route{
 	{"GET", "/api/v1/streams/queries", ro, func(s *Server, r *request) { s.streamQueries(r.ctx) }},
 
 	// Membership of a replicated cluster (comb's own; cluster.go).
+	// The data directory, disk and flush figures of the dashboard's System view (comb's own; storage.go).
+	{"GET", "/api/v1/storage", ro, func(s *Server, r *request) { s.storage(r.ctx) }},
 	{"GET", "/api/v1/cluster", ro, func(s *Server, r *request) { s.clusterInfo(r.ctx) }},
 	{"POST", "/api/v1/cluster/members", ad, func(s *Server, r *request) { s.addMember(r.ctx) }},
 	{"DELETE", "/api/v1/cluster/members/:id", ad, func(s *Server, r *request) {
