@@ -179,8 +179,16 @@ var routes = []route{
 	{"GET", "/api/v1/analytics/retention", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series") }},
 	{"GET", "/api/v1/analytics/queue-parked-replicas", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series", "replicas") }},
 	{"GET", "/api/v1/analytics/postgres-stats", ro, func(s *Server, r *request) { notSupported(r.ctx) }},
-	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
-	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) {
+		if op, ok := r.param(0); ok {
+			s.migration(r.ctx, op, false)
+		}
+	}},
+	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) {
+		if op, ok := r.param(0); ok {
+			s.migration(r.ctx, op, true)
+		}
+	}},
 
 	{"GET", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, false) }},
 	{"POST", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, true, false) }},

@@ -220,6 +220,7 @@ func runServe(args []string) int {
 		TLS:          sec.tlsConfig(),
 		Static:       site,
 		Cluster:      forwardTo(repl),
+		Migration:    migrationJobs(b, secFlags.encKey),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
