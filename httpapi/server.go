@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
@@ -112,6 +113,8 @@ type Server struct {
 	fwd *forwarder
 	// reads confirms a cluster node's read answers (read_barrier.go); nil on a single node.
 	reads ReadBarrier
+	// prom is what GET /metrics/prometheus gathers (prometheus.go).
+	prom *prometheus.Registry
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -134,6 +137,7 @@ func New(b Backend, cfg Config) *Server {
 		s.fwd = newForwarder(cfg.Cluster)
 	}
 	s.reads = readsCluster(b, cfg)
+	s.prom = newPromRegistry(s)
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
 		ErrorHandler:       s.errorHandler,
