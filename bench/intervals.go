@@ -18,9 +18,10 @@ type Interval struct {
 	ServerRssBytes            int64   `json:"serverRssBytes,omitempty"`
 }
 
-// sampleIntervals records an Interval every every until ctx ends, from the window's open (at
-// c0, the server sampled at sv0 when serverPID > 0); the last partial interval is dropped.
-// count reads the workload's main counter (pushed or consumed messages in the window).
+// sampleIntervals records an Interval every every from its call (the window's open) until ctx
+// ends, and sends the list when it does; a last interval shorter than 90 % of every is
+// dropped. count reads the window's main counter (pushed or consumed messages) and requests;
+// the server's CPU comes from /proc/serverPID (0 = none).
 func sampleIntervals(ctx context.Context, every time.Duration, serverPID int, count func() (msgs, requests int64)) <-chan []Interval {
 	out := make(chan []Interval, 1)
 	go func() {
@@ -39,9 +40,14 @@ func sampleIntervals(ctx context.Context, every time.Duration, serverPID int, co
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
+			final := false
 			select {
 			case <-ctx.Done():
-				return
+				// The window's end races the last tick: an interval at least 90 % long counts.
+				if time.Since(prevAt) < every*9/10 {
+					return
+				}
+				final = true
 			case <-t.C:
 			}
 			now := time.Now()
@@ -57,6 +63,9 @@ func sampleIntervals(ctx context.Context, every time.Duration, serverPID int, co
 			}
 			list = append(list, iv)
 			prevAt, prevMsgs, prevReqs = now, msgs, reqs
+			if final {
+				return
+			}
 		}
 	}()
 	return out
