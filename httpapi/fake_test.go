@@ -44,6 +44,7 @@ type fakeBackend struct {
 	dlqTotal    int
 	groups      []broker.GroupSummary
 	stats       broker.Stats
+	storage     broker.StorageStatus
 	damaged     []broker.DamagedPartition
 	noSpace     *broker.NoSpaceState
 	ckptFail    *broker.CheckpointFailure
@@ -201,6 +202,8 @@ func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
 }
 
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
+
+func (f *fakeBackend) Storage() broker.StorageStatus { f.record("Storage"); return f.storage }
 
 func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }
 
