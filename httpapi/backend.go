@@ -20,6 +20,9 @@ type Backend interface {
 	// Replication is a replicated node's role and leader (GET /health); false on a single node.
 	Replication() (broker.ReplicationStatus, bool)
 	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)
+	// Push: items (the slice, not the strings and payload bytes it names) is the caller's again
+	// once Push returns: the push handler reuses it for the next request (push_scratch.go), so
+	// a Backend copies the slice if it keeps it.
 	Push(items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
 	// cancelled (server shutdown), with no messages claimed.

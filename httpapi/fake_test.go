@@ -115,7 +115,7 @@ func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureRe
 
 func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error) {
 	f.record("Push")
-	f.pushed = items
+	f.pushed = append([]broker.PushItem(nil), items...) // items is reused after Push (Backend.Push)
 	if f.onPush != nil {
 		return f.onPush(items)
 	}

@@ -85,7 +85,16 @@ func itemsTypeMessage(field, prefix string) string {
 // converts them. where names the items array in a payload message ("items",
 // "operations[2].items"). msg is the 400 message, "" when valid.
 func toPushItems(in []pushItemJSON, where string) (out []broker.PushItem, msg string) {
-	out = make([]broker.PushItem, len(in))
+	return toPushItemsInto(nil, in, where)
+}
+
+// toPushItemsInto is toPushItems appending to dst[:0] (its capacity reused when it suffices).
+func toPushItemsInto(dst []broker.PushItem, in []pushItemJSON, where string) (out []broker.PushItem, msg string) {
+	out = dst[:0]
+	if out == nil || cap(out) < len(in) {
+		out = make([]broker.PushItem, 0, len(in))
+	}
+	out = out[:len(in)]
 	for i := range in {
 		it := &in[i]
 		if m := checkPushItem(it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
@@ -191,7 +200,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, producerSub string) {
 	if !ok {
 		return
 	}
-	items, msg := decodePush(body)
+	sc := getPushScratch()
+	defer sc.release()
+	items, msg := sc.decode(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
