@@ -105,4 +105,3 @@ func TestDashboardURL(t *testing.T) {
 	require.Equal(t, "http://[::1]:7000/", dashboardURL(&net.TCPAddr{IP: net.IPv6loopback, Port: 7000}, false))
 	require.Equal(t, "http://127.0.0.1:7000/", dashboardURL(&net.TCPAddr{IP: net.IPv6unspecified, Port: 7000}, false))
 }
-
