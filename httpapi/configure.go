@@ -212,6 +212,9 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	}
 	p := getBuf()
 	*p = appendConfigureResult(*p, &res)
+	if res.StoredPlain {
+		warnings = append(warnings, WarningStoredPlain)
+	}
 	if len(warnings) > 0 {
 		// Inside the top-level object: drop its closing brace, add the list, close again.
 		*p = append(appendWarnings((*p)[:len(*p)-1], warnings), '}')

@@ -43,6 +43,17 @@ func TestConfigureWarnsAboutUnknownOptionNames(t *testing.T) {
 	require.NotContains(t, string(r.body), "warnings")
 }
 
+func TestConfigureWarnsWhenAnEncryptedQueueIsStoredPlain(t *testing.T) {
+	fake := newFake()
+	fake.onConfigure = func(req broker.ConfigureRequest) (broker.ConfigureResult, error) {
+		return broker.ConfigureResult{QueueID: "qid", PartitionID: "pid", Queue: req.Queue, Options: req.Options, StoredPlain: true}, nil
+	}
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/configure", `{"queue":"q","options":{"encryptionEnabled":true}}`)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, []any{WarningStoredPlain}, r.json(t).(map[string]any)["warnings"])
+}
+
 func TestNearestOption(t *testing.T) {
 	for in, want := range map[string]string{
 		"leaseTimeout": "leaseTime", "LEASETIME": "leaseTime", "lease_time": "leaseTime", "retrylimit": "retryLimit",

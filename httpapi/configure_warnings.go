@@ -14,6 +14,11 @@ import (
 // then silently kept the default (issue 25): the answer now carries a warnings list naming each
 // ignored key and the option it was probably meant to be.
 
+// WarningStoredPlain is configure's warning for a queue with encryptionEnabled on a server
+// without QUEEN_ENCRYPTION_KEY (spec 9.2 stores its payloads in plaintext). `comb replay` reads
+// it to refuse carrying an encrypted queue into plaintext (issue 25).
+const WarningStoredPlain = "encryptionEnabled: this server has no QUEEN_ENCRYPTION_KEY, so the queue's payloads are stored in plaintext"
+
 // maxOptionWarnings bounds the warnings of one answer (an options object can be large).
 const maxOptionWarnings = 16
 

@@ -28,40 +28,42 @@ type fakeBackend struct {
 	delArgs   []any
 	dlqFilter broker.DLQFilter
 
-	onPush      func([]broker.PushItem) ([]broker.PushResult, error)
-	onPop       func(context.Context, broker.PopRequest) (broker.PopResult, error)
-	onAck       func(string, []broker.AckItem) ([]broker.AckResult, error)
-	onTx        func([]broker.TxOp) (broker.TxResult, error)
-	onConfigure func(broker.ConfigureRequest) (broker.ConfigureResult, error)
-	streams     fakeStreams // fake_streams_test.go
-	extendRes   broker.ExtendResult
-	seekRes     broker.SeekResult
-	pseekRes    broker.PartitionSeekResult
-	deleteErr   error
-	deletedN    int
-	existed     bool
-	dlqEntries  []broker.DLQEntry
-	dlqTotal    int
-	groups      []broker.GroupSummary
-	stats       broker.Stats
-	damaged     []broker.DamagedPartition
-	noSpace     *broker.NoSpaceState
-	ckptFail    *broker.CheckpointFailure
-	detail      []broker.GroupPartition
-	lagging     []broker.LaggingPartition
-	lagArg      int64
-	subArgs     []any
-	subN        int
-	subErr      error
-	maint       broker.MaintenanceStatus
-	maintErr    error
-	overview    broker.ResourceOverview
-	resQueues   []broker.ResourceQueue
-	resPage     broker.PartitionPage
-	resFilter   broker.ResourceFilter
-	resDetail   map[string]broker.ResourceQueueDetail
-	namespaces  []broker.ResourceLabel
-	tasks       []broker.ResourceLabel
+	onPush func([]broker.PushItem) ([]broker.PushResult, error)
+	onPop  func(context.Context, broker.PopRequest) (broker.PopResult, error)
+	// missingQueues are the queues QueueExists says do not exist (all others do).
+	missingQueues map[string]bool
+	onAck         func(string, []broker.AckItem) ([]broker.AckResult, error)
+	onTx          func([]broker.TxOp) (broker.TxResult, error)
+	onConfigure   func(broker.ConfigureRequest) (broker.ConfigureResult, error)
+	streams       fakeStreams // fake_streams_test.go
+	extendRes     broker.ExtendResult
+	seekRes       broker.SeekResult
+	pseekRes      broker.PartitionSeekResult
+	deleteErr     error
+	deletedN      int
+	existed       bool
+	dlqEntries    []broker.DLQEntry
+	dlqTotal      int
+	groups        []broker.GroupSummary
+	stats         broker.Stats
+	damaged       []broker.DamagedPartition
+	noSpace       *broker.NoSpaceState
+	ckptFail      *broker.CheckpointFailure
+	detail        []broker.GroupPartition
+	lagging       []broker.LaggingPartition
+	lagArg        int64
+	subArgs       []any
+	subN          int
+	subErr        error
+	maint         broker.MaintenanceStatus
+	maintErr      error
+	overview      broker.ResourceOverview
+	resQueues     []broker.ResourceQueue
+	resPage       broker.PartitionPage
+	resFilter     broker.ResourceFilter
+	resDetail     map[string]broker.ResourceQueueDetail
+	namespaces    []broker.ResourceLabel
+	tasks         []broker.ResourceLabel
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -125,6 +127,8 @@ func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error)
 	}
 	return out, nil
 }
+
+func (f *fakeBackend) QueueExists(name string) bool { return !f.missingQueues[name] }
 
 func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error) {
 	f.record("Pop")
