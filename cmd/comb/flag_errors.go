@@ -77,7 +77,7 @@ func explainParseError(fs *flag.FlagSet, err error) string {
 		return badValue(fs, "--"+m[2], m[2], m[1], m[3])
 	}
 	if m := reNoArgument.FindStringSubmatch(msg); m != nil {
-		if f := fs.Lookup(m[1]); f != nil {
+		if f := fs.Lookup(m[1]); f != nil && validForm(f) != "" {
 			return fmt.Sprintf("--%s needs a value: %s", m[1], validForm(f))
 		}
 		return fmt.Sprintf("--%s needs a value", m[1])
@@ -101,7 +101,9 @@ func badValue(fs *flag.FlagSet, where, name, value, reason string) string {
 		return fmt.Sprintf("%s %q: %s", where, value, reason)
 	}
 	if reason == "parse error" || reason == "value out of range" {
-		reason = validForm(f)
+		if reason = validForm(f); reason == "" {
+			reason = "not a valid value; the flag's description says what is"
+		}
 		if strings.HasPrefix(where, "--") {
 			return fmt.Sprintf("%s %q: %s", where, value, reason)
 		}
@@ -116,11 +118,12 @@ func badValue(fs *flag.FlagSet, where, name, value, reason string) string {
 	return fmt.Sprintf("%s: %s", where, reason)
 }
 
-// validForm says what a valid value of f looks like, from its type.
+// validForm says what a valid value of f looks like, from its type; "" for a type that has
+// no one form (a string).
 func validForm(f *flag.Flag) string {
 	g, ok := f.Value.(flag.Getter)
 	if !ok {
-		return "see its description"
+		return ""
 	}
 	switch g.Get().(type) {
 	case time.Duration:
@@ -134,7 +137,7 @@ func validForm(f *flag.Flag) string {
 	case float64:
 		return "want a number, like 1.5"
 	}
-	return "see its description"
+	return ""
 }
 
 func exampleInt(f *flag.Flag) string {

@@ -105,3 +105,18 @@ func TestDashboardURL(t *testing.T) {
 	require.Equal(t, "http://[::1]:7000/", dashboardURL(&net.TCPAddr{IP: net.IPv6loopback, Port: 7000}, false))
 	require.Equal(t, "http://127.0.0.1:7000/", dashboardURL(&net.TCPAddr{IP: net.IPv6unspecified, Port: 7000}, false))
 }
+
+// The other verbs answer a bad flag the same way.
+func TestOtherVerbsExplainABadFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dump", "--queue"}, "comb dump: --queue needs a value\nsee comb dump -h\n"},
+		{[]string{"fsck", "--bogus", "x"}, "comb fsck: unknown flag -bogus\nsee comb fsck -h\n"},
+		{[]string{"token", "--exp"}, "comb token: --exp needs a value: want a duration with a unit, like 500ms, 30s, 5m or 1h\nsee comb token -h\n"},
+	} {
+		_, _, stderr := runComb(t, c.args...)
+		require.Equal(t, c.want, stderr, c.args)
+	}
+}
