@@ -100,9 +100,11 @@ flags:`)
 	st, err := fsck.Replay(ctx, o)
 	fmt.Fprintf(os.Stderr, "comb replay: %d partitions, %d queues configured, %d pushed, %d already there (duplicates), %d skipped by the resume state, %d requests\n",
 		st.Partitions, st.Configured, st.Pushed, st.Duplicates, st.Skipped, st.Requests)
-	fmt.Fprintln(os.Stderr, "comb replay: not carried:")
-	for _, n := range fsck.NotCarried(o) {
-		fmt.Fprintln(os.Stderr, "  -", n)
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "comb replay: not carried (see to them on the target):")
+		for _, n := range fsck.NotCarried(o) {
+			fmt.Fprintln(os.Stderr, "  -", n)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "comb replay:", err)
