@@ -123,7 +123,7 @@ func (d *HTTPDriver) RegisterStream(ctx context.Context, name, source, sink stri
 	hw.body = append(hw.body, `,"sink_queue":`...)
 	hw.body = appendJSONString(hw.body, sink)
 	hw.body = append(hw.body, `,"config_hash":"bench","reset":true}`...)
-	if err := hw.do(OpCycle, fasthttp.MethodPost, []byte("/streams/v1/queries"), hw.body, requestTimeout); err != nil {
+	if err := hw.do(OpCycle, fasthttp.MethodPost, []byte("/streams/v1/queries"), hw.body, RequestTimeout); err != nil {
 		return "", err
 	}
 	if hw.resp.StatusCode() != fasthttp.StatusOK {
@@ -155,7 +155,7 @@ func (w *httpWorker) Commit(_ context.Context, b Batch, s *CommitSpec) (bool, er
 	}
 	w.seq++
 	w.uri = append(w.uri[:0], path...)
-	if err := w.do(op, fasthttp.MethodPost, w.uri, w.body, requestTimeout); err != nil {
+	if err := w.do(op, fasthttp.MethodPost, w.uri, w.body, RequestTimeout); err != nil {
 		return false, err
 	}
 	if w.resp.StatusCode() != fasthttp.StatusOK {

@@ -1,14 +1,16 @@
 // Package bench is comb's load generator. It drives a broker through the Queen v1 HTTP API
 // (spec sections 1 push, 3 pop, 4 ack), so it measures comb or any Queen-compatible server the
-// same way, and drives the two peers a user would otherwise pick on one machine (Redis Streams
-// and NATS JetStream) with the same workload shapes through their official Go clients.
+// same way; package bench/peers drives the two peers a user would otherwise pick on one
+// machine (Redis Streams and NATS JetStream) with the same workload shapes through their
+// official Go clients, registered (RegisterDriver) only in bin/comb-bench, so the server
+// binary links neither client nor anything else a benchmark needs beyond bench itself.
 //
 // What it owns:
 //   - the workloads: push, consume, e2e, fanout and longpoll (config.go, run.go, workers.go),
 //     and cycle with its baseline transaction (cycle.go: streams cycles, spec 10, issue 12);
-//   - the Driver seam and its three implementations (driver_http.go, driver_redis.go,
-//     driver_nats.go);
-//   - measurement: HDR histograms of request and end-to-end latency, counters, the open-loop
+//   - the Driver seam, comb's implementation (driver_http.go) and the registry of the peers'
+//     (run.go: RegisterDriver);
+//   - measurement: HDR histograms (hist.go) of request and end-to-end latency, counters, the open-loop
 //     timeline that keeps coordinated omission from hiding latency (schedule.go), sampling at
 //     the window's edges (probe.go) of a local server's RSS and CPU from /proc (procstat.go),
 //     of the host's busy CPU and load average (hoststat.go), and of a comb server's sync

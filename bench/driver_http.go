@@ -12,8 +12,9 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// requestTimeout bounds every non-long-poll request (the clients use 30 s, spec 0.2).
-const requestTimeout = 30 * time.Second
+// RequestTimeout bounds every non-long-poll request of every driver (the clients use 30 s,
+// spec 0.2).
+const RequestTimeout = 30 * time.Second
 
 // HTTPDriver speaks the Queen v1 HTTP API through one fasthttp HostClient: keep-alive
 // connections, no pipelining, at most one connection per worker.
@@ -59,7 +60,7 @@ func NewHTTPDriver(rawURL string, conns int, dial fasthttp.DialFunc) (*HTTPDrive
 			IsTLS:                         u.Scheme == "https",
 			Dial:                          dial,
 			MaxConns:                      conns,
-			MaxConnWaitTimeout:            requestTimeout,
+			MaxConnWaitTimeout:            RequestTimeout,
 			MaxIdleConnDuration:           time.Minute,
 			NoDefaultUserAgentHeader:      true,
 			DisableHeaderNamesNormalizing: true,
@@ -141,7 +142,7 @@ func (w *httpWorker) Push(_ context.Context, dst Dest, payload []byte, n int) (i
 	w.body = AppendPushBody(w.body[:0], w.d.queues[dst.Queue], w.d.parts[dst.Partition], w.txPrefix, w.seq, payload, n)
 	w.seq += uint64(n)
 	w.uri = append(w.uri[:0], "/api/v1/push"...)
-	if err := w.do(OpPush, fasthttp.MethodPost, w.uri, w.body, requestTimeout); err != nil {
+	if err := w.do(OpPush, fasthttp.MethodPost, w.uri, w.body, RequestTimeout); err != nil {
 		return 0, err
 	}
 	if sc := w.resp.StatusCode(); sc != fasthttp.StatusCreated && sc != fasthttp.StatusOK {
@@ -154,7 +155,7 @@ func (w *httpWorker) Push(_ context.Context, dst Dest, payload []byte, n int) (i
 func (w *httpWorker) Pop(_ context.Context, s Source) (Batch, error) {
 	waitMs := int(s.Wait / time.Millisecond)
 	w.uri = AppendPopURI(w.uri[:0], w.d.queues[s.Queue], s.Group, s.Max, waitMs)
-	if err := w.do(OpPop, fasthttp.MethodGet, w.uri, nil, requestTimeout+s.Wait); err != nil {
+	if err := w.do(OpPop, fasthttp.MethodGet, w.uri, nil, RequestTimeout+s.Wait); err != nil {
 		return nil, err
 	}
 	switch w.resp.StatusCode() {
@@ -178,7 +179,7 @@ func (w *httpWorker) Ack(_ context.Context, b Batch) (int, error) {
 		return 0, nil
 	}
 	w.uri = append(w.uri[:0], "/api/v1/ack/batch"...)
-	if err := w.do(OpAck, fasthttp.MethodPost, w.uri, pb.AckBody(), requestTimeout); err != nil {
+	if err := w.do(OpAck, fasthttp.MethodPost, w.uri, pb.AckBody(), RequestTimeout); err != nil {
 		return 0, err
 	}
 	if w.resp.StatusCode() != fasthttp.StatusOK {

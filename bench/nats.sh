@@ -4,8 +4,9 @@
 #   bench/nats.sh <default|always> <workload> [comb bench flags...]
 #
 # Starts `nats-server -js` on 127.0.0.1:$NATS_PORT (default 14222) with file storage in a
-# temporary directory, runs `$COMB bench <workload> --driver nats ...`, then stops the server
-# and deletes its data, whatever happened (trap).
+# temporary directory, runs `$COMB_BENCH bench <workload> --driver nats ...`, then stops the
+# server and deletes its data, whatever happened (trap). $COMB_BENCH (comb built with -tags
+# peers, which links the NATS driver) defaults to bin/comb-bench, built if missing.
 #
 # "always" asks for `sync_interval: always` (fsync every write). That JetStream option arrived
 # in nats-server 2.10; Debian 12 ships 2.9.10, which rejects it, so on such a server this script
@@ -18,8 +19,8 @@ shift
 case "$mode" in default|always) ;; *) echo "nats.sh: mode must be default or always" >&2; exit 2 ;; esac
 port=${NATS_PORT:-14222}
 root=$(cd "$(dirname "$0")/.." && pwd)
-comb=${COMB:-$root/bin/comb}
-[ -x "$comb" ] || (cd "$root" && go build -o "$comb" ./cmd/comb)
+comb=${COMB_BENCH:-$root/bin/comb-bench}
+[ -x "$comb" ] || (cd "$root" && go build -tags peers -o "$comb" ./cmd/comb)
 command -v nats-server >/dev/null || { echo "nats.sh: nats-server not installed (apt-get install -y nats-server)" >&2; exit 3; }
 
 dir=$(mktemp -d -t comb-bench-nats.XXXXXX)

@@ -5,16 +5,17 @@
 #
 # Starts redis-server on 127.0.0.1:$REDIS_PORT (default 16379) in a temporary directory with
 # the append-only file on and `appendfsync` set to the first argument, runs
-# `$COMB bench <workload> --driver redis ...`, then stops the server and deletes its data,
-# whatever happened (trap). $COMB defaults to bin/comb, built if missing.
+# `$COMB_BENCH bench <workload> --driver redis ...`, then stops the server and deletes its data,
+# whatever happened (trap). $COMB_BENCH (comb built with -tags peers, which links the Redis
+# driver) defaults to bin/comb-bench, built if missing (make comb-bench).
 set -euo pipefail
 fsync=${1:?usage: bench/redis.sh <always|everysec> <workload> [flags...]}
 shift
 case "$fsync" in always|everysec) ;; *) echo "redis.sh: appendfsync must be always or everysec" >&2; exit 2 ;; esac
 port=${REDIS_PORT:-16379}
 root=$(cd "$(dirname "$0")/.." && pwd)
-comb=${COMB:-$root/bin/comb}
-[ -x "$comb" ] || (cd "$root" && go build -o "$comb" ./cmd/comb)
+comb=${COMB_BENCH:-$root/bin/comb-bench}
+[ -x "$comb" ] || (cd "$root" && go build -tags peers -o "$comb" ./cmd/comb)
 command -v redis-server >/dev/null || { echo "redis.sh: redis-server not installed (apt-get install -y redis-server)" >&2; exit 3; }
 
 dir=$(mktemp -d -t comb-bench-redis.XXXXXX)

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Percentiles of a latency histogram, in milliseconds.
@@ -22,7 +20,7 @@ type Percentiles struct {
 }
 
 // PercentilesOf reads a microsecond histogram into milliseconds; the zero value for nil.
-func PercentilesOf(h *hdrhistogram.Histogram) Percentiles {
+func PercentilesOf(h *Histogram) Percentiles {
 	if h == nil || h.TotalCount() == 0 {
 		return Percentiles{}
 	}

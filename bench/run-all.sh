@@ -22,6 +22,10 @@ out=${BENCH_OUT:-$(mktemp -d -t comb-bench-all.XXXXXX)}
 mkdir -p "$out"
 export COMB="$out/comb"
 go build -o "$COMB" ./cmd/comb
+# The peers' drivers are only in a binary built with -tags peers (issue 26: the server links no
+# peer client); bench/redis.sh and bench/nats.sh run that one.
+export COMB_BENCH="$out/comb-bench"
+go build -tags peers -o "$COMB_BENCH" ./cmd/comb
 
 # The same shape for every server (issue 6): 200-byte payloads, batch 100.
 flags_for() {

@@ -12,22 +12,46 @@ import (
 	"time"
 )
 
-// NewDriver builds the driver cfg.Driver names, sized for conns concurrent workers.
+// NewDriver builds the driver cfg.Driver names, sized for conns concurrent workers: comb's
+// own (any Queen v1 HTTP server), or a peer's that RegisterDriver added.
+//
+// Errors: ErrConfig for an unknown driver, or a peer's driver this binary was built without
+// (the server binary links no benchmark peer: `make comb-bench`, package bench/peers).
 func NewDriver(cfg Config, conns int) (Driver, error) {
-	switch cfg.Driver {
-	case DriverComb:
+	if cfg.Driver == DriverComb {
 		d, err := NewHTTPDriver(cfg.URL, conns, nil)
 		if err == nil {
 			d.authorization = bearerHeader(cfg.Token)
 		}
 		return d, err
-	case DriverRedis:
-		return NewRedisDriver(cfg.RedisAddr, conns), nil
-	case DriverNATS:
-		return NewNATSDriver(cfg.NATSURL)
+	}
+	peersMu.RLock()
+	newPeer := peers[cfg.Driver]
+	peersMu.RUnlock()
+	switch {
+	case newPeer != nil:
+		return newPeer(cfg, conns)
+	case cfg.Driver == DriverRedis || cfg.Driver == DriverNATS:
+		return nil, fmt.Errorf("driver %q is not in this binary: use bin/comb-bench (make comb-bench, built with -tags peers): %w", cfg.Driver, ErrConfig)
 	default:
 		return nil, fmt.Errorf("driver %q: %w", cfg.Driver, ErrConfig)
 	}
+}
+
+// PeerDriver builds a peer's driver for cfg, sized for conns concurrent workers.
+type PeerDriver func(cfg Config, conns int) (Driver, error)
+
+var (
+	peersMu sync.RWMutex
+	peers   = map[string]PeerDriver{}
+)
+
+// RegisterDriver makes NewDriver build name's driver with newDriver (package bench/peers
+// registers redis and nats). Safe for concurrent use; a later registration of a name wins.
+func RegisterDriver(name string, newDriver PeerDriver) {
+	peersMu.Lock()
+	peers[name] = newDriver
+	peersMu.Unlock()
 }
 
 // Workers is how many concurrent workers (and so connections) a normalized cfg runs.

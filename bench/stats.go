@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
 )
 
@@ -29,10 +28,6 @@ const (
 	histDigits    = 3
 )
 
-func newHist() *hdrhistogram.Histogram {
-	return hdrhistogram.New(histMinMicros, histMaxMicros, histDigits)
-}
-
 // Stats collects one run. Counters are atomic and always running (the coordinator diffs
 // snapshots at the window's edges); histograms are per worker and merged when a worker ends, and
 // only take samples while the measured window is open.
@@ -49,12 +44,12 @@ type Stats struct {
 
 	mu     sync.Mutex
 	errors map[string]int64
-	hists  map[string]*hdrhistogram.Histogram // Op names and "e2e"
+	hists  map[string]*Histogram // Op names and "e2e"
 }
 
 // NewStats returns an empty collector.
 func NewStats() *Stats {
-	return &Stats{errors: map[string]int64{}, hists: map[string]*hdrhistogram.Histogram{}}
+	return &Stats{errors: map[string]int64{}, hists: map[string]*Histogram{}}
 }
 
 // Counters is a snapshot of the running totals.
@@ -100,7 +95,7 @@ func (s *Stats) ErrorTotal() int64 {
 }
 
 // Hist returns the merged histogram of a name (an Op or "e2e"), nil when nothing was recorded.
-func (s *Stats) Hist(name string) *hdrhistogram.Histogram {
+func (s *Stats) Hist(name string) *Histogram {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hists[name]
@@ -120,13 +115,13 @@ func (s *Stats) HistNames() []string {
 
 // Worker returns the single-goroutine recorder of one worker.
 func (s *Stats) Worker() *WorkerStats {
-	return &WorkerStats{s: s, hists: map[string]*hdrhistogram.Histogram{}}
+	return &WorkerStats{s: s, hists: map[string]*Histogram{}}
 }
 
 // WorkerStats is one worker's view of Stats; not safe for concurrent use.
 type WorkerStats struct {
 	s     *Stats
-	hists map[string]*hdrhistogram.Histogram
+	hists map[string]*Histogram
 }
 
 func (w *WorkerStats) record(name string, micros int64) {
@@ -196,7 +191,7 @@ func (w *WorkerStats) Flush() {
 			w.s.hists[name] = h
 		}
 	}
-	w.hists = map[string]*hdrhistogram.Histogram{}
+	w.hists = map[string]*Histogram{}
 }
 
 // StatusError is a 2xx-less answer from an HTTP server.

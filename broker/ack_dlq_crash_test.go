@@ -11,21 +11,22 @@ import (
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
-// dlqPowerEnv is a broker on a strict twin behind a Faulty, with one queue
+// dlqPowerEnv is a broker on a strict twin behind an errorfs.FS, with one queue
 // whose messages go to the DLQ on their first failure.
 type dlqPowerEnv struct {
 	t   *testing.T
 	mem *vfs.Mem
-	fy  *vfs.Faulty
+	fy  *errorfs.FS
 	b   *Broker
 	clk *testClock
 }
 
 func newDLQPowerEnv(t *testing.T, mem *vfs.Mem, clk *testClock, configure bool) *dlqPowerEnv {
 	t.Helper()
-	fy := vfs.NewFaulty(mem)
+	fy := errorfs.New(mem)
 	cfg := syncFSFlushConfig(fy, false)
 	cfg.Now = clk.Now
 	b, err := Open(cfg)
@@ -94,7 +95,7 @@ func TestDLQRecordWhoseCommitLogEntryWasLostIsCutAtRecovery(t *testing.T) {
 	require.NoError(t, e.b.flushPass()) // summaries and a metadata snapshot; no DLQ yet
 
 	// The ack's commit-log entry never becomes durable: its fdatasync fails.
-	tx, err := e.failOne("g", func() { e.fy.Inject(vfs.Fault{Op: vfs.OpSync, Under: "/data/commitlog"}) })
+	tx, err := e.failOne("g", func() { e.fy.Inject(errorfs.Fault{Op: errorfs.OpSync, Under: "/data/commitlog"}) })
 	require.Equal(t, "a", tx)
 	require.Error(t, err, "the ack is not answered success")
 	writeBack(t, mem, filepath.Join("/data", meta.DLQDir))
@@ -114,4 +115,35 @@ func TestDLQRecordWhoseCommitLogEntryWasLostIsCutAtRecovery(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, total, "dead-lettered once")
 	assert.Equal(t, "a", entries[0].TransactionID)
+}
+
+// Issue 21 (found by fsck/powertest, seed 300): an ack's dead letter and the
+// checkpoint that moves the cursor past its message are two commit-log
+// entries, so a power cut between their syncs keeps the dead letter and
+// delivers the message again. Its next failure must find the dead letter
+// stored (ackDLQKey), not write a second one; another group's failure of the
+// same message is its own dead letter.
+func TestAMessageFailsIntoTheDLQOncePerGroup(t *testing.T) {
+	mem := vfs.NewStrictMem("/data")
+	e := newDLQPowerEnv(t, mem, newTestClock(), true)
+	_, err := e.b.Push([]PushItem{{Queue: "q", TransactionID: "a", Payload: []byte(`"a"`)}})
+	require.NoError(t, err)
+	p := e.b.lookupQueue("q").partition("Default")
+	fail := func(group string) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		require.NoError(t, e.b.writeDLQLocked(p, []dlqItem{{offset: p.log.NextOffset() - 1, group: group, errMsg: "boom"}}, 1, "Retries exhausted", ""))
+	}
+	fail("g")
+	fail("g") // the same failure after the cursor move was lost
+	entries, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	require.NoError(t, err)
+	require.Equal(t, 1, total, "dead-lettered once for g")
+	assert.Equal(t, "g", entries[0].Group)
+	assert.Equal(t, "a", entries[0].TransactionID)
+
+	fail("h")
+	_, total, err = e.b.DLQ(DLQFilter{Queue: "q"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total, "h's failure is its own dead letter")
 }

@@ -14,7 +14,7 @@ import (
 
 // atRest is payload encryption at rest (spec 9.2, issue 11): push and transaction push seal
 // the payloads of queues with encryptionEnabled before anything is written (so the segment
-// files, the DLQ copies and the cursor journal's transaction redo records all hold the sealed
+// files, the DLQ copies and the commit log's transaction redo records all hold the sealed
 // form), and every read path (pop, DLQ listing) opens them again. A payload that cannot be
 // opened is never handed out as if it were the payload: the message carries PayloadError and
 // no payload, the failure is logged (sampled) and counted.

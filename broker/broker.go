@@ -10,6 +10,7 @@ import (
 
 	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
@@ -32,7 +33,7 @@ type Broker struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	dir       string
-	syncMode  segment.SyncPolicy
+	syncMode  commitlog.SyncPolicy
 	segOpts   segment.Options
 	lockFile  io.Closer     // the LOCK (vfs.FS.Lock: flock on a real disk)
 	fs        vfs.FS        // under the metadata journal and the segment logs (Config.FS)
@@ -222,7 +223,7 @@ type partition struct {
 
 func (q *queue) options() QueueOptions { return q.conf.Load().opts }
 
-func (b *Broker) noSync() bool { return b.syncMode == segment.SyncNever }
+func (b *Broker) noSync() bool { return b.syncMode == commitlog.SyncNever }
 
 func (b *Broker) newQueue(id [16]byte, name string, createdAt int64, c queueConf) *queue {
 	q := &queue{

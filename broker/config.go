@@ -15,7 +15,7 @@ type Config struct {
 	DataDir            string        // created if missing
 	Sync               string        // "always" (default), "interval", "never"
 	SyncInterval       time.Duration // for Sync "interval"; default 10 ms
-	CheckpointInterval time.Duration // cursor journal checkpoint period; default 5 ms
+	CheckpointInterval time.Duration // cursor checkpoint period (commit-log entries); default 5 ms
 	MaxSegmentFileSize int64         // bytes; default 64 MiB
 	MaxBatch           int           // pop batch cap; default 10000
 	Logger             zerolog.Logger
@@ -57,7 +57,7 @@ type Config struct {
 	// default 0 = rotate by size only.
 	MaxSegmentFileAge time.Duration
 	// FS is the file system under every journal and log (metadata, cursor,
-	// segments); nil means vfs.OS. Tests pass vfs.Mem or vfs.Faulty.
+	// segments); nil means vfs.OS. Tests pass vfs.Mem or errorfs.FS.
 	FS vfs.FS
 	// FlushInterval is the longest the commit log goes without a flush pass
 	// (flush.go: partition files synced, snapshots written, the log

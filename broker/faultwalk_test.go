@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // walkScenario drives one broker through creation, configure, pushes to new
@@ -93,20 +94,20 @@ func walkScenario(fsys vfs.FS) (walkAcked, error) {
 // to its group.
 func TestFaultWalk(t *testing.T) {
 	recMem := vfs.NewStrictMem("/data")
-	rec := vfs.NewFaulty(recMem)
+	rec := errorfs.New(recMem)
 	rec.Record()
 	clean, err := walkScenario(rec)
 	require.NoError(t, err)
 	require.Len(t, clean.pushed, 7, "the scenario without faults stores everything")
 	require.Len(t, clean.acked, 2)
 	checkAfterCrash(t, "no fault", recMem.Crash(true), clean)
-	counts := map[vfs.Op]int{}
+	counts := map[errorfs.Op]int{}
 	for _, c := range rec.Trace() {
-		if c.Op != vfs.OpRead {
+		if c.Op != errorfs.OpRead {
 			counts[c.Op]++
 		}
 	}
-	var ops []vfs.Op
+	var ops []errorfs.Op
 	for op := range counts {
 		ops = append(ops, op)
 	}
@@ -117,8 +118,8 @@ func TestFaultWalk(t *testing.T) {
 			for _, e := range []error{unix.ENOSPC, unix.EIO} {
 				name := fmt.Sprintf("%s#%d/%v", op, k, e)
 				m := vfs.NewStrictMem("/data")
-				fy := vfs.NewFaulty(m)
-				fy.Inject(vfs.Fault{Op: op, Skip: k, Count: 1, Err: e, Short: op == vfs.OpWrite})
+				fy := errorfs.New(m)
+				fy.Inject(errorfs.Fault{Op: op, Skip: k, Count: 1, Err: e, Short: op == errorfs.OpWrite})
 				acked, _ := walkScenario(fy)
 				checkAfterCrash(t, name, m.Crash(true), acked)
 				runs++

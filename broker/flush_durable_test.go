@@ -16,6 +16,7 @@ import (
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // syncFSFlushConfig is a broker on fsys whose flush passes run only when the
@@ -80,7 +81,7 @@ func drainPartitions(t *testing.T, b *Broker, n int) []string {
 func TestFlushPassKeepsEveryMessageWhenSyncFSSyncsNothing(t *testing.T) {
 	mem := vfs.NewStrictMem("/data")
 	mem.SetSyncFSNoop(true)
-	fy := vfs.NewFaulty(mem)
+	fy := errorfs.New(mem)
 	b, err := Open(syncFSFlushConfig(fy, false))
 	require.NoError(t, err)
 	defer b.Close()
@@ -92,7 +93,7 @@ func TestFlushPassKeepsEveryMessageWhenSyncFSSyncsNothing(t *testing.T) {
 	require.Greater(t, b.wal.FirstLSN(), pushed, "the pass cut the commit log behind the pushes")
 	fdatasyncs := map[string]int{}
 	for _, c := range fy.Trace() {
-		if c.Op == vfs.OpSync {
+		if c.Op == errorfs.OpSync {
 			fdatasyncs[c.Path]++
 		}
 	}
@@ -129,7 +130,7 @@ func TestFlushPassKeepsEveryMessageWhenSyncFSSyncsNothing(t *testing.T) {
 func TestFlushPassSyncsManyNewDirectoriesWithOneSyncFS(t *testing.T) {
 	mem := vfs.NewStrictMem("/data")
 	mem.SetFSType(vfs.MagicExt4)
-	fy := vfs.NewFaulty(mem)
+	fy := errorfs.New(mem)
 	b, err := Open(syncFSFlushConfig(fy, true))
 	require.NoError(t, err)
 	defer b.Close()
@@ -143,18 +144,18 @@ func TestFlushPassSyncsManyNewDirectoriesWithOneSyncFS(t *testing.T) {
 	fy.Record()
 	require.NoError(t, b.flushPass())
 	partitions := filepath.Join("/data", meta.PartitionsDir)
-	// Faulty records SyncFS as a syncdir of the directory it names: the
+	// errorfs.FS records SyncFS as a syncdir of the directory it names: the
 	// segment committer's names its first log's directory, the new
 	// directories' names the data directory.
 	syncFS, partitionDirSyncs := 0, 0
 	for _, c := range fy.Trace() {
 		switch {
-		case c.Op == vfs.OpSyncDir && c.Path == "/data":
+		case c.Op == errorfs.OpSyncDir && c.Path == "/data":
 			syncFS++
-		case c.Op == vfs.OpSyncDir && strings.HasPrefix(c.Path, partitions+"/"):
+		case c.Op == errorfs.OpSyncDir && strings.HasPrefix(c.Path, partitions+"/"):
 			partitionDirSyncs++
 		}
-		assert.False(t, c.Op == vfs.OpSync && strings.HasSuffix(c.Path, meta.DescriptorFile), "no fsync of a DESCRIPTOR: %s", c.Path)
+		assert.False(t, c.Op == errorfs.OpSync && strings.HasSuffix(c.Path, meta.DescriptorFile), "no fsync of a DESCRIPTOR: %s", c.Path)
 	}
 	assert.Equal(t, 1, syncFS, "one syncfs for the new directories")
 	assert.Equal(t, 1, partitionDirSyncs, "one syncfs for the logs, no fsync per directory")
@@ -191,8 +192,8 @@ func TestOpenRefusesFlushSyncFSOnAnUntrustedFileSystem(t *testing.T) {
 func TestOpenRefusesAFileSystemWithoutFsync(t *testing.T) {
 	for _, errno := range []error{unix.EINVAL, unix.EOPNOTSUPP} {
 		mem := vfs.NewStrictMem("/data")
-		fy := vfs.NewFaulty(mem)
-		fy.Inject(vfs.Fault{Op: vfs.OpSync, Err: errno})
+		fy := errorfs.New(mem)
+		fy.Inject(errorfs.Fault{Op: errorfs.OpSync, Err: errno})
 		_, err := Open(syncFSFlushConfig(fy, false))
 		require.ErrorIs(t, err, ErrNotDurable, errno)
 		require.ErrorIs(t, err, vfs.ErrSyncUnsupported)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // fullDiskEnv is an env whose disk can be filled: the commit log's files are
@@ -22,14 +23,14 @@ import (
 // disk that filled up.
 type fullDiskEnv struct {
 	*env
-	f    *vfs.Faulty
+	f    *errorfs.FS
 	stop func()
 }
 
 func newFullDiskEnv(t *testing.T) *fullDiskEnv {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clk: newTestClock()}
-	f := vfs.NewFaulty(vfs.OS)
+	f := errorfs.New(vfs.OS)
 	b, err := Open(Config{DataDir: e.dir, Sync: "never", Now: e.clk.Now, Logger: zerolog.Nop(), WakeTick: time.Millisecond,
 		CheckpointInterval: time.Hour, FS: f, CommitLogFileBytes: 64 << 10})
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func newFullDiskEnv(t *testing.T) *fullDiskEnv {
 // room left (the file in use and a spare made before) is taken by filler
 // entries (a kind recovery ignores).
 func (e *fullDiskEnv) fill() {
-	e.stop = e.f.Inject(vfs.Fault{Op: vfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
+	e.stop = e.f.Inject(errorfs.Fault{Op: errorfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
 	size := 4 << 10
 	for i := 0; size > 0; i++ {
 		require.Less(e.t, i, 10000, "the commit log never ran out of room")

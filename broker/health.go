@@ -7,8 +7,9 @@ import (
 )
 
 // Healthy reports whether the broker is open and its journals accept writes:
-// false once closed, or once the cursor journal is unusable until a restart
-// (a failed fdatasync; see CheckpointFailure). A full disk is not unhealthy
+// false once closed, or once cursor checkpoints cannot be made durable until
+// a restart (a failed write or fdatasync of the commit log; see
+// CheckpointFailure). A full disk is not unhealthy
 // but degraded: the broker answers 5xx to what it cannot make durable and
 // recovers by itself once space is freed.
 func (b *Broker) Healthy() bool {
@@ -22,9 +23,9 @@ func (b *Broker) Healthy() bool {
 // CheckpointFailure is why consumption cannot be made durable right now (GET
 // /health reports it).
 type CheckpointFailure struct {
-	// Reason is the cursor journal's error, e.g. "cursor checkpoint failed
-	// (retrying): cursor journal <path>: preallocate bytes 65536..131072: write
-	// <path>: no space left on device".
+	// Reason is the failed checkpoint's error (cursor.CheckpointError: the
+	// commit log's append or its wait), e.g. a full disk's "no space left on
+	// device".
 	Reason      string
 	SinceMicros int64 // when checkpoints started failing
 	// Sticky: a journal fdatasync failed; only a restart brings consumption

@@ -8,6 +8,7 @@ import (
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/names"
 )
 
 // Configure creates or reconfigures a queue (spec 2): a whole replace of
@@ -21,13 +22,13 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 		return ConfigureResult{}, err
 	}
 	defer b.leave()
-	if err := checkName("Queue", req.Queue); err != nil {
+	if err := nameErr(names.Queue, req.Queue); err != nil {
 		return ConfigureResult{}, err
 	}
-	if err := checkLabel("namespace", req.Namespace); err != nil {
+	if err := labelErr(names.Namespace, req.Namespace); err != nil {
 		return ConfigureResult{}, err
 	}
-	if err := checkLabel("task", req.Task); err != nil {
+	if err := labelErr(names.Task, req.Task); err != nil {
 		return ConfigureResult{}, err
 	}
 	opts := req.Options

@@ -17,6 +17,7 @@ import (
 
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // nsEnv is a broker on the crash-simulating Mem twin (strict: only durable
@@ -27,7 +28,7 @@ import (
 type nsEnv struct {
 	t    *testing.T
 	mem  *vfs.Mem
-	f    *vfs.Faulty
+	f    *errorfs.FS
 	clk  *testClock
 	b    *Broker
 	stop func()
@@ -46,7 +47,7 @@ func newNSEnv(t *testing.T) *nsEnv {
 
 func (n *nsEnv) open() {
 	n.t.Helper()
-	n.f = vfs.NewFaulty(n.mem)
+	n.f = errorfs.New(n.mem)
 	b, err := Open(Config{DataDir: "/data", FS: n.f, Sync: "always", Now: n.clk.Now, Logger: zerolog.Nop(),
 		WakeTick: time.Millisecond, CheckpointInterval: time.Hour, FlushInterval: time.Hour,
 		MaintenanceInterval: -1, CommitLogFileBytes: 64 << 10})
@@ -79,7 +80,7 @@ func (n *nsEnv) diskFree() { n.mem.SetCapacity(0) }
 // walFull fills the commit log: no new file can be made and the one in use
 // is taken up by filler entries (a kind recovery skips).
 func (n *nsEnv) walFull() {
-	n.stop = n.f.Inject(vfs.Fault{Op: vfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
+	n.stop = n.f.Inject(errorfs.Fault{Op: errorfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
 	size := 4 << 10
 	for i := 0; size > 0; i++ {
 		require.Less(n.t, i, 10000, "the commit log never ran out of room")
@@ -453,12 +454,12 @@ func TestFullDiskRepeatedRefusals(t *testing.T) {
 func TestQuotaIsAFullDisk(t *testing.T) {
 	n := newNSEnv(t)
 	n.push("q", "p", "a0")
-	stop := n.f.Inject(vfs.Fault{Op: vfs.OpWrite, Under: ".seg", Err: unix.EDQUOT, Short: true})
+	stop := n.f.Inject(errorfs.Fault{Op: errorfs.OpWrite, Under: ".seg", Err: unix.EDQUOT, Short: true})
 	_, err := n.pushErr("q", "p", "a1", "a2")
 	n.requireNoSpace(err, "queue q partition p: its segment file")
 	require.ErrorIs(t, err, unix.EDQUOT)
 	stop()
-	stop = n.f.Inject(vfs.Fault{Op: vfs.OpMkdir, Under: "partitions/", Err: unix.EDQUOT})
+	stop = n.f.Inject(errorfs.Fault{Op: errorfs.OpMkdir, Under: "partitions/", Err: unix.EDQUOT})
 	_, err = n.pushErr("q", "new", "b0")
 	require.ErrorIs(t, err, ErrNoSpace)
 	require.ErrorIs(t, err, unix.EDQUOT)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -21,8 +21,8 @@ var ErrNotDurable = errors.New("the data directory's file system cannot make wri
 //
 // Errors: ErrNotDurable wrapped with the reason and what to do; the probe's
 // own error when it failed otherwise (EIO, ENOSPC).
-func checkDurability(fsys vfs.FS, cfg Config, policy segment.SyncPolicy) error {
-	if policy != segment.SyncNever {
+func checkDurability(fsys vfs.FS, cfg Config, policy commitlog.SyncPolicy) error {
+	if policy != commitlog.SyncNever {
 		if err := vfs.ProbeSync(fsys, cfg.DataDir); err != nil {
 			if errors.Is(err, vfs.ErrSyncUnsupported) {
 				return fmt.Errorf("broker: %s: %w: %w; put the data directory on a local file system that supports fsync (ext4, xfs, btrfs; docs/operations.md, \"File systems\")", cfg.DataDir, ErrNotDurable, err)

@@ -21,9 +21,9 @@ type LatencyHistogram struct {
 // numSyncBuckets is len(SyncBucketsMicros) plus the +Inf bucket.
 const numSyncBuckets = 14
 
-// syncHist counts every sync of the segment committer and of the commit log
-// (issue 10: every sync, not a sample) in atomic buckets: observe is called
-// by either committer at each sync and takes no lock; snapshot is what Stats
+// syncHist counts every group-commit sync of the commit log (issue 10: every
+// sync, not a sample) in atomic buckets: observe is called by the commit
+// log's committer at each sync and takes no lock; snapshot is what Stats
 // reports, the same to every scraper (/metrics and /metrics/prometheus).
 type syncHist struct {
 	counts [numSyncBuckets]atomic.Uint64 // per bucket, not cumulative; the last is +Inf

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/names"
 	"github.com/combmq/comb/segment"
 )
 
@@ -113,11 +114,11 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 func validatePushItems(items []PushItem) error {
 	for i := range items {
 		it := &items[i]
-		if err := checkName("Queue", it.Queue); err != nil {
+		if err := nameErr(names.Queue, it.Queue); err != nil {
 			return err
 		}
 		if it.Partition != "" {
-			if err := checkName("Partition", it.Partition); err != nil {
+			if err := nameErr(names.Partition, it.Partition); err != nil {
 				return err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // walk appends 60 entries (rotating through 4 KiB files and truncating once)
@@ -39,16 +40,16 @@ func walk(fsys vfs.FS) (acked int) {
 // faults: Open never refuses, every acknowledged entry is there with its
 // contents, and nothing but appended entries is.
 func TestFaultWalk(t *testing.T) {
-	rec := vfs.NewFaulty(vfs.NewStrictMem("/data"))
+	rec := errorfs.New(vfs.NewStrictMem("/data"))
 	rec.Record()
 	require.Equal(t, 60, walk(rec))
-	counts := map[vfs.Op]int{}
+	counts := map[errorfs.Op]int{}
 	for _, c := range rec.Trace() {
-		if c.Op != vfs.OpRead {
+		if c.Op != errorfs.OpRead {
 			counts[c.Op]++
 		}
 	}
-	var ops []vfs.Op
+	var ops []errorfs.Op
 	for op := range counts {
 		ops = append(ops, op)
 	}
@@ -59,8 +60,8 @@ func TestFaultWalk(t *testing.T) {
 			for _, e := range []error{unix.ENOSPC, unix.EIO} {
 				name := fmt.Sprintf("%s#%d/%v", op, k, e)
 				m := vfs.NewStrictMem("/data")
-				fy := vfs.NewFaulty(m)
-				fy.Inject(vfs.Fault{Op: op, Skip: k, Count: 1, Err: e, Short: op == vfs.OpWrite})
+				fy := errorfs.New(m)
+				fy.Inject(errorfs.Fault{Op: op, Skip: k, Count: 1, Err: e, Short: op == errorfs.OpWrite})
 				acked := walk(fy)
 				l, _, err := Open(testDir, Options{FS: m.Crash(false), FileBytes: 4 << 10})
 				require.NoError(t, err, name)

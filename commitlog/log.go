@@ -11,7 +11,9 @@ import (
 	"github.com/combmq/comb/vfs"
 )
 
-// SyncPolicy says when a batch is durable (docs/format.md section 6).
+// SyncPolicy says when a batch is durable, and so when the broker answers a
+// write (--sync; docs/format.md section 6). It is the one sync policy type:
+// the partition logs are synced by the broker's flush pass whatever it is.
 type SyncPolicy int
 
 const (

@@ -13,6 +13,7 @@ import (
 
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 const testDir = "/data/commitlog"
@@ -86,7 +87,7 @@ func TestAppendReadCrash(t *testing.T) {
 // Concurrent appenders share fdatasyncs: fewer syncs than entries.
 func TestGroupCommit(t *testing.T) {
 	m := vfs.NewMem()
-	fy := vfs.NewFaulty(m)
+	fy := errorfs.New(m)
 	l, _ := open(t, fy, Options{FileBytes: 1 << 20})
 	fy.Record()
 	var wg sync.WaitGroup
@@ -106,7 +107,7 @@ func TestGroupCommit(t *testing.T) {
 	wg.Wait()
 	syncs := 0
 	for _, c := range fy.Trace() {
-		if c.Op == vfs.OpSync {
+		if c.Op == errorfs.OpSync {
 			syncs++
 		}
 	}
@@ -226,10 +227,10 @@ func TestNoSpace(t *testing.T) {
 
 // A failed fdatasync fails the log for good.
 func TestFailedSyncIsSticky(t *testing.T) {
-	fy := vfs.NewFaulty(vfs.NewMem())
+	fy := errorfs.New(vfs.NewMem())
 	l, _ := open(t, fy, Options{FileBytes: 1 << 20})
 	appendWait(t, l, 1)
-	fy.Inject(vfs.Fault{Op: vfs.OpSync, Under: ".wal", Count: 1, Err: unix.EIO})
+	fy.Inject(errorfs.Fault{Op: errorfs.OpSync, Under: ".wal", Count: 1, Err: unix.EIO})
 	tk, err := l.Append(1, payload(2))
 	require.NoError(t, err)
 	require.ErrorIs(t, tk.Wait(), ErrFailed)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // mustHold checks that every key in want holds exactly its state in e.
@@ -183,28 +184,28 @@ func TestSnapshotFaultAtEveryBoundary(t *testing.T) {
 		}
 		return r, true
 	}
-	rec := vfs.NewFaulty(vfs.NewStrictMem("/data"))
+	rec := errorfs.New(vfs.NewStrictMem("/data"))
 	rec.Record()
 	r, ok := scenario(t, rec)
 	require.True(t, ok)
 	require.NoError(t, r.e.Close())
 	trace := rec.Trace()
-	ops := map[vfs.Op]int{}
+	ops := map[errorfs.Op]int{}
 	for _, c := range trace {
 		ops[c.Op]++
 	}
-	require.Equal(t, 3, ops[vfs.OpRename], "the scenario installed three snapshots")
-	require.Positive(t, ops[vfs.OpRemove], "and removed the ones they replaced")
+	require.Equal(t, 3, ops[errorfs.OpRename], "the scenario installed three snapshots")
+	require.Positive(t, ops[errorfs.OpRemove], "and removed the ones they replaced")
 	for i, c := range trace {
-		if c.Op == vfs.OpRead {
+		if c.Op == errorfs.OpRead {
 			continue
 		}
 		for _, ferr := range []error{unix.ENOSPC, unix.EIO} {
 			t.Run(fmt.Sprintf("%d %s %s %v", i, c.Op, c.Path, ferr), func(t *testing.T) {
 				m := vfs.NewStrictMem("/data")
-				f := vfs.NewFaulty(m)
-				ft := vfs.FaultAt(trace, i, ferr)
-				ft.Short = c.Op == vfs.OpWrite
+				f := errorfs.New(m)
+				ft := errorfs.FaultAt(trace, i, ferr)
+				ft.Short = c.Op == errorfs.OpWrite
 				f.Inject(ft)
 				r, ok := scenario(t, f)
 				if !ok {

@@ -105,7 +105,7 @@ func (e *Engine) readV1(files dirFiles, rv *legacyReader) (uint64, error) {
 		path := filepath.Join(e.dir, jf.name)
 		b, err := e.fs.ReadFile(path)
 		if err != nil {
-			return 0, fmt.Errorf("cursor journal: %w", err)
+			return 0, fmt.Errorf("cursor format 1 checkpoints: %w", err)
 		}
 		for pos := 0; pos < len(b); {
 			if nonZeroLen(b[pos:min(len(b), pos+v1HeaderLen)]) == 0 {

@@ -120,7 +120,7 @@ func (e *Engine) readV2(files dirFiles, rv *legacyReader) (uint64, error) {
 		path := filepath.Join(e.dir, jf.name)
 		data, err := e.fs.ReadFile(path)
 		if err != nil {
-			return 0, fmt.Errorf("cursor journal: %w", err)
+			return 0, fmt.Errorf("cursor format 2 checkpoints: %w", err)
 		}
 		first := true
 		scan, err := v2CheckpointFormat.Scan(data, func(_ int64, body []byte) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // v1Frame builds a format 1 frame (format_v1.go), as the format 1 writer did.
@@ -260,7 +261,7 @@ func TestUpgradeRefusesDamagedFiles(t *testing.T) {
 func TestUpgradeIsCrashSafeAtEveryBoundary(t *testing.T) {
 	for _, d := range oldDirs(t) {
 		t.Run(fmt.Sprintf("format %d", d.format), func(t *testing.T) {
-			rec := vfs.NewFaulty(d.fsys(t))
+			rec := errorfs.New(d.fsys(t))
 			rec.Record()
 			e, _, err := Open("/data/cursor", Options{FS: rec})
 			require.NoError(t, err)
@@ -268,13 +269,13 @@ func TestUpgradeIsCrashSafeAtEveryBoundary(t *testing.T) {
 			trace := rec.Trace()
 			walked := 0
 			for i, c := range trace {
-				if c.Op == vfs.OpRead {
+				if c.Op == errorfs.OpRead {
 					continue
 				}
 				walked++
 				m := d.fsys(t)
-				f := vfs.NewFaulty(m)
-				f.Inject(vfs.FaultAt(trace, i, nil))
+				f := errorfs.New(m)
+				f.Inject(errorfs.FaultAt(trace, i, nil))
 				if e, _, err := Open("/data/cursor", Options{FS: f}); err == nil {
 					require.NoError(t, e.Close())
 				}

@@ -1,7 +1,6 @@
 package fsck
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,9 +32,6 @@ func (c *checker) checkLogs() error {
 				_ = bar.Add64(bytes)
 			}
 		})
-		if errors.Is(err, ErrNotWired) {
-			return err
-		}
 		queue, part := c.names(d)
 		base := Finding{Queue: queue, Partition: part, PartitionID: idString(d.ID)}
 		if err != nil {

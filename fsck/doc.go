@@ -5,7 +5,7 @@
 // crash leaves behind (repairable, never acknowledged to a client) and which is
 // damage to acknowledged data that a person must look at, and the repair steps.
 // It does not own any on-disk format: segments, indexes and the dedup index are
-// judged by package segment (Verify) and index's decoders, the cursor journal by
+// judged by package segment (Verify) and index's decoders, the cursor snapshots by
 // package cursor's own recovery, the metadata journal and descriptors by package meta. It must
 // not know about HTTP except as Replay's client, and never runs inside a server.
 //

@@ -15,6 +15,4 @@ var (
 	ErrBadDump = errors.New("malformed dump line")
 	// ErrTarget: the replay target answered something other than success.
 	ErrTarget = errors.New("replay target refused the push")
-	// ErrNotWired: a storage package does not yet export what this needs (see /work/contracts.md).
-	ErrNotWired = errors.New("storage package entry point not available yet")
 )

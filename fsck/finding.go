@@ -58,7 +58,7 @@ const (
 	// then rebuilt from their directories' descriptors).
 	KindJournalDamagedTail Kind = "journal_damaged_tail"
 	// KindJournalCorrupt: a journal frame is damaged with valid frames after it, or a
-	// snapshot is damaged. For the cursor snapshot (or a format 1 or 2 cursor journal
+	// snapshot is damaged. For the cursor snapshot (or a format 1 or 2 checkpoint file
 	// not yet upgraded) it needs a person (cursors would be lost); the metadata
 	// journal is rebuilt from its valid records and the directories' descriptors (the
 	// old file kept in <data>/quarantine/meta/). Damaged either way (exit 2): the

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/combmq/comb/layout"
 )
 
 // Options configures one fsck run.
@@ -49,7 +51,7 @@ func Run(dataDir string, opts Options) (*Report, error) {
 	defer lock.release()
 
 	c := &checker{dir: abs, opts: opts, rep: rep}
-	if st, err := os.Stat(filepath.Join(abs, "raft")); err == nil && st.IsDir() {
+	if st, err := os.Stat(filepath.Join(abs, layout.Raft)); err == nil && st.IsDir() {
 		c.replicated = true
 	}
 	if err := c.check(); err != nil {
@@ -95,7 +97,7 @@ type checker struct {
 
 func (c *checker) check() error {
 	meta, err := readMeta(c.dir)
-	if err != nil && !errors.Is(err, ErrNotWired) {
+	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirMeta, Detail: fmt.Sprintf("metadata journal: %v", err)})
 	}
 	c.meta = meta
@@ -142,7 +144,7 @@ func (c *checker) check() error {
 	c.planMeta()
 
 	cur, err := readCursors(filepath.Join(c.dir, dirCursor), c.checkpoints)
-	if err != nil && !errors.Is(err, ErrNotWired) {
+	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirCursor, Detail: fmt.Sprintf("cursor state: %v", err)})
 	}
 	c.cursors = cur

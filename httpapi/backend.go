@@ -6,8 +6,8 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// Backend is everything the HTTP layer asks of the broker: the method set of *broker.Broker
-// (contracts.md, "broker"). Tests substitute an in-memory fake.
+// Backend is everything the HTTP layer asks of the broker: a subset of *broker.Broker's
+// method set. Tests substitute an in-memory fake.
 type Backend interface {
 	// Healthy reports whether storage is usable; false makes GET /health answer 503 (spec 8.1).
 	Healthy() bool
@@ -36,6 +36,8 @@ type Backend interface {
 	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
 	ConsumerGroups() []broker.GroupSummary
 	Stats() broker.Stats
+	// Storage is the data directory's and the flush pass's figures (GET /api/v1/storage).
+	Storage() broker.StorageStatus
 	// Damaged lists the partitions out of service because their log reported on-disk damage;
 	// GET /health reports them ("degraded").
 	Damaged() []broker.DamagedPartition

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // queueOption describes one option of spec 2.2: its JSON name and where it lives. Exactly one
@@ -93,7 +94,7 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 		return req, "queue is required"
 	}
 	req.Queue = string(qv.GetStringBytes())
-	if m := checkName("Queue", req.Queue); m != "" {
+	if m := nameMsg(names.Queue, req.Queue); m != "" {
 		return req, m
 	}
 	var ok bool
@@ -103,10 +104,10 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 	if req.Task, ok = optionalString(v.Get("task")); !ok {
 		return req, "task must be a string"
 	}
-	if m := checkLabel("namespace", req.Namespace); m != "" {
+	if m := labelMsg(names.Namespace, req.Namespace); m != "" {
 		return req, m
 	}
-	if m := checkLabel("task", req.Task); m != "" {
+	if m := labelMsg(names.Task, req.Task); m != "" {
 		return req, m
 	}
 	req.Options = broker.DefaultQueueOptions()

@@ -28,42 +28,44 @@ type fakeBackend struct {
 	delArgs   []any
 	dlqFilter broker.DLQFilter
 
-	onPush func([]broker.PushItem) ([]broker.PushResult, error)
-	onPop  func(context.Context, broker.PopRequest) (broker.PopResult, error)
+	onPush      func([]broker.PushItem) ([]broker.PushResult, error)
+	onPop       func(context.Context, broker.PopRequest) (broker.PopResult, error)
+	onAck       func(string, []broker.AckItem) ([]broker.AckResult, error)
+	onTx        func([]broker.TxOp) (broker.TxResult, error)
+	onConfigure func(broker.ConfigureRequest) (broker.ConfigureResult, error)
+	streams     fakeStreams // fake_streams_test.go
+	extendRes   broker.ExtendResult
+	seekRes     broker.SeekResult
+	pseekRes    broker.PartitionSeekResult
+	deleteErr   error
+	deletedN    int
+	existed     bool
+	dlqEntries  []broker.DLQEntry
+	dlqTotal    int
+	groups      []broker.GroupSummary
+	stats       broker.Stats
+	storage     broker.StorageStatus
+	damaged     []broker.DamagedPartition
+	noSpace     *broker.NoSpaceState
+	ckptFail    *broker.CheckpointFailure
+	detail      []broker.GroupPartition
+	lagging     []broker.LaggingPartition
+	lagArg      int64
+	subArgs     []any
+	subN        int
+	subErr      error
+	maint       broker.MaintenanceStatus
+	maintErr    error
+	overview    broker.ResourceOverview
+	resQueues   []broker.ResourceQueue
+	resPage     broker.PartitionPage
+	resFilter   broker.ResourceFilter
+	resDetail   map[string]broker.ResourceQueueDetail
+	namespaces  []broker.ResourceLabel
+	tasks       []broker.ResourceLabel
+
 	// missingQueues are the queues QueueExists says do not exist (all others do).
 	missingQueues map[string]bool
-	onAck         func(string, []broker.AckItem) ([]broker.AckResult, error)
-	onTx          func([]broker.TxOp) (broker.TxResult, error)
-	onConfigure   func(broker.ConfigureRequest) (broker.ConfigureResult, error)
-	streams       fakeStreams // fake_streams_test.go
-	extendRes     broker.ExtendResult
-	seekRes       broker.SeekResult
-	pseekRes      broker.PartitionSeekResult
-	deleteErr     error
-	deletedN      int
-	existed       bool
-	dlqEntries    []broker.DLQEntry
-	dlqTotal      int
-	groups        []broker.GroupSummary
-	stats         broker.Stats
-	damaged       []broker.DamagedPartition
-	noSpace       *broker.NoSpaceState
-	ckptFail      *broker.CheckpointFailure
-	detail        []broker.GroupPartition
-	lagging       []broker.LaggingPartition
-	lagArg        int64
-	subArgs       []any
-	subN          int
-	subErr        error
-	maint         broker.MaintenanceStatus
-	maintErr      error
-	overview      broker.ResourceOverview
-	resQueues     []broker.ResourceQueue
-	resPage       broker.PartitionPage
-	resFilter     broker.ResourceFilter
-	resDetail     map[string]broker.ResourceQueueDetail
-	namespaces    []broker.ResourceLabel
-	tasks         []broker.ResourceLabel
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -205,6 +207,8 @@ func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
 }
 
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
+
+func (f *fakeBackend) Storage() broker.StorageStatus { f.record("Storage"); return f.storage }
 
 func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }
 

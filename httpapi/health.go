@@ -21,7 +21,7 @@ import (
 //     and "checkpoint":{"error","since","retrying":true,"action"}. Pops, acks, lease extensions,
 //     seeks and transactions answer 5xx and claim nothing meanwhile; the broker retries by itself
 //     and answers "healthy" again after the first good checkpoint once space is freed.
-//   - A failed fdatasync of the cursor journal: 503 "unhealthy", the same fields with
+//   - A failed write or fdatasync of the commit log under checkpoints: 503 "unhealthy", the same fields with
 //     "retrying":false; only a restart brings consumption back.
 //   - Writes failing for want of disk space (ENOSPC, EDQUOT; issue 21): 200 "degraded",
 //     "reason" and "diskFull":{"error","since","action"} from the failed write until the next

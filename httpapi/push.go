@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // pushBody is POST /api/v1/push (spec 1.1). bufferMs/bufferMax and any unknown field are
@@ -110,12 +111,12 @@ func checkPushItem(queue *string, partition, transactionID, traceID string) stri
 	if queue == nil {
 		return "Queue must be a string"
 	}
-	if m := checkName("Queue", *queue); m != "" {
+	if m := nameMsg(names.Queue, *queue); m != "" {
 		return m
 	}
 	// An empty partition is Default (spec 11 #28); the broker applies that.
 	if partition != "" {
-		if m := checkName("Partition", partition); m != "" {
+		if m := nameMsg(names.Partition, partition); m != "" {
 			return m
 		}
 	}

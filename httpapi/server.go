@@ -53,6 +53,9 @@ type Config struct {
 	// Cluster, on a node of a replicated cluster (*replica.Log), makes a node that does not lead
 	// forward requests to the leader (forward.go); nil is a single node.
 	Cluster Cluster
+	// Migration runs imports from a Queen database (/api/v1/migration/*, migration.go); nil
+	// answers those routes 501.
+	Migration Migrator
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string

@@ -7,10 +7,11 @@
 // locks. The caller (broker/) holds the partition lock, passes the current time
 // in µs, and hands the changed State to cursor.Engine, which makes it durable.
 //
-// The package must not know about HTTP, transaction ids, segments or the
-// cursor journal; acks arrive already resolved to offsets.
+// The package must not know about HTTP, transaction ids, segments or how
+// cursor checkpoints are stored; acks arrive already resolved to offsets.
 //
-// State layout in memory (and, field by field, in the cursor journal):
+// State layout in memory (and, field by field, in cursor checkpoints and
+// snapshots):
 //
 //	Committed  last committed offset (0 = nothing consumed)
 //	Lease      ID (zero = not held), WorkerID, Start..End (inclusive offsets),

@@ -82,12 +82,16 @@ func decodeDescriptor(body []byte) (Descriptor, error) {
 	return d, nil
 }
 
-// WriteDescriptor writes d to dir/DESCRIPTOR and makes it durable: the file
-// is created (it must not exist: dir is new), written, fdatasynced, and dir
-// synced, so a directory that later holds records always says what it is.
-// Syncing dir's own entry in its parent is the caller's (one fsync for many
-// new directories). A crash before it returns leaves no file or a torn one
-// in a directory with no records, which start-up removes.
+// WriteDescriptor writes d to dir/DESCRIPTOR (created or replaced; dir is
+// new, or fsck rewrites a damaged one). Unless noSync it makes it durable:
+// the file fdatasynced and dir synced before it returns, so a directory that
+// later holds records always says what it is; syncing dir's own entry in its
+// parent is the caller's (one fsync for many new directories). With noSync
+// nothing is synced: the broker's create paths write it so, because the
+// commit log holds the creation and the flush pass makes the descriptor
+// durable later (SyncDescriptor) before the log is truncated behind it. A
+// crash before it is durable leaves no file or a torn one in a directory
+// with no durable records, which start-up removes.
 //
 // Errors: ErrRecordTooLarge, or the file system's, wrapped with the path.
 func WriteDescriptor(fsys vfs.FS, dir string, d Descriptor, noSync bool) error {

@@ -17,9 +17,12 @@
 // # Journal
 //
 // A sequence of record frames (package record, magic "CMTJ", bodies of at
-// most MaxBody bytes), each one metadata change, fsynced before the change
-// is acknowledged. A body starts with a kind byte and the 16-byte id of what
-// it changes:
+// most MaxBody bytes), each one metadata change. The broker acknowledges a
+// change once its commit-log entry is durable; the journal is a snapshot of
+// the registry that the flush pass writes whole (WriteJournal: temporary
+// file, fdatasync, rename, directory fsync), opened by a KindCovers record
+// that names the last commit-log entry it holds. A body starts with a kind
+// byte and the 16-byte id of what it changes:
 //
 //	1 queue put:        id | createdAt varint µs | name | namespace | task |
 //	                    n uvarint | n × option varint | flags uvarint
@@ -27,12 +30,14 @@
 //	3 queue delete:     id
 //	4 described:        id (zero) — every partition and DLQ directory created
 //	                    before this record carries a DESCRIPTOR
+//	5 covers:           id (zero) | lsn uvarint — the snapshot holds the
+//	                    commit log's metadata entries up to lsn
 //
 // Strings are uvarint length + UTF-8 bytes, at most MaxStringBytes each. The
 // options are the integer options of QueueOptions in their declared order
 // (a shorter list decodes with defaults for the missing tail, so options can
 // be added at the end) and the flags bit i = the i-th boolean option.
-// Append refuses a record its reader would refuse (ErrRecordTooLarge), so
+// WriteJournal refuses a record its reader would refuse (ErrRecordTooLarge), so
 // nothing a client sends can make a journal that does not open.
 //
 // Opening applies record.Scan's tail rule: a torn tail (an incomplete frame)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
@@ -24,10 +25,6 @@ var (
 	// does not decode. Cutting there would forget every queue and partition
 	// registered later, so nothing is changed and the broker does not start.
 	ErrCorrupt = errors.New("meta: metadata journal damaged")
-	// ErrFailed is returned by every Append after a failed fdatasync, or after
-	// a failed write that could not be cut back: the file's state is unknown
-	// until a restart verifies it again.
-	ErrFailed = errors.New("meta: metadata journal failed; restart the server to verify it")
 )
 
 // Options configure OpenJournal.
@@ -61,17 +58,15 @@ type Replay struct {
 	UpgradedFrom int
 }
 
-// Journal is the open metadata journal. Append is safe for concurrent use
-// (appends are serialised); the caller orders dependent changes.
+// Journal is the metadata journal as OpenJournal recovered it, open until
+// Close. Nothing is appended to it: metadata changes are commit-log entries,
+// and the broker's flush pass replaces the whole file with a snapshot
+// (WriteJournal).
 type Journal struct {
-	mu     sync.Mutex
-	fsys   vfs.FS
-	f      vfs.File
-	path   string
-	size   int64
-	noSync bool
-	buf    []byte
-	failed error
+	mu   sync.Mutex
+	fsys vfs.FS
+	f    vfs.File
+	path string
 }
 
 // OpenJournal opens (creating if missing) the journal in dir and decodes every
@@ -108,7 +103,7 @@ func OpenJournal(dir string, opts Options) (*Journal, *Replay, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("metadata journal %s: %w", path, err)
 	}
-	j := &Journal{fsys: fsys, f: f, path: path, size: sc.End, noSync: opts.NoSync}
+	j := &Journal{fsys: fsys, f: f, path: path}
 	if err := j.cutTail(sc, data, opts, rep); err != nil {
 		f.Close()
 		return nil, nil, err
@@ -156,7 +151,7 @@ func (j *Journal) cutTail(sc record.Scan, data []byte, opts Options, rep *Replay
 	if sc.Lost() {
 		qdir := opts.QuarantineDir
 		if qdir == "" {
-			qdir = filepath.Join(filepath.Dir(filepath.Dir(j.path)), "quarantine", "meta")
+			qdir = filepath.Join(filepath.Dir(filepath.Dir(j.path)), layout.Quarantine, layout.Meta)
 		}
 		kept := filepath.Join(qdir, fmt.Sprintf("journal-%d-%d.tail", sc.End, time.Now().UnixMicro()))
 		if err := j.fsys.MkdirAll(qdir); err != nil {
@@ -180,52 +175,7 @@ func (j *Journal) cutTail(sc record.Scan, data []byte, opts Options, rep *Replay
 	return nil
 }
 
-// Append writes recs as one write and fsyncs it (unless NoSync). When it
-// returns nil the records survive a crash. A record the reader would refuse
-// returns ErrRecordTooLarge and nothing is written. A failed write is cut back
-// (the journal stays usable: a full disk is an error, not a state); a failed
-// cut or fdatasync fails the journal (ErrFailed from then on).
-//
-// Errors: ErrRecordTooLarge, ErrBody, ErrFailed, or the write's error.
-func (j *Journal) Append(recs ...Record) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.failed != nil {
-		return j.failed
-	}
-	b := j.buf[:0]
-	for i := range recs {
-		var err error
-		if b, err = recs[i].appendFrame(b); err != nil {
-			return err
-		}
-	}
-	j.buf = b
-	if _, err := j.f.WriteAt(b, j.size); err != nil {
-		if terr := j.f.Truncate(j.size); terr != nil {
-			j.failed = fmt.Errorf("%w: write: %v; cutting it back: %v", ErrFailed, err, terr)
-			return j.failed
-		}
-		return fmt.Errorf("metadata journal %s: write: %w", j.path, err)
-	}
-	if !j.noSync {
-		if err := j.f.Sync(); err != nil {
-			j.failed = fmt.Errorf("%w: fdatasync: %v", ErrFailed, err)
-			return j.failed
-		}
-	}
-	j.size += int64(len(b))
-	return nil
-}
-
-// Size returns the journal's length in bytes.
-func (j *Journal) Size() int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.size
-}
-
-// Close closes the file; the journal is durable as of its last Append.
+// Close closes the file. Safe on a nil Journal and more than once.
 func (j *Journal) Close() error {
 	if j == nil {
 		return nil
@@ -237,8 +187,5 @@ func (j *Journal) Close() error {
 	}
 	err := j.f.Close()
 	j.f = nil
-	if j.failed == nil {
-		j.failed = fmt.Errorf("metadata journal %s: closed", j.path)
-	}
 	return err
 }

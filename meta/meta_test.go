@@ -13,6 +13,7 @@ import (
 
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 func id(b byte) (v [16]byte) { v[0], v[15] = 0x01, b; v[6] = 0x70; v[8] = 0x80; return v }
@@ -41,8 +42,8 @@ func TestRecordRoundTripAndState(t *testing.T) {
 	m := vfs.NewStrictMem("/data")
 	j, rep := openMem(t, m)
 	require.Empty(t, rep.Records)
-	require.NoError(t, j.Append(sampleRecords()...))
 	require.NoError(t, j.Close())
+	require.NoError(t, WriteJournal(m, "/data/meta", sampleRecords(), false))
 
 	j, rep = openMem(t, m.Crash(false))
 	defer j.Close()
@@ -56,18 +57,19 @@ func TestRecordRoundTripAndState(t *testing.T) {
 	require.True(t, st.Described)
 }
 
-// Bounded records: Append refuses what its reader would refuse, and writes nothing.
-func TestAppendRefusesOversizedRecords(t *testing.T) {
+// Bounded records: WriteJournal refuses what its reader would refuse, and
+// writes nothing.
+func TestWriteJournalRefusesOversizedRecords(t *testing.T) {
 	m := vfs.NewMem()
-	j, _ := openMem(t, m)
-	defer j.Close()
 	big := Record{Kind: KindQueuePut, ID: id(1), Name: "q", Namespace: strings.Repeat("n", 2<<20)}
-	require.ErrorIs(t, j.Append(big), ErrRecordTooLarge)
+	require.ErrorIs(t, WriteJournal(m, "/data/meta", []Record{big}, false), ErrRecordTooLarge)
 	big.Namespace, big.Task = "", strings.Repeat("t", MaxStringBytes+1)
-	require.ErrorIs(t, j.Append(sampleRecords()[0], big), ErrRecordTooLarge)
+	require.ErrorIs(t, WriteJournal(m, "/data/meta", []Record{sampleRecords()[0], big}, false), ErrRecordTooLarge)
 	require.Empty(t, m.Bytes("/data/meta/journal"), "nothing written, not even the valid record before it")
 	ok := Record{Kind: KindQueuePut, ID: id(1), Name: "q", Task: strings.Repeat("t", MaxStringBytes)}
-	require.NoError(t, j.Append(ok))
+	require.NoError(t, WriteJournal(m, "/data/meta", []Record{ok}, false))
+	_, rep := openMem(t, m)
+	require.Equal(t, []Record{ok}, rep.Records)
 }
 
 // The tail rule: a torn tail and a damaged last frame are kept in quarantine
@@ -75,9 +77,7 @@ func TestAppendRefusesOversizedRecords(t *testing.T) {
 func TestOpenTailRule(t *testing.T) {
 	good := func(t *testing.T) (*vfs.Mem, []byte) {
 		m := vfs.NewMem()
-		j, _ := openMem(t, m)
-		require.NoError(t, j.Append(sampleRecords()[:2]...))
-		require.NoError(t, j.Close())
+		require.NoError(t, WriteJournal(m, "/data/meta", sampleRecords()[:2], false))
 		return m, m.Bytes("/data/meta/journal")
 	}
 	_, data := good(t)
@@ -127,38 +127,10 @@ func must(b []byte, err error) []byte {
 	return b
 }
 
-// A failed write is cut back and retryable (a full disk is an error, not a
-// state); a failed fdatasync fails the journal for good.
-func TestAppendFailures(t *testing.T) {
-	m := vfs.NewMem()
-	fy := vfs.NewFaulty(m)
-	j, _ := openMem(t, fy)
-	recs := sampleRecords()
-	require.NoError(t, j.Append(recs[0]))
-	size := len(m.Bytes("/data/meta/journal"))
-	remove := fy.Inject(vfs.Fault{Op: vfs.OpWrite, Under: "journal", Err: unix.ENOSPC, Short: true})
-	require.ErrorIs(t, j.Append(recs[1]), unix.ENOSPC)
-	require.Len(t, m.Bytes("/data/meta/journal"), size, "the half-written frame was cut back")
-	remove()
-	require.NoError(t, j.Append(recs[1]), "retryable once space is back")
-
-	fy.Inject(vfs.Fault{Op: vfs.OpWrite, Under: "journal", Err: unix.EIO, Short: true})
-	fy.Inject(vfs.Fault{Op: vfs.OpTruncate, Under: "journal", Err: unix.EIO})
-	require.ErrorIs(t, j.Append(recs[2]), ErrFailed, "a write that cannot be cut back fails the journal")
-	fy.Clear()
-	require.ErrorIs(t, j.Append(recs[2]), ErrFailed, "sticky")
-
-	m2 := vfs.NewMem()
-	fy2 := vfs.NewFaulty(m2)
-	j2, _ := openMem(t, fy2)
-	fy2.Inject(vfs.Fault{Op: vfs.OpSync, Under: "journal", Count: 1})
-	require.ErrorIs(t, j2.Append(recs[0]), ErrFailed)
-	require.ErrorIs(t, j2.Append(recs[0]), ErrFailed, "a failed fdatasync is sticky")
-}
-
-// Every boundary of an append, failed with ENOSPC and EIO: a record whose
-// Append returned nil survives a power loss; a failed one never leaves bytes
-// a reopen would refuse.
+// Every boundary of a snapshot write (two snapshots, the second holding the
+// first's records and more), failed with ENOSPC and EIO: the records of a
+// snapshot whose WriteJournal returned nil survive a power loss; a failed one
+// leaves the previous snapshot or the new one, never bytes a reopen refuses.
 func TestEveryBoundary(t *testing.T) {
 	scenario := func(fsys vfs.FS) (acked int, err error) {
 		j, _, err := OpenJournal("/data/meta", Options{FS: fsys})
@@ -166,15 +138,15 @@ func TestEveryBoundary(t *testing.T) {
 			return 0, err
 		}
 		defer j.Close()
-		for _, r := range sampleRecords() {
-			if err := j.Append(r); err != nil {
+		for _, n := range []int{3, len(sampleRecords())} {
+			if err := WriteJournal(fsys, "/data/meta", sampleRecords()[:n], false); err != nil {
 				return acked, err
 			}
-			acked++
+			acked = n
 		}
 		return acked, nil
 	}
-	rec := vfs.NewFaulty(vfs.NewStrictMem("/data"))
+	rec := errorfs.New(vfs.NewStrictMem("/data"))
 	rec.Record()
 	_, err := scenario(rec)
 	require.NoError(t, err)
@@ -182,8 +154,8 @@ func TestEveryBoundary(t *testing.T) {
 	for i := range trace {
 		for _, e := range []error{unix.ENOSPC, unix.EIO} {
 			m := vfs.NewStrictMem("/data")
-			fy := vfs.NewFaulty(m)
-			fy.Inject(vfs.FaultAt(trace, i, e))
+			fy := errorfs.New(m)
+			fy.Inject(errorfs.FaultAt(trace, i, e))
 			acked, _ := scenario(fy)
 			j, rep, err := OpenJournal("/data/meta", Options{FS: m.Crash(false)})
 			require.NoError(t, err, "boundary %d %v %v", i, trace[i], e)
@@ -215,11 +187,10 @@ func TestLegacyUpgrade(t *testing.T) {
 	require.Equal(t, 1, rep.UpgradedFrom)
 	require.Equal(t, sampleRecords()[:5], rep.Records)
 	require.Equal(t, append(bytes.Clone(v1), 1, 2, 3), m.Bytes("/data/meta/journal.v1"))
-	require.NoError(t, j.Append(sampleRecords()[5]))
 	require.NoError(t, j.Close())
 	_, rep = openMem(t, m)
-	require.Equal(t, 0, rep.UpgradedFrom)
-	require.Equal(t, sampleRecords(), rep.Records)
+	require.Equal(t, 0, rep.UpgradedFrom, "upgraded once")
+	require.Equal(t, sampleRecords()[:5], rep.Records)
 }
 
 func TestRebuildFromDescriptors(t *testing.T) {
@@ -295,18 +266,19 @@ func FuzzDecodeDescriptor(f *testing.F) {
 }
 
 // A crash can stop the journal at any byte: opening keeps every whole record
-// before the cut, keeps the cut bytes in quarantine, and the next append lands
-// on a record boundary.
+// before the cut, keeps the cut bytes in quarantine, and cuts the file to the
+// last record boundary.
 func TestTornTailAtEveryByte(t *testing.T) {
 	m := vfs.NewMem()
-	j, _ := openMem(t, m)
+	require.NoError(t, WriteJournal(m, "/data/meta", sampleRecords(), false))
 	var ends []int
+	var frames []byte
 	for _, r := range sampleRecords() {
-		require.NoError(t, j.Append(r))
-		ends = append(ends, int(j.Size()))
+		frames = must(r.appendFrame(frames))
+		ends = append(ends, len(frames))
 	}
-	require.NoError(t, j.Close())
 	full := m.Bytes("/data/meta/journal")
+	require.Equal(t, frames, full)
 	for cut := 0; cut <= len(full); cut++ {
 		c := vfs.NewMem()
 		c.SetBytes("/data/meta/journal", full[:cut])
@@ -325,10 +297,8 @@ func TestTornTailAtEveryByte(t *testing.T) {
 		if cut > boundary {
 			require.Equal(t, full[boundary:cut], c.Bytes(rep.KeptAt), "cut %d: the torn bytes are kept", cut)
 		}
-		require.NoError(t, j.Append(sampleRecords()[0]))
+		require.Len(t, c.Bytes("/data/meta/journal"), boundary, "cut %d: the file ends at the last whole record", cut)
 		require.NoError(t, j.Close())
-		_, rep = openMem(t, c)
-		require.Len(t, rep.Records, whole+1, "cut %d: the next record follows the last whole one", cut)
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 
 // Errors.
 var (
-	// ErrRecordTooLarge is returned by Append for a record the reader would
+	// ErrRecordTooLarge is returned by WriteJournal for a record the reader would
 	// refuse (a string over MaxStringBytes); nothing is written.
 	ErrRecordTooLarge = errors.New("meta: record over its limits")
 	// ErrBody marks a body that passed its checksum but does not decode: a bug

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 func pid(b byte) [16]byte { return [16]byte{0: b, 15: b} }
@@ -181,9 +182,9 @@ func TestPruneAndCompact(t *testing.T) {
 // A failed sync makes the store refuse further appends (what reached the
 // disk is unknown), instead of acknowledging notes it may lose.
 func TestFailedSyncRefusesAppends(t *testing.T) {
-	fy := vfs.NewFaulty(vfs.NewMem())
+	fy := errorfs.New(vfs.NewMem())
 	s, _ := mustOpen(t, fy)
-	remove := fy.Inject(vfs.Fault{Op: vfs.OpSync, Err: os.ErrInvalid})
+	remove := fy.Inject(errorfs.Fault{Op: errorfs.OpSync, Err: os.ErrInvalid})
 	if _, err := s.Delete(MessageRef{pid(1), 1}); err == nil {
 		t.Fatal("delete acknowledged after a failed sync")
 	}

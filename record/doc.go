@@ -1,5 +1,5 @@
 // Package record is the framing every log-like file of comb shares (the
-// metadata journal, the cursor journal and its snapshots, the maintenance,
+// metadata journal, the cursor snapshots, the maintenance,
 // summary and partition descriptor files): a length, a checksum, and one rule
 // for telling a torn tail from damage to acknowledged records. It must not
 // know what the bodies mean.

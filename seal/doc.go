@@ -7,7 +7,7 @@
 // sealed (queues with encryptionEnabled) and where they are opened again (every read path).
 //
 // A sealed payload, as stored in place of the payload bytes (segment records, DLQ records,
-// the cursor journal's transaction redo records: every copy of the payload is the sealed one):
+// the commit log's transaction redo records: every copy of the payload is the sealed one):
 //
 //	+------+---------+-------------+--------------------------------------------------------+
 //	| 0x00 | version | key id      | Queen's stored form, compact JSON                      |

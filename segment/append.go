@@ -30,7 +30,7 @@ const maxPooledBuf = 4 << 20
 //
 // Durability: the segment is written to the file (one write call) but NOT
 // synced; it survives a process crash, not a power loss, until Sync or a
-// Committer pass covers it. Errors: ErrEmptySegment, ErrTooLarge, ErrClosed,
+// Committer's Flush covers it. Errors: ErrEmptySegment, ErrTooLarge, ErrClosed,
 // or the I/O error. A failed write is cut back to the file's previous end,
 // so the log stays usable and the Append may be retried (ENOSPC is an error,
 // not a state); when the cut fails too, the file may end in a partial

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,67 +41,6 @@ func BenchmarkAppendNoSync(b *testing.B) {
 			reportMsgs(b, int64(b.N)*benchMsgs)
 			b.StopTimer()
 			require.NoError(b, l.Close())
-		})
-	}
-}
-
-// BenchmarkAppendSyncAlways: 64 appenders over 1,000 partitions, each append
-// followed by Commit under SyncAlways (group commit). One op = one segment.
-func BenchmarkAppendSyncAlways(b *testing.B) {
-	const partitions, appenders = 1000, 64
-	for _, codec := range []Codec{CodecNone, CodecS2} {
-		b.Run(codec.String(), func(b *testing.B) {
-			dir := b.TempDir()
-			ls := make([]*Log, partitions)
-			for i := range ls {
-				l, _, err := Open(fmt.Sprintf("%s/%d", dir, i), Options{Codec: codec})
-				require.NoError(b, err)
-				ls[i] = l
-			}
-			c := NewCommitter(SyncAlways, 0)
-			c.SyncLatencies()
-			rs := benchRecords()
-			var ops atomic.Int64
-			b.SetBytes(benchMsgs * benchPayload)
-			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for g := 0; g < appenders; g++ {
-				wg.Add(1)
-				go func() { // appender g owns partitions g, g+64, ...: no partition lock needed
-					defer wg.Done()
-					for k := 0; ops.Add(1) <= int64(b.N); k++ {
-						p := (g + appenders*k) % partitions
-						if p%appenders != g {
-							p = g
-						}
-						if _, err := ls[p].Append(int64(k), rs); err != nil {
-							b.Error(err)
-							return
-						}
-						if err := c.Commit(ls[p]); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			reportMsgs(b, int64(b.N)*benchMsgs)
-			b.StopTimer()
-			lat := c.SyncLatencies()
-			if len(lat) > 0 {
-				var sum int64
-				for _, v := range lat {
-					sum += v
-				}
-				b.ReportMetric(float64(b.N)/float64(len(lat)), "appends/pass")
-				b.ReportMetric(float64(sum)/float64(len(lat)), "µs/pass")
-			}
-			require.NoError(b, c.Close())
-			for _, l := range ls {
-				require.NoError(b, l.Close())
-			}
 		})
 	}
 }

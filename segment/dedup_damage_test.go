@@ -11,6 +11,7 @@ import (
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // dedupLog writes n records with transaction ids tx-0 .. tx-(n-1) in segments of
@@ -130,7 +131,7 @@ func TestDedupWriteFailures(t *testing.T) {
 	}{{"cut back and retried", false}, {"cut fails: file given up until reloaded", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := vfs.NewMem()
-			fs := vfs.NewFaulty(mem)
+			fs := errorfs.New(mem)
 			l, _, err := openLog(fs, "/p", Options{})
 			require.NoError(t, err)
 			_, err = l.Append(1, recs(0, 5, 20))
@@ -139,9 +140,9 @@ func TestDedupWriteFailures(t *testing.T) {
 			require.NoError(t, err)
 			path := "/p/" + dedupFileName
 			good := len(mem.Bytes(path))
-			fs.Inject(vfs.Fault{Op: vfs.OpWrite, Path: path, Count: 1, Short: true, Err: unix.ENOSPC})
+			fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Path: path, Count: 1, Short: true, Err: unix.ENOSPC})
 			if tc.cutFails {
-				fs.Inject(vfs.Fault{Op: vfs.OpTruncate, Path: path, Count: 1})
+				fs.Inject(errorfs.Fault{Op: errorfs.OpTruncate, Path: path, Count: 1})
 			}
 			_, err = l.Append(2, recs(5, 5, 20))
 			require.NoError(t, err)

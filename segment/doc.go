@@ -1,5 +1,5 @@
 // Package segment owns one partition's append-only log: the segment file
-// format, appends (one segment per push), group commit across many logs
+// format, appends (one segment per push), one flush pass that syncs many logs
 // (Committer), reads by offset, time lookups, the dedup lookup, torn-tail
 // recovery, rotation, retention by whole file, and the read-only entry points
 // for fsck: Verify (full scan), Scan (segment iterator) and the QUARANTINE

@@ -15,7 +15,7 @@ import (
 // opened as durable.
 func TestDurableNextFollowsSyncsNotAppends(t *testing.T) {
 	mem := vfs.NewStrictMem("/d")
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	l, _, err := openLog(mem, "/d/p", Options{DeferRotationSync: true, MaxFileBytes: 400})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), l.DurableNext(), "empty")

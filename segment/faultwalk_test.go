@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // walkDir is the log directory of the fault walk.
@@ -17,7 +18,7 @@ const walkDir = "/d/p"
 
 // walkRun is what one run of the walk scenario acknowledged.
 type walkRun struct {
-	acked     map[string]uint64 // transaction id → offset, for every batch whose Commit returned nil
+	acked     map[string]uint64 // transaction id → offset, for every batch whose Flush returned nil
 	payload   map[string]string
 	sticky    error  // the sticky failure the log reported, if any
 	retention uint64 // offsets below this may be gone (DeleteFilesBefore asked for it)
@@ -26,7 +27,7 @@ type walkRun struct {
 
 // walkScenario drives a log the way the broker does: each batch of two messages is
 // looked up in the dedup index (a retried push must not be stored twice), appended,
-// group-committed (SyncAlways) and, when every step returned nil, acknowledged; a
+// marked and flushed (the broker's flush pass) and, when every step returned nil, acknowledged; a
 // failed batch is retried once. Along the way the dedup index is loaded, files rotate
 // (small MaxFileBytes), the handles are released and reloaded, and retention deletes
 // the oldest file. It ends without Close: the caller crashes the file system.
@@ -38,7 +39,7 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 		run.errs++
 		return run
 	}
-	c := NewCommitter(SyncAlways, 0)
+	c := NewCommitter()
 	defer func() { _ = c.Close() }()
 	attempt := func(b int) error {
 		recs := make([]Record, 2)
@@ -58,7 +59,8 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 			}
 			found[0], found[1] = first, first+1
 		}
-		if err := c.Commit(l); err != nil {
+		c.Mark(l)
+		if err := c.Flush(); err != nil {
 			return err
 		}
 		for j, id := range ids {
@@ -100,14 +102,14 @@ func walkScenario(t *testing.T, fs vfs.FS) *walkRun {
 // is recorded; then every call through the seam that changes the disk is failed in
 // turn, once with ENOSPC (a short write for writes: half the bytes land), once with
 // EIO, and after the run the crash twin loses everything not synced. The promises:
-// a batch whose Append and Commit returned nil survives the crash, exactly once, at
+// a batch whose Append and Flush returned nil survives the crash, exactly once, at
 // the offset it was given, and its transaction id is found again; a failed call
 // leaves the log usable or sticky-failed, never appending after garbage (reopening
 // must not find damage with whole segments after it); reopening recovers everything.
 func TestFaultWalkKeepsEveryPromise(t *testing.T) {
-	newFS := func() (*vfs.Mem, *vfs.Faulty) {
+	newFS := func() (*vfs.Mem, *errorfs.FS) {
 		mem := vfs.NewStrictMem("/")
-		return mem, vfs.NewFaulty(mem)
+		return mem, errorfs.New(mem)
 	}
 	_, rec := newFS()
 	rec.Record()
@@ -115,28 +117,28 @@ func TestFaultWalkKeepsEveryPromise(t *testing.T) {
 	require.Zero(t, clean.errs)
 	require.Len(t, clean.acked, 28)
 	trace := rec.Trace()
-	ops := map[vfs.Op]int{}
+	ops := map[errorfs.Op]int{}
 	for _, c := range trace {
 		ops[c.Op]++
 	}
-	for _, op := range []vfs.Op{vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpTruncate, vfs.OpMap, vfs.OpOpen, vfs.OpRemove, vfs.OpMkdir} {
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpSyncDir, errorfs.OpTruncate, errorfs.OpMap, errorfs.OpOpen, errorfs.OpRemove, errorfs.OpMkdir} {
 		require.NotZerof(t, ops[op], "the scenario crosses %s boundaries", op)
 	}
 
 	runs := 0
 	for i, call := range trace {
-		if call.Op == vfs.OpRead {
+		if call.Op == errorfs.OpRead {
 			continue
 		}
 		for _, errno := range []error{unix.ENOSPC, unix.EIO} {
 			runs++
 			mem, fs := newFS()
-			ft := vfs.FaultAt(trace, i, errno)
+			ft := errorfs.FaultAt(trace, i, errno)
 			ft.Short = errno == unix.ENOSPC
 			fs.Inject(ft)
 			run := walkScenario(t, fs)
 			msg := fmt.Sprintf("%v at call %d (%s %s)", errno, i, call.Op, call.Path)
-			if call.Op == vfs.OpSync && strings.HasSuffix(call.Path, ".seg") || call.Op == vfs.OpSyncDir && call.Path == walkDir {
+			if call.Op == errorfs.OpSync && strings.HasSuffix(call.Path, ".seg") || call.Op == errorfs.OpSyncDir && call.Path == walkDir {
 				// The kernel may have dropped the pages of a failed fdatasync and
 				// let the next one succeed: no later sync may claim durability.
 				require.ErrorIs(t, run.sticky, ErrSyncFailed, "%s: a failed sync of the log is sticky", msg)

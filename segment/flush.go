@@ -7,9 +7,8 @@ import (
 
 // Mark notes that l has appends to make durable at the next Flush. It costs
 // an atomic load when l is already marked, and one short lock otherwise.
-// Whatever the policy, SyncNever included: Mark and Flush are the caller's
-// own schedule (the broker's background flush pass, issue 14), beside the
-// policy's Commits. Safe for concurrent use. A Log is marked through one
+// Mark and Flush are the caller's own schedule (the broker's background
+// flush pass, issue 14). Safe for concurrent use. A Log is marked through one
 // Committer only.
 func (c *Committer) Mark(l *Log) {
 	if l.marked.Load() {
@@ -56,17 +55,16 @@ func (c *Committer) Flush() error {
 	}
 	c.mu.Unlock()
 
-	p := newPass()
-	c.syncAll(p, logs)
-	if len(p.errs) == 0 {
+	errs := c.syncAll(logs)
+	if len(errs) == 0 {
 		return nil
 	}
 	var err error
-	for l, e := range p.errs {
+	for l, e := range errs {
 		c.Mark(l)
 		err = errors.Join(err, e)
 	}
-	return fmt.Errorf("segment: flush of %d logs: %d failed: %w", len(logs), len(p.errs), err)
+	return fmt.Errorf("segment: flush of %d logs: %d failed: %w", len(logs), len(errs), err)
 }
 
 // Dirty reports whether l has appends that no sync covers yet (what Mark

@@ -37,7 +37,7 @@ func BenchmarkFlushPass(b *testing.B) {
 
 func benchFlushPass(b *testing.B, n int, mode string, fresh bool) {
 	dir := b.TempDir()
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	defer c.Close()
 	c.SetSyncFS(mode == "syncfs")
 	if mode != "syncfs" {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // segBytes returns every segment file of dir in m with its contents.
@@ -39,8 +40,8 @@ func TestFlushMakesMarkedLogsDurable(t *testing.T) {
 			n := tc.n
 			mem := vfs.NewStrictMem("/d")
 			mem.SetSyncFSNoop(tc.noop)
-			fs := vfs.NewFaulty(mem)
-			c := NewCommitter(SyncNever, 0)
+			fs := errorfs.New(mem)
+			c := NewCommitter()
 			c.SetSyncFS(tc.syncFS)
 			logs := make([]*Log, n)
 			for i := range logs {
@@ -62,9 +63,9 @@ func TestFlushMakesMarkedLogsDurable(t *testing.T) {
 			dirSyncs, fdatasyncs := map[string]int{}, map[string]int{}
 			for _, call := range fs.Trace() {
 				switch call.Op {
-				case vfs.OpSyncDir: // SyncDir or SyncFS
+				case errorfs.OpSyncDir: // SyncDir or SyncFS
 					dirSyncs[call.Path]++
-				case vfs.OpSync:
+				case errorfs.OpSync:
 					fdatasyncs[call.Path]++
 				}
 			}
@@ -108,7 +109,7 @@ func TestDeferRotationSync(t *testing.T) {
 	for _, deferred := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deferred=%v", deferred), func(t *testing.T) {
 			mem := vfs.NewStrictMem("/")
-			fs := vfs.NewFaulty(mem)
+			fs := errorfs.New(mem)
 			l, _, err := openLog(fs, "/p", Options{DeferRotationSync: deferred, MaxFileBytes: 300})
 			require.NoError(t, err)
 			_, err = l.Append(1, recs(0, 3, 60))
@@ -119,7 +120,7 @@ func TestDeferRotationSync(t *testing.T) {
 			require.Len(t, l.files, 2)
 			var syncs []string
 			for _, c := range fs.Trace() {
-				if c.Op == vfs.OpSync || c.Op == vfs.OpSyncDir {
+				if c.Op == errorfs.OpSync || c.Op == errorfs.OpSyncDir {
 					syncs = append(syncs, string(c.Op)+" "+c.Path)
 				}
 			}
@@ -175,8 +176,8 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 		t.Run(fmt.Sprintf("%d logs, syncfs %v", tc.n, tc.syncFS), func(t *testing.T) {
 			n := tc.n
 			mem := vfs.NewStrictMem("/d")
-			fs := vfs.NewFaulty(mem)
-			c := NewCommitter(SyncAlways, 0)
+			fs := errorfs.New(mem)
+			c := NewCommitter()
 			c.SetSyncFS(tc.syncFS)
 			defer c.Close()
 			logs := make([]*Log, n)
@@ -189,9 +190,9 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 				c.Mark(logs[i])
 			}
 			syncFS := tc.syncFS
-			fault := vfs.Fault{Op: vfs.OpSync, Path: "/d/p0/" + segName(1)}
+			fault := errorfs.Fault{Op: errorfs.OpSync, Path: "/d/p0/" + segName(1)}
 			if syncFS {
-				fault = vfs.Fault{Op: vfs.OpSyncDir, Count: 1} // the one syncfs of the pass: every log fails
+				fault = errorfs.Fault{Op: errorfs.OpSyncDir, Count: 1} // the one syncfs of the pass: every log fails
 			}
 			remove := fs.Inject(fault)
 			err := c.Flush()
@@ -228,7 +229,7 @@ func TestFlushLeavesFailedLogsMarked(t *testing.T) {
 // when it returns, and appends marked during it are left for the next one.
 func TestMarkDuringFlush(t *testing.T) {
 	mem := vfs.NewStrictMem("/d")
-	c := NewCommitter(SyncInterval, 0)
+	c := NewCommitter()
 	defer c.Close()
 	const writers, batches = 4, 40
 	logs := make([]*Log, writers)

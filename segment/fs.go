@@ -8,7 +8,7 @@ import (
 )
 
 // fileSystem is the seam between the log and the disk (package vfs): vfs.OS
-// in production, vfs.Mem (the crash-simulating twin) and vfs.Faulty (the
+// in production, vfs.Mem (the crash-simulating twin) and errorfs.FS (the
 // error-injecting one) in tests. Options.FS picks it.
 type fileSystem = vfs.FS
 

@@ -115,7 +115,7 @@ func TestReleaseLeavesAppendsForTheNextSync(t *testing.T) {
 		}},
 		{"Close", func(t *testing.T, l *Log) { require.NoError(t, l.Close()) }},
 		{"Flush of one log", func(t *testing.T, l *Log) {
-			c := NewCommitter(SyncNever, 0)
+			c := NewCommitter()
 			defer c.Close()
 			c.Mark(l)
 			require.NoError(t, c.Flush())
@@ -153,7 +153,7 @@ func TestFlushCoversReleasedLogs(t *testing.T) {
 func testFlushCoversReleasedLogs(t *testing.T, syncFS bool) {
 	mem := vfs.NewStrictMem("/d")
 	mem.SetSyncFSNoop(!syncFS)
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	c.SetSyncFS(syncFS)
 	defer c.Close()
 	logs := make([]*Log, syncFSMin)

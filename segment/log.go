@@ -46,11 +46,10 @@ type Log struct {
 	// DurableNext).
 	unsyncedFrom uint64
 
-	syncMu      sync.Mutex   // held by Sync and by rotation's handle swap
-	failure     error        // first failed fdatasync, or failed append that could not be cut back; sticky (under syncMu, read via failed)
-	failedFlag  atomic.Bool  // failure != nil, readable without syncMu
-	needDirSync bool         // a file was created since the last directory sync (under syncMu)
-	syncers     atomic.Int32 // Sync calls in flight or queued on syncMu (Committer: follow, don't start)
+	syncMu      sync.Mutex  // held by Sync and by rotation's handle swap
+	failure     error       // first failed fdatasync, or failed append that could not be cut back; sticky (under syncMu, read via failed)
+	failedFlag  atomic.Bool // failure != nil, readable without syncMu
+	needDirSync bool        // a file was created since the last directory sync (under syncMu)
 	// pending holds the handles of files sealed by a rotation that did not
 	// sync them (Options.DeferRotationSync), oldest first, until a sync
 	// covers them; fdatasync must go through the handle that was open when

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // hookFS calls before ahead of every call that changes the disk (creating opens,
@@ -118,7 +119,7 @@ func runCrashScenario(t *testing.T) (*crashModel, []crashPoint, map[string][]byt
 	opts.FS = hook
 	l, _, err := OpenFrom(crashDir, opts, 1)
 	require.NoError(t, err)
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	for i := 0; i < 36; i++ {
 		rs := recs(10*i, 1+i%3, 50+17*(i%5))
 		_, seg, err := l.AppendTo(nil, int64(1000+100*(i/2)), rs)
@@ -287,7 +288,7 @@ func TestOpenFromCutSurvivesTheNextCrash(t *testing.T) {
 	opts.FS = mem
 	l, _, err := OpenFrom(crashDir, opts, 1)
 	require.NoError(t, err)
-	c := NewCommitter(SyncNever, 0)
+	c := NewCommitter()
 	var segs [][]byte
 	var all []Record
 	keep := uint64(0)
@@ -412,7 +413,7 @@ func TestOpenFromIsCrashSafe(t *testing.T) {
 		require.Equal(t, wantNext, next, "crash before call %d", i)
 	}
 
-	rec := vfs.NewFaulty(openFromState(t))
+	rec := errorfs.New(openFromState(t))
 	rec.Record()
 	l, _, err = openLogFrom(rec, "/p", Options{}, 7)
 	require.NoError(t, err)
@@ -420,8 +421,8 @@ func TestOpenFromIsCrashSafe(t *testing.T) {
 	trace := rec.Trace()
 	for i := range trace {
 		m := openFromState(t)
-		fs := vfs.NewFaulty(m)
-		fs.Inject(vfs.FaultAt(trace, i, fmt.Errorf("injected")))
+		fs := errorfs.New(m)
+		fs.Inject(errorfs.FaultAt(trace, i, fmt.Errorf("injected")))
 		if l, _, err := openLogFrom(fs, "/p", Options{}, 7); err == nil {
 			_ = l.Close()
 		}

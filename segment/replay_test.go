@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // Issue 14: AppendTo hands back the segment exactly as the file holds it, after what
@@ -45,12 +46,12 @@ func TestAppendToReturnsTheSegmentAsWritten(t *testing.T) {
 // A write that fails leaves dst as it was and the log unchanged; the retry succeeds.
 func TestAppendToFailedWriteReturnsDstUnchanged(t *testing.T) {
 	mem := vfs.NewMem()
-	fs := vfs.NewFaulty(mem)
+	fs := errorfs.New(mem)
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 2, 10))
 	require.NoError(t, err)
-	remove := fs.Inject(vfs.Fault{Op: vfs.OpWrite, Under: ".seg", Short: true})
+	remove := fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Under: ".seg", Short: true})
 	first, out, err := l.AppendTo([]byte("x"), 2, recs(2, 2, 10))
 	require.Error(t, err)
 	assert.Equal(t, uint64(0), first)

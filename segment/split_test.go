@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 const (
@@ -196,7 +197,7 @@ func TestSplitCrashAtEveryStep(t *testing.T) {
 			p, err := planSplitFS(clean, splitDir, segName(17))
 			require.NoError(t, err)
 			gaps := p.Gaps()
-			rec := vfs.NewFaulty(clean)
+			rec := errorfs.New(clean)
 			rec.Record()
 			require.NoError(t, split(rec))
 			final := dirState(clean)
@@ -204,14 +205,14 @@ func TestSplitCrashAtEveryStep(t *testing.T) {
 
 			for _, errno := range []error{unix.EIO, unix.ENOSPC} {
 				for i := 0; i <= len(trace); i++ {
-					if i < len(trace) && trace[i].Op == vfs.OpRead {
+					if i < len(trace) && trace[i].Op == errorfs.OpRead {
 						continue
 					}
 					mem, want, orig := setup()
-					fs := vfs.NewFaulty(mem)
+					fs := errorfs.New(mem)
 					msg := "crash after the whole split"
 					if i < len(trace) {
-						fs.Inject(vfs.FaultAt(trace, i, errno))
+						fs.Inject(errorfs.FaultAt(trace, i, errno))
 						msg = fmt.Sprintf("%v at call %d %s %s", errno, i, trace[i].Op, trace[i].Path)
 					}
 					err = split(fs)

@@ -16,9 +16,9 @@ import (
 // change with every append, truncation or in-place copy). The broker stores
 // it with each partition's Summary in the clean-shutdown marker and trusts
 // the Summary at the next start only when Stamp still returns the same value
-// (issue 7 follow-up: partition files restored from an older copy under a
-// newer cursor journal must be opened and their cursors clamped, not taken
-// from a stale Summary).
+// (issue 7 follow-up: partition files restored from an older copy under
+// newer cursor checkpoints must be opened and their cursors clamped, not
+// taken from a stale Summary).
 //
 // A mismatch never loses data: it only costs the full tail-verifying Open.
 // The result is never 0 (0 means "no stamp" in a Summary). Errors: the stat

@@ -20,8 +20,6 @@ func (l *Log) Sync() error {
 
 func (l *Log) syncNow() error {
 	seq := l.appendSeq.Load()
-	l.syncers.Add(1)
-	defer l.syncers.Add(-1)
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.failure != nil {
@@ -86,7 +84,7 @@ func (l *Log) markDurable(next uint64) {
 }
 
 // DurableNext returns the offset below which every offset appended is on
-// stable storage by a successful sync (Sync, a Committer's pass or Flush):
+// stable storage by a successful sync (Sync or a Committer's Flush):
 // NextOffset when no append is unsynced, else the first unsynced offset.
 // Offsets the Log was opened with count as durable (recovery cut it to what
 // was). A flush pass records this, not NextOffset, as what a file holds for

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -14,9 +15,9 @@ var errInjectedEIO = errors.New("injected EIO")
 
 // failOnceFS fails the first fdatasync of any file, then succeeds: what Linux
 // does after it dropped the dirty pages of a failed writeback.
-func failOnceFS() *vfs.Faulty {
-	f := vfs.NewFaulty(vfs.NewMem())
-	f.Inject(vfs.Fault{Op: vfs.OpSync, Count: 1, Err: errInjectedEIO})
+func failOnceFS() *errorfs.FS {
+	f := errorfs.New(vfs.NewMem())
+	f.Inject(errorfs.Fault{Op: errorfs.OpSync, Count: 1, Err: errInjectedEIO})
 	return f
 }
 
@@ -38,8 +39,9 @@ func TestSyncFailureIsSticky(t *testing.T) {
 	_, err = l.Append(2, recs(3, 1, 10))
 	assert.ErrorIs(t, err, ErrSyncFailed, "appends are refused after a failed sync")
 
-	c := NewCommitter(SyncAlways, 0)
-	assert.ErrorIs(t, c.Commit(l), ErrSyncFailed, "group commit reports it too")
+	c := NewCommitter()
+	c.Mark(l)
+	assert.ErrorIs(t, c.Flush(), ErrSyncFailed, "the flush pass reports it too")
 	require.NoError(t, c.Close())
 }
 
@@ -47,7 +49,7 @@ func TestSyncFailureIsSticky(t *testing.T) {
 // usable and the same append can be retried (a full disk is an error, not a state).
 func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 	mem := vfs.NewMem()
-	fs := vfs.NewFaulty(mem)
+	fs := errorfs.New(mem)
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 3, 10))
@@ -55,7 +57,7 @@ func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 	seg := "/p/" + segName(1)
 	size := len(mem.Bytes(seg))
 
-	fs.Inject(vfs.Fault{Op: vfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.ENOSPC})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.ENOSPC})
 	_, err = l.Append(2, recs(3, 2, 10))
 	require.ErrorIs(t, err, unix.ENOSPC)
 	assert.NotErrorIs(t, err, ErrWriteFailed)
@@ -82,7 +84,7 @@ func TestFailedAppendIsCutBackAndRetryable(t *testing.T) {
 // and reopening cuts the partial segment as a torn tail.
 func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	mem := vfs.NewMem()
-	fs := vfs.NewFaulty(mem)
+	fs := errorfs.New(mem)
 	l, _, err := openLog(fs, "/p", Options{})
 	require.NoError(t, err)
 	_, err = l.Append(1, recs(0, 3, 10))
@@ -90,8 +92,8 @@ func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	seg := "/p/" + segName(1)
 	size := len(mem.Bytes(seg))
 
-	fs.Inject(vfs.Fault{Op: vfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.EIO})
-	fs.Inject(vfs.Fault{Op: vfs.OpTruncate, Path: seg, Count: 1, Err: unix.EIO})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Path: seg, Count: 1, Short: true, Err: unix.EIO})
+	fs.Inject(errorfs.Fault{Op: errorfs.OpTruncate, Path: seg, Count: 1, Err: unix.EIO})
 	_, err = l.Append(2, recs(3, 2, 10))
 	require.ErrorIs(t, err, ErrWriteFailed)
 	assert.Greater(t, len(mem.Bytes(seg)), size, "half a segment stays behind")
@@ -99,8 +101,9 @@ func TestFailedAppendThatCannotBeCutBackIsSticky(t *testing.T) {
 	_, err = l.Append(3, recs(5, 1, 10))
 	assert.ErrorIs(t, err, ErrWriteFailed, "no append after the garbage")
 	assert.ErrorIs(t, l.Sync(), ErrWriteFailed)
-	c := NewCommitter(SyncAlways, 0)
-	assert.ErrorIs(t, c.Commit(l), ErrWriteFailed)
+	c := NewCommitter()
+	c.Mark(l)
+	assert.ErrorIs(t, c.Flush(), ErrWriteFailed)
 	require.NoError(t, c.Close())
 	_ = l.Close()
 

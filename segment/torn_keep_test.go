@@ -11,6 +11,7 @@ import (
 
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 func trimZeros(b []byte) []byte { return bytes.TrimRight(b, "\x00") }
@@ -88,22 +89,22 @@ func TestKeepingTheTornTailIsCrashSafe(t *testing.T) {
 	cut := int(h.size())
 	kept := fmt.Sprintf("/data/quarantine/partitions/p/%s.from-%d", segName(1), cut)
 
-	rec := vfs.NewFaulty(setup())
+	rec := errorfs.New(setup())
 	rec.Record()
 	_, _, err = openLog(rec, "/data/partitions/p", opts)
 	require.NoError(t, err)
 	trace := rec.Trace()
 	steps := 0
 	for i := 0; i <= len(trace); i++ { // i == len(trace): nothing fails, crash at the end
-		if i < len(trace) && trace[i].Op == vfs.OpRead {
+		if i < len(trace) && trace[i].Op == errorfs.OpRead {
 			continue
 		}
 		steps++
 		mem := setup()
-		fs := vfs.NewFaulty(mem)
+		fs := errorfs.New(mem)
 		msg := "crash after a whole recovery"
 		if i < len(trace) {
-			fs.Inject(vfs.FaultAt(trace, i, unix.EIO))
+			fs.Inject(errorfs.FaultAt(trace, i, unix.EIO))
 			msg = fmt.Sprintf("failed call %d %s %s", i, trace[i].Op, trace[i].Path)
 		}
 		l, _, err := openLog(fs, "/data/partitions/p", opts)
@@ -138,8 +139,8 @@ func TestTornTailIsNotCutWhenItCannotBeKept(t *testing.T) {
 	mem := orig.Crash(true)
 	full := mem.Bytes("/p/" + segName(1))
 	mem.SetBytes("/p/"+segName(1), full[:size-10])
-	fs := vfs.NewFaulty(mem)
-	fs.Inject(vfs.Fault{Op: vfs.OpWrite, Under: ".from-", Err: unix.ENOSPC})
+	fs := errorfs.New(mem)
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, Under: ".from-", Err: unix.ENOSPC})
 	_, _, err := openLog(fs, "/p", Options{})
 	require.ErrorIs(t, err, unix.ENOSPC)
 	assert.Contains(t, err.Error(), "keep the")

@@ -86,7 +86,7 @@ type Options struct {
 	// DeferRotationSync makes rotation write nothing durable: the sealed
 	// file is NOT fdatasynced and the directory NOT synced before the new
 	// file is created (without it they are, so that a crash never leaves a
-	// hole between files). The next Sync, Commit or Committer.Flush of the
+	// hole between files). The next Sync or Committer.Flush of the
 	// Log syncs the sealed files still open for it, the active file and the
 	// directory. Only for a caller that keeps what a crash may punch out of
 	// the files elsewhere (the broker's commit log, issue 14) and opens the
@@ -249,8 +249,6 @@ var (
 	// sticky: the next Append may succeed (a full disk is an error, not a
 	// state).
 	ErrWriteFailed = errors.New("segment: a failed append could not be cut back; the log refuses writes until reopened")
-	// ErrBadPolicy is returned by ParseSyncPolicy.
-	ErrBadPolicy = errors.New("segment: unknown sync policy")
 	// ErrSegmentMismatch is wrapped by AppendSegment when a whole, valid
 	// segment does not continue the log: its base offset is not
 	// NextOffset() (the error says both). Not damage: the segment belongs

@@ -1,7 +1,8 @@
 // Package vfs is the file-system seam under every on-disk structure of comb
-// (segment logs, index files, the cursor journal, the metadata journal and the
+// (segment logs, index files, the commit log, cursor snapshots, the metadata journal and the
 // small whole-file caches): just the operations an append-only store needs,
-// behind one interface with three implementations.
+// behind one interface with two implementations here and an error-injecting
+// one for tests in vfs/errorfs.
 //
 //   - OS is the real file system. File.Sync is fdatasync(2) (retried on
 //     EINTR): it flushes a file's data and size, which is all a reader needs.
@@ -16,9 +17,10 @@
 //     SetCapacity makes it a small disk that fails writes with ENOSPC;
 //     SetSyncFSNoop makes its SyncFS sync nothing, as syncfs(2) on a file
 //     system without sync_fs (FUSE, some network file systems).
-//   - Faulty wraps another FS and fails chosen calls with chosen errors
-//     (ENOSPC, EIO, ...): named failpoints at every write and sync boundary,
-//     so a test can walk every boundary of a scenario and fail each in turn.
+//   - errorfs.FS (package vfs/errorfs) wraps another FS and fails chosen
+//     calls with chosen errors (ENOSPC, EIO, ...): named failpoints at every
+//     write and sync boundary, so a test can walk every boundary of a
+//     scenario and fail each in turn.
 //
 // It must not know about any format: bytes in, bytes out.
 //

@@ -203,12 +203,3 @@ func (m *Mem) SetFSType(magic int64) {
 	m.fsType = magic
 	m.mu.Unlock()
 }
-
-// FSType is the wrapped FS's (ErrSyncFSUntrusted when it cannot tell).
-func (f *Faulty) FSType(dir string) (int64, error) {
-	t, ok := f.FS.(Typed)
-	if !ok {
-		return 0, fmt.Errorf("%s: cannot tell its file system type: %w", dir, ErrSyncFSUntrusted)
-	}
-	return t.FSType(dir)
-}

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("bench", "load generator: push|consume|e2e|fanout|longpoll|cycle|transaction against comb, any Queen server, Redis or NATS", cmdBench)
+	register("bench", "load generator: push|consume|e2e|fanout|longpoll|cycle|transaction against comb or any Queen server (Redis, NATS: bin/comb-bench)", cmdBench)
 }
 
 const benchUsage = `usage: comb bench <push|consume|e2e|fanout|longpoll|cycle|transaction> [flags]
@@ -44,7 +44,7 @@ func cmdBench(args []string) int {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.URL, "url", cfg.URL, "Queen-compatible server (driver comb)")
-	fs.StringVar(&cfg.Driver, "driver", cfg.Driver, "comb (any Queen v1 HTTP server) | redis | nats")
+	fs.StringVar(&cfg.Driver, "driver", cfg.Driver, "comb (any Queen v1 HTTP server) | redis | nats (these two: bin/comb-bench, make comb-bench)")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", cfg.RedisAddr, "redis-server host:port (driver redis)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "nats-server URL (driver nats)")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "server process for RSS/CPU; 0 = find the local listener of the target port")

@@ -21,8 +21,8 @@ func runFsck(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: comb fsck [flags] DATA-DIR
 
-Verifies every segment checksum, offset order, index, the dedup index, the metadata and
-cursor journals, and that no cursor is past its partition's high-water mark.
+Verifies every segment checksum, offset order, index, the dedup index, the metadata journal,
+the cursor snapshots, and that no cursor is past its partition's high-water mark.
 
 exit codes: 0 clean; 1 repairable (or repaired by --repair); 2 damage that needs a person
 (see docs/operations.md); 3 could not run (usage, directory held by a live server).

@@ -67,7 +67,7 @@ func runServe(args []string) int {
 	syncMode := fs.String("sync", "always", "when pushes are fdatasync'd before the answer: always|interval|never (env COMB_SYNC)")
 	syncInterval := fs.Duration("sync-interval", 10*time.Millisecond, "group-commit period for --sync interval (env COMB_SYNC_INTERVAL)")
 	groupWait := fs.Duration("group-commit-wait", broker.DefaultGroupCommitWait, "longest the commit log holds a batch for more callers before its fdatasync (--sync always; only once two or more were seen waiting at once and they come often enough for it to gather four more); 0 = never (env COMB_GROUP_COMMIT_WAIT)")
-	checkpoint := fs.Duration("checkpoint-interval", 5*time.Millisecond, "cursor journal checkpoint period (env COMB_CHECKPOINT_INTERVAL)")
+	checkpoint := fs.Duration("checkpoint-interval", 5*time.Millisecond, "cursor checkpoint period (env COMB_CHECKPOINT_INTERVAL)")
 	logLevel := fs.String("log-level", "info", "trace|debug|info|warn|error (env COMB_LOG_LEVEL)")
 	maxBody := byteSize(httpapi.DefaultMaxBodyBytes)
 	fs.Var(&maxBody, "max-body", "request body cap, bytes or with a suffix like 64MiB; larger bodies get 413 (env COMB_MAX_BODY)")
@@ -229,6 +229,7 @@ func runServe(args []string) int {
 		TLS:          sec.tlsConfig(),
 		Static:       site,
 		Cluster:      forwardTo(repl),
+		Migration:    migrationJobs(b, secFlags.encKey),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/fsck"
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 const dataDir = "/data"
@@ -126,7 +127,7 @@ func TestPowerLoss(t *testing.T) {
 			cutSeed = rng.Uint64()
 			type opened struct {
 				b    *broker.Broker
-				live *vfs.Faulty
+				live *errorfs.FS
 				err  error
 			}
 			ch := make(chan opened, 1)
@@ -168,10 +169,10 @@ func TestPowerLoss(t *testing.T) {
 	}
 }
 
-// open opens the broker on disk behind a Faulty through which kill fails
+// open opens the broker on disk behind an errorfs.FS through which kill fails
 // every later call of the broker that outlives its power.
-func open(disk *vfs.Mem) (*broker.Broker, *vfs.Faulty, error) {
-	live := vfs.NewFaulty(disk)
+func open(disk *vfs.Mem) (*broker.Broker, *errorfs.FS, error) {
+	live := errorfs.New(disk)
 	b, err := broker.Open(broker.Config{DataDir: dataDir, FS: live, Sync: "always", Logger: zerolog.Nop(),
 		FlushInterval: 20 * time.Millisecond, CommitLogFileBytes: 256 << 10, MaxSegmentFileSize: 32 << 10,
 		MaxOpenFiles: maxOpenFiles, CheckpointInterval: time.Millisecond})
@@ -181,8 +182,8 @@ func open(disk *vfs.Mem) (*broker.Broker, *vfs.Faulty, error) {
 // kill ends a broker whose power was cut: every call to its disk fails from
 // now on (what it does after the cut changes nothing that was left), its
 // clients stop, and it is closed so its goroutines end.
-func kill(b *broker.Broker, live *vfs.Faulty, cancel, wait func()) {
-	live.Inject(vfs.Fault{Err: unix.EIO})
+func kill(b *broker.Broker, live *errorfs.FS, cancel, wait func()) {
+	live.Inject(errorfs.Fault{Err: unix.EIO})
 	cancel()
 	wait()
 	_ = b.Close()

@@ -1,6 +1,8 @@
-package bench
+package peers
 
 import (
+	"github.com/combmq/comb/bench"
+
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +43,7 @@ func NewNATSDriver(url string) (*NATSDriver, error) {
 	return &NATSDriver{url: url, admin: nc, js: js}, nil
 }
 
-func (d *NATSDriver) Name() string   { return DriverNATS }
+func (d *NATSDriver) Name() string   { return bench.DriverNATS }
 func (d *NATSDriver) Target() string { return d.url }
 func (d *NATSDriver) Close() error   { d.admin.Close(); return nil }
 
@@ -55,7 +57,7 @@ func natsConsumer(g string) string {
 // Setup creates the streams (file storage, limits retention, no size limit) and one durable
 // pull consumer per group from the start of the stream (subscriptionMode "all"), explicit
 // acks, no cap on pending acks so the fetchers of a run are never throttled by it.
-func (d *NATSDriver) Setup(ctx context.Context, t Topology) error {
+func (d *NATSDriver) Setup(ctx context.Context, t bench.Topology) error {
 	d.runID = t.RunID
 	d.streams = make([]string, t.Queues)
 	d.subjects = make([][]string, t.Queues)
@@ -76,7 +78,7 @@ func (d *NATSDriver) Setup(ctx context.Context, t Topology) error {
 		for _, g := range t.Groups {
 			if _, err := d.js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{
 				Durable: natsConsumer(g), AckPolicy: jetstream.AckExplicitPolicy,
-				DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: requestTimeout, MaxAckPending: -1,
+				DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: bench.RequestTimeout, MaxAckPending: -1,
 			}); err != nil {
 				return fmt.Errorf("nats: create consumer %s on %s: %w", natsConsumer(g), name, err)
 			}
@@ -86,7 +88,7 @@ func (d *NATSDriver) Setup(ctx context.Context, t Topology) error {
 }
 
 // NewWorker opens the worker's own connection.
-func (d *NATSDriver) NewWorker(id int) (Worker, error) {
+func (d *NATSDriver) NewWorker(id int) (bench.Worker, error) {
 	nc, err := nats.Connect(d.url, nats.Name("comb-bench-w"+strconv.Itoa(id)))
 	if err != nil {
 		return nil, fmt.Errorf("nats: connect %s: %w", d.url, err)
@@ -122,7 +124,7 @@ func (b *natsBatch) SentNanos(i int) int64 {
 }
 
 // Push publishes n messages asynchronously and waits for every PubAck (stored by the stream).
-func (w *natsWorker) Push(ctx context.Context, dst Dest, payload []byte, n int) (int, error) {
+func (w *natsWorker) Push(ctx context.Context, dst bench.Dest, payload []byte, n int) (int, error) {
 	subj := w.d.subjects[dst.Queue][dst.Partition]
 	w.futures = w.futures[:0]
 	failed := 0
@@ -144,7 +146,7 @@ func (w *natsWorker) Push(ctx context.Context, dst Dest, payload []byte, n int) 
 		}
 	}
 	if failed == n {
-		return 0, fmt.Errorf("nats: publish to %s: every item failed: %w", subj, ErrBadResponse)
+		return 0, fmt.Errorf("nats: publish to %s: every item failed: %w", subj, bench.ErrBadResponse)
 	}
 	return failed, nil
 }
@@ -164,7 +166,7 @@ func (w *natsWorker) consumer(ctx context.Context, q int, group string) (jetstre
 
 // Pop fetches what is available now; with Wait and nothing available it blocks for one message
 // (a blocking Fetch of a whole batch would hold the first message until the batch filled).
-func (w *natsWorker) Pop(ctx context.Context, s Source) (Batch, error) {
+func (w *natsWorker) Pop(ctx context.Context, s bench.Source) (bench.Batch, error) {
 	b := &w.batch
 	b.msgs, b.sent = b.msgs[:0], b.sent[:0]
 	c, err := w.consumer(ctx, s.Queue, s.Group)
@@ -195,7 +197,7 @@ func (w *natsWorker) drain(mb jetstream.MessageBatch, wantTimes bool) error {
 	for m := range mb.Messages() {
 		b.msgs = append(b.msgs, m)
 		if wantTimes {
-			b.sent = append(b.sent, PayloadTime(m.Data()))
+			b.sent = append(b.sent, bench.PayloadTime(m.Data()))
 		}
 	}
 	if err := mb.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) {
@@ -206,7 +208,7 @@ func (w *natsWorker) drain(mb jetstream.MessageBatch, wantTimes bool) error {
 
 // Ack acks every message and waits for the server's confirmation of the last one; acks on
 // one connection are processed in order, so that confirms the batch.
-func (w *natsWorker) Ack(ctx context.Context, bb Batch) (int, error) {
+func (w *natsWorker) Ack(ctx context.Context, bb bench.Batch) (int, error) {
 	b, ok := bb.(*natsBatch)
 	if !ok || len(b.msgs) == 0 {
 		return 0, nil
@@ -217,7 +219,7 @@ func (w *natsWorker) Ack(ctx context.Context, bb Batch) (int, error) {
 			failed++
 		}
 	}
-	actx, cancel := context.WithTimeout(ctx, requestTimeout)
+	actx, cancel := context.WithTimeout(ctx, bench.RequestTimeout)
 	defer cancel()
 	if err := b.msgs[len(b.msgs)-1].DoubleAck(actx); err != nil {
 		return failed, fmt.Errorf("nats: ack: %w", err)

@@ -1,14 +1,17 @@
-package vfs
+package errorfs
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/combmq/comb/vfs"
 )
 
-// Op names a kind of call through the seam: the failpoints of Faulty.
+// Op names a kind of call through the seam: the failpoints of FS.
 type Op string
 
 // The failpoints. Every call that changes the disk is one of the first nine;
@@ -26,7 +29,7 @@ const (
 	OpRead     Op = "read"
 )
 
-// Fault describes which calls Faulty fails and how.
+// Fault describes which calls FS fails and how.
 type Fault struct {
 	Op    Op     // the calls it applies to; "" = every op
 	Path  string // exact path of the call ("" = any)
@@ -39,16 +42,16 @@ type Fault struct {
 	Short bool
 }
 
-// Call is one call through Faulty, as OnCall and Trace see it.
+// Call is one call through FS, as Trace sees it.
 type Call struct {
 	Op   Op
 	Path string
 }
 
-// Faulty wraps an FS and fails the calls its faults match: the
-// error-injecting seam of the package comment. Safe for concurrent use.
-type Faulty struct {
-	FS
+// FS wraps a vfs.FS and fails the calls its faults match (the package
+// comment). Safe for concurrent use.
+type FS struct {
+	vfs.FS
 	mu     sync.Mutex
 	faults []*fault
 	trace  []Call
@@ -60,11 +63,11 @@ type fault struct {
 	seen int
 }
 
-// NewFaulty returns fsys with no fault injected.
-func NewFaulty(fsys FS) *Faulty { return &Faulty{FS: fsys} }
+// New returns fsys with no fault injected.
+func New(fsys vfs.FS) *FS { return &FS{FS: fsys} }
 
 // Inject adds a fault; the returned func removes it.
-func (f *Faulty) Inject(ft Fault) (remove func()) {
+func (f *FS) Inject(ft Fault) (remove func()) {
 	if ft.Err == nil {
 		ft.Err = unix.EIO
 	}
@@ -85,21 +88,21 @@ func (f *Faulty) Inject(ft Fault) (remove func()) {
 }
 
 // Clear removes every fault.
-func (f *Faulty) Clear() {
+func (f *FS) Clear() {
 	f.mu.Lock()
 	f.faults = nil
 	f.mu.Unlock()
 }
 
 // Record starts recording every call (Trace returns them in order).
-func (f *Faulty) Record() {
+func (f *FS) Record() {
 	f.mu.Lock()
 	f.record, f.trace = true, nil
 	f.mu.Unlock()
 }
 
 // Trace returns the calls recorded since Record.
-func (f *Faulty) Trace() []Call {
+func (f *FS) Trace() []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Call(nil), f.trace...)
@@ -119,7 +122,7 @@ func FaultAt(trace []Call, i int, err error) Fault {
 }
 
 // hit reports the fault that fails this call, or nil.
-func (f *Faulty) hit(op Op, path string) *fault {
+func (f *FS) hit(op Op, path string) *fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.record {
@@ -138,14 +141,14 @@ func (f *Faulty) hit(op Op, path string) *fault {
 	return nil
 }
 
-func (f *Faulty) fail(op Op, path string) error {
+func (f *FS) fail(op Op, path string) error {
 	if x := f.hit(op, path); x != nil {
 		return &fs.PathError{Op: string(op), Path: path, Err: x.Err}
 	}
 	return nil
 }
 
-func (f *Faulty) OpenFile(name string, flag int) (File, error) {
+func (f *FS) OpenFile(name string, flag int) (vfs.File, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -156,7 +159,7 @@ func (f *Faulty) OpenFile(name string, flag int) (File, error) {
 	return &faultyFile{File: file, f: f}, nil
 }
 
-func (f *Faulty) OpenMapped(name string) (Mapping, error) {
+func (f *FS) OpenMapped(name string) (vfs.Mapping, error) {
 	if err := f.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -167,63 +170,63 @@ func (f *Faulty) OpenMapped(name string) (Mapping, error) {
 	return &faultyMapping{Mapping: m, f: f, name: name}, nil
 }
 
-func (f *Faulty) ReadFile(name string) ([]byte, error) {
+func (f *FS) ReadFile(name string) ([]byte, error) {
 	if err := f.fail(OpRead, name); err != nil {
 		return nil, err
 	}
 	return f.FS.ReadFile(name)
 }
 
-func (f *Faulty) List(dir string) ([]string, error) {
+func (f *FS) List(dir string) ([]string, error) {
 	if err := f.fail(OpRead, dir); err != nil {
 		return nil, err
 	}
 	return f.FS.List(dir)
 }
 
-func (f *Faulty) MkdirAll(dir string) error {
+func (f *FS) MkdirAll(dir string) error {
 	if err := f.fail(OpMkdir, dir); err != nil {
 		return err
 	}
 	return f.FS.MkdirAll(dir)
 }
 
-func (f *Faulty) Mkdir(dir string) error {
+func (f *FS) Mkdir(dir string) error {
 	if err := f.fail(OpMkdir, dir); err != nil {
 		return err
 	}
 	return f.FS.Mkdir(dir)
 }
 
-func (f *Faulty) Remove(name string) error {
+func (f *FS) Remove(name string) error {
 	if err := f.fail(OpRemove, name); err != nil {
 		return err
 	}
 	return f.FS.Remove(name)
 }
 
-func (f *Faulty) RemoveAll(name string) error {
+func (f *FS) RemoveAll(name string) error {
 	if err := f.fail(OpRemove, name); err != nil {
 		return err
 	}
 	return f.FS.RemoveAll(name)
 }
 
-func (f *Faulty) Rename(oldname, newname string) error {
+func (f *FS) Rename(oldname, newname string) error {
 	if err := f.fail(OpRename, newname); err != nil {
 		return err
 	}
 	return f.FS.Rename(oldname, newname)
 }
 
-func (f *Faulty) SyncDir(dir string) error {
+func (f *FS) SyncDir(dir string) error {
 	if err := f.fail(OpSyncDir, dir); err != nil {
 		return err
 	}
 	return f.FS.SyncDir(dir)
 }
 
-func (f *Faulty) SyncFS(dir string) error {
+func (f *FS) SyncFS(dir string) error {
 	if err := f.fail(OpSyncDir, dir); err != nil {
 		return err
 	}
@@ -231,8 +234,8 @@ func (f *Faulty) SyncFS(dir string) error {
 }
 
 type faultyFile struct {
-	File
-	f *Faulty
+	vfs.File
+	f *FS
 }
 
 func (h *faultyFile) ReadAt(p []byte, off int64) (int, error) {
@@ -281,8 +284,8 @@ func (h *faultyFile) Truncate(size int64) error {
 }
 
 type faultyMapping struct {
-	Mapping
-	f    *Faulty
+	vfs.Mapping
+	f    *FS
 	name string
 }
 
@@ -291,4 +294,14 @@ func (m *faultyMapping) Map(size int64) ([]byte, error) {
 		return nil, err
 	}
 	return m.Mapping.Map(size)
+}
+
+// FSType is the wrapped FS's (vfs.ErrSyncFSUntrusted when it cannot tell), so
+// vfs.SyncFSTrusted judges what is wrapped.
+func (f *FS) FSType(dir string) (int64, error) {
+	t, ok := f.FS.(vfs.Typed)
+	if !ok {
+		return 0, fmt.Errorf("%s: cannot tell its file system type: %w", dir, vfs.ErrSyncFSUntrusted)
+	}
+	return t.FSType(dir)
 }

@@ -1,6 +1,8 @@
-package bench
+package peers
 
 import (
+	"github.com/combmq/comb/bench"
+
 	"context"
 	"errors"
 	"fmt"
@@ -29,12 +31,12 @@ func NewRedisDriver(addr string, conns int) *RedisDriver {
 		Addr:         addr,
 		PoolSize:     conns,
 		MinIdleConns: 1,
-		ReadTimeout:  requestTimeout,
-		WriteTimeout: requestTimeout,
+		ReadTimeout:  bench.RequestTimeout,
+		WriteTimeout: bench.RequestTimeout,
 	})}
 }
 
-func (d *RedisDriver) Name() string   { return DriverRedis }
+func (d *RedisDriver) Name() string   { return bench.DriverRedis }
 func (d *RedisDriver) Target() string { return d.addr }
 func (d *RedisDriver) Close() error   { return d.rdb.Close() }
 
@@ -47,7 +49,7 @@ func redisGroup(g string) string {
 
 // Setup creates every stream with every group at ID 0 (whole backlog), like Queen's
 // subscriptionMode "all".
-func (d *RedisDriver) Setup(ctx context.Context, t Topology) error {
+func (d *RedisDriver) Setup(ctx context.Context, t bench.Topology) error {
 	d.runID = t.RunID
 	d.keys = make([][]string, t.Queues)
 	for q := range d.keys {
@@ -67,7 +69,7 @@ func (d *RedisDriver) Setup(ctx context.Context, t Topology) error {
 }
 
 // NewWorker returns a worker that is also one Redis consumer ("w<id>") in every group.
-func (d *RedisDriver) NewWorker(id int) (Worker, error) {
+func (d *RedisDriver) NewWorker(id int) (bench.Worker, error) {
 	return &redisWorker{d: d, consumer: "w" + strconv.Itoa(id), pipe: d.rdb.Pipeline()}, nil
 }
 
@@ -97,7 +99,7 @@ func (b *redisBatch) SentNanos(i int) int64 {
 }
 
 // Push pipelines n XADDs in one round trip; each failed command is a failed item.
-func (w *redisWorker) Push(ctx context.Context, dst Dest, payload []byte, n int) (int, error) {
+func (w *redisWorker) Push(ctx context.Context, dst bench.Dest, payload []byte, n int) (int, error) {
 	key := w.d.keys[dst.Queue][dst.Partition]
 	for i := 0; i < n; i++ {
 		w.pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"d", payload}})
@@ -118,7 +120,7 @@ func (w *redisWorker) Push(ctx context.Context, dst Dest, payload []byte, n int)
 // Pop reads with XREADGROUP. Without Wait it tries the worker's streams in turn and returns
 // the first non-empty one (the shape of a Queen pop with partitions=1); with Wait it blocks on
 // all of them at once.
-func (w *redisWorker) Pop(ctx context.Context, s Source) (Batch, error) {
+func (w *redisWorker) Pop(ctx context.Context, s bench.Source) (bench.Batch, error) {
 	b := &w.batch
 	b.group, b.n, b.keys, b.ids, b.sent = redisGroup(s.Group), 0, b.keys[:0], b.ids[:0], b.sent[:0]
 	keys := w.d.keys[s.Queue]
@@ -169,7 +171,7 @@ func (w *redisWorker) fill(res []redis.XStream, wantTimes bool) {
 			if wantTimes {
 				var t int64
 				if v, ok := m.Values["d"].(string); ok {
-					t = PayloadTime([]byte(v))
+					t = bench.PayloadTime([]byte(v))
 				}
 				b.sent = append(b.sent, t)
 			}
@@ -182,7 +184,7 @@ func (w *redisWorker) fill(res []redis.XStream, wantTimes bool) {
 
 // Ack sends one XACK per stream of the batch, pipelined; ids Redis did not count as pending
 // are failed items.
-func (w *redisWorker) Ack(ctx context.Context, bb Batch) (int, error) {
+func (w *redisWorker) Ack(ctx context.Context, bb bench.Batch) (int, error) {
 	b, ok := bb.(*redisBatch)
 	if !ok || b.n == 0 {
 		return 0, nil
