@@ -63,7 +63,7 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 		return ConfigureResult{}, fmt.Errorf("broker: configure %s: %w", req.Queue, err)
 	}
 	return ConfigureResult{QueueID: q.idStr, PartitionID: parts[0].idStr, Queue: q.name,
-		Namespace: req.Namespace, Task: req.Task, Options: opts}, nil
+		Namespace: req.Namespace, Task: req.Task, Options: opts, StoredPlain: opts.EncryptionEnabled && b.cfg.Keys == nil}, nil
 }
 
 // DeleteQueue deletes a queue with its partitions, messages, DLQ entries,

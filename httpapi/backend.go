@@ -27,6 +27,8 @@ type Backend interface {
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
 	// cancelled (server shutdown), with no messages claimed.
 	Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error)
+	// QueueExists reports whether the queue exists, for the notice on a pop's 204 (issue 25).
+	QueueExists(name string) bool
 	Ack(group string, items []broker.AckItem) ([]broker.AckResult, error)
 	Transaction(ops []broker.TxOp) (broker.TxResult, error)
 	ExtendLease(leaseID string, seconds int64) broker.ExtendResult

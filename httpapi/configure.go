@@ -63,13 +63,27 @@ func parseJSON(ctx *fasthttp.RequestCtx, body string) (*fastjson.Parser, *fastjs
 
 // decodeConfigure parses and validates a configure body (spec 2.1, 2.2).
 func decodeConfigure(body []byte) (broker.ConfigureRequest, string) {
+	req, _, msg := decodeConfigureWarn(body)
+	return req, msg
+}
+
+// decodeConfigureWarn is decodeConfigure that also names the option keys it ignored
+// (unknownOptionWarnings).
+func decodeConfigureWarn(body []byte) (broker.ConfigureRequest, []string, string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
 	v, err := parser.Parse(b2s(body))
 	if err != nil {
-		return broker.ConfigureRequest{}, "Invalid JSON: " + err.Error()
+		return broker.ConfigureRequest{}, nil, "Invalid JSON: " + err.Error()
 	}
-	return parseConfigure(v)
+	req, msg := parseConfigure(v)
+	if msg != "" {
+		return req, nil, msg
+	}
+	if ov := v.Get("options"); ov != nil && ov.Type() == fastjson.TypeObject {
+		return req, unknownOptionWarnings(ov), ""
+	}
+	return req, nil, ""
 }
 
 // parseConfigure reads spec 2.1 into a request: a whole replace, every option not given takes
@@ -187,7 +201,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	req, msg := decodeConfigure(body)
+	req, warnings, msg := decodeConfigureWarn(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
@@ -199,6 +213,13 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	}
 	p := getBuf()
 	*p = appendConfigureResult(*p, &res)
+	if res.StoredPlain {
+		warnings = append(warnings, WarningStoredPlain)
+	}
+	if len(warnings) > 0 {
+		// Inside the top-level object: drop its closing brace, add the list, close again.
+		*p = append(appendWarnings((*p)[:len(*p)-1], warnings), '}')
+	}
 	sendJSON(ctx, fasthttp.StatusOK, p)
 }
 

@@ -63,6 +63,9 @@ type fakeBackend struct {
 	resDetail   map[string]broker.ResourceQueueDetail
 	namespaces  []broker.ResourceLabel
 	tasks       []broker.ResourceLabel
+
+	// missingQueues are the queues QueueExists says do not exist (all others do).
+	missingQueues map[string]bool
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -126,6 +129,8 @@ func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error)
 	}
 	return out, nil
 }
+
+func (f *fakeBackend) QueueExists(name string) bool { return !f.missingQueues[name] }
 
 func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error) {
 	f.record("Pop")

@@ -134,6 +134,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, req broker.PopRequest) {
 	// The payloads alias broker buffers until Release; encoding copies them into the response.
 	defer res.Release()
 	if len(res.Messages) == 0 {
+		s.noteMissingQueue(ctx, req.Queue)
 		noContent(ctx)
 		return
 	}

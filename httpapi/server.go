@@ -173,7 +173,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	// The cap counts TCP connections under TLS; a refused one is closed without the plain-text
 	// 503, which a TLS client could not read (it sees a network error and retries, spec 0.2).
 	capped.closeRefused = true
-	return s.http.Serve(tls.NewListener(capped, s.cfg.TLS))
+	return s.http.Serve(tls.NewListener(plainHTTPGuard{capped}, s.cfg.TLS))
 }
 
 // ServePeer answers the requests other members of a replicated cluster forward to this node
