@@ -159,7 +159,9 @@ func (b *Broker) evictIfIdleLocked(p *partition, nowMicros int64) {
 		p.idleSince = nowMicros
 		return
 	}
-	if !p.log.Loaded() || nowMicros-p.idleSince < b.cfg.IdleEvict.Microseconds() {
+	// A log the handle cache closed keeps its dedup index (segment
+	// dedup_budget.go): an idle one gives that back too.
+	if (!p.log.Loaded() && !p.log.DedupLoaded()) || nowMicros-p.idleSince < b.cfg.IdleEvict.Microseconds() {
 		return
 	}
 	if !p.mu.TryLock() {

@@ -249,3 +249,29 @@ func TestMaxSizeCounter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Queue 'small' would exceed max capacity (3). Current: 2, Batch: 2", res[1].Error)
 }
+
+// Issue 23: a partition whose files the handle cache closed keeps its dedup index in memory;
+// the idle eviction gives that back too, and the partition still answers duplicates.
+func TestIdleEvictionDropsKeptDedupIndex(t *testing.T) {
+	e := newScaleEnv(t, func(c *Config) { c.IdleEvict = 10 * time.Minute; c.MaxOpenFiles = 8 })
+	parts := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, p := range parts {
+		e.push("q", p, p+"1")
+		e.push("q", p, p+"2") // a log with records loads its dedup index at the lookup
+	}
+	kept := 0
+	for _, p := range parts {
+		if l := e.part("q", p).log; !l.Loaded() && l.DedupLoaded() {
+			kept++
+		}
+	}
+	require.Greater(t, kept, 0, "the handle cache closed partitions' files and kept their dedup indexes")
+	e.b.maintain(e.clk.Now())
+	e.clk.Advance(11 * time.Minute)
+	e.b.maintain(e.clk.Now())
+	for _, p := range parts {
+		assert.False(t, e.part("q", p).log.DedupLoaded(), "partition %s", p)
+	}
+	dup := e.push("q", "a", "a1")
+	assert.Equal(t, PushDuplicate, dup[0].Status)
+}

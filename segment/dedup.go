@@ -54,6 +54,14 @@ type dedupState struct {
 	size     int64  // bytes of f that are header and whole entries: where the next write lands
 	chain    uint32 // check of the last entry encoded (written or pending)
 	pending  []byte // encoded entries not yet written to f
+	// parked: f was closed to give its handle back to the HandleCache
+	// (dedupParkLocked) with every entry written; size is still its end and
+	// the next write reopens it (unparkLocked). The table and the runs stay.
+	parked bool
+
+	inMem atomic.Bool // loaded, for lock-free readers (Log.DedupLoaded)
+	acct  int64       // bytes last told to the HandleCache (dedup_budget.go)
+	loads int         // dedupLoadLocked calls (tests: a kept index is not reloaded)
 }
 
 // dedupFileMinRecords is how many retained records a log holds before it
@@ -96,7 +104,8 @@ func (l *Log) FindTransaction(txid string) (offset uint64, id [16]byte, ok bool,
 // memory. Only a failed segment read or directory listing fails the load.
 func (l *Log) dedupLoadLocked() error {
 	d := &l.dedup
-	d.table, d.covered, d.pending, d.sealRetryAt, d.deferred = index.Table{}, 0, d.pending[:0], 0, false
+	d.table, d.covered, d.pending, d.sealRetryAt, d.deferred, d.parked = index.Table{}, 0, d.pending[:0], 0, false, false
+	d.loads++
 	first := l.FirstOffset()
 	d.trimmedAt = first
 	rwhy, err := d.loadRunsLocked(l, first)
@@ -133,12 +142,14 @@ func (l *Log) dedupLoadLocked() error {
 		from = msgs[len(msgs)-1].Offset + 1
 	}
 	d.loaded = true
+	d.inMem.Store(true)
 	d.startMergeLocked(l) // a run half expired since it was written, or merges a failure left
 	if why != "" && l.opts.OnRecover != nil {
 		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: why})
 	}
 	// A failed write keeps the entries pending for the next flush.
 	_ = d.flushLocked(l)
+	d.accountLocked(l)
 	return nil
 }
 
@@ -264,7 +275,7 @@ func (d *dedupState) restartFileLocked(l *Log) {
 		d.chain = chain // the file, once made, starts after the run
 		return
 	}
-	if d.f == nil {
+	if d.f == nil && (!d.parked || !d.unparkLocked(l)) {
 		return
 	}
 	if err := d.f.Truncate(0); err != nil {
@@ -332,6 +343,9 @@ func (d *dedupState) flushLocked(l *Log) error {
 		}
 		return d.createDeferredLocked(l)
 	}
+	if d.f == nil && d.parked && len(d.pending) > 0 && !d.unparkLocked(l) {
+		return fmt.Errorf("%s: reopen: given up until the next load", dedupFileName)
+	}
 	if len(d.pending) == 0 || d.f == nil {
 		d.pending = d.pending[:0]
 		return nil
@@ -380,6 +394,7 @@ func (d *dedupState) createDeferredLocked(l *Log) error {
 // closeFileLocked stops writing the dedup file (pending entries are dropped:
 // the next load re-indexes them from the segments).
 func (d *dedupState) closeFileLocked(l *Log) {
+	d.parked = false
 	if d.f == nil {
 		return
 	}
@@ -397,6 +412,8 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 	if !d.loaded {
 		return
 	}
+	l.dref.Store(true)
+	defer d.accountLocked(l)
 	if first := l.FirstOffset(); first != d.trimmedAt {
 		d.trimLocked(l, first)
 	}
@@ -436,7 +453,8 @@ func (l *Log) dedupAppend(base uint64, recs []Record) {
 }
 
 // dedupFlush writes pending entries, closes the file and drops the table and
-// the runs' filters (Close, Release).
+// the runs' filters (Close, Release: not the HandleCache's eviction, which
+// parks the files and keeps the rest, dedupParkLocked).
 func (l *Log) dedupFlush() error {
 	d := &l.dedup
 	// A merge swaps under d.mu: wait for it first. No new one starts: they
@@ -451,23 +469,7 @@ func (l *Log) dedupFlush() error {
 		// the file's entries describe records no crash took back.
 		return nil
 	}
-	err := d.flushLocked(l)
-	if d.f != nil {
-		if cerr := d.f.Close(); err == nil {
-			err = cerr
-		}
-		d.f = nil
-		l.cache.adjust(l, -1)
-	}
-	d.loaded = false
-	d.table = index.Table{}
-	d.closeRunsLocked(l, d.runs...)
-	d.runs, d.runsEnd = nil, 0
-	d.pending = d.pending[:0]
-	// Everything in the file describes published records of this process:
-	// a reload after Release keeps it all and rescans only past it.
-	d.covered, d.openNext = 0, l.NextOffset()
-	return err
+	return d.dropLocked(l)
 }
 
 // dedupFlushNow writes the pending dedup entries (tests).
@@ -486,3 +488,125 @@ func (l *Log) dedupLoaded() bool {
 	defer d.mu.Unlock()
 	return d.loaded
 }
+
+// dropLocked writes the pending entries (through a handle opened for that
+// write alone when the file is parked), closes the files and drops the table
+// and the runs' filters. No merge may run (dedupFlush waits for it,
+// dedupEvict gives up).
+func (d *dedupState) dropLocked(l *Log) error {
+	var err error
+	if d.f == nil && d.parked {
+		err = d.writeParkedLocked(l)
+	} else {
+		err = d.flushLocked(l)
+	}
+	if d.f != nil {
+		if cerr := d.f.Close(); err == nil {
+			err = cerr
+		}
+		d.f = nil
+		l.cache.adjust(l, -1)
+	}
+	d.loaded, d.parked = false, false
+	d.inMem.Store(false)
+	d.table = index.Table{}
+	d.closeRunsLocked(l, d.runs...)
+	d.runs, d.runsEnd = nil, 0
+	d.pending = d.pending[:0]
+	// Everything in the file describes published records of this process:
+	// a reload after Release keeps it all and rescans only past it.
+	d.covered, d.openNext = 0, l.NextOffset()
+	d.accountLocked(l)
+	return err
+}
+
+// writeParkedLocked appends the pending entries to a parked dedup.idx
+// through a handle of its own, not counted in the HandleCache (the caller
+// may be making room in another Log's name). A failed write is cut back; if
+// that fails too the next load cuts the file at its first bad entry.
+func (d *dedupState) writeParkedLocked(l *Log) error {
+	if len(d.pending) == 0 {
+		return nil
+	}
+	f, err := openAppend(l.fs, join(l.dir, dedupFileName), false)
+	if err != nil {
+		return fmt.Errorf("%s: reopen to write %d bytes: %w", dedupFileName, len(d.pending), err)
+	}
+	if _, err = f.Write(d.pending); err != nil {
+		err = fmt.Errorf("%s: append %d bytes at %d: %w", dedupFileName, len(d.pending), d.size, err)
+		_ = f.Truncate(d.size)
+	} else {
+		d.size += int64(len(d.pending))
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: close: %w", dedupFileName, cerr)
+	}
+	return err
+}
+
+// dedupPark gives the dedup files' handles back for a release by the
+// HandleCache (tryRelease) and keeps the table, the runs' filters and page
+// indexes in memory, so that the Log's next lookup needs no run file read
+// (issue 23: "nothing a cache evicts costs a rebuild of what is already on
+// disk"). dedup.idx gets its pending entries first and is parked
+// (unparkLocked reopens it on the next write); run files reopen on the next
+// page read. It never blocks: false when the dedup lock is held (the caller
+// then keeps the Log loaded).
+func (l *Log) dedupPark() bool {
+	d := &l.dedup
+	if !d.mu.TryLock() {
+		return false
+	}
+	defer d.mu.Unlock()
+	if !d.loaded {
+		return true
+	}
+	if d.f != nil {
+		// A failed write keeps the entries pending, or gives the file up
+		// (closeFileLocked): either way the table in memory stays complete.
+		if err := d.flushLocked(l); err == nil && d.f != nil && len(d.pending) == 0 {
+			_ = d.f.Close()
+			d.f, d.parked = nil, true
+			l.cache.adjust(l, -1)
+		} else if d.f != nil {
+			d.closeFileLocked(l) // entries it could not write: the next load re-indexes them
+		}
+	}
+	d.closeRunsLocked(l, d.runs...)
+	return true
+}
+
+// unparkLocked reopens a parked dedup.idx for appending (a counted handle:
+// the Log is pinned). If it cannot be opened the file is given up until the
+// next load, which re-indexes what it lacks from the segments.
+func (d *dedupState) unparkLocked(l *Log) bool {
+	f, err := openAppend(l.fs, join(l.dir, dedupFileName), false)
+	d.parked = false
+	if err != nil {
+		d.pending = d.pending[:0]
+		return false
+	}
+	d.f = f
+	l.cache.adjust(l, 1)
+	return true
+}
+
+// dedupDropReleased drops the dedup index a HandleCache release kept, for
+// Release (the broker's idle eviction) of a Log whose handles are closed
+// already. The caller holds loadMu, so no operation can pin l meanwhile and
+// no merge can start; one under way makes it give up.
+func (l *Log) dedupDropReleased() bool {
+	d := &l.dedup
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.loaded || d.merging {
+		return false
+	}
+	_ = d.dropLocked(l)
+	return true
+}
+
+// DedupLoaded reports whether l's dedup index is in memory: it stays there
+// when the HandleCache closes l's handles (Loaded false), until Release,
+// Close or the dedup budget drops it.
+func (l *Log) DedupLoaded() bool { return l.dedup.inMem.Load() }

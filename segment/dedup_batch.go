@@ -55,6 +55,8 @@ func (l *Log) FindTransactionsHashed(txids []string, hashes []uint64, found func
 			return fmt.Errorf("segment log %s: dedup index: %w", l.dir, err)
 		}
 	}
+	l.dref.Store(true)
+	defer d.accountLocked(l) // a load, a trim or a rebuilt run changed what memory holds
 	if first := l.FirstOffset(); first != d.trimmedAt {
 		d.trimLocked(l, first)
 	}

@@ -13,7 +13,9 @@ import "github.com/combmq/comb/index"
 // released) is thrown away: its file is removed and nothing is swapped.
 // At most one job goroutine runs per log; dedupFlush (Close) stops it after
 // the job under way and waits for it, and Release leaves a log that is busy
-// with one alone until the next try.
+// with one alone until the next try. A release by the HandleCache does not
+// wait for it: it only closes handles, and jobs read and write run files by
+// name.
 
 // dedupJobSlots bounds the jobs running at once across all logs: a job holds
 // its runs' entries in memory (16 bytes an id, twice over while merging), so
@@ -85,6 +87,7 @@ func (l *Log) runJobs(job dedupJob) {
 		d.mu.Lock()
 		if err == nil {
 			d.swapLocked(l, job, r)
+			d.accountLocked(l)
 		} else if d.runIndexLocked(job.a) < 0 || (job.b != nil && d.runIndexLocked(job.b) < 0) {
 			err = nil // stale: retention dropped a run (and its file) meanwhile; go on
 		}

@@ -15,8 +15,9 @@ import (
 // Logs (CLOCK approximation: one "referenced" bit per Log, set by every use,
 // cleared as the hand sweeps past) until it is back under. A released Log
 // keeps its file list, offsets and timestamps in memory (a few hundred bytes)
-// and reopens its active file on the next use that needs a handle; see
-// Log.Release. A Log in use (pinned) is never released, so the limit can be
+// and its dedup index (table, run filters: a budget of bytes of its own,
+// SetDedupBudget, dedup_budget.go), and reopens its active file on the next
+// use that needs a handle; see Log.Release. A Log in use (pinned) is never released, so the limit can be
 // passed by at most the handles of the Logs in use at that moment.
 //
 // Safe for concurrent use. The zero value is not usable; see NewHandleCache.
@@ -29,6 +30,14 @@ type HandleCache struct {
 	used int // handles counted, sum of Log.handles over ring
 
 	releases atomic.Uint64
+
+	// The dedup memory budget (dedup_budget.go): Logs whose dedup index is
+	// in memory, in CLOCK order, and the bytes they hold.
+	dmax       int64
+	dused      int64
+	dring      []*Log
+	dhand      int
+	devictions atomic.Uint64
 }
 
 // DefaultMaxHandles is the handle budget comb serve uses unless told
@@ -39,7 +48,7 @@ const DefaultMaxHandles = 512
 // NewHandleCache returns a cache that keeps at most maxHandles handles open
 // (values < 4 are raised to 4: one Log in use needs up to 5).
 func NewHandleCache(maxHandles int) *HandleCache {
-	return &HandleCache{max: max(maxHandles, 4)}
+	return &HandleCache{max: max(maxHandles, 4), dmax: DefaultDedupBudget}
 }
 
 // HandleStats is a snapshot of a HandleCache.
@@ -262,8 +271,9 @@ func (l *Log) load() error {
 	return nil
 }
 
-// Release closes l's file handles and drops its dedup table, keeping only
-// its file list, offsets and timestamps in memory; the next operation that
+// Release closes l's file handles and drops its dedup index (table and run
+// filters, also when a HandleCache release kept them), keeping only its file
+// list, offsets and timestamps in memory; the next operation that
 // needs a handle reopens the active file (seed 004: a partition idle for 10
 // minutes leaves memory and is loaded again by its next message).
 //
@@ -280,31 +290,45 @@ func (l *Log) load() error {
 // partitions (issue 14).
 //
 // It does nothing and returns false while an operation is using l (a read,
-// an append, a dedup lookup) or when l is already released or closed.
+// an append, a dedup lookup) or a dedup merge runs, or when l is closed or
+// released with no dedup index in memory.
 // Safe for concurrent use with every other method.
 func (l *Log) Release() bool { return l.tryRelease(true) }
 
-// Loaded reports whether l holds open handles or an in-memory dedup table
-// (false after Release until the next use, and for a Log opened from a
-// Summary until its first use).
+// Loaded reports whether l holds open handles (false after Release or a
+// release by the HandleCache until the next use, and for a Log opened from a
+// Summary until its first use). Its dedup index may be in memory while its
+// handles are not: see DedupLoaded.
 func (l *Log) Loaded() bool { return l.hstate.Load() == hLoaded }
 
 // TakeUsed reports whether l was used (pinned) since the previous call and
 // clears the mark; the broker's idle eviction polls it.
 func (l *Log) TakeUsed() bool { return l.used.Swap(false) }
 
-// tryRelease closes every handle of an unpinned Log. It never blocks on a
-// user of l: a held loadMu or a pin makes it give up.
+// tryRelease closes every handle of an unpinned Log. With dropDedup
+// (Release) it also drops the dedup index, and does only that on a Log whose
+// handles the cache closed already; without it (the HandleCache making
+// room) the dedup files are parked and the index stays in memory
+// (dedupPark). It never blocks on a user of l: a held loadMu, a pin or a
+// held dedup lock makes it give up.
 func (l *Log) tryRelease(dropDedup bool) bool {
 	if !l.loadMu.TryLock() {
 		return false
 	}
 	defer l.loadMu.Unlock()
-	if l.closed.Load() || l.hstate.Load() != hLoaded {
+	if l.closed.Load() {
+		return false
+	}
+	if l.hstate.Load() == hReleased {
+		// The HandleCache closed the handles and kept the dedup index:
+		// Release drops it too.
+		return dropDedup && l.dedupDropReleased()
+	}
+	if l.hstate.Load() != hLoaded {
 		return false
 	}
 	l.hstate.Store(hReleasing)
-	if l.pins.Load() != 0 || l.dedupMerging() {
+	if l.pins.Load() != 0 || (dropDedup && l.dedupMerging()) {
 		l.hstate.Store(hLoaded) // a dedup merge would be waited for: try again later
 		return false
 	}
@@ -316,8 +340,12 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 		l.hstate.Store(hLoaded)
 		return false
 	}
-	_ = dropDedup // the dedup file is a handle: it always goes
-	_ = l.dedupFlush()
+	if dropDedup {
+		_ = l.dedupFlush()
+	} else if !l.dedupPark() {
+		l.hstate.Store(hLoaded) // a lookup or merge swap holds the dedup lock: try again later
+		return false
+	}
 	l.syncMu.Lock()
 	l.mu.Lock()
 	l.closePendingLocked() // none left: synced above

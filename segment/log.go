@@ -77,6 +77,9 @@ type Log struct {
 	lazyActive uint64      // Summary.ActiveBase while unlisted
 	handles    int         // handles counted in cache (under cache.mu)
 	slot       int         // index in cache.ring, -1 when absent (under cache.mu)
+	dref       atomic.Bool // dedup CLOCK bit (dedup_budget.go), set by every dedup use
+	dbytes     int64       // dedup bytes counted in cache (under cache.mu)
+	dslot      int         // index in cache.dring, -1 when absent (under cache.mu)
 }
 
 // fileInfo is what the Log remembers about one segment file without opening it.
@@ -167,7 +170,7 @@ func openLogReport(fsys fileSystem, dir string, opts Options, rep *RecoveryRepor
 }
 
 func newLog(fsys fileSystem, dir string, opts Options) *Log {
-	l := &Log{dir: dir, opts: opts.withDefaults(), fs: fsys, slot: -1}
+	l := &Log{dir: dir, opts: opts.withDefaults(), fs: fsys, slot: -1, dslot: -1}
 	l.cache = l.opts.Handles
 	return l
 }

@@ -106,10 +106,12 @@ func (l *Log) dedupUndo(first uint64) {
 		d.f = nil
 		l.cache.adjust(l, -1)
 	}
-	d.loaded = false
+	d.loaded, d.parked = false, false // a parked file is closed already
+	d.inMem.Store(false)
 	d.table = index.Table{}
 	d.closeRunsLocked(l, d.runs...)
 	d.runs, d.runsEnd = nil, 0
 	d.pending = d.pending[:0]
 	d.covered, d.openNext = 0, first
+	d.accountLocked(l)
 }
