@@ -195,7 +195,7 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup, rep
 	}
 	b.committer.Mark(l)
 	b.stats.dlqMessages.Add(uint64(len(recs)))
-	if !dedup { // a replay's dead letters were counted in their minute before the restart
+	if !replay { // a replay's dead letters were counted in their minute before the restart
 		q.an.DeadLettered(len(recs))
 	}
 	return nil
