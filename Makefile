@@ -1,8 +1,11 @@
-# comb: the two set-up commands are `make run` and `make test` (see README.md).
+# comb: the set-up commands are `make install`, `make run` and `make test` (see README.md).
 GO        ?= go
 DATA_DIR  ?= ./comb-data
 FUZZTIME  ?= 10s
 BIN       ?= bin/comb
+# `make install` copies the binary to $(DESTDIR)$(PREFIX)/bin: ~/.local/bin by default (on PATH in
+# most distributions' ~/.profile; no root needed), PREFIX=/usr/local for every user.
+PREFIX    ?= $(HOME)/.local
 ADDR      ?=
 # The git revision, its time and the dirty flag go into the binary (`comb version`, /health):
 # stamped by the toolchain (-buildvcs=auto, even where GOFLAGS says false), and through the linker
@@ -15,10 +18,14 @@ GIT_DIRTY := $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo tr
 LDFLAGS   ?= -X $(VERSION_PKG).revision=$(GIT_REV) -X $(VERSION_PKG).commitTime=$(GIT_TIME) -X $(VERSION_PKG).dirty=$(GIT_DIRTY)
 GOBUILD_FLAGS = -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)'
 
-.PHONY: build comb-bench run test test-cluster-http test-ui screenshot bench fuzz crashtest powertest clustertest bench-all bench-compare vet lint
+.PHONY: build comb-bench install run test test-readme test-cluster-http test-ui screenshot bench fuzz crashtest powertest clustertest bench-all bench-compare vet lint
 
 build:
 	$(GO) build $(GOBUILD_FLAGS) -o $(BIN) ./cmd/comb
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/comb
 
 # bin/comb-bench: comb with the benchmark peers' drivers (`comb bench --driver redis|nats`,
 # package bench/peers, build tag `peers`); the server binary links neither client (issue 26).
@@ -26,13 +33,20 @@ comb-bench:
 	$(GO) build -tags peers $(GOBUILD_FLAGS) -o bin/comb-bench ./cmd/comb
 
 # `make run ADDR=127.0.0.1:7000 DATA_DIR=/tmp/comb` chooses where it listens and stores; without
-# ADDR, COMB_ADDR or HOST/PORT from the environment, else 0.0.0.0:6632.
-run:
-	$(GO) run $(GOBUILD_FLAGS) ./cmd/comb serve $(if $(ADDR),--addr $(ADDR)) --data-dir $(DATA_DIR)
+# ADDR, COMB_ADDR or HOST/PORT from the environment, else 0.0.0.0:6632. The shell execs the built
+# binary (not `go run`, whose child outlives a kill of the wrapper), so make's pid is comb's
+# parent and nothing else: Ctrl-C, or a SIGTERM make forwards, reaches comb and stops it cleanly.
+run: build
+	exec $(BIN) serve $(if $(ADDR),--addr $(ADDR)) --data-dir $(DATA_DIR)
 
 test:
 	$(GO) test -race -count=1 ./...
 	$(GO) vet ./...
+
+# Every ```sh block of README.md in order, in one shell, as a newcomer pastes them, on a fresh
+# copy of this tree and its own HOME, data directories and ports (doctest/, build tag `readme`).
+test-readme:
+	$(GO) test -tags readme -count=1 -timeout 10m -run TestREADME -v ./doctest/
 
 # Issue 15: httpapi's real-broker tests against a 3-node in-process cluster, through its leader
 # and through a follower (COMB_TEST_TARGET, httpapi/cluster_e2e_test.go); about a minute each.

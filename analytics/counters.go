@@ -8,8 +8,8 @@ import "sync/atomic"
 // *Counters and then does nothing: that is how counting is turned off.
 type Counters struct {
 	ingested, popped, processed, errors atomic.Uint64
-	lagSumMs, lagMaxMs                  atomic.Uint64
-	_                                   [16]byte // keep two queues' counters off one cache line
+	lagSumMs, lagMaxMs, deadLettered    atomic.Uint64
+	_                                   [8]byte // keep two queues' counters off one cache line
 }
 
 // Ingested counts n messages stored by a push.
@@ -50,12 +50,20 @@ func (c *Counters) Errors(n int) {
 	}
 }
 
+// DeadLettered counts n messages moved to the queue's dead-letter queue.
+func (c *Counters) DeadLettered(n int) {
+	if c != nil && n > 0 {
+		c.deadLettered.Add(uint64(n))
+	}
+}
+
 // take returns the tallies and zeroes them. An add racing with take lands in
 // this minute or the next one, never nowhere.
 func (c *Counters) take() Point {
 	return Point{
 		Ingested: c.ingested.Swap(0), Popped: c.popped.Swap(0), Processed: c.processed.Swap(0),
 		Errors: c.errors.Swap(0), LagSumMs: c.lagSumMs.Swap(0), LagMaxMs: c.lagMaxMs.Swap(0),
+		DeadLettered: c.deadLettered.Swap(0),
 	}
 }
 
@@ -64,5 +72,6 @@ func (c *Counters) peek() Point {
 	return Point{
 		Ingested: c.ingested.Load(), Popped: c.popped.Load(), Processed: c.processed.Load(),
 		Errors: c.errors.Load(), LagSumMs: c.lagSumMs.Load(), LagMaxMs: c.lagMaxMs.Load(),
+		DeadLettered: c.deadLettered.Load(),
 	}
 }

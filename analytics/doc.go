@@ -17,13 +17,13 @@
 // added as the minutes close, so an hour point is the sum of its minutes and
 // the maximum of their lag maxima). A queue's rings are allocated on its first
 // active minute; an idle queue costs only its Counters (64 bytes). The
-// bound, with a Point of 48 bytes:
+// bound, with a Point of 56 bytes:
 //
 //	series      minutes        hours          days       bytes
-//	all queues  1440 (24 h)    336 (14 d)     90         ~87 KiB
-//	one queue   120  (2 h)     48  (2 d)      31         ~9.3 KiB
+//	all queues  1440 (24 h)    336 (14 d)     90         ~102 KiB
+//	one queue   120  (2 h)     48  (2 d)      31         ~10.9 KiB
 //
-// so 10,000 queues that all saw traffic hold ~93 MiB of rings, and 10,000
+// so 10,000 queues that all saw traffic hold ~106 MiB of rings, and 10,000
 // idle ones ~0.6 MiB (plus each one's map entry and name).
 //
 // # File
@@ -34,11 +34,12 @@
 // a restart does not blank the charts; a crash loses at most the minute in
 // progress. Body (varints as encoding/binary, str = uvarint length + bytes):
 //
-//	ver u8 (1) | minute varint (the minute being counted) | nseries uvarint |
+//	ver u8 (2; 1 is read too) | minute varint (the minute being counted) | nseries uvarint |
 //	nseries × ( id [16] | name str | 3 × ring )
 //	ring = last varint (newest unit index) | npoints uvarint |
 //	       npoints × ( age uvarint (last - unit) | ingested | popped |
-//	                   processed | errors | lagSumMs | lagMaxMs (uvarints) )
+//	                   processed | errors | lagSumMs | lagMaxMs |
+//	                   deadLettered (uvarints; absent in version 1) )
 //
 // Only non-zero points are written. The all-queues series has the zero id.
 // A file that does not decode is ignored with a warning (the charts start

@@ -18,7 +18,9 @@ var fileFormat = record.NewFormat("CANL", 1<<30).WithSeed(0x616e616c79746963)
 // frame passed a checksum).
 var ErrFile = errors.New("analytics: malformed file")
 
-const fileVersion = 1
+// fileVersion 2 adds a point's DeadLettered after LagMaxMs; Decode still
+// reads version 1 (those points read DeadLettered 0).
+const fileVersion = 2
 
 // Encode returns the file body of the store's rings (doc.go). The live
 // counters are not included: call Flush first to keep them.
@@ -57,7 +59,7 @@ func appendSeries(b []byte, id [16]byte, sr *series) []byte {
 				continue
 			}
 			b = binary.AppendUvarint(b, uint64(r.last-t))
-			for _, v := range [...]uint64{p.Ingested, p.Popped, p.Processed, p.Errors, p.LagSumMs, p.LagMaxMs} {
+			for _, v := range [...]uint64{p.Ingested, p.Popped, p.Processed, p.Errors, p.LagSumMs, p.LagMaxMs, p.DeadLettered} {
 				b = binary.AppendUvarint(b, v)
 			}
 		}
@@ -71,9 +73,10 @@ func appendSeries(b []byte, id [16]byte, sr *series) []byte {
 // Errors: ErrFile (wrapped with what failed).
 func Decode(body []byte) (*Store, error) {
 	s := NewStore()
-	if len(body) < 1 || body[0] != fileVersion {
+	if len(body) < 1 || body[0] < 1 || body[0] > fileVersion {
 		return nil, fmt.Errorf("%w: version", ErrFile)
 	}
+	version := body[0]
 	d := &record.Fields{B: body[1:], MaxString: 1 << 10}
 	s.minute = d.Varint()
 	n := d.Uvarint()
@@ -86,7 +89,7 @@ func Decode(body []byte) (*Store, error) {
 		}
 		sr := newSeries(name, sizes)
 		for k := range sr.rings {
-			decodeRing(d, &sr.rings[k], s.minute*60/Interval(k).Seconds())
+			decodeRing(d, &sr.rings[k], s.minute*60/Interval(k).Seconds(), version)
 		}
 		if id == ([16]byte{}) {
 			s.all = sr
@@ -106,7 +109,7 @@ func Decode(body []byte) (*Store, error) {
 // decodeRing reads one ring; a window ending after maxUnit (the unit of the
 // file's minute) or before 0 is dropped, so a damaged stamp cannot pin a ring
 // in the future.
-func decodeRing(d *record.Fields, r *ring, maxUnit int64) {
+func decodeRing(d *record.Fields, r *ring, maxUnit int64, version byte) {
 	last := d.Varint()
 	n := d.Uvarint()
 	if n > uint64(len(d.B)) { // every point takes at least 7 bytes: refuse before looping
@@ -118,6 +121,9 @@ func decodeRing(d *record.Fields, r *ring, maxUnit int64) {
 		var p Point
 		p.Ingested, p.Popped, p.Processed = d.Uvarint(), d.Uvarint(), d.Uvarint()
 		p.Errors, p.LagSumMs, p.LagMaxMs = d.Uvarint(), d.Uvarint(), d.Uvarint()
+		if version >= 2 {
+			p.DeadLettered = d.Uvarint()
+		}
 		if d.Err != nil || age >= uint64(r.size) || last < 0 || last > maxUnit || last-int64(age) < 0 {
 			continue
 		}

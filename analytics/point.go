@@ -6,6 +6,9 @@ package analytics
 type Point struct {
 	Ingested, Popped, Processed, Errors uint64
 	LagSumMs, LagMaxMs                  uint64
+	// DeadLettered counts the messages moved to a dead-letter queue in the
+	// bucket (Queen's dlqCount; file version 2).
+	DeadLettered uint64
 }
 
 // add merges o into p: counts add up, the maximum is the larger.
@@ -16,6 +19,7 @@ func (p *Point) add(o Point) {
 	p.Errors += o.Errors
 	p.LagSumMs += o.LagSumMs
 	p.LagMaxMs = max(p.LagMaxMs, o.LagMaxMs)
+	p.DeadLettered += o.DeadLettered
 }
 
 // IsZero reports a bucket where nothing happened.

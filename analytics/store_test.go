@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 	"unsafe"
@@ -136,6 +137,60 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// Dead letters are counted per minute and survive a save; a version-1 file
+// (written before DeadLettered existed) still loads, its points reading 0.
+func TestDeadLetteredPerMinuteAndVersion1Files(t *testing.T) {
+	s := NewStore()
+	s.Tick(t0)
+	c := s.Counters(id(1), "q1")
+	c.Errors(3)
+	c.DeadLettered(2)
+	s.Flush(t0)
+	r, err := Decode(s.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Series(minuteQuery(t0, t0)); got[0].DeadLettered != 2 || got[0].Errors != 3 {
+		t.Fatalf("restored minute = %+v, want 2 dead letters of 3 errors", got[0])
+	}
+	next := t0.Add(time.Minute)
+	r.Tick(next)
+	if got := r.Series(minuteQuery(next, next)); got[0].DeadLettered != 0 {
+		t.Fatalf("the next minute = %+v: dead letters are per minute", got[0])
+	}
+
+	v1 := version1Body(t0, Point{Ingested: 5, Errors: 1, LagSumMs: 9, LagMaxMs: 4})
+	r, err = Decode(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Series(minuteQuery(t0, t0)); got[0].Ingested != 5 || got[0].Errors != 1 || got[0].LagMaxMs != 4 || got[0].DeadLettered != 0 {
+		t.Fatalf("version-1 minute = %+v", got[0])
+	}
+}
+
+// version1Body is a version-1 file body with one point in the all-queues
+// minute ring at t and the other rings empty (doc.go's layout before version 2).
+func version1Body(t time.Time, p Point) []byte {
+	minute := t.Unix() / 60
+	b := []byte{1}
+	b = binary.AppendVarint(b, minute)
+	b = binary.AppendUvarint(b, 1)
+	b = append(b, make([]byte, 16)...)
+	b = binary.AppendUvarint(b, 0) // name ""
+	b = binary.AppendVarint(b, minute)
+	b = binary.AppendUvarint(b, 1)
+	b = binary.AppendUvarint(b, 0) // age
+	for _, v := range []uint64{p.Ingested, p.Popped, p.Processed, p.Errors, p.LagSumMs, p.LagMaxMs} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for range 2 { // hours, days: empty
+		b = binary.AppendVarint(b, 0)
+		b = binary.AppendUvarint(b, 0)
+	}
+	return b
+}
+
 // A missing file is an empty store; a damaged one is an error (the broker
 // warns and starts blank).
 func TestLoadMissingAndDamaged(t *testing.T) {
@@ -178,6 +233,7 @@ func FuzzDecode(f *testing.F) {
 	s.Counters(id(2), "q2").Popped(3, 30, 20)
 	s.Flush(t0)
 	f.Add(s.Encode())
+	f.Add(version1Body(t0, Point{Ingested: 5, Errors: 1}))
 	f.Add([]byte{1})
 	f.Add([]byte{1, 2, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -250,7 +306,7 @@ func TestConcurrentCountingLosesNothing(t *testing.T) {
 
 // doc.go's memory bound assumes these sizes.
 func TestSizesOfTheBound(t *testing.T) {
-	if s := unsafe.Sizeof(Point{}); s != 48 {
+	if s := unsafe.Sizeof(Point{}); s != 56 {
 		t.Errorf("Point is %d bytes; update doc.go's bound", s)
 	}
 	if s := unsafe.Sizeof(Counters{}); s != 64 {

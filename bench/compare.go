@@ -117,6 +117,11 @@ var CompareMetrics = []Metric{
 	{"request p99 ms", false, func(r *Result) (float64, bool) { return r.LatencyMs.P99, r.LatencyMs.Count > 0 }},
 	{"e2e p50 ms", false, func(r *Result) (float64, bool) { return e2e(r, func(p Percentiles) float64 { return p.P50 }) }},
 	{"e2e p99 ms", false, func(r *Result) (float64, bool) { return e2e(r, func(p Percentiles) float64 { return p.P99 }) }},
+	{"worst group e2e p99 ms", false, func(r *Result) (float64, bool) {
+		return r.WorstGroupE2EP99Ms, len(r.GroupE2ELatencyMs) > 0
+	}},
+	{"last ÷ first interval msg/s", true, func(r *Result) (float64, bool) { return r.HoldRate, r.HoldRate > 0 }},
+	{"last ÷ first interval CPU/req", false, func(r *Result) (float64, bool) { return r.HoldCPU, r.HoldCPU > 0 }},
 	{"server CPU µs/request", false, func(r *Result) (float64, bool) {
 		return r.ServerCPUMicrosPerRequest, r.ServerCPUMicrosPerRequest > 0
 	}},

@@ -62,6 +62,7 @@ type Config struct {
 
 	Duration time.Duration // measured window
 	Warmup   time.Duration // run before the window opens; nothing recorded
+	Interval time.Duration // > 0: the rate and server CPU per request of every slice this long (Result.Intervals)
 	Rate     float64       // open-loop target, msg/s over all pushers; 0 = closed loop
 	Prefill  int           // consume: backlog size in messages
 	WaitMs   int           // long-poll timeout of a pop, ms

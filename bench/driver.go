@@ -42,6 +42,9 @@ type Source struct {
 	Max        int           // most messages
 	Wait       time.Duration // 0 = answer at once; else long-poll up to this long
 	WantTimes  bool          // fill Batch.SentNanos from the payloads
+	// GroupLabel, when set, records each message's end-to-end latency under this label too
+	// (fanout: "g0", "g1", ...; Result.GroupE2ELatencyMs), besides the all-groups "e2e".
+	GroupLabel string
 }
 
 // Worker is one goroutine's client. Not safe for concurrent use.

@@ -23,7 +23,8 @@ type fakeQueen struct {
 	mu        sync.Mutex
 	requests  []recorded
 	msgs      map[string][]fakeMsg // queue → messages
-	next      map[string]int       // queue → first undelivered
+	next      map[string]int       // queue (+ " " + consumer group when perGroup) → first undelivered
+	perGroup  bool                 // each consumer group reads every message (fanout); else one cursor per queue
 	acked     int
 	pushFails bool           // answer every push with 500
 	commits   map[string]int // "cycle" / "transaction" → requests answered
@@ -76,13 +77,17 @@ func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := strings.TrimPrefix(r.URL.Path, "/api/v1/pop/queue/")
 		var batch int
 		_, _ = fmt.Sscan(r.URL.Query().Get("batch"), &batch)
-		all := f.msgs[q][f.next[q]:]
+		cur := q
+		if f.perGroup {
+			cur += " " + r.URL.Query().Get("consumerGroup")
+		}
+		all := f.msgs[q][f.next[cur]:]
 		if len(all) == 0 {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		take := all[:min(batch, len(all))]
-		f.next[q] += len(take)
+		f.next[cur] += len(take)
 		msgs := make([]map[string]any, len(take))
 		for i, m := range take {
 			msgs[i] = map[string]any{"id": fmt.Sprint(i), "transactionId": m.TransactionID, "data": m.Payload,
@@ -269,6 +274,46 @@ func TestRunPushCountsWhatTheServerStored(t *testing.T) {
 	assert.Equal(t, DriverComb, res.Driver)
 }
 
+// comb bench fanout: every group's deliveries land in its own e2e histogram as well as in the
+// all-groups one, and the worst group p99 is the highest of theirs (issue 23).
+func TestRunFanoutReportsEachGroupsEndToEnd(t *testing.T) {
+	f := newFakeQueen()
+	f.perGroup = true
+	d := newFakeDriver(t, f)
+	cfg := DefaultConfig()
+	cfg.Workload = WorkloadFanout
+	cfg.Groups = 3
+	cfg.Concurrency = 3
+	cfg.Producers = 1
+	cfg.Partitions = 1
+	cfg.Batch = 10
+	cfg.WaitMs = 1 // the fake answers 204 at once when a group has read everything
+	cfg.Warmup = 0
+	cfg.Duration = 300 * time.Millisecond
+	cfg, err := cfg.Normalize()
+	require.NoError(t, err)
+
+	res, err := Run(context.Background(), cfg, d, nil)
+	require.NoError(t, err)
+	require.NotNil(t, res.E2ELatencyMs)
+	require.Len(t, res.GroupE2ELatencyMs, 3)
+	var sum int64
+	worst := 0.0
+	for _, g := range []string{"g0", "g1", "g2"} {
+		p, ok := res.GroupE2ELatencyMs[g]
+		require.True(t, ok, "group %s", g)
+		assert.Positive(t, p.Count, "group %s delivered", g)
+		sum += p.Count
+		worst = max(worst, p.P99)
+	}
+	assert.Equal(t, res.E2ELatencyMs.Count, sum, "each delivery is in exactly one group's histogram")
+	assert.Equal(t, worst, res.WorstGroupE2EP99Ms)
+	var text strings.Builder
+	res.WriteText(&text)
+	assert.Contains(t, text.String(), "e2e g2")
+	assert.Contains(t, text.String(), "worst group e2e p99")
+}
+
 // comb bench --token: every request carries the Bearer token (servers with JWT auth, spec 9.1).
 func TestHTTPDriverSendsToken(t *testing.T) {
 	f := newFakeQueen()
@@ -282,4 +327,38 @@ func TestHTTPDriverSendsToken(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Bearer tok.en.sig", f.last().authorization)
 	assert.Nil(t, bearerHeader(""), "no token, no header")
+}
+
+// comb bench --interval: the window is cut into slices with their own rate, and the hold ratio
+// is the last slice's rate over the first's.
+func TestRunPushReportsIntervals(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	cfg := DefaultConfig()
+	cfg.Concurrency = 2
+	cfg.Batch = 10
+	cfg.Warmup = 0
+	cfg.Duration = 450 * time.Millisecond
+	cfg.Interval = 100 * time.Millisecond
+	cfg, err := cfg.Normalize()
+	require.NoError(t, err)
+
+	res, err := Run(context.Background(), cfg, d, nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(res.Intervals), 2, "%+v", res.Intervals)
+	for i, iv := range res.Intervals {
+		assert.Positive(t, iv.MsgPerSec, "interval %d", i)
+		assert.InDelta(t, 0.1, iv.Sec, 0.09, "interval %d", i)
+	}
+	first, last := res.Intervals[0], res.Intervals[len(res.Intervals)-1]
+	assert.InDelta(t, last.MsgPerSec/first.MsgPerSec, res.HoldRate, 1e-9)
+}
+
+func TestHoldRatios(t *testing.T) {
+	r, c := holdRatios([]Interval{{MsgPerSec: 200, ServerCPUMicrosPerRequest: 100}, {MsgPerSec: 50}, {MsgPerSec: 180, ServerCPUMicrosPerRequest: 150}})
+	assert.InDelta(t, 0.9, r, 1e-9)
+	assert.InDelta(t, 1.5, c, 1e-9)
+	r, c = holdRatios([]Interval{{MsgPerSec: 200}})
+	assert.Zero(t, r)
+	assert.Zero(t, c)
 }

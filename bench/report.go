@@ -76,6 +76,16 @@ type Result struct {
 	LatencyMs        Percentiles            `json:"latencyMs"`              // the main request kind (push for push; cycle or transaction for those; pop otherwise)
 	RequestLatencyMs map[string]Percentiles `json:"requestLatencyMs"`       // by request kind
 	E2ELatencyMs     *Percentiles           `json:"e2eLatencyMs,omitempty"` // from (intended) send to consumer
+	// GroupE2ELatencyMs is the end-to-end latency of each consumer group of a fanout run ("g0",
+	// "g1", ...), and WorstGroupE2EP99Ms the highest of their p99s: with --rate, the groups keep
+	// up with the producers while it stays bounded (issue 23: each group's e2e p99 ≤ 100 ms).
+	GroupE2ELatencyMs map[string]Percentiles `json:"groupE2eLatencyMs,omitempty"`
+	// Intervals (--interval) slices the window; HoldRate is the last one's rate over the first's
+	// and HoldCPU the same for server CPU per request (0 = fewer than two intervals).
+	Intervals          []Interval `json:"intervals,omitempty"`
+	HoldRate           float64    `json:"holdRate,omitempty"`
+	HoldCPU            float64    `json:"holdCpu,omitempty"`
+	WorstGroupE2EP99Ms float64    `json:"worstGroupE2eP99Ms,omitempty"`
 
 	Errors      map[string]int64 `json:"errors"`
 	ErrorsTotal int64            `json:"errorsTotal"`
@@ -147,6 +157,26 @@ func (r *Result) WriteText(w io.Writer) {
 	}
 	if r.E2ELatencyMs != nil {
 		writePercentiles(w, "end-to-end", *r.E2ELatencyMs)
+	}
+	groups := make([]string, 0, len(r.GroupE2ELatencyMs))
+	for g := range r.GroupE2ELatencyMs {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		return len(groups[i]) < len(groups[j]) || len(groups[i]) == len(groups[j]) && groups[i] < groups[j]
+	})
+	for _, g := range groups {
+		writePercentiles(w, "  e2e "+g, r.GroupE2ELatencyMs[g])
+	}
+	if len(groups) > 0 {
+		fmt.Fprintf(w, "  worst group e2e p99 %.3f ms\n", r.WorstGroupE2EP99Ms)
+	}
+	for _, iv := range r.Intervals {
+		fmt.Fprintf(w, "  interval %7.1fs +%.1fs: %.0f msg/s, server %.0f µs per request, RSS %.1f MB\n",
+			iv.StartSec, iv.Sec, iv.MsgPerSec, iv.ServerCPUMicrosPerRequest, float64(iv.ServerRssBytes)/1e6)
+	}
+	if len(r.Intervals) > 1 {
+		fmt.Fprintf(w, "  last ÷ first interval: rate %.2f×, server CPU per request %.2f×\n", r.HoldRate, r.HoldCPU)
 	}
 	if r.ErrorsTotal == 0 {
 		fmt.Fprintln(w, "  errors: none")

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,10 +127,21 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	}
 	pr := newProbe(cfg, serverPID, metricsURL)
 	var c0 Counters
+	var intervals <-chan []Interval
+	ivCtx, stopIntervals := context.WithCancel(ctx)
+	defer stopIntervals()
 	openWindow := func() {
 		pr.open(ctx)
 		c0 = st.Snapshot()
 		st.measuring.Store(true)
+		if cfg.Interval > 0 {
+			intervals = sampleIntervals(ivCtx, cfg.Interval, serverPID, func() (int64, int64) {
+				if cfg.Workload == WorkloadPush {
+					return st.winPushed.Load(), st.winRequests.Load()
+				}
+				return st.winConsumed.Load(), st.winRequests.Load()
+			})
+		}
 	}
 	if cfg.Warmup == 0 {
 		openWindow() // before the first worker starts, so nothing escapes the window
@@ -176,6 +188,11 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 	st.measuring.Store(false)
 	c1 := st.Snapshot()
 	res := &Result{Requests: st.winRequests.Load()}
+	stopIntervals()
+	if intervals != nil {
+		res.Intervals = <-intervals
+		res.HoldRate, res.HoldCPU = holdRatios(res.Intervals)
+	}
 	pr.close(ctx, res, res.Requests)
 	stopProgress()
 	cancel()
@@ -213,6 +230,14 @@ func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Resu
 			res.E2ELatencyMs = &p
 			continue
 		}
+		if g, ok := strings.CutPrefix(name, groupE2EPrefix); ok {
+			if res.GroupE2ELatencyMs == nil {
+				res.GroupE2ELatencyMs = map[string]Percentiles{}
+			}
+			res.GroupE2ELatencyMs[g] = p
+			res.WorstGroupE2EP99Ms = max(res.WorstGroupE2EP99Ms, p.P99)
+			continue
+		}
 		res.RequestLatencyMs[name] = p
 	}
 	main := string(OpPop)
@@ -245,9 +270,9 @@ func rolesFor(cfg Config, dests []Dest, commit *CommitSpec) []role {
 			pushLoop(ctx, w, ws, pushSpec{dests: dests, offset: i * max(len(dests)/n, 1), batch: pushBatch(cfg), size: cfg.Size, timeline: tl})
 		}}
 	}
-	consumers := func(n int, group string, wait time.Duration) role {
+	consumers := func(n int, group string, wait time.Duration, label string) role {
 		srcs := consumerSources(n, cfg.Queues, cfg.Partitions,
-			Source{Group: group, Max: cfg.Batch, Wait: wait, WantTimes: cfg.needsTimes()})
+			Source{Group: group, Max: cfg.Batch, Wait: wait, WantTimes: cfg.needsTimes(), GroupLabel: label})
 		return role{n: n, run: func(ctx context.Context, i int, w Worker, ws *WorkerStats) {
 			consumeLoop(ctx, w, ws, srcs[i])
 		}}
@@ -257,18 +282,18 @@ func rolesFor(cfg Config, dests []Dest, commit *CommitSpec) []role {
 	case WorkloadPush:
 		return []role{pushers(cfg.Concurrency)}
 	case WorkloadConsume:
-		return []role{consumers(cfg.Concurrency, cfg.groupName(0), 0)}
+		return []role{consumers(cfg.Concurrency, cfg.groupName(0), 0, "")}
 	case WorkloadCycle, WorkloadTransaction:
 		src := Source{Queue: 0, Group: cfg.groupName(0), Max: cfg.Batch}
 		return []role{{n: cfg.Concurrency, run: func(ctx context.Context, i int, w Worker, ws *WorkerStats) {
 			commitLoop(ctx, w, ws, src, commit)
 		}}}
 	case WorkloadE2E, WorkloadLongPoll:
-		return []role{consumers(cfg.Concurrency, cfg.groupName(0), wait), pushers(cfg.Producers)}
+		return []role{consumers(cfg.Concurrency, cfg.groupName(0), wait, ""), pushers(cfg.Producers)}
 	case WorkloadFanout:
 		roles := []role{}
 		for g := 0; g < cfg.Groups; g++ {
-			roles = append(roles, consumers(consumersPerGroup(cfg), cfg.groupName(g), wait))
+			roles = append(roles, consumers(consumersPerGroup(cfg), cfg.groupName(g), wait, "g"+strconv.Itoa(g)))
 		}
 		return append(roles, pushers(cfg.Producers))
 	}

@@ -154,6 +154,14 @@ func (w *WorkerStats) Request(op Op, d time.Duration) {
 // EndToEnd records one message's latency from its (intended) send time.
 func (w *WorkerStats) EndToEnd(d time.Duration) { w.record("e2e", d.Microseconds()) }
 
+// groupE2EPrefix starts the histogram name of one consumer group's end-to-end latency.
+const groupE2EPrefix = "e2e/"
+
+// GroupEndToEnd records one message's latency as EndToEnd does, in the histogram of group.
+func (w *WorkerStats) GroupEndToEnd(group string, d time.Duration) {
+	w.record(groupE2EPrefix+group, d.Microseconds())
+}
+
 // Pushed counts messages the server accepted.
 func (w *WorkerStats) Pushed(n int) {
 	w.s.pushed.Add(int64(n))

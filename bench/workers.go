@@ -87,6 +87,9 @@ func consumeLoop(ctx context.Context, w Worker, ws *WorkerStats, src Source) {
 			for i := 0; i < n; i++ {
 				if t := b.SentNanos(i); t > 0 {
 					ws.EndToEnd(time.Duration(rn - t))
+					if src.GroupLabel != "" {
+						ws.GroupEndToEnd(src.GroupLabel, time.Duration(rn-t))
+					}
 				}
 			}
 		}

@@ -1,70 +1,19 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/combmq/comb/walentry"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
-	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
-
-// dlqMeta is what a DLQ entry keeps beside the message (spec 4.5), stored in
-// segment.Record.Extra of the queue's DLQ log:
-//
-//	ver u8 (1) | partition id [16] | createdAt varint µs | failedAt varint µs |
-//	retryCount uvarint | offset uvarint | group str | error str | transactionId str
-//
-// (str = uvarint length + bytes). The record's own TransactionID is a unique
-// key of the entry (so a replayed transaction writes it once), its ID the
-// message id.
-type dlqMeta struct {
-	PartitionID   [16]byte
-	CreatedAt     int64
-	FailedAt      int64
-	RetryCount    int64
-	Offset        uint64
-	Group         string
-	Error         string
-	TransactionID string
-}
-
-var errDLQMeta = errors.New("dlq entry: malformed metadata")
-
-func (m *dlqMeta) encode(b []byte) []byte {
-	b = append(b, 1)
-	b = append(b, m.PartitionID[:]...)
-	b = binary.AppendVarint(b, m.CreatedAt)
-	b = binary.AppendVarint(b, m.FailedAt)
-	b = binary.AppendUvarint(b, uint64(m.RetryCount))
-	b = binary.AppendUvarint(b, m.Offset)
-	b = appendString(b, m.Group)
-	b = appendString(b, m.Error)
-	return appendString(b, m.TransactionID)
-}
-
-func decodeDLQMeta(b []byte) (dlqMeta, error) {
-	var m dlqMeta
-	if len(b) < 1 || b[0] != 1 {
-		return m, errDLQMeta
-	}
-	d := &metaReader{record.Fields{B: b[1:]}}
-	m.PartitionID = d.ID()
-	m.CreatedAt = d.Varint()
-	m.FailedAt = d.Varint()
-	m.RetryCount = int64(d.Uvarint())
-	m.Offset = d.Uvarint()
-	m.Group = d.String()
-	m.Error = d.String()
-	m.TransactionID = d.String()
-	if d.Err != nil || len(d.B) != 0 {
-		return m, errDLQMeta
-	}
-	return m, nil
-}
 
 // dlqItem is one message to dead-letter.
 type dlqItem struct {
@@ -75,8 +24,9 @@ type dlqItem struct {
 }
 
 // buildDLQRecordsLocked reads the messages of items from p and returns their
-// DLQ records. keyPrefix "" gives every entry a fresh unique key; a
-// transaction passes its id so that a replay finds what it already wrote.
+// DLQ records. keyPrefix "" gives every entry the key of its (partition,
+// offset, group), ackDLQKey; a transaction passes its id so that a replay
+// finds what it already wrote.
 func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) ([]segment.Record, error) {
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	defer func() { buf.Reset(); readBufPool.Put(buf) }()
@@ -90,25 +40,39 @@ func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt i
 		if errMsg == "" {
 			errMsg = defaultErr
 		}
-		meta := dlqMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
+		meta := walentry.DLQMeta{PartitionID: p.id, CreatedAt: m.TimestampMicros, FailedAt: failedAt, RetryCount: it.retries,
 			Offset: it.offset, Group: it.group, Error: errMsg, TransactionID: strings.Clone(m.TransactionID)}
-		key := uuidString(newV7())
+		key := ackDLQKey(p.id, it.offset, it.group)
 		if keyPrefix != "" {
 			key = fmt.Sprintf("%s/%d", keyPrefix, i)
 		}
 		recs = append(recs, segment.Record{ID: m.ID, TransactionID: key, TraceID: strings.Clone(m.TraceID),
-			ProducerSub: strings.Clone(m.ProducerSub), Payload: append([]byte(nil), m.Payload...), Extra: meta.encode(nil)})
+			ProducerSub: strings.Clone(m.ProducerSub), Payload: append([]byte(nil), m.Payload...), Extra: meta.Encode(nil)})
 	}
 	return recs, nil
 }
 
-// writeDLQLocked dead-letters items of p (spec 4.5) and syncs the DLQ log.
+// ackDLQKey is the key of the dead letter an ack writes for the message at
+// offset of partition for group: "ack/<partition id>/<offset>/<xxhash64 of
+// group, hex>". One message fails into a group's DLQ once: the dead letter's
+// commit-log entry and the checkpoint that moves the cursor past the message
+// are two entries, so a crash between their syncs keeps the dead letter but
+// delivers the message again, and its next failure finds the key stored
+// instead of writing a second dead letter (Queen writes both in one
+// transaction; the power-loss harness, fsck/powertest, found the twin).
+func ackDLQKey(partition [16]byte, offset uint64, group string) string {
+	return fmt.Sprintf("ack/%s/%d/%016x", uuidString(partition), offset, xxhash.Sum64String(group))
+}
+
+// writeDLQLocked dead-letters items of p (spec 4.5), each once per (offset,
+// group): an item whose dead letter is stored already (ackDLQKey) is skipped.
+// The flush pass syncs the DLQ log; its commit-log entry is the durability.
 func (b *Broker) writeDLQLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) error {
 	recs, err := b.buildDLQRecordsLocked(p, items, failedAt, defaultErr, keyPrefix)
 	if err != nil {
 		return err
 	}
-	return b.appendDLQ(p.q, failedAt, recs, false)
+	return b.appendDLQ(p.q, failedAt, recs, true, false)
 }
 
 // dlqLog returns q's DLQ log, opening it (creating it if create) on first use.
@@ -130,7 +94,7 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 		}
 	}
 	opts := segment.Options{MaxFileBytes: b.cfg.MaxSegmentFileSize, FS: b.fs, DeferRotationSync: true,
-		QuarantineDir: filepath.Join(b.dir, "quarantine", "dlq"), OnRecover: b.logSegmentRecovery}
+		QuarantineDir: filepath.Join(b.dir, layout.Quarantine, layout.DLQ), OnRecover: b.logSegmentRecovery}
 	var l *segment.Log
 	var rep *segment.RecoveryReport
 	if b.walScan.bases != nil {
@@ -172,10 +136,12 @@ func (b *Broker) makeDLQDir(q *queue, dir string) error {
 	return nil
 }
 
-// appendDLQ appends recs to q's DLQ log as one segment and the segment to the
-// commit log (walDLQ); the flush pass syncs the DLQ file. With dedup, records whose key is already there are
-// skipped (transaction replay).
-func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool) error {
+// appendDLQ appends recs to q's DLQ log as one segment and, unless replay,
+// the segment to the commit log (walDLQ); the flush pass syncs the DLQ file.
+// With dedup, records whose key is already there are skipped (an ack's dead
+// letter written before a crash, a transaction's at its replay). replay is a
+// transaction's redo at start-up: its commit-log entry covers the records.
+func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup, replay bool) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -201,7 +167,7 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 		}
 	}
 	ts = max(ts, l.LastTimestamp())
-	if dedup {
+	if replay {
 		// Replaying a transaction at start-up: its commit-log entry covers
 		// the records, and the recovery flush syncs them.
 		if _, err := l.Append(ts, recs); err != nil {
@@ -229,6 +195,9 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup bool
 	}
 	b.committer.Mark(l)
 	b.stats.dlqMessages.Add(uint64(len(recs)))
+	if !dedup { // a replay's dead letters were counted in their minute before the restart
+		q.an.DeadLettered(len(recs))
+	}
 	return nil
 }
 

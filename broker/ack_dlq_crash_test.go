@@ -116,3 +116,34 @@ func TestDLQRecordWhoseCommitLogEntryWasLostIsCutAtRecovery(t *testing.T) {
 	require.Equal(t, 1, total, "dead-lettered once")
 	assert.Equal(t, "a", entries[0].TransactionID)
 }
+
+// Issue 21 (found by fsck/powertest, seed 300): an ack's dead letter and the
+// checkpoint that moves the cursor past its message are two commit-log
+// entries, so a power cut between their syncs keeps the dead letter and
+// delivers the message again. Its next failure must find the dead letter
+// stored (ackDLQKey), not write a second one; another group's failure of the
+// same message is its own dead letter.
+func TestAMessageFailsIntoTheDLQOncePerGroup(t *testing.T) {
+	mem := vfs.NewStrictMem("/data")
+	e := newDLQPowerEnv(t, mem, newTestClock(), true)
+	_, err := e.b.Push([]PushItem{{Queue: "q", TransactionID: "a", Payload: []byte(`"a"`)}})
+	require.NoError(t, err)
+	p := e.b.lookupQueue("q").partition("Default")
+	fail := func(group string) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		require.NoError(t, e.b.writeDLQLocked(p, []dlqItem{{offset: p.log.NextOffset() - 1, group: group, errMsg: "boom"}}, 1, "Retries exhausted", ""))
+	}
+	fail("g")
+	fail("g") // the same failure after the cursor move was lost
+	entries, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	require.NoError(t, err)
+	require.Equal(t, 1, total, "dead-lettered once for g")
+	assert.Equal(t, "g", entries[0].Group)
+	assert.Equal(t, "a", entries[0].TransactionID)
+
+	fail("h")
+	_, total, err = e.b.DLQ(DLQFilter{Queue: "q"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, total, "h's failure is its own dead letter")
+}

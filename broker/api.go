@@ -62,6 +62,9 @@ type ConfigureResult struct {
 	Namespace   string
 	Task        string
 	Options     QueueOptions
+	// StoredPlain: the queue has encryptionEnabled but this broker holds no key, so its
+	// payloads are stored in plaintext (spec 9.2); configure's answer warns (issue 25).
+	StoredPlain bool
 }
 
 // PushItem is one item of POST /api/v1/push or of a transaction's push op (spec 1.1).

@@ -32,7 +32,7 @@
 //	lease, seek  Broker.ExtendLease (ack_lease.go); Seek, SeekPartition, DeleteGroup,
 //	             SetSubscriptionTimestamp (ack_cursors.go)
 //	transaction  Broker.Transaction (tx.go): sortOps → txTargets → txCheckLocked → txStagePushes,
-//	             txStageAcks → txCommit (the commit point: its Tx entry, format in tx_redo.go) →
+//	             txStageAcks → txCommit (the commit point: its Tx entry, walentry.TxRecord) →
 //	             applyRedoAppends (tx_apply.go) → txFinish
 //	streams      Broker.StreamRegister, StreamState (stream.go); Broker.StreamCycle (stream_cycle.go):
 //	             checkCycle → cycleResolve → cyclePrecheck (stream_ack.go) → txTargets → cycleStageState,
@@ -91,8 +91,9 @@
 // Files without a prefix are shared by several paths: broker.go (the Broker,
 // queue and partition types and the registry), api.go, config.go, names.go,
 // atrest.go, damage.go, health.go, pending.go (per-queue counters every cursor
-// change updates), undo.go (putting back states whose checkpoint failed) and
-// binfmt.go. No function here is longer than ~80 lines: a long path is a list
+// change updates) and undo.go (putting back states whose checkpoint failed).
+// The commit-log payload codecs (transaction redo records, dead letters'
+// metadata) are in package walentry. No function here is longer than ~80 lines: a long path is a list
 // of named steps, each with a doc comment that says why.
 //
 // # Data directory

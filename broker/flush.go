@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
@@ -59,6 +60,9 @@ type flushState struct {
 	metaLSN   uint64         // Covers of the metadata snapshot on disk
 	metaDirty bool           // metadata changed since that snapshot (under metaMu)
 	err       error          // the last pass's failure, nil once one succeeded
+	passes    uint64         // passes run since open (report_storage.go)
+	lastEnd   int64          // when the last pass ended (µs)
+	lastDur   int64          // how long it took (µs)
 
 	stop, done chan struct{}
 }
@@ -136,9 +140,13 @@ func (b *Broker) stopFlusher() {
 func (b *Broker) flushPass() error {
 	b.flush.mu.Lock()
 	defer b.flush.mu.Unlock()
+	start := time.Now()
 	err := b.flushPassLocked()
+	end := time.Now()
 	b.flush.stateMu.Lock()
 	b.flush.err = err
+	b.flush.passes++
+	b.flush.lastEnd, b.flush.lastDur = end.UnixMicro(), end.Sub(start).Microseconds()
 	b.flush.stateMu.Unlock()
 	return err
 }
@@ -358,7 +366,7 @@ func (b *Broker) snapshotMeta(L uint64) error {
 	}
 	st := b.registryState()
 	st.Covers = L
-	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, "meta"), st.Records(), b.noSync()); err != nil {
+	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, layout.Meta), st.Records(), b.noSync()); err != nil {
 		return err
 	}
 	b.flush.metaLSN, b.flush.metaDirty = L, false

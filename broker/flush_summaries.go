@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
 )
@@ -18,7 +19,7 @@ import (
 // record, only while the stamp still matches (the log is then not opened at
 // all), and cuts every other log to its entry's durable offset or its first
 // commit-log base (openLogAt).
-const summariesFileName = "summaries"
+const summariesFileName = layout.Summaries
 
 // partitionSummary returns p's checkpoint entry: p.sum while the offsets are
 // unchanged, else a new Summary and Stamp taken under the partition lock, or
@@ -54,7 +55,7 @@ func (b *Broker) writeSummaryFile(name string, sums map[[16]byte]segment.Summary
 
 // writeSummaryBytes replaces meta/<name> with data (see writeSummaryFile).
 func (b *Broker) writeSummaryBytes(name string, data []byte) error {
-	if err := vfs.WriteFileAtomic(b.fs, filepath.Join(b.dir, "meta", name), data, b.noSync()); err != nil {
+	if err := vfs.WriteFileAtomic(b.fs, filepath.Join(b.dir, layout.Meta, name), data, b.noSync()); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	return nil

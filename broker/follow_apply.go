@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
@@ -200,7 +202,7 @@ func (b *Broker) waitInflightThrough(lsn uint64, max time.Duration) error {
 // appended to on a follower (replayTx): applied in log order, all of it is
 // committed. Without it a restart would cut them (follow_commit.go) when the
 // leader's own push entries for them never came (it died in between).
-func (b *Broker) raiseTxCommitted(rec *redoRecord) {
+func (b *Broker) raiseTxCommitted(rec *walentry.TxRecord) {
 	for _, push := range rec.Pushes {
 		if p := b.lookupPartitionByID(push.Partition); p != nil {
 			raiseTo(&p.committed, p.log.NextOffset())

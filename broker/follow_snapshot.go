@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/combmq/comb/layout"
 )
 
 // snapshotOutgoing is the directory, under the data directory, where
@@ -17,7 +19,7 @@ const snapshotOutgoing = "snapshot-outgoing"
 // notSnapshotted are the data directory's entries another node must not
 // receive: raft's own state, the local commit log (unused when replicated),
 // quarantined damage, the LOCK, and the install and send staging areas.
-var notSnapshotted = map[string]bool{"raft": true, "commitlog": true, "quarantine": true, "LOCK": true,
+var notSnapshotted = map[string]bool{layout.Raft: true, layout.CommitLog: true, layout.Quarantine: true, layout.Lock: true,
 	snapshotOutgoing: true, "install-tmp": true}
 
 // SnapshotFiles hands visit every file another node needs to start from

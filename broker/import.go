@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/names"
 )
 
 // ImportQueue is a queue as another broker stored it.
@@ -38,7 +39,7 @@ func (b *Broker) ImportQueueDef(in ImportQueue) error {
 		return err
 	}
 	defer b.leave()
-	if err := checkName("Queue", in.Name); err != nil {
+	if err := nameErr(names.Queue, in.Name); err != nil {
 		return err
 	}
 	opts := in.Options
@@ -83,7 +84,7 @@ func (b *Broker) ImportPartitionDef(in ImportPartition) error {
 		return err
 	}
 	defer b.leave()
-	if err := checkName("Partition", in.Name); err != nil {
+	if err := nameErr(names.Partition, in.Name); err != nil {
 		return err
 	}
 	b.metaMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
@@ -32,8 +33,8 @@ var ErrStrayData = errors.New("broker: data the metadata journal does not name")
 // quarantining a torn or damaged tail, package meta) and returns the state it
 // describes.
 func (b *Broker) openMeta() (*meta.State, error) {
-	j, rep, err := meta.OpenJournal(filepath.Join(b.dir, "meta"), meta.Options{
-		FS: b.fs, NoSync: b.noSync(), QuarantineDir: filepath.Join(b.dir, "quarantine", "meta")})
+	j, rep, err := meta.OpenJournal(filepath.Join(b.dir, layout.Meta), meta.Options{
+		FS: b.fs, NoSync: b.noSync(), QuarantineDir: filepath.Join(b.dir, layout.Quarantine, layout.Meta)})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

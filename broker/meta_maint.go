@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 )
 
@@ -174,22 +175,10 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 			m.Marks[p.id] = p.visible.Load()
 		}
 	}
-	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, "meta"), m, b.noSync()); err != nil {
+	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, layout.Meta), m, b.noSync()); err != nil {
 		return fmt.Errorf("broker: maintenance mode: %w", err)
 	}
 	return nil
-}
-
-// maintRecord is the decoded maintenance file.
-type maintRecord struct {
-	push, pop bool
-	marks     map[[16]byte]uint64
-}
-
-// decodeMaint decodes the maintenance file (meta.DecodeMaintenance).
-func decodeMaint(data []byte) (maintRecord, error) {
-	m, err := meta.DecodeMaintenance(data)
-	return maintRecord{push: m.Push, pop: m.Pop, marks: m.Marks}, err
 }
 
 // loadMaintMode restores the modes at Open, after every partition's visible
@@ -198,7 +187,7 @@ func decodeMaint(data []byte) (maintRecord, error) {
 // pending counters and ready structures are built from the visible marks.
 // A missing file means both modes off.
 func (b *Broker) loadMaintMode() error {
-	path := filepath.Join(b.dir, "meta", maintFile)
+	path := filepath.Join(b.dir, layout.Meta, maintFile)
 	data, err := b.fs.ReadFile(path)
 	if isNotExist(err) {
 		return nil
@@ -206,17 +195,17 @@ func (b *Broker) loadMaintMode() error {
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	r, err := decodeMaint(data)
+	r, err := meta.DecodeMaintenance(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	b.mm.push.Store(r.push)
-	b.mm.pop.Store(r.pop)
-	if !r.push {
+	b.mm.push.Store(r.Push)
+	b.mm.pop.Store(r.Pop)
+	if !r.Push {
 		return nil
 	}
-	b.mm.held = make(map[*partition]uint64, len(r.marks))
-	for id, mark := range r.marks {
+	b.mm.held = make(map[*partition]uint64, len(r.Marks))
+	for id, mark := range r.Marks {
 		p := b.parts[id]
 		if p == nil {
 			continue // its queue was deleted

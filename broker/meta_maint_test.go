@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/combmq/comb/meta"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -156,14 +157,14 @@ func TestMaintenanceFileDecoding(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := decodeMaint(c.data)
+			r, err := meta.DecodeMaintenance(c.data)
 			if !c.ok {
 				assert.ErrorIs(t, err, ErrMaintenanceFile)
 				return
 			}
 			require.NoError(t, err)
-			assert.True(t, r.push)
-			assert.Equal(t, map[[16]byte]uint64{e.part("q", "p").id: 1}, r.marks)
+			assert.True(t, r.Push)
+			assert.Equal(t, map[[16]byte]uint64{e.part("q", "p").id: 1}, r.Marks)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/names"
 )
 
 // Configure creates or reconfigures a queue (spec 2): a whole replace of
@@ -21,13 +22,13 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 		return ConfigureResult{}, err
 	}
 	defer b.leave()
-	if err := checkName("Queue", req.Queue); err != nil {
+	if err := nameErr(names.Queue, req.Queue); err != nil {
 		return ConfigureResult{}, err
 	}
-	if err := checkLabel("namespace", req.Namespace); err != nil {
+	if err := labelErr(names.Namespace, req.Namespace); err != nil {
 		return ConfigureResult{}, err
 	}
-	if err := checkLabel("task", req.Task); err != nil {
+	if err := labelErr(names.Task, req.Task); err != nil {
 		return ConfigureResult{}, err
 	}
 	opts := req.Options
@@ -62,7 +63,7 @@ func (b *Broker) Configure(req ConfigureRequest) (ConfigureResult, error) {
 		return ConfigureResult{}, fmt.Errorf("broker: configure %s: %w", req.Queue, err)
 	}
 	return ConfigureResult{QueueID: q.idStr, PartitionID: parts[0].idStr, Queue: q.name,
-		Namespace: req.Namespace, Task: req.Task, Options: opts}, nil
+		Namespace: req.Namespace, Task: req.Task, Options: opts, StoredPlain: opts.EncryptionEnabled && b.cfg.Keys == nil}, nil
 }
 
 // DeleteQueue deletes a queue with its partitions, messages, DLQ entries,

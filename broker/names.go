@@ -3,8 +3,8 @@ package broker
 import (
 	"encoding/hex"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/combmq/comb/names"
 	"github.com/google/uuid"
 )
 
@@ -23,45 +23,20 @@ func labelsFromName(name string) (namespace, task string) {
 	return namespace, rest
 }
 
-// checkName validates a queue, partition or group name (spec 0.4, 11 #27):
-// valid UTF-8 (distinct byte strings must stay distinct names), 1..255
-// characters, no NUL, not "." or ".."; `/` only outside queue names (spec
-// 0.4 forbids it in queue names alone). Names never become paths (the data
-// directory uses UUIDs), so this is about refusing nonsense early, not about
-// safety of the file system. what is "Queue", "Partition" or "Consumer group".
-func checkName(what, name string) error {
-	switch {
-	case name == "":
-		return BadRequest(what + " name is required")
-	case !utf8.ValidString(name):
-		return BadRequest(what + " name must be valid UTF-8")
-	case len(name) > maxNameChars && utf8.RuneCountInString(name) > maxNameChars:
-		return BadRequest(what + " name is longer than 255 characters")
-	case strings.IndexByte(name, 0) >= 0:
-		return BadRequest(what + " name must not contain NUL")
-	case what == "Queue" && strings.IndexByte(name, '/') >= 0:
-		return BadRequest(what + " name must not contain '/'")
-	case name == "." || name == "..":
-		return BadRequest(what + " name must not be '.' or '..'")
+// nameErr is names.Check as the broker's 400 (spec 0.4, 11 #27), for the paths that do not pass
+// through httpapi's check first (comb import, streams, replay).
+func nameErr(kind names.Kind, name string) error {
+	if err := names.Check(kind, name); err != nil {
+		return BadRequest(err.Error())
 	}
 	return nil
 }
 
-// checkLabel validates a queue's namespace or task label (what is
-// "namespace" or "task"): "" is unset (spec 2.1); otherwise the limits of
-// names (spec 0.4): valid UTF-8, at most 255 characters, no NUL. Labels go
-// into the metadata journal, so this keeps a client from writing megabytes
-// there (issue 10).
-func checkLabel(what, label string) error {
-	switch {
-	case label == "":
-		return nil
-	case !utf8.ValidString(label):
-		return BadRequest(what + " must be valid UTF-8")
-	case len(label) > maxNameChars && utf8.RuneCountInString(label) > maxNameChars:
-		return BadRequest(what + " must be at most 255 characters")
-	case strings.IndexByte(label, 0) >= 0:
-		return BadRequest(what + " must not contain NUL")
+// labelErr is names.CheckLabel as the broker's 400: labels go into the metadata journal, so this
+// keeps a client from writing megabytes there (issue 10).
+func labelErr(kind names.Kind, label string) error {
+	if err := names.CheckLabel(kind, label); err != nil {
+		return BadRequest(err.Error())
 	}
 	return nil
 }

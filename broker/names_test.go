@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/combmq/comb/names"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,24 +13,26 @@ import (
 // applies the same ones first).
 func TestCheckNameRulesOfSpec04(t *testing.T) {
 	cases := []struct {
-		name, what, in, err string
+		name    string
+		what    names.Kind
+		in, err string
 	}{
-		{"spec 0.4: a plain queue name", "Queue", "orders.eu", ""},
-		{"spec 0.4: '/' is refused in queue names", "Queue", "a/b", "Queue name must not contain '/'"},
-		{"spec 0.4: '/' is allowed in partition names", "Partition", "eu/west/1", ""},
-		{"spec 0.4: '/' is allowed in consumer group names", "Consumer group", "team/billing", ""},
-		{"'../' in a partition name is just characters", "Partition", "../x", ""},
-		{"'..' alone is refused", "Partition", "..", "Partition name must not be '.' or '..'"},
-		{"spec 0.4: 255 characters of two bytes each", "Queue", strings.Repeat("é", 255), ""},
-		{"spec 0.4: 256 characters", "Queue", strings.Repeat("é", 256), "Queue name is longer than 255 characters"},
-		{"invalid UTF-8 is refused", "Queue", "a\xffb", "Queue name must be valid UTF-8"},
-		{"an encoded lone surrogate is refused", "Consumer group", "a\xed\xa0\x80", "Consumer group name must be valid UTF-8"},
-		{"NUL is refused", "Partition", "a\x00", "Partition name must not contain NUL"},
-		{"empty is refused", "Queue", "", "Queue name is required"},
+		{"spec 0.4: a plain queue name", names.Queue, "orders.eu", ""},
+		{"spec 0.4: '/' is refused in queue names", names.Queue, "a/b", "Queue name must not contain '/'"},
+		{"spec 0.4: '/' is allowed in partition names", names.Partition, "eu/west/1", ""},
+		{"spec 0.4: '/' is allowed in consumer group names", names.ConsumerGroup, "team/billing", ""},
+		{"'../' in a partition name is just characters", names.Partition, "../x", ""},
+		{"'..' alone is refused", names.Partition, "..", "Partition name must not be '.' or '..'"},
+		{"spec 0.4: 255 characters of two bytes each", names.Queue, strings.Repeat("é", 255), ""},
+		{"spec 0.4: 256 characters", names.Queue, strings.Repeat("é", 256), "Queue name must be at most 255 characters"},
+		{"invalid UTF-8 is refused", names.Queue, "a\xffb", "Queue name must be valid UTF-8"},
+		{"an encoded lone surrogate is refused", names.ConsumerGroup, "a\xed\xa0\x80", "Consumer group name must be valid UTF-8"},
+		{"NUL is refused", names.Partition, "a\x00", "Partition name must not contain NUL"},
+		{"empty is refused", names.Queue, "", "Queue name must not be empty"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := checkName(c.what, c.in)
+			err := nameErr(c.what, c.in)
 			if c.err == "" {
 				assert.NoError(t, err)
 				return

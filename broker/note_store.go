@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/walentry"
 )
@@ -14,7 +15,7 @@ const walNote = walentry.Note
 
 // notesDir is the notes store's directory under the data directory: deletion
 // tombstones and trace events (package notes).
-const notesDir = "notes"
+const notesDir = layout.Notes
 
 // msgNotes is what the broker keeps about messages after their push:
 // tombstones and trace events (package notes), and the per-queue map from
@@ -30,7 +31,7 @@ type msgNotes struct {
 // verified records makes Open fail (notes.ErrCorrupt).
 func (b *Broker) openNotes() error {
 	s, rep, err := notes.Open(b.fs, filepath.Join(b.dir, notesDir),
-		notes.Options{QuarantineDir: filepath.Join(b.dir, "quarantine", notesDir), NoSync: b.noSync()})
+		notes.Options{QuarantineDir: filepath.Join(b.dir, layout.Quarantine, notesDir), NoSync: b.noSync()})
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}

@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/broker/wake"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/streams"
@@ -40,7 +43,7 @@ func Open(cfg Config) (*Broker, error) {
 	if err := fsys.MkdirAll(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	lock, err := fsys.Lock(filepath.Join(cfg.DataDir, "LOCK"))
+	lock, err := fsys.Lock(filepath.Join(cfg.DataDir, layout.Lock))
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, fmt.Errorf("%s: %w (is another comb serving it?)", cfg.DataDir, ErrLocked)
 	}
@@ -61,7 +64,7 @@ func Open(cfg Config) (*Broker, error) {
 		// a new file's predecessor until the flush pass syncs both, and
 		// recovery cuts what no sync covered (segment.OpenFrom).
 		segOpts: segment.Options{MaxFileBytes: cfg.MaxSegmentFileSize, MaxFileAge: cfg.MaxSegmentFileAge, Codec: segment.DefaultCodec,
-			QuarantineDir: filepath.Join(cfg.DataDir, "quarantine", "partitions"), DeferRotationSync: true},
+			QuarantineDir: filepath.Join(cfg.DataDir, layout.Quarantine, layout.Partitions), DeferRotationSync: true},
 		lockFile: lock,
 		fs:       fsys,
 		queues:   make(map[string]*queue),
@@ -115,7 +118,7 @@ func (b *Broker) open() error {
 	if err != nil {
 		return err
 	}
-	cur, crep, err := cursor.Open(filepath.Join(b.dir, "cursor"), cursor.Options{
+	cur, crep, err := cursor.Open(filepath.Join(b.dir, layout.Cursor), cursor.Options{
 		FS:                 b.fs,
 		CheckpointInterval: b.cfg.CheckpointInterval,
 		NoSync:             b.noSync(),
@@ -200,9 +203,9 @@ func (b *Broker) openCommitLog(start uint64) error {
 		b.wal = replicatedLog{b.cfg.Replicated, &b.commitHist}
 		return nil
 	}
-	l, rec, err := commitlog.Open(filepath.Join(b.dir, "commitlog"), commitlog.Options{
+	l, rec, err := commitlog.Open(filepath.Join(b.dir, layout.CommitLog), commitlog.Options{
 		FS: b.fs, Sync: b.syncMode, SyncInterval: b.cfg.SyncInterval, FileBytes: b.cfg.CommitLogFileBytes,
-		QuarantineDir: filepath.Join(b.dir, "quarantine", "commitlog"), StartLSN: commitlog.LSN(start),
+		QuarantineDir: filepath.Join(b.dir, layout.Quarantine, layout.CommitLog), StartLSN: commitlog.LSN(start),
 		// The commit log's group-commit syncs are the ones a push waits on:
 		// they go to the sync histogram, so /metrics and `comb bench
 		// compare` count syncs per request.
@@ -384,7 +387,7 @@ func (b *Broker) replayEntry(lsn uint64, kind byte, payload []byte, replayFrom u
 			return false, err
 		}
 	case walTx:
-		rec, err := decodeRedoRecord(payload)
+		rec, err := walentry.DecodeTx(payload)
 		if err != nil {
 			return false, fmt.Errorf("commit log entry %d: %w", lsn, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
@@ -75,7 +76,7 @@ func (b *Broker) applyMeta(st *meta.State) error {
 
 func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
 	idStr := uuidString(id)
-	dir := filepath.Join(b.dir, "partitions", idStr)
+	dir := filepath.Join(b.dir, layout.Partitions, idStr)
 	if b.dirNeverMade(id, dir) {
 		// Created while the disk was full and never appended to (issue 21):
 		// its next push makes the directory with its DESCRIPTOR, as the

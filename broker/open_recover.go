@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 )
@@ -22,7 +24,7 @@ func (b *Broker) recover(legacy [][]byte) error {
 	// Redo records a cursor directory from before the commit log still held:
 	// committed transactions whose effects may be missing.
 	for _, raw := range legacy {
-		rec, err := decodeRedoRecord(raw)
+		rec, err := walentry.DecodeTx(raw)
 		if err != nil {
 			b.log.Error().Err(err).Int("bytes", len(raw)).Msg("recovery: skipping an undecodable transaction redo record")
 			continue
@@ -83,7 +85,7 @@ func (b *Broker) recover(legacy [][]byte) error {
 // legacy redo record) whose effects may be missing: states still equal to
 // their "before" get their "after"; pushes and DLQ entries missing from
 // their logs (dedup by transactionId and key) are appended. Idempotent.
-func (b *Broker) replayTx(rec *redoRecord) error {
+func (b *Broker) replayTx(rec *walentry.TxRecord) error {
 	replicated := b.cfg.Replicated != nil
 	for _, s := range rec.States {
 		k := cursor.Key{Partition: s.Partition, Group: s.Group}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/segment"
 )
@@ -30,7 +31,7 @@ import (
 // DecodeSummaries: one record frame, magic "CMSM"), shared with the summary
 // checkpoint (flush_summaries.go) and read offline by comb fsck. A marker that
 // does not decode is ignored (and removed): Open then verifies every log.
-const cleanFileName = "clean"
+const cleanFileName = layout.Clean
 
 // takeCleanMarker reads and removes the clean-shutdown marker. When there is
 // none (a crash) it returns the last summary checkpoint (flush_summaries.go), and
@@ -38,7 +39,7 @@ const cleanFileName = "clean"
 // durable before Open goes on: after a crash from here on, the next Open must
 // not trust summaries the appends of this run have outdated.
 func (b *Broker) takeCleanMarker() (map[[16]byte]segment.Summary, error) {
-	dir := filepath.Join(b.dir, "meta")
+	dir := filepath.Join(b.dir, layout.Meta)
 	path := filepath.Join(dir, cleanFileName)
 	data, err := b.fs.ReadFile(path)
 	if isNotExist(err) {
@@ -187,7 +188,7 @@ func (b *Broker) stampSummaries(sums map[[16]byte]segment.Summary) {
 	}
 	stamps := make([]uint64, len(ids))
 	parallelFor(len(ids), func(i int) {
-		st, err := segment.Stamp(filepath.Join(b.dir, "partitions", uuidString(ids[i])), sums[ids[i]])
+		st, err := segment.Stamp(filepath.Join(b.dir, layout.Partitions, uuidString(ids[i])), sums[ids[i]])
 		if err == nil {
 			stamps[i] = st
 		}
@@ -258,7 +259,7 @@ func FileBudget(want int, nofile uint64) int {
 // damaged (every log is then verified). The file stays: its entries are
 // trusted only while their stamps match, whatever happened since.
 func (b *Broker) readSummaryCheckpoint() map[[16]byte]segment.Summary {
-	data, err := b.fs.ReadFile(filepath.Join(b.dir, "meta", summariesFileName))
+	data, err := b.fs.ReadFile(filepath.Join(b.dir, layout.Meta, summariesFileName))
 	if err != nil {
 		return nil
 	}

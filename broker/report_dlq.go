@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/segment"
 )
@@ -63,7 +65,7 @@ func (b *Broker) readDLQ(q *queue, f DLQFilter) ([]DLQEntry, error) {
 		}
 		for i := range msgs {
 			m := &msgs[i]
-			meta, err := decodeDLQMeta(m.Extra)
+			meta, err := walentry.DecodeDLQMeta(m.Extra)
 			if err != nil {
 				b.log.Warn().Str("queue", q.name).Uint64("offset", m.Offset).Msg("dlq: skipping an entry with malformed metadata")
 				continue

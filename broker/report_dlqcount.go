@@ -2,6 +2,7 @@ package broker
 
 import (
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/walentry"
 )
 
 // dlqPartCounts counts a queue's DLQ entries by the partition their message
@@ -40,7 +41,7 @@ func (b *Broker) dlqCountsByPartition(q *queue) map[[16]byte]int64 {
 			break
 		}
 		for i := range msgs {
-			if meta, err := decodeDLQMeta(msgs[i].Extra); err == nil {
+			if meta, err := walentry.DecodeDLQMeta(msgs[i].Extra); err == nil {
 				c.by[meta.PartitionID]++
 			}
 		}

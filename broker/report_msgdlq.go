@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/segment"
 )
 
@@ -104,7 +106,7 @@ func (b *Broker) withDLQHits(q *queue, pid [16]byte, fn func(map[uint64][]dlqHit
 			break
 		}
 		for i := range msgs {
-			m, err := decodeDLQMeta(msgs[i].Extra)
+			m, err := walentry.DecodeDLQMeta(msgs[i].Extra)
 			if err != nil {
 				continue // readDLQ logs these
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/analytics"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/lease"
 )
 
@@ -26,7 +27,7 @@ import (
 
 const seriesFile = "analytics"
 
-func (b *Broker) seriesPath() string { return filepath.Join(b.dir, "meta", seriesFile) }
+func (b *Broker) seriesPath() string { return filepath.Join(b.dir, layout.Meta, seriesFile) }
 
 // openSeries loads the saved series before the registry is built, so that
 // each queue adopts its own when newQueue asks for its counters. A file that

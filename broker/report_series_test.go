@@ -39,7 +39,7 @@ func TestSeriesCountPushPopAckAndSurviveRestart(t *testing.T) {
 	e.ack(QueueModeGroup, res, "completed", "a", "b")
 	e.ack(QueueModeGroup, res, "failed", "c") // retryLimit 0: dead-lettered
 
-	want := analytics.Point{Ingested: 5, Popped: 3, Processed: 2, Errors: 1, LagSumMs: 3 * 2002, LagMaxMs: 2002}
+	want := analytics.Point{Ingested: 5, Popped: 3, Processed: 2, Errors: 1, LagSumMs: 3 * 2002, LagMaxMs: 2002, DeadLettered: 1}
 	assert.Equal(t, want, e.minute(""), "all queues")
 	assert.Equal(t, want, e.minute("q"), "queue q")
 	assert.Equal(t, analytics.Point{}, e.minute("other"), "another queue")

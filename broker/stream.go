@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 
+	"github.com/combmq/comb/names"
 	"github.com/combmq/comb/streams"
 )
 
@@ -74,11 +75,11 @@ func checkStreamQuery(req StreamQueryRequest) error {
 			return BadRequest(fmt.Sprintf("%s is longer than %d bytes", f.name, f.max))
 		}
 	}
-	if err := checkName("Queue", req.SourceQueue); err != nil {
+	if err := nameErr(names.Queue, req.SourceQueue); err != nil {
 		return err
 	}
 	if req.SinkQueue != "" {
-		return checkName("Queue", req.SinkQueue)
+		return nameErr(names.Queue, req.SinkQueue)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package broker
 import (
 	"fmt"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 )
@@ -129,13 +131,13 @@ func (b *Broker) cycleStageAck(c *cycleRun) (string, error) {
 			return "", err
 		}
 		for _, rec := range recs {
-			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: c.src.q.id, Rec: rec})
+			t.rec.DLQ = append(t.rec.DLQ, walentry.TxDLQ{Queue: c.src.q.id, Rec: rec})
 		}
 	}
 	// As /ack: the pop's remembered ids go once the lease does.
 	c.forgetClaimed = !a.post.Lease.Held() || a.post.Lease.ID != a.pre.Lease.ID
 	if a.post != a.pre {
-		t.rec.States = append(t.rec.States, redoState{Partition: c.src.id, Group: a.k.Group, HadPre: a.had, Pre: a.pre, Post: a.post})
+		t.rec.States = append(t.rec.States, walentry.TxState{Partition: c.src.id, Group: a.k.Group, HadPre: a.had, Pre: a.pre, Post: a.post})
 		t.sets = append(t.sets, txStateSet{k: a.k, p: c.src, post: a.post, released: a.res.LeaseReleased})
 	}
 	return "", nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/streams"
 )
 
@@ -26,7 +28,7 @@ type cycleRun struct {
 
 // StreamCycle applies one streams cycle atomically (spec 10): state ops,
 // sink pushes (as /push) and the source ack commit as one transaction whose
-// Tx entry also carries the state ops (redoRecord version 2): after a crash
+// Tx entry also carries the state ops (walentry.TxRecord version 2): after a crash
 // at any instant either all of the cycle is visible or none of it. Cycles of
 // one (query, partition) shard are serialised by the source partition's lock.
 //
@@ -95,7 +97,7 @@ func (b *Broker) cycle(c *cycleRun) (msg string, err error) {
 	t := c.t
 	t.now = b.now().UnixMicro()
 	t.results = make([]TxOpResult, len(t.ops))
-	t.rec = redoRecord{TxID: t.txID, TS: t.now}
+	t.rec = walentry.TxRecord{TxID: t.txID, TS: t.now}
 	if err := b.cycleStageState(c); err != nil {
 		return "", err
 	}

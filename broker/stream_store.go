@@ -21,7 +21,7 @@ const walStream = walentry.Stream
 //     (exclusive), durable before the answer; the flush pass writes the
 //     registry file holding regMu shared, so the file covers every entry up
 //     to the LSN it names.
-//   - A cycle's state ops travel in its transaction's Tx entry (redoRecord
+//   - A cycle's state ops travel in its transaction's Tx entry (walentry.TxRecord
 //     version 2) and reach the store with that entry's LSN right after the
 //     commit point (txCommit), before the entry leaves the in-flight set.
 //   - The flush pass writes the dirty shards' snapshots and keeps the log
@@ -84,7 +84,7 @@ func (b *Broker) replayStreamEntry(lsn uint64, payload []byte) error {
 // applyStreamChanges applies a committed entry's state ops to the store,
 // right after the commit point (the cycle holds its source partition's lock,
 // which is not deleted).
-func (b *Broker) applyStreamChanges(lsn uint64, rec *redoRecord) {
+func (b *Broker) applyStreamChanges(lsn uint64, rec *walentry.TxRecord) {
 	for i := range rec.Streams {
 		b.streams.store.ApplyChange(lsn, &rec.Streams[i])
 	}
@@ -93,7 +93,7 @@ func (b *Broker) applyStreamChanges(lsn uint64, rec *redoRecord) {
 // replayStreamChanges is applyStreamChanges for the start-up replay: changes
 // of partitions deleted since are skipped, and the store skips what a
 // snapshot already holds (by LSN).
-func (b *Broker) replayStreamChanges(lsn uint64, rec *redoRecord) {
+func (b *Broker) replayStreamChanges(lsn uint64, rec *walentry.TxRecord) {
 	for i := range rec.Streams {
 		if b.parts[rec.Streams[i].Partition] != nil {
 			b.streams.store.ApplyChange(lsn, &rec.Streams[i])

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
@@ -72,7 +74,7 @@ func (b *Broker) Transaction(ops []TxOp) (TxResult, error) {
 	}
 	t.now = b.now().UnixMicro()
 	t.results = make([]TxOpResult, len(ops))
-	t.rec = redoRecord{TxID: t.txID, TS: t.now}
+	t.rec = walentry.TxRecord{TxID: t.txID, TS: t.now}
 	if err := b.txStagePushes(t); err != nil {
 		return t.res, err
 	}
@@ -97,14 +99,14 @@ type txRun struct {
 	txID [16]byte
 	res  TxResult // the answer so far: its TransactionID
 
-	pushKeys []partKey    // the (queue, partition) of each push op, in op order
-	pushOps  []int        // the op index of each push op
-	opPart   []*partition // per op, its target partition (after txTargets)
-	now      int64        // µs, the transaction's one timestamp
-	results  []TxOpResult // per op, once staged
-	rec      redoRecord   // the commit-log entry being built
-	sets     []txStateSet // the states the entry changes, set after the commit point
-	pubs     []published  // partitions to publish once unlocked
+	pushKeys []partKey         // the (queue, partition) of each push op, in op order
+	pushOps  []int             // the op index of each push op
+	opPart   []*partition      // per op, its target partition (after txTargets)
+	now      int64             // µs, the transaction's one timestamp
+	results  []TxOpResult      // per op, once staged
+	rec      walentry.TxRecord // the commit-log entry being built
+	sets     []txStateSet      // the states the entry changes, set after the commit point
+	pubs     []published       // partitions to publish once unlocked
 	// dupWait is what the push duplicates' answers wait for (findStored;
 	// nil = nothing), dupPubs what they name, published with pubs.
 	dupWait  walTicket
@@ -267,7 +269,7 @@ func (b *Broker) txStagePushes(t *txRun) error {
 		if !ok {
 			j = len(t.rec.Pushes)
 			pushIdx[p] = j
-			t.rec.Pushes = append(t.rec.Pushes, redoPush{Partition: p.id})
+			t.rec.Pushes = append(t.rec.Pushes, walentry.TxPush{Partition: p.id})
 		}
 		t.rec.Pushes[j].Recs = append(t.rec.Pushes[j].Recs, segment.Record{ID: id, TransactionID: r.TransactionID,
 			TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: payload})
@@ -353,11 +355,11 @@ func (b *Broker) txStageAck(t *txRun, k txAckKey, acks []lease.Ack) (int, string
 			return -1, "", err
 		}
 		for _, r := range recs {
-			t.rec.DLQ = append(t.rec.DLQ, redoDLQ{Queue: k.p.q.id, Rec: r})
+			t.rec.DLQ = append(t.rec.DLQ, walentry.TxDLQ{Queue: k.p.q.id, Rec: r})
 		}
 	}
 	if changed {
-		t.rec.States = append(t.rec.States, redoState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
+		t.rec.States = append(t.rec.States, walentry.TxState{Partition: k.p.id, Group: k.group, HadPre: had, Pre: pre, Post: st})
 		t.sets = append(t.sets, txStateSet{k: ck, p: k.p, post: st, released: pre.Lease.Held() && st.Lease.ID != pre.Lease.ID})
 	}
 	return -1, "", nil
@@ -374,7 +376,7 @@ func (b *Broker) txCommit(t *txRun) error {
 	if err := b.txWaitDuplicates(t); err != nil {
 		return err
 	}
-	tk, err := b.appendInflight(walTx, t.rec.encode())
+	tk, err := b.appendInflight(walTx, t.rec.Encode())
 	if errors.Is(err, commitlog.ErrTooLarge) {
 		return BadRequest("transaction too large: " + err.Error())
 	}

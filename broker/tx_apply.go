@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/combmq/comb/walentry"
+
 	"github.com/combmq/comb/segment"
 )
 
@@ -36,7 +38,7 @@ func unlockPartitions(ps []*partition) {
 // and makes them durable. With replay, records already present (found by
 // transactionId, or by DLQ key) are skipped, so applying twice is harmless.
 // The caller holds the touched partitions' locks (or runs inside Open).
-func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, error) {
+func (b *Broker) applyRedoAppends(rec *walentry.TxRecord, replay bool) ([]published, error) {
 	var touched []*partition
 	var nexts []uint64
 	for _, push := range rec.Pushes {
@@ -99,7 +101,7 @@ func (b *Broker) applyRedoAppends(rec *redoRecord, replay bool) ([]published, er
 		if q == nil {
 			continue
 		}
-		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay); err != nil {
+		if err := b.appendDLQ(q, rec.TS, byQueue[qid], replay, replay); err != nil {
 			return nil, err
 		}
 	}

@@ -3,7 +3,6 @@ package broker
 import (
 	"testing"
 
-	"github.com/combmq/comb/streams"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -164,68 +163,4 @@ func TestTransactionCrashBetweenCommitPointAndAppends(t *testing.T) {
 
 	e.reopen()
 	assert.Empty(t, e.pop(PopRequest{Queue: "out", AutoAck: true}).Messages, "a second recovery appends nothing twice")
-}
-
-// Before the commit point nothing is durable: a transaction that fails there
-// leaves no trace after a restart.
-func TestTransactionRedoRecordRoundTrip(t *testing.T) {
-	rec := redoRecord{TxID: newV7(), TS: 42,
-		States: []redoState{{Partition: newV7(), Group: "g", HadPre: true}},
-		Pushes: []redoPush{{Partition: newV7(), Recs: nil}},
-		DLQ:    []redoDLQ{{Queue: newV7()}},
-	}
-	rec.States[0].Post.Committed = 7
-	rec.States[0].Post.Lease.WorkerID = "w"
-	rec.Pushes[0].Recs = append(rec.Pushes[0].Recs, rec.DLQ[0].Rec)
-	rec.Pushes[0].Recs[0].TransactionID = "t"
-	rec.Pushes[0].Recs[0].Payload = []byte(`{"x":1}`)
-	rec.DLQ[0].Rec.Extra = []byte{1, 2}
-	rec.DLQ[0].Rec.Payload = []byte("null")
-	got, err := decodeRedoRecord(rec.encode())
-	require.NoError(t, err)
-	assert.Equal(t, rec, got)
-	assert.Equal(t, byte(1), rec.encode()[0], "a record without stream state is version 1, as before streams")
-
-	rec.Streams = []streams.Change{{Query: [16]byte{7}, Partition: [16]byte{8},
-		Ops: []streams.Op{{Kind: streams.OpUpsert, Key: "k", Value: []byte(`{}`), UpdatedAtMicros: 5}, {Kind: streams.OpDelete, Key: "d", UpdatedAtMicros: 5}}}}
-	b := rec.encode()
-	assert.Equal(t, byte(2), b[0])
-	got, err = decodeRedoRecord(b)
-	require.NoError(t, err)
-	assert.Equal(t, rec, got)
-	assert.LessOrEqual(t, len(b), rec.encodedSizeBound())
-	assert.Equal(t, 1.0, testing.AllocsPerRun(10, func() { rec.encode() }), "encode sizes its buffer once")
-}
-
-func FuzzDecodeRedoRecord(f *testing.F) {
-	rec := redoRecord{TxID: newV7(), TS: 1, States: []redoState{{Group: "g"}}, Pushes: []redoPush{{Recs: nil}}}
-	f.Add(rec.encode())
-	f.Add([]byte{1})
-	rec.Streams = []streams.Change{{Ops: []streams.Op{{Kind: streams.OpUpsert, Key: "k", Value: []byte("1")}, {Kind: streams.OpDelete, Key: "d"}}}}
-	f.Add(rec.encode())
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := decodeRedoRecord(b)
-		if err != nil {
-			return
-		}
-		enc := r.encode()
-		require.LessOrEqual(t, len(enc), r.encodedSizeBound())
-		_, err = decodeRedoRecord(enc)
-		require.NoError(t, err)
-	})
-}
-
-func FuzzDecodeDLQMeta(f *testing.F) {
-	m := dlqMeta{Group: "g", Error: "boom", TransactionID: "t", RetryCount: 3, Offset: 9}
-	f.Add(m.encode(nil))
-	f.Add([]byte{1, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeDLQMeta(b)
-		if err != nil {
-			return
-		}
-		again, err := decodeDLQMeta(m.encode(nil))
-		require.NoError(t, err)
-		require.Equal(t, m, again)
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/names"
 	"github.com/combmq/comb/segment"
 )
 
@@ -32,6 +33,37 @@ var entryBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledEntry keeps one huge push from pinning its buffer in the pool.
 const maxPooledEntry = 1 << 20
+
+// recBufs recycles a group's []segment.Record (~13 KB for 100 messages, a Record is 130
+// bytes): the segment log encodes the records into its own buffer on Append and keeps none of
+// them, so the slice is free once the request has counted them. Zeroed before it is pooled,
+// so it pins no payload.
+var recBufs = sync.Pool{New: func() any { return new([]segment.Record) }}
+
+// maxPooledRecs keeps one huge push from pinning its slice in the pool.
+const maxPooledRecs = 4096
+
+func getRecs(n int) []segment.Record {
+	p := recBufs.Get().(*[]segment.Record)
+	if cap(*p) < n {
+		return make([]segment.Record, 0, max(n, 128))
+	}
+	return (*p)[:0]
+}
+
+// putRecs pools the groups' record slices (Push, once nothing reads them).
+func putRecs(groups []*pushGroup) {
+	for _, g := range groups {
+		if g.recs == nil || cap(g.recs) > maxPooledRecs {
+			continue
+		}
+		r := g.recs[:cap(g.recs)]
+		clear(r)
+		r = r[:0]
+		g.recs = nil
+		recBufs.Put(&r)
+	}
+}
 
 // Push stores items (spec 1): one segment per (queue, partition) with one
 // timestamp for the whole request, so all its messages share createdAt; ids
@@ -71,6 +103,7 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer putRecs(groups)
 	for _, g := range groups {
 		if err := g.p.damagedErr(); err != nil {
 			return nil, err // before anything is appended anywhere
@@ -113,11 +146,11 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 func validatePushItems(items []PushItem) error {
 	for i := range items {
 		it := &items[i]
-		if err := checkName("Queue", it.Queue); err != nil {
+		if err := nameErr(names.Queue, it.Queue); err != nil {
 			return err
 		}
 		if it.Partition != "" {
-			if err := checkName("Partition", it.Partition); err != nil {
+			if err := nameErr(names.Partition, it.Partition); err != nil {
 				return err
 			}
 		}
@@ -176,7 +209,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		return nil
 	}
 	if g.recs == nil {
-		g.recs = make([]segment.Record, 0, len(g.idxs)) // sized once: a Record is 100+ bytes
+		g.recs = getRecs(len(g.idxs)) // sized once: a Record is 100+ bytes
 	}
 	g.recs = g.recs[:0]
 	if err := p.damagedErr(); err != nil {
@@ -185,7 +218,9 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err := b.ensurePartitionDir(p); err != nil {
 		return err
 	}
-	txids, hashes := groupTxids(g.idxs, items, results)
+	tb := txidBufs.Get().(*txidBuf)
+	defer putTxids(tb)
+	txids, hashes := groupTxids(tb, g.idxs, items, results)
 	stored, wait, err := b.findStored(p, txids, hashes)
 	if err != nil {
 		return b.storageErr(p, err)
@@ -323,17 +358,38 @@ var nullJSON = []byte("null")
 
 // groupTxids are the transactionIds of one partition's items for findStored
 // (txids[k] of items[idxs[k]], "" for a failed item or none sent) and their
-// hashes, which the append reuses (index.HashTxn, 0 for none).
-func groupTxids(idxs []int, items []PushItem, results []PushResult) ([]string, []uint64) {
-	txids := make([]string, len(idxs))
-	hashes := make([]uint64, len(idxs))
+// hashes, which the append reuses (index.HashTxn, 0 for none), in t's
+// buffers (txidBufs: the lookup and the append keep neither slice).
+func groupTxids(t *txidBuf, idxs []int, items []PushItem, results []PushResult) ([]string, []uint64) {
+	if cap(t.txids) < len(idxs) {
+		t.txids, t.hashes = make([]string, len(idxs), max(len(idxs), 128)), make([]uint64, len(idxs), max(len(idxs), 128))
+	}
+	txids, hashes := t.txids[:len(idxs)], t.hashes[:len(idxs)]
 	for k, i := range idxs {
+		txids[k], hashes[k] = "", 0
 		if results[i].Status != PushFailed && items[i].TransactionID != "" {
 			txids[k] = items[i].TransactionID
 			hashes[k] = index.HashTxn(txids[k])
 		}
 	}
 	return txids, hashes
+}
+
+// txidBuf is groupTxids' pair of slices, pooled in txidBufs.
+type txidBuf struct {
+	txids  []string
+	hashes []uint64
+}
+
+var txidBufs = sync.Pool{New: func() any { return new(txidBuf) }}
+
+// putTxids zeroes t (it pins no client string) and pools it unless it grew huge.
+func putTxids(t *txidBuf) {
+	if cap(t.txids) > maxPooledRecs {
+		return
+	}
+	clear(t.txids[:cap(t.txids)])
+	txidBufs.Put(t)
 }
 
 // waitGroups waits until the commit-log entries of every group, and those

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/vfs"
 )
 
 // dirNotes is the notes store's directory (deletion tombstones and trace
 // events, package notes; broker/note_store.go).
-const dirNotes = "notes"
+const dirNotes = layout.Notes
 
 // checkNotes reads <data>/notes/log with notes.Check, the decoder and tail
 // rule the server's notes.Open applies at start-up: what Open refuses is

@@ -349,3 +349,26 @@ func TestRepairBelowTheCommitLog(t *testing.T) {
 	assert.Equal(t, ExitClean, rep.ExitCode)
 	assertServerHolds(t, root, "orders", map[string]int{"p0": 37, "p1": 12})
 }
+
+// Issue 26: fsck decodes Tx entries as the server's replay does instead of
+// counting them; one that does not decode is damage (the server refuses to
+// start on it), one that does is nothing to report.
+func TestTxEntriesAreDecoded(t *testing.T) {
+	t.Run("a transaction that decodes", func(t *testing.T) {
+		m, root := scenarioBroker(t)
+		setSummary(t, root, m.parts["p0"], 38) // everything synced: nothing but the entry to report
+		rec := walentry.TxRecord{TxID: uuid.Must(uuid.NewV7()), TS: 1, States: []walentry.TxState{{Group: "g"}}}
+		appendWAL(t, root, walEntry{walentry.Tx, rec.Encode()})
+		rep := runOn(t, root, ModeCheck)
+		assert.Equal(t, []Kind{}, kinds(rep), "%+v", rep.Findings)
+	})
+	t.Run("a transaction that does not", func(t *testing.T) {
+		m, root := scenarioBroker(t)
+		setSummary(t, root, m.parts["p0"], 38) // everything synced: nothing but the entry to report
+		appendWAL(t, root, walEntry{walentry.Tx, []byte{9, 1, 2, 3}})
+		rep := runOn(t, root, ModeCheck)
+		assert.Equal(t, []Kind{KindCommitLogCorrupt}, kinds(rep), "%+v", rep.Findings)
+		assert.Equal(t, ExitDamaged, rep.ExitCode)
+		assert.Contains(t, findOne(t, rep, KindCommitLogCorrupt).Detail, "entry 19 (kind 5): transaction redo record: malformed")
+	})
+}

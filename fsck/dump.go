@@ -33,7 +33,7 @@ type DumpOptions struct {
 	Index    bool // print one line per index entry
 	Payload  bool // include payloads in record lines
 	// CommitLog prints the commit log's entries instead of the logs: one
-	// "commitlog" line per entry, and with Payload the records of each push
+	// `commitlog` line per entry, and with Payload the records of each push
 	// and DLQ entry (what the server's recovery would replay).
 	CommitLog bool
 	// StreamQuery, when set, prints that stream query (a name or a query id)
@@ -73,11 +73,11 @@ type (
 		CreatedAt   string `json:"createdAt"`
 		TsMicros    int64  `json:"tsMicros"`
 		Codec       string `json:"codec,omitempty"`
-		LSN         uint64 `json:"lsn,omitempty"` // a segment only the commit log holds (file "commitlog")
+		LSN         uint64 `json:"lsn,omitempty"` // a segment only the commit log holds (file `commitlog`)
 	}
 	// dumpWALEntry is one commit-log entry (--commit-log).
 	dumpWALEntry struct {
-		Type        string `json:"type"` // "commitlog"
+		Type        string `json:"type"` // `commitlog`
 		LSN         uint64 `json:"lsn"`
 		Kind        string `json:"kind"` // meta, push, dlq, checkpoint, tx
 		Bytes       int    `json:"bytes"`

@@ -15,7 +15,7 @@ var walKindNames = map[byte]string{
 	walentry.Meta: "meta", walentry.Push: "push", walentry.DLQ: "dlq", walentry.Checkpoint: "checkpoint", walentry.Tx: "tx", walentry.Note: "note", walentry.Stream: "stream",
 }
 
-// dumpCommitLog prints one "commitlog" line per entry the commit log keeps, in
+// dumpCommitLog prints one `commitlog` line per entry the commit log keeps, in
 // LSN order (commitlog.Inspect: read-only), so an operator sees what the
 // server's recovery would replay: for a push or DLQ entry its log, offsets,
 // timestamp and whether recovery appends it, followed with Payload by its

@@ -7,17 +7,18 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/combmq/comb/layout"
 	"github.com/google/uuid"
 )
 
-// Subdirectories of a data directory (the broker decides the top level;
-// docs/format.md, sections 7 to 11, describes them).
+// Subdirectories of a data directory (package layout names them for the server and fsck
+// alike; docs/format.md, sections 7 to 11, describes them).
 const (
-	dirMeta       = "meta"
-	dirCursor     = "cursor"
-	dirPartitions = "partitions"
-	dirDLQ        = "dlq"
-	dirQuarantine = "quarantine"
+	dirMeta       = layout.Meta
+	dirCursor     = layout.Cursor
+	dirPartitions = layout.Partitions
+	dirDLQ        = layout.DLQ
+	dirQuarantine = layout.Quarantine
 )
 
 // logDir is one segment.Log directory found in a data directory.

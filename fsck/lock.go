@@ -6,11 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"golang.org/x/sys/unix"
 )
 
 // lockFile is the data directory's LOCK file, flock'd by a live server (broker/open_lock.go).
-const lockFile = "LOCK"
+const lockFile = layout.Lock
 
 // dirLock is fsck's own hold on a data directory; nil when fsck runs without one
 // (read-only on a directory without a LOCK file, or --force).

@@ -71,7 +71,7 @@ var errNotRecoverable = errors.New("offsets missing from both the log's files an
 // segments of its files below its durable end (all of them for a log not
 // written behind the commit log), then the commit log's segments from there
 // on where they continue it. fn gets each segment (lsn 0 for a file's; File
-// "commitlog" for the commit log's) and its records, which alias memory valid
+// `commitlog` for the commit log's) and its records, which alias memory valid
 // until fn returns; it returns false to stop. Damage below the durable end is
 // a *segment.CorruptionError, a gap before the commit log's segments wraps
 // errNotRecoverable.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/segment"
 )
@@ -12,8 +13,8 @@ import (
 // The broker's start-up caches of every log's durable end (broker/open_startup.go,
 // broker/flush_summaries.go): one summaries file each (segment.DecodeSummaries).
 const (
-	cleanFile     = "clean"     // written at a clean shutdown, taken at the next start
-	summariesFile = "summaries" // rewritten by every flush pass
+	cleanFile     = layout.Clean     // written at a clean shutdown, taken at the next start
+	summariesFile = layout.Summaries // rewritten by every flush pass
 )
 
 // recoveryRule is the rule the server's start-up applies to each partition

@@ -48,6 +48,16 @@ type ReplayOptions struct {
 	// encrypted). nil: the first encrypted payload stops the replay with an error.
 	Keys *seal.Keyring
 
+	// NoConfig leaves the target queues' configuration alone; by default each is configured
+	// like its source queue before the first push (replay_config.go).
+	NoConfig bool
+	// AllowPlaintext pushes an encryptionEnabled queue's payloads into a target that would
+	// store them in plaintext (or may: not comb, or NoConfig); by default that is refused with
+	// ErrPlaintextTarget before any push.
+	AllowPlaintext bool
+	// Token is sent as a bearer token, for a target with JWT auth (read-write role).
+	Token string
+
 	Progress io.Writer    // progress bar destination (nil = none)
 	Client   *http.Client // nil = a client with a 60 s timeout
 }
@@ -55,6 +65,7 @@ type ReplayOptions struct {
 // ReplayStats counts what Replay did.
 type ReplayStats struct {
 	Partitions int   // source partitions visited
+	Configured int   // target queues configured like their source queue
 	Pushed     int64 // messages the target stored (status queued)
 	Duplicates int64 // messages the target already had (status duplicate)
 	Skipped    int64 // messages skipped because the resume state says they were sent
@@ -90,10 +101,13 @@ type replayer struct {
 	lim    *limiter
 	bar    *progressbar.ProgressBar
 	stats  ReplayStats
-	pushed atomic.Int64
-	dups   atomic.Int64
-	skip   atomic.Int64
-	reqs   atomic.Int64
+	// targets is what configuring each target queue found (carryConfig); read-only once the
+	// pushes start.
+	targets map[string]targetQueue
+	pushed  atomic.Int64
+	dups    atomic.Int64
+	skip    atomic.Int64
+	reqs    atomic.Int64
 }
 
 // Replay pushes the selected messages to opts.Target over HTTP, partition by
@@ -277,6 +291,7 @@ func (r *replayer) push(ctx context.Context, body []byte) ([]pushAnswer, error) 
 			return nil, err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		r.authorize(req)
 		resp, err := r.client.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package fsck
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	}
 	logs, names, err := selectLogs(abs, v, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
 	if err != nil {
+		return err
+	}
+	if err := r.carryConfig(ctx, r.sourceQueues(v, logs, names)); err != nil {
 		return err
 	}
 	var total int64
@@ -104,6 +108,13 @@ func (r *replayer) replayLog(ctx context.Context, v *dirView, d logDir, n partIn
 			}
 			payload := m.Payload
 			if seal.IsSealed(payload) { // encryption at rest (issue 11): push the plaintext
+				if !r.targets[s.queue].seals && !r.opts.AllowPlaintext {
+					// Sealed in a queue configured without encryption now (it was switched
+					// off): its target queue would hold the plaintext of what was sealed.
+					err = fmt.Errorf("%s offset %d: an encrypted payload, and target queue %q does not seal its payloads: %w; pass --allow-plaintext to store it in plaintext there",
+						d.Rel, m.Offset, s.queue, ErrPlaintextTarget)
+					return false
+				}
 				if payload, err = r.opts.Keys.Open(payload); err != nil {
 					err = fmt.Errorf("%s offset %d: encrypted payload (set QUEEN_ENCRYPTION_KEY, and COMB_ENCRYPTION_PREVIOUS_KEYS for retired keys): %w", d.Rel, m.Offset, err)
 					return false
@@ -271,6 +282,11 @@ func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
 	if rec.Payload != nil && !json.Valid(rec.Payload) {
 		return rec, false, fmt.Errorf("%w: payload is not JSON", ErrBadDump)
 	}
+	if sealedInDump(rec.Payload) {
+		// dump writes a payload that is not JSON as a base64 string: a sealed one would be
+		// replayed as that string, neither the message nor its plaintext.
+		return rec, false, fmt.Errorf("%w: an encrypted payload (encryptionEnabled), dumped sealed; replay from the data directory with QUEEN_ENCRYPTION_KEY set instead", ErrBadDump)
+	}
 	return rec, true, nil
 }
 
@@ -278,3 +294,17 @@ func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
 // its name survives a queue rename (dump files, which carry no stable directory,
 // use queue and partition names instead).
 func logKey(d logDir) string { return d.Rel }
+
+// sealedInDump reports whether a dump line's payload is the base64 string dump writes for a
+// payload sealed at rest.
+func sealedInDump(p json.RawMessage) bool {
+	if len(p) < 2 || p[0] != '"' {
+		return false
+	}
+	var str string
+	if json.Unmarshal(p, &str) != nil {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(str)
+	return err == nil && seal.IsSealed(b)
+}

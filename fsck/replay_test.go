@@ -26,6 +26,14 @@ type fakeTarget struct {
 	requests  int
 	failAfter int // accepted requests before answering 500 to everything; 0 = never
 	lastBody  []map[string]any
+
+	// The configure and health routes (replay_config.go): server is what GET /health names
+	// ("" = comb); noKey makes configure warn as a comb without QUEEN_ENCRYPTION_KEY does;
+	// configured holds each configure body by queue; auths the Authorization headers seen.
+	server     string
+	noKey      bool
+	configured map[string]map[string]any
+	auths      []string
 }
 
 func newFakeTarget() *fakeTarget {
@@ -33,6 +41,36 @@ func newFakeTarget() *fakeTarget {
 }
 
 func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.auths = append(f.auths, r.Header.Get("Authorization"))
+	f.mu.Unlock()
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/health":
+		server := f.server
+		if server == "" {
+			server = "comb"
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "healthy", "server": server})
+		return
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/configure":
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		if f.configured == nil {
+			f.configured = map[string]map[string]any{}
+		}
+		f.configured[fmt.Sprint(body["queue"])] = body
+		f.mu.Unlock()
+		ans := map[string]any{"configured": true, "queue": body["queue"], "options": body["options"]}
+		if opts, _ := body["options"].(map[string]any); f.noKey && opts["encryptionEnabled"] == true {
+			ans["warnings"] = []string{"encryptionEnabled: this server has no QUEEN_ENCRYPTION_KEY, so the queue's payloads are stored in plaintext"}
+		}
+		_ = json.NewEncoder(w).Encode(ans)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/api/v1/push" {
 		http.NotFound(w, r)
 		return
@@ -136,7 +174,8 @@ func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
 	assert.Equal(t, int64(50), st.Pushed)
 	st, err = Replay(context.Background(), opts)
 	require.NoError(t, err)
-	assert.Equal(t, ReplayStats{Partitions: 2, Duplicates: 50, Requests: 8}, st)
+	assert.Equal(t, ReplayStats{Partitions: 2, Configured: 1, Duplicates: 50, Requests: 8}, st)
+	assert.Contains(t, target.configured, "orders-copy", "the renamed queue is configured like its source")
 	assert.Len(t, target.order["orders-copy/p0"], 25)
 	assert.Empty(t, target.order["orders/p0"])
 	got := target.lastBody[len(target.lastBody)-1]

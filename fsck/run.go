@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/combmq/comb/layout"
 )
 
 // Options configures one fsck run.
@@ -49,7 +51,7 @@ func Run(dataDir string, opts Options) (*Report, error) {
 	defer lock.release()
 
 	c := &checker{dir: abs, opts: opts, rep: rep}
-	if st, err := os.Stat(filepath.Join(abs, "raft")); err == nil && st.IsDir() {
+	if st, err := os.Stat(filepath.Join(abs, layout.Raft)); err == nil && st.IsDir() {
 		c.replicated = true
 	}
 	if err := c.check(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
@@ -15,7 +16,7 @@ import (
 
 // dirCommitLog is the commit log's directory (package commitlog; the broker
 // names it).
-const dirCommitLog = "commitlog"
+const dirCommitLog = layout.CommitLog
 
 // walView is what the commit log holds, read as the server's recovery reads
 // it (broker/open.go: scanCommitLog, replayCommitLog) but without writing
@@ -130,6 +131,9 @@ func (v *walView) add(e commitlog.Entry) error {
 		v.Checkpoints++
 	case walentry.Tx:
 		v.TxEntries++
+		if err := checkTx(e.Payload); err != nil {
+			bad(err)
+		}
 	case walentry.Stream:
 		if _, _, err := streams.DecodeEntry(e.Payload); err != nil {
 			bad(err)
@@ -186,4 +190,11 @@ func repairCommitLog(dataDir string) error {
 		return err
 	}
 	return l.Close()
+}
+
+// checkTx decodes a Tx entry as the server's replay does (broker/open.go: a
+// Tx entry that does not decode stops the start-up).
+func checkTx(payload []byte) error {
+	_, err := walentry.DecodeTx(payload)
+	return err
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"sort"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -14,8 +15,7 @@ import (
 // has what it counts per queue and minute (broker/report_series.go); what it
 // has no source for (per-worker event loops, CPU samples, parked replicas,
 // retention runs) is an empty series, which the spec allows. Queen's own
-// queue-lag answers a bare array; comb answers {"series": [...]} like the
-// others (spec 8.7: "object with time-series arrays").
+// queue-lag is the exception: a bare array, as Queen answers (spec 8.7).
 
 type seriesEnvelope struct {
 	TimeRange     timeRangeJSON `json:"timeRange"`
@@ -57,7 +57,7 @@ func (s *Server) workerMetrics(ctx *fasthttp.RequestCtx) {
 			ts[len(bs)-1-i] = workerPoint{Timestamp: bucketTime(b.Start), PushMessages: b.Ingested, PopMessages: b.Popped,
 				AckSuccess: b.Processed, AckFailed: b.Errors, PushPerSecond: round2(float64(b.Ingested) / secs),
 				PopPerSecond: round2(float64(b.Popped) / secs), AckPerSecond: round2(float64(b.Processed+b.Errors) / secs),
-				AvgLagMs: round2(b.AvgLagMs()), MaxLagMs: b.LagMaxMs}
+				AvgLagMs: round2(b.AvgLagMs()), MaxLagMs: b.LagMaxMs, DLQCount: b.DeadLettered}
 		}
 		s.sendValue(ctx, fasthttp.StatusOK, struct {
 			seriesEnvelope
@@ -114,6 +114,8 @@ func (s *Server) queueOps(ctx *fasthttp.RequestCtx) {
 	})
 }
 
+// queueLagPoint is one (bucket, queue) row of queue-lag, Queen's element
+// (get_queue_lag_v1): buckets with pops only.
 type queueLagPoint struct {
 	BucketTime bucketTime `json:"bucketTime"`
 	QueueName  string     `json:"queueName"`
@@ -122,23 +124,40 @@ type queueLagPoint struct {
 	MaxLagMs   uint64     `json:"maxLagMs"`
 }
 
+// queueLag serves GET /api/v1/analytics/queue-lag: a bare JSON array, as
+// Queen answers and its dashboard iterates (spec 8.7, corrected), newest
+// bucket first, then by queue name; [] when nothing was popped.
 func (s *Server) queueLag(ctx *fasthttp.RequestCtx) {
 	s.withStatus(ctx, func(sb statusBackend) {
-		sq, env := analyticsQuery(ctx)
-		series := []queueLagPoint{}
+		sq, _ := analyticsQuery(ctx)
+		rows := []queueLagPoint{}
+		var starts []time.Time
 		for _, qs := range sb.SeriesByQueue(sq) {
 			for _, b := range qs.Buckets {
 				if b.Popped == 0 {
 					continue
 				}
-				series = append(series, queueLagPoint{BucketTime: bucketTime(b.Start), QueueName: qs.Name, PopCount: b.Popped,
+				rows = append(rows, queueLagPoint{BucketTime: bucketTime(b.Start), QueueName: qs.Name, PopCount: b.Popped,
 					AvgLagMs: round2(b.AvgLagMs()), MaxLagMs: b.LagMaxMs})
+				starts = append(starts, b.Start)
 			}
 		}
-		s.sendValue(ctx, fasthttp.StatusOK, struct {
-			seriesEnvelope
-			Series []queueLagPoint `json:"series"`
-		}{env, series})
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool {
+			ia, ib := idx[a], idx[b]
+			if !starts[ia].Equal(starts[ib]) {
+				return starts[ia].After(starts[ib])
+			}
+			return rows[ia].QueueName < rows[ib].QueueName
+		})
+		out := make([]queueLagPoint, len(rows))
+		for i, j := range idx {
+			out[i] = rows[j]
+		}
+		s.sendValue(ctx, fasthttp.StatusOK, out)
 	})
 }
 

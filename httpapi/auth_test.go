@@ -92,6 +92,7 @@ var specLevels = map[string]auth.Level{
 	"GET /api/v1/analytics/postgres-stats":                                         auth.ReadOnly,
 	"GET /api/v1/migration/:op":                                                    auth.Admin,
 	"POST /api/v1/migration/:op":                                                   auth.Admin,
+	"GET /api/v1/storage":                                                          auth.ReadOnly, // comb's own (issue 25)
 }
 
 // issue 11: "the level of every route is listed in one table in the code, and a test walks

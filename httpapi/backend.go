@@ -20,10 +20,15 @@ type Backend interface {
 	// Replication is a replicated node's role and leader (GET /health); false on a single node.
 	Replication() (broker.ReplicationStatus, bool)
 	Configure(req broker.ConfigureRequest) (broker.ConfigureResult, error)
+	// Push: items (the slice, not the strings and payload bytes it names) is the caller's again
+	// once Push returns: the push handler reuses it for the next request (push_scratch.go), so
+	// a Backend copies the slice if it keeps it.
 	Push(items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
 	// cancelled (server shutdown), with no messages claimed.
 	Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error)
+	// QueueExists reports whether the queue exists, for the notice on a pop's 204 (issue 25).
+	QueueExists(name string) bool
 	Ack(group string, items []broker.AckItem) ([]broker.AckResult, error)
 	Transaction(ops []broker.TxOp) (broker.TxResult, error)
 	ExtendLease(leaseID string, seconds int64) broker.ExtendResult
@@ -34,6 +39,8 @@ type Backend interface {
 	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
 	ConsumerGroups() []broker.GroupSummary
 	Stats() broker.Stats
+	// Storage is the data directory's and the flush pass's figures (GET /api/v1/storage).
+	Storage() broker.StorageStatus
 	// Damaged lists the partitions out of service because their log reported on-disk damage;
 	// GET /health reports them ("degraded").
 	Damaged() []broker.DamagedPartition

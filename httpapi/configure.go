@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // queueOption describes one option of spec 2.2: its JSON name and where it lives. Exactly one
@@ -62,13 +63,27 @@ func parseJSON(ctx *fasthttp.RequestCtx, body string) (*fastjson.Parser, *fastjs
 
 // decodeConfigure parses and validates a configure body (spec 2.1, 2.2).
 func decodeConfigure(body []byte) (broker.ConfigureRequest, string) {
+	req, _, msg := decodeConfigureWarn(body)
+	return req, msg
+}
+
+// decodeConfigureWarn is decodeConfigure that also names the option keys it ignored
+// (unknownOptionWarnings).
+func decodeConfigureWarn(body []byte) (broker.ConfigureRequest, []string, string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
 	v, err := parser.Parse(b2s(body))
 	if err != nil {
-		return broker.ConfigureRequest{}, "Invalid JSON: " + err.Error()
+		return broker.ConfigureRequest{}, nil, "Invalid JSON: " + err.Error()
 	}
-	return parseConfigure(v)
+	req, msg := parseConfigure(v)
+	if msg != "" {
+		return req, nil, msg
+	}
+	if ov := v.Get("options"); ov != nil && ov.Type() == fastjson.TypeObject {
+		return req, unknownOptionWarnings(ov), ""
+	}
+	return req, nil, ""
 }
 
 // parseConfigure reads spec 2.1 into a request: a whole replace, every option not given takes
@@ -79,7 +94,7 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 		return req, "queue is required"
 	}
 	req.Queue = string(qv.GetStringBytes())
-	if m := checkName("Queue", req.Queue); m != "" {
+	if m := nameMsg(names.Queue, req.Queue); m != "" {
 		return req, m
 	}
 	var ok bool
@@ -89,10 +104,10 @@ func parseConfigure(v *fastjson.Value) (req broker.ConfigureRequest, msg string)
 	if req.Task, ok = optionalString(v.Get("task")); !ok {
 		return req, "task must be a string"
 	}
-	if m := checkLabel("namespace", req.Namespace); m != "" {
+	if m := labelMsg(names.Namespace, req.Namespace); m != "" {
 		return req, m
 	}
-	if m := checkLabel("task", req.Task); m != "" {
+	if m := labelMsg(names.Task, req.Task); m != "" {
 		return req, m
 	}
 	req.Options = broker.DefaultQueueOptions()
@@ -186,7 +201,7 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	req, msg := decodeConfigure(body)
+	req, warnings, msg := decodeConfigureWarn(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
@@ -198,6 +213,13 @@ func (s *Server) configure(ctx *fasthttp.RequestCtx) {
 	}
 	p := getBuf()
 	*p = appendConfigureResult(*p, &res)
+	if res.StoredPlain {
+		warnings = append(warnings, WarningStoredPlain)
+	}
+	if len(warnings) > 0 {
+		// Inside the top-level object: drop its closing brace, add the list, close again.
+		*p = append(appendWarnings((*p)[:len(*p)-1], warnings), '}')
+	}
 	sendJSON(ctx, fasthttp.StatusOK, p)
 }
 

@@ -22,7 +22,45 @@ func TestConfigureEchoesEveryOptionWithItsJSONType(t *testing.T) {
 	 "namespace":"billing","task":"process-invoice","options":{"priority":5,"leaseTime":120,"retryLimit":0,
 	 "retryDelay":1000,"maxSize":0,"ttl":3600,"deadLetterQueue":true,"dlqAfterMaxRetries":true,"delayedProcessing":2,
 	 "windowBuffer":3,"retentionSeconds":4,"completedRetentionSeconds":5,"retentionEnabled":true,
-	 "encryptionEnabled":false,"maxWaitTimeSeconds":6,"minPopWaitTime":700}}`)
+	 "encryptionEnabled":false,"maxWaitTimeSeconds":6,"minPopWaitTime":700},
+	 "warnings":["unknown option \"unknownKey\" ignored"]}`)
+}
+
+// Issue 25: an option name configure does not know is still ignored (spec 2.2; Queen's JS and
+// Python clients pass the application's keys through), but the answer names it and the option
+// it was probably meant to be; an answer without unknown keys keeps Queen's exact shape.
+func TestConfigureWarnsAboutUnknownOptionNames(t *testing.T) {
+	fake := newFake()
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/configure", `{"queue":"q","options":{"leaseTimeout":30,"retry_limit":1,"dlqAfterMaxRetries":true,"colour":"red"}}`)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	require.Contains(t, string(r.body), `,"warnings":["unknown option \"leaseTimeout\" ignored (did you mean \"leaseTime\"?)","unknown option \"retry_limit\" ignored (did you mean \"retryLimit\"?)","unknown option \"colour\" ignored"]}`)
+	require.Equal(t, broker.DefaultQueueOptions().LeaseTime, fake.configReq.Options.LeaseTime, "still ignored")
+	require.True(t, fake.configReq.Options.DLQAfterMaxRetries)
+
+	r = ts.do("POST", "/api/v1/configure", `{"queue":"q","options":{"leaseTime":30}}`)
+	require.Equal(t, 200, r.status)
+	require.NotContains(t, string(r.body), "warnings")
+}
+
+func TestConfigureWarnsWhenAnEncryptedQueueIsStoredPlain(t *testing.T) {
+	fake := newFake()
+	fake.onConfigure = func(req broker.ConfigureRequest) (broker.ConfigureResult, error) {
+		return broker.ConfigureResult{QueueID: "qid", PartitionID: "pid", Queue: req.Queue, Options: req.Options, StoredPlain: true}, nil
+	}
+	ts := startServer(t, fake, Config{})
+	r := ts.do("POST", "/api/v1/configure", `{"queue":"q","options":{"encryptionEnabled":true}}`)
+	require.Equal(t, 200, r.status)
+	require.Equal(t, []any{WarningStoredPlain}, r.json(t).(map[string]any)["warnings"])
+}
+
+func TestNearestOption(t *testing.T) {
+	for in, want := range map[string]string{
+		"leaseTimeout": "leaseTime", "LEASETIME": "leaseTime", "lease_time": "leaseTime", "retrylimit": "retryLimit",
+		"dlq": "", "encryption": "", "encryptionEnable": "encryptionEnabled", "ttl_": "ttl", "deadLetterQueues": "deadLetterQueue",
+	} {
+		require.Equal(t, want, nearestOption(in), in)
+	}
 }
 
 func TestConfigureIsAWholeReplaceWithDefaults(t *testing.T) {

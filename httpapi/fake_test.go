@@ -44,6 +44,7 @@ type fakeBackend struct {
 	dlqTotal    int
 	groups      []broker.GroupSummary
 	stats       broker.Stats
+	storage     broker.StorageStatus
 	damaged     []broker.DamagedPartition
 	noSpace     *broker.NoSpaceState
 	ckptFail    *broker.CheckpointFailure
@@ -62,6 +63,9 @@ type fakeBackend struct {
 	resDetail   map[string]broker.ResourceQueueDetail
 	namespaces  []broker.ResourceLabel
 	tasks       []broker.ResourceLabel
+
+	// missingQueues are the queues QueueExists says do not exist (all others do).
+	missingQueues map[string]bool
 }
 
 func newFake() *fakeBackend { return &fakeBackend{healthy: true} }
@@ -114,7 +118,7 @@ func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureRe
 
 func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error) {
 	f.record("Push")
-	f.pushed = items
+	f.pushed = append([]broker.PushItem(nil), items...) // items is reused after Push (Backend.Push)
 	if f.onPush != nil {
 		return f.onPush(items)
 	}
@@ -125,6 +129,8 @@ func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error)
 	}
 	return out, nil
 }
+
+func (f *fakeBackend) QueueExists(name string) bool { return !f.missingQueues[name] }
 
 func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error) {
 	f.record("Pop")
@@ -201,6 +207,8 @@ func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
 }
 
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
+
+func (f *fakeBackend) Storage() broker.StorageStatus { f.record("Storage"); return f.storage }
 
 func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }
 

@@ -140,11 +140,12 @@ func (f *forwarder) clientFor(leader string) *fasthttp.HostClient {
 	return f.client
 }
 
-// nodeLocal reports whether rt is answered by every node itself: its health, its metrics, the
-// dashboard's files and CORS preflights. Everything else is the leader's to answer.
+// nodeLocal reports whether rt is answered by every node itself: its health, its metrics, its
+// disk (GET /api/v1/storage), the dashboard's files and CORS preflights. Everything else is the
+// leader's to answer.
 func (rt *route) nodeLocal() bool {
 	switch rt.pattern {
-	case "*", "", "/health", "/metrics", "/metrics/prometheus":
+	case "*", "", "/health", "/metrics", "/metrics/prometheus", "/api/v1/storage":
 		return true
 	}
 	return false

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/combmq/comb/names"
 	"github.com/stretchr/testify/require"
 )
 
 // The decoders never panic, and whatever they accept obeys the rules the broker relies on:
-// names pass checkName, payloads are valid JSON kept byte for byte.
+// names pass names.Check, payloads are valid JSON kept byte for byte.
 
 func FuzzDecodePush(f *testing.F) {
 	for _, s := range []string{
@@ -29,9 +30,9 @@ func FuzzDecodePush(f *testing.F) {
 			return
 		}
 		for _, it := range items {
-			require.Empty(t, checkName("Queue", it.Queue))
+			require.Empty(t, nameMsg(names.Queue, it.Queue))
 			if it.Partition != "" {
-				require.Empty(t, checkName("Partition", it.Partition))
+				require.Empty(t, nameMsg(names.Partition, it.Partition))
 			}
 			require.Empty(t, checkTransactionID(it.TransactionID))
 			require.Empty(t, checkTraceID(it.TraceID))
@@ -84,9 +85,9 @@ func FuzzDecodeConfigure(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, msg := decodeConfigure(body)
 		if msg == "" {
-			require.Empty(t, checkName("Queue", req.Queue))
-			require.Empty(t, checkLabel("namespace", req.Namespace))
-			require.Empty(t, checkLabel("task", req.Task))
+			require.Empty(t, nameMsg(names.Queue, req.Queue))
+			require.Empty(t, labelMsg(names.Namespace, req.Namespace))
+			require.Empty(t, labelMsg(names.Task, req.Task))
 		}
 	})
 }

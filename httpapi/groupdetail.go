@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/combmq/comb/names"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 )
@@ -13,7 +14,7 @@ const defaultMinLagSeconds = 3600
 // name, each with the group's partitions; `{}` for an unknown group. lastConsumedAt is the
 // createdAt of the message the cursor stands on (comb records no ack times), null when none.
 func (s *Server) groupDetail(ctx *fasthttp.RequestCtx, group string) {
-	if m := checkName("Consumer group", group); m != "" {
+	if m := nameMsg(names.ConsumerGroup, group); m != "" {
 		badRequest(ctx, m)
 		return
 	}
@@ -79,7 +80,7 @@ type laggingJSON struct {
 // {"subscriptionTimestamp":"<ISO-8601>"}; a missing or non-string value is 400 with the spec's
 // text, an unparsable one 400 "Invalid subscriptionTimestamp: must be ISO-8601".
 func (s *Server) setSubscription(ctx *fasthttp.RequestCtx, group string) {
-	if m := checkName("Consumer group", group); m != "" {
+	if m := nameMsg(names.ConsumerGroup, group); m != "" {
 		badRequest(ctx, m)
 		return
 	}

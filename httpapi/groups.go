@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/combmq/comb/names"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 )
@@ -83,11 +84,11 @@ func (s *Server) extendLease(ctx *fasthttp.RequestCtx, leaseID string) {
 
 // checkGroupQueue validates the :group and :queue of the consumer-group routes (spec 7).
 func checkGroupQueue(group, queue string) string {
-	if m := checkName("Consumer group", group); m != "" {
+	if m := nameMsg(names.ConsumerGroup, group); m != "" {
 		return m
 	}
 	if queue != "" {
-		return checkName("Queue", queue)
+		return nameMsg(names.Queue, queue)
 	}
 	return ""
 }
@@ -159,7 +160,7 @@ func (s *Server) seek(ctx *fasthttp.RequestCtx, group, queue string) {
 func (s *Server) seekPartition(ctx *fasthttp.RequestCtx, group, queue, partition string) {
 	m := checkGroupQueue(group, queue)
 	if m == "" {
-		m = checkName("Partition", partition)
+		m = nameMsg(names.Partition, partition)
 	}
 	if m != "" {
 		badRequest(ctx, m)
@@ -215,7 +216,7 @@ func (s *Server) deleteGroup(ctx *fasthttp.RequestCtx, group, queue string) {
 
 // deleteQueue serves DELETE /api/v1/resources/queues/:queue (spec 7.7); idempotent.
 func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, queue string) {
-	if m := checkName("Queue", queue); m != "" {
+	if m := nameMsg(names.Queue, queue); m != "" {
 		badRequest(ctx, m)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // Broker defaults of seed 000's parameter table (spec 3.2).
@@ -68,21 +69,21 @@ func (s *Server) popRequest(ctx *fasthttp.RequestCtx, queue, partition string) (
 	if msg = checkGroup(req.Group); msg != "" {
 		return req, msg
 	}
-	if msg = checkLabel("namespace", req.Namespace); msg != "" {
+	if msg = labelMsg(names.Namespace, req.Namespace); msg != "" {
 		return req, msg
 	}
-	return req, checkLabel("task", req.Task)
+	return req, labelMsg(names.Task, req.Task)
 }
 
 // popQueue serves the wildcard and the targeted pops (spec 3.1).
 func (s *Server) popQueue(ctx *fasthttp.RequestCtx, queue, partition string, targeted bool) {
-	if m := checkName("Queue", queue); m != "" {
+	if m := nameMsg(names.Queue, queue); m != "" {
 		badRequest(ctx, m)
 		return
 	}
 	// The targeted route names its partition: an empty one there is a client bug, not Default.
 	if targeted {
-		if m := checkName("Partition", partition); m != "" {
+		if m := nameMsg(names.Partition, partition); m != "" {
 			badRequest(ctx, m)
 			return
 		}
@@ -133,6 +134,7 @@ func (s *Server) pop(ctx *fasthttp.RequestCtx, req broker.PopRequest) {
 	// The payloads alias broker buffers until Release; encoding copies them into the response.
 	defer res.Release()
 	if len(res.Messages) == 0 {
+		s.noteMissingQueue(ctx, req.Queue)
 		noContent(ctx)
 		return
 	}

@@ -6,12 +6,37 @@ import (
 	"github.com/combmq/comb/analytics"
 )
 
-// promSeries writes the per-queue families of spec 8.3 (Queen's names and
-// labels) and comb's checkpoint latency, when the backend keeps them
-// (statusBackend). The *_per_minute families are gauges of the newest closed
-// minute (not counters: do not rate() them); a queue idle in that minute
-// reads 0. Pop lag is in ms, stat="avg" or "max".
-func (s *Server) promSeries(w *promWriter) {
+// Per-queue families of spec 8.3 (Queen's names and labels). The *_per_minute families are
+// gauges of the newest closed minute (not counters: do not rate() them); a queue idle in that
+// minute reads 0. queen_queue_pop_lag_milliseconds is Queen's name, kept for its dashboards
+// although Prometheus's convention is seconds: queen_queue_pop_lag_seconds is its twin.
+var (
+	mQueuePush   = desc("queen_queue_push_messages_per_minute", "Messages pushed to this queue in the most recent closed minute.", "queue")
+	mQueuePop    = desc("queen_queue_pop_messages_per_minute", "Messages popped from this queue in the most recent closed minute (consumer groups included).", "queue")
+	mQueueAck    = desc("queen_queue_ack_per_minute", "Acks of this queue in the most recent closed minute, by result (success: completed, failed: failed or dlq).", "queue", "result")
+	mQueueLagMs  = desc("queen_queue_pop_lag_milliseconds", "Age of the messages popped from this queue in the most recent closed minute, in ms, by stat (Queen's name; queen_queue_pop_lag_seconds is the same in seconds).", "queue", "stat")
+	mQueueLagSec = desc("queen_queue_pop_lag_seconds", "Age of the messages popped from this queue in the most recent closed minute, by stat.", "queue", "stat")
+	mDLQByQueue  = desc("queen_dlq_depth_by_queue", "Messages in the dead-letter queue of each queue.", "queue")
+	mDLQDepth    = &promDesc{name: "queen_dlq_depth", help: "Messages in every dead-letter queue.", cons: map[string]string{"scope": "cluster"}}
+	mSegBytes    = desc("comb_segment_bytes", "Bytes of whole segments in the partition and DLQ logs that have listed their files since start (see comb_segment_logs_unlisted).")
+	mSegUnlisted = desc("comb_segment_logs_unlisted", "Logs opened from the shutdown summary and not read since start: their bytes are not in comb_segment_bytes.")
+	mCheckpoint  = desc("comb_checkpoint_latency_seconds", "Cursor checkpoints from their commit-log append to durable, since start.")
+
+	mGroupLag     = desc("comb_consumer_group_lag_messages", "Messages after this consumer group's cursors on this queue's partitions (__QUEUE_MODE__ is queue mode).", "queue", "consumer_group")
+	mGroupLagSec  = desc("comb_consumer_group_lag_seconds", "Age of the oldest message this consumer group has not consumed on this queue, whole seconds; 0 without lag.", "queue", "consumer_group")
+	mGroupLagging = desc("comb_consumer_group_lagging_partitions", "Partitions of this queue where this consumer group has lag.", "queue", "consumer_group")
+)
+
+// collectSeries sends the per-queue families and the DLQ depths, when the backend keeps them
+// (statusBackend), and the lag of every (queue, consumer group) (Backend.ConsumerGroups, the
+// rows GET /api/v1/consumer-groups answers: one cursor walk and one message read per lagging
+// partition per scrape).
+func (s *Server) collectSeries(e emitter) {
+	for _, g := range s.b.ConsumerGroups() {
+		e.gauge(mGroupLag, float64(g.TotalLag), g.Queue, g.Name)
+		e.gauge(mGroupLagSec, float64(g.MaxTimeLagSeconds), g.Queue, g.Name)
+		e.gauge(mGroupLagging, float64(g.PartitionsWithLag), g.Queue, g.Name)
+	}
 	sb, ok := s.b.(statusBackend)
 	if !ok {
 		return
@@ -22,68 +47,29 @@ func (s *Server) promSeries(w *promWriter) {
 	}
 	var rows []row
 	sb.LastMinute(func(queue string, p analytics.Point) { rows = append(rows, row{queue, p}) })
-	sort.Slice(rows, func(i, j int) bool { return rows[i].queue < rows[j].queue }) // a stable exposition, scrape to scrape
-	families := []struct {
-		name, help string
-		labels     func(q string) []string
-		values     func(p analytics.Point) []float64
-	}{
-		{"queen_queue_push_messages_per_minute", "Messages pushed to this queue in the most recent closed minute.",
-			one, func(p analytics.Point) []float64 { return []float64{float64(p.Ingested)} }},
-		{"queen_queue_pop_messages_per_minute", "Messages popped from this queue in the most recent closed minute (consumer groups included).",
-			one, func(p analytics.Point) []float64 { return []float64{float64(p.Popped)} }},
-		{"queen_queue_ack_per_minute", "Acks of this queue in the most recent closed minute, by result (success: completed, failed: failed or dlq).",
-			func(q string) []string {
-				return []string{queueLabel(q) + `,result="success"`, queueLabel(q) + `,result="failed"`}
-			},
-			func(p analytics.Point) []float64 { return []float64{float64(p.Processed), float64(p.Errors)} }},
-		{"queen_queue_pop_lag_milliseconds", "Age of the messages popped from this queue in the most recent closed minute, in ms, by stat.",
-			func(q string) []string { return []string{queueLabel(q) + `,stat="avg"`, queueLabel(q) + `,stat="max"`} },
-			func(p analytics.Point) []float64 { return []float64{round2(p.AvgLagMs()), float64(p.LagMaxMs)} }},
-	}
-	for _, f := range families {
-		w.family(f.name, "gauge", f.help)
-		for _, r := range rows {
-			ls, vs := f.labels(r.queue), f.values(r.p)
-			for i := range ls {
-				w.sampleFloat(f.name, ls[i], vs[i])
-			}
-		}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].queue < rows[j].queue })
+	for _, r := range rows {
+		q, p := r.queue, r.p
+		e.gauge(mQueuePush, float64(p.Ingested), q)
+		e.gauge(mQueuePop, float64(p.Popped), q)
+		e.gauge(mQueueAck, float64(p.Processed), q, "success")
+		e.gauge(mQueueAck, float64(p.Errors), q, "failed")
+		avg, mx := round2(p.AvgLagMs()), float64(p.LagMaxMs)
+		e.gauge(mQueueLagMs, avg, q, "avg")
+		e.gauge(mQueueLagMs, mx, q, "max")
+		e.gauge(mQueueLagSec, avg/1000, q, "avg")
+		e.gauge(mQueueLagSec, mx/1000, q, "max")
 	}
 
 	var total int64
-	w.family("queen_dlq_depth_by_queue", "gauge", "Messages in the dead-letter queue of each queue.")
 	sb.DLQDepths(func(queue string, n int64) {
 		total += n
-		w.sampleFloat("queen_dlq_depth_by_queue", queueLabel(queue), float64(n))
+		e.gauge(mDLQByQueue, float64(n), queue)
 	})
-	w.family("queen_dlq_depth", "gauge", "Messages in every dead-letter queue.")
-	w.sampleFloat("queen_dlq_depth", `scope="cluster"`, float64(total))
+	e.gauge(mDLQDepth, float64(total))
 
 	segBytes, unlisted := sb.SegmentBytes()
-	w.gauge("comb_segment_bytes", "Bytes of whole segments in the partition and DLQ logs that have listed their files since start (see comb_segment_logs_unlisted).", float64(segBytes))
-	w.gauge("comb_segment_logs_unlisted", "Logs opened from the shutdown summary and not read since start: their bytes are not in comb_segment_bytes.", float64(unlisted))
-	w.histogramMicros("comb_checkpoint_latency_seconds", "Cursor checkpoints from their commit-log append to durable, since start.", sb.CheckpointLatency())
-}
-
-func one(q string) []string { return []string{queueLabel(q)} }
-
-// queueLabel is queue="<name>" with the text format's escapes: only \\, \"
-// and \n are escaped there, every other byte goes through as is.
-func queueLabel(q string) string {
-	out := make([]byte, 0, len(q)+9)
-	out = append(out, `queue="`...)
-	for i := 0; i < len(q); i++ {
-		switch c := q[i]; c {
-		case '\\':
-			out = append(out, `\\`...)
-		case '"':
-			out = append(out, `\"`...)
-		case '\n':
-			out = append(out, `\n`...)
-		default:
-			out = append(out, c)
-		}
-	}
-	return string(append(out, '"'))
+	e.gauge(mSegBytes, float64(segBytes))
+	e.gauge(mSegUnlisted, float64(unlisted))
+	e.histogramMicros(mCheckpoint, sb.CheckpointLatency())
 }

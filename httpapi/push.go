@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // pushBody is POST /api/v1/push (spec 1.1). bufferMs/bufferMax and any unknown field are
@@ -84,7 +85,16 @@ func itemsTypeMessage(field, prefix string) string {
 // converts them. where names the items array in a payload message ("items",
 // "operations[2].items"). msg is the 400 message, "" when valid.
 func toPushItems(in []pushItemJSON, where string) (out []broker.PushItem, msg string) {
-	out = make([]broker.PushItem, len(in))
+	return toPushItemsInto(nil, in, where)
+}
+
+// toPushItemsInto is toPushItems appending to dst[:0] (its capacity reused when it suffices).
+func toPushItemsInto(dst []broker.PushItem, in []pushItemJSON, where string) (out []broker.PushItem, msg string) {
+	out = dst[:0]
+	if out == nil || cap(out) < len(in) {
+		out = make([]broker.PushItem, 0, len(in))
+	}
+	out = out[:len(in)]
 	for i := range in {
 		it := &in[i]
 		if m := checkPushItem(it.Queue, it.Partition, it.TransactionID, it.TraceID); m != "" {
@@ -110,12 +120,12 @@ func checkPushItem(queue *string, partition, transactionID, traceID string) stri
 	if queue == nil {
 		return "Queue must be a string"
 	}
-	if m := checkName("Queue", *queue); m != "" {
+	if m := nameMsg(names.Queue, *queue); m != "" {
 		return m
 	}
 	// An empty partition is Default (spec 11 #28); the broker applies that.
 	if partition != "" {
-		if m := checkName("Partition", partition); m != "" {
+		if m := nameMsg(names.Partition, partition); m != "" {
 			return m
 		}
 	}
@@ -190,7 +200,9 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, producerSub string) {
 	if !ok {
 		return
 	}
-	items, msg := decodePush(body)
+	sc := getPushScratch()
+	defer sc.release()
+	items, msg := sc.decode(body)
 	if msg != "" {
 		badRequest(ctx, msg)
 		return

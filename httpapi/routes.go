@@ -66,6 +66,8 @@ var routes = []route{
 	{"GET", "/api/v1/streams/queries", ro, func(s *Server, r *request) { s.streamQueries(r.ctx) }},
 
 	// Membership of a replicated cluster (comb's own; cluster.go).
+	// The data directory, disk and flush figures of the dashboard's System view (comb's own; storage.go).
+	{"GET", "/api/v1/storage", ro, func(s *Server, r *request) { s.storage(r.ctx) }},
 	{"GET", "/api/v1/cluster", ro, func(s *Server, r *request) { s.clusterInfo(r.ctx) }},
 	{"POST", "/api/v1/cluster/members", ad, func(s *Server, r *request) { s.addMember(r.ctx) }},
 	{"DELETE", "/api/v1/cluster/members/:id", ad, func(s *Server, r *request) {
@@ -177,8 +179,16 @@ var routes = []route{
 	{"GET", "/api/v1/analytics/retention", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series") }},
 	{"GET", "/api/v1/analytics/queue-parked-replicas", ro, func(s *Server, r *request) { s.emptySeries(r.ctx, "series", "replicas") }},
 	{"GET", "/api/v1/analytics/postgres-stats", ro, func(s *Server, r *request) { notSupported(r.ctx) }},
-	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
-	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) { notSupported(r.ctx) }},
+	{"GET", "/api/v1/migration/:op", ad, func(s *Server, r *request) {
+		if op, ok := r.param(0); ok {
+			s.migration(r.ctx, op, false)
+		}
+	}},
+	{"POST", "/api/v1/migration/:op", ad, func(s *Server, r *request) {
+		if op, ok := r.param(0); ok {
+			s.migration(r.ctx, op, true)
+		}
+	}},
 
 	{"GET", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, false, false) }},
 	{"POST", "/api/v1/system/maintenance", ad, func(s *Server, r *request) { s.maintenance(r.ctx, true, false) }},

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
@@ -53,6 +54,9 @@ type Config struct {
 	// Cluster, on a node of a replicated cluster (*replica.Log), makes a node that does not lead
 	// forward requests to the leader (forward.go); nil is a single node.
 	Cluster Cluster
+	// Migration runs imports from a Queen database (/api/v1/migration/*, migration.go); nil
+	// answers those routes 501.
+	Migration Migrator
 	// Version is reported by GET /health; "" means the build's own
 	// (package version).
 	Version string
@@ -109,6 +113,8 @@ type Server struct {
 	fwd *forwarder
 	// reads confirms a cluster node's read answers (read_barrier.go); nil on a single node.
 	reads ReadBarrier
+	// prom is what GET /metrics/prometheus gathers (prometheus.go).
+	prom *prometheus.Registry
 }
 
 // New returns a Server for b. It does not listen; call Serve or ListenAndServe.
@@ -131,6 +137,7 @@ func New(b Backend, cfg Config) *Server {
 		s.fwd = newForwarder(cfg.Cluster)
 	}
 	s.reads = readsCluster(b, cfg)
+	s.prom = newPromRegistry(s)
 	s.http = &fasthttp.Server{
 		Handler:            s.Handler,
 		ErrorHandler:       s.errorHandler,
@@ -166,7 +173,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	// The cap counts TCP connections under TLS; a refused one is closed without the plain-text
 	// 503, which a TLS client could not read (it sees a network error and retries, spec 0.2).
 	capped.closeRefused = true
-	return s.http.Serve(tls.NewListener(capped, s.cfg.TLS))
+	return s.http.Serve(tls.NewListener(plainHTTPGuard{capped}, s.cfg.TLS))
 }
 
 // ServePeer answers the requests other members of a replicated cluster forward to this node

@@ -165,8 +165,8 @@ func TestPrometheusExposition(t *testing.T) {
 		`queen_cluster_pop_messages_total{scope="cluster"} 200`,
 		`queen_cluster_ack_requests_total{scope="cluster"} 2`,
 		`queen_cluster_ack_messages_total{scope="cluster"} 150`,
-		`queen_cluster_ack_total{scope="cluster",result="success"} 140`,
-		`queen_cluster_ack_total{scope="cluster",result="failed"} 10`,
+		`queen_cluster_ack_total{result="success",scope="cluster"} 140`,
+		`queen_cluster_ack_total{result="failed",scope="cluster"} 10`,
 		`queen_cluster_dlq_total{scope="cluster"} 2`,
 		`comb_parked_pops 7`,
 		`comb_total_lag_messages 123`,
@@ -190,7 +190,7 @@ func TestPrometheusExposition(t *testing.T) {
 			require.Regexp(t, `^# (HELP|TYPE) [a-z_]+ .+$`, line)
 			continue
 		}
-		require.Regexp(t, `^[a-z_]+(\{[a-z]+="[^"]*"(,[a-z]+="[^"]*")*\})? [-+0-9.e]+$`, line)
+		require.Regexp(t, `^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [-+0-9.e]+$`, line)
 	}
 }
 

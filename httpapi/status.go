@@ -198,6 +198,7 @@ func throughputPoints(bs []analytics.Bucket, iv analytics.Interval) []throughput
 			Timestamp: bucketTime(b.Start), Ingested: b.Ingested, Processed: b.Processed, PopMessages: b.Popped,
 			IngestedPerSecond: round2(float64(b.Ingested) / secs), ProcessedPerSecond: round2(float64(b.Processed) / secs),
 			PopPerSecond: round2(float64(b.Popped) / secs), AvgLagMs: round2(b.AvgLagMs()), MaxLagMs: b.LagMaxMs, AckFailed: b.Errors,
+			DLQCount: b.DeadLettered,
 		}
 	}
 	return out

@@ -109,12 +109,17 @@ func TestStatusSeriesOverHTTPAndAcrossARestart(t *testing.T) {
 		for k, v := range map[string]any{"bucket": minute, "queueName": "q", "pushMessages": 5.0, "popMessages": 3.0, "ackSuccess": 2.0, "ackFailed": 1.0} {
 			assert.Equal(t, v, row[k], "%s: queue-ops %s", when, k)
 		}
-		lag := obj(t, ts.do("GET", "/api/v1/analytics/queue-lag?"+rng, ""))
-		assert.Equal(t, []any{map[string]any{"bucketTime": minute, "queueName": "q", "popCount": 3.0, "avgLagMs": 2000.0, "maxLagMs": 2000.0}}, lag["series"], when)
+		// queue-lag is a bare array, Queen's shape (spec 8.7).
+		lag := ts.do("GET", "/api/v1/analytics/queue-lag?"+rng, "")
+		require.Equal(t, 200, lag.status, when)
+		assert.Equal(t, []any{map[string]any{"bucketTime": minute, "queueName": "q", "popCount": 3.0, "avgLagMs": 2000.0, "maxLagMs": 2000.0}}, lag.json(t), when)
 		wm := obj(t, ts.do("GET", "/api/v1/analytics/worker-metrics?"+rng, ""))
 		w0 := wm["timeSeries"].([]any)[0].(map[string]any)
 		assert.Equal(t, 5.0, w0["pushMessages"], when)
 		assert.Equal(t, 3.0, w0["popMessages"], when)
+		// The failed ack of c (retryLimit 0) dead-lettered it in this minute.
+		assert.Equal(t, 1.0, w0["dlqCount"], when)
+		assert.Equal(t, 1.0, tp["dlqCount"], when)
 	}
 	check(ts, "live")
 
@@ -186,7 +191,7 @@ func TestAnalyticsRoutesAndNotSupported(t *testing.T) {
 	ts, _ := startStatusServer(t, t.TempDir(), clk)
 	for path, arrays := range map[string][]string{
 		"worker-metrics": {"timeSeries", "workers"}, "system-metrics": {"replicas"}, "queue-ops": {"series", "queues"},
-		"queue-lag": {"series"}, "retention": {"series"}, "queue-parked-replicas": {"series", "replicas"},
+		"retention": {"series"}, "queue-parked-replicas": {"series", "replicas"},
 	} {
 		m := obj(t, ts.do("GET", "/api/v1/analytics/"+path, ""))
 		assert.Contains(t, m, "timeRange", path)
@@ -195,6 +200,9 @@ func TestAnalyticsRoutesAndNotSupported(t *testing.T) {
 			assert.IsType(t, []any{}, m[a], "%s.%s", path, a)
 		}
 	}
+	lag := ts.do("GET", "/api/v1/analytics/queue-lag", "")
+	require.Equal(t, 200, lag.status)
+	assert.JSONEq(t, `[]`, string(lag.body), "queue-lag with no pops is an empty bare array")
 	for _, c := range []struct{ method, path string }{
 		{"GET", "/api/v1/analytics/postgres-stats"}, {"GET", "/api/v1/migration/status"}, {"POST", "/api/v1/migration/start"},
 	} {
@@ -220,9 +228,12 @@ func TestPrometheusQueueFamilies(t *testing.T) {
 		`queen_dlq_depth{scope="cluster"} 1`,
 		`# TYPE comb_checkpoint_latency_seconds histogram`,
 		`comb_segment_logs_unlisted 0`,
+		// The group's lag is over the partitions it has a cursor on (ConsumerGroups): p1, all consumed.
+		`comb_consumer_group_lag_messages{consumer_group="__QUEUE_MODE__",queue="q"} 0`,
 	} {
 		assert.Contains(t, body, line+"\n")
 	}
+
 }
 
 // A from or to that is not ISO-8601 is a 400 on every status and chart route,

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/names"
 )
 
 // Decoders of the three /streams/v1 bodies (spec 10; JSON snake_case). They only parse and
@@ -127,11 +128,11 @@ func decodeStreamQuery(body []byte) (broker.StreamQueryRequest, string) {
 		return broker.StreamQueryRequest{}, "config_hash is required"
 	}
 	// The queue names reach the broker's queue table: the same checks as a push's queue.
-	if m := checkName("Queue", in.SourceQueue); m != "" {
+	if m := nameMsg(names.Queue, in.SourceQueue); m != "" {
 		return broker.StreamQueryRequest{}, "source_queue: " + m
 	}
 	if in.SinkQueue != "" {
-		if m := checkName("Queue", in.SinkQueue); m != "" {
+		if m := nameMsg(names.Queue, in.SinkQueue); m != "" {
 			return broker.StreamQueryRequest{}, "sink_queue: " + m
 		}
 	}

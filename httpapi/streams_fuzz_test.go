@@ -5,11 +5,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/combmq/comb/names"
 	"github.com/stretchr/testify/require"
 )
 
 // The streams decoders never panic, and what they accept obeys what the broker relies on
-// (spec 10): ids present, names that pass checkName, state values that are valid UTF-8 JSON.
+// (spec 10): ids present, names that pass names.Check, state values that are valid UTF-8 JSON.
 
 func FuzzDecodeStreamQuery(f *testing.F) {
 	for _, s := range []string{
@@ -26,9 +27,9 @@ func FuzzDecodeStreamQuery(f *testing.F) {
 		}
 		require.NotEmpty(t, req.Name)
 		require.NotEmpty(t, req.ConfigHash)
-		require.Empty(t, checkName("Queue", req.SourceQueue))
+		require.Empty(t, nameMsg(names.Queue, req.SourceQueue))
 		if req.SinkQueue != "" {
-			require.Empty(t, checkName("Queue", req.SinkQueue))
+			require.Empty(t, nameMsg(names.Queue, req.SinkQueue))
 		}
 	})
 }
@@ -61,7 +62,7 @@ func FuzzDecodeStreamCycle(f *testing.F) {
 			}
 		}
 		for _, it := range req.Push {
-			require.Empty(t, checkName("Queue", it.Queue))
+			require.Empty(t, nameMsg(names.Queue, it.Queue))
 			require.Empty(t, checkTransactionID(it.TransactionID))
 		}
 		if req.Ack != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
@@ -150,7 +151,7 @@ func (j *Journal) cutTail(sc record.Scan, data []byte, opts Options, rep *Replay
 	if sc.Lost() {
 		qdir := opts.QuarantineDir
 		if qdir == "" {
-			qdir = filepath.Join(filepath.Dir(filepath.Dir(j.path)), "quarantine", "meta")
+			qdir = filepath.Join(filepath.Dir(filepath.Dir(j.path)), layout.Quarantine, layout.Meta)
 		}
 		kept := filepath.Join(qdir, fmt.Sprintf("journal-%d-%d.tail", sc.End, time.Now().UnixMicro()))
 		if err := j.fsys.MkdirAll(qdir); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/vfs"
 )
@@ -39,7 +40,7 @@ func Read(fsys vfs.FS, dataDir string) (*Metadata, error) {
 	if fsys == nil {
 		fsys = vfs.OS
 	}
-	path := filepath.Join(dataDir, "meta", JournalFile)
+	path := filepath.Join(dataDir, layout.Meta, JournalFile)
 	data, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("metadata journal: %w", err)

@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/vfs"
 )
 
 // Directories under the data directory that hold one log each, named by id.
 const (
-	PartitionsDir = "partitions"
-	DLQDir        = "dlq"
+	PartitionsDir = layout.Partitions
+	DLQDir        = layout.DLQ
 )
 
 // RebuildReport says what Rebuild recovered and what it could not.

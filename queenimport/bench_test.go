@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,5 +46,41 @@ func BenchmarkImport(b *testing.B) {
 		require.Equal(b, int64(n), rep.Messages)
 		b.ReportMetric(float64(n)/rep.Elapsed.Seconds(), "msgs/s")
 		os.RemoveAll(dir)
+	}
+}
+
+// BenchmarkFollowPass measures a live move's pass: IMPORT_BENCH_MESSAGES (default 200,000)
+// messages reach Queen after the snapshot (pushes of 1,000 into 4 partitions, outside the
+// timer), then one Pass copies them; it reports messages/s. docs/benchmarks.md has the numbers.
+func BenchmarkFollowPass(b *testing.B) {
+	n := 200_000
+	if v, err := strconv.Atoi(os.Getenv("IMPORT_BENCH_MESSAGES")); err == nil && v > 0 {
+		n = v
+	}
+	pg := pgtest.Start(b)
+	dir := b.TempDir()
+	br, err := broker.Open(broker.Config{DataDir: dir})
+	require.NoError(b, err)
+	defer br.Close()
+	f := queenimport.NewFollower(pg.Conn, br, nil, queenimport.FollowOptions{})
+	require.NoError(b, f.Start(context.Background()))
+	const parts, batch = 4, 1000
+	b.ResetTimer()
+	for it := range b.N {
+		b.StopTimer()
+		for i := 0; i < n; i += batch {
+			items := make([]map[string]any, 0, batch)
+			for j := i; j < min(i+batch, n); j++ {
+				items = append(items, map[string]any{"queue": "bench", "partition": fmt.Sprintf("p%d", (i/batch)%parts),
+					"transactionId": fmt.Sprintf("t%d-%08d", it, j), "payload": map[string]any{"order": j, "sku": "ABC-123", "qty": 3}})
+			}
+			pg.Push(items)
+		}
+		b.StartTimer()
+		start := time.Now()
+		added, err := f.Pass(context.Background())
+		require.NoError(b, err)
+		require.Equal(b, int64(n), added)
+		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
 	}
 }

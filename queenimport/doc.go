@@ -2,7 +2,14 @@
 // (issue 24, `comb import --from-queen`): queues with every option, partitions with their ids,
 // messages in Queen's (created_at, id) order with their ids, transactionIds, traceIds,
 // payloads, createdAt and producerSub, each consumer group's cursor and live lease, the
-// subscription records and the dead-letter queue. Verify compares the two sides.
+// subscription records, the dead-letter queue, trace events and streams queries with their
+// state. Verify compares the two sides.
+//
+// A live move (follow.go): a Follower's passes copy what reaches Queen after the snapshot,
+// bounded by the start of the oldest transaction open on Queen's database and re-reading an
+// overlap window, and its Cutover syncs cursors, leases and the rest once Queen's consumers
+// are stopped. Jobs (job.go) runs an import, following or not, inside a serving comb: the
+// /api/v1/migration/* routes (`comb import --target`, Queen's dashboard Migration view).
 //
 // Reading (reader.go): one REPEATABLE READ, READ ONLY transaction reads everything but the
 // messages, with each partition's high-water mark (its newest (created_at, id)); messages are

@@ -26,6 +26,7 @@ type queenState struct {
 	g2Lease string
 	g2Msgs  []pgtest.Message
 	failed  pgtest.Message // the p2 message queue mode failed into the DLQ
+	traced  pgtest.Message // the p1 message with a trace event (names order-7, bill)
 }
 
 func makeQueenState(t *testing.T) *queenState {
@@ -54,6 +55,10 @@ func makeQueenState(t *testing.T) *queenState {
 	require.Len(t, m3, 1)
 	pg.Ack(m3, broker.QueueModeGroup, l3, "failed", "boom")
 	s.failed = m3[0]
+	pg.Call(nil, "record_trace_v1", map[string]any{"transactionId": m1[0].TransactionID, "partitionId": m1[0].PartitionID,
+		"consumerGroup": "g1", "eventType": "processing", "data": map[string]any{"step": 1}, "traceNames": []string{"order-7", "bill"},
+		"workerId": "w1"})
+	s.traced = m1[0]
 
 	// Queue sec: one message stored encrypted, in Queen's form {"encrypted","iv","authTag"}
 	// (base64 AES-256-GCM under QUEEN_ENCRYPTION_KEY; the push procedure takes it sealed).
@@ -176,6 +181,20 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	assert.Equal(t, s.failed.ID, dl[0].ID)
 	assert.Equal(t, broker.QueueModeGroup, dl[0].Group)
 
+	// The trace event with its names, group, worker, data and Queen's id.
+	assert.Equal(t, 1, rep.Traces)
+	evs, err := b.Traces(s.traced.PartitionID, s.traced.TransactionID)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	var traceID string
+	require.NoError(t, s.pg.Conn.QueryRow(context.Background(), "SELECT id::text FROM queen.message_traces").Scan(&traceID))
+	assert.Equal(t, traceID, evs[0].ID)
+	assert.Equal(t, []string{"bill", "order-7"}, evs[0].Names)
+	assert.Equal(t, "g1", evs[0].Group)
+	assert.Equal(t, "processing", evs[0].EventType)
+	assert.Equal(t, "w1", evs[0].WorkerID)
+	assert.JSONEq(t, `{"step":1}`, string(evs[0].Data))
+
 	// The encrypted message is carried sealed and opens with Queen's key.
 	res2, err := b.Pop(context.Background(), broker.PopRequest{Queue: "sec", Batch: 10, Partitions: 1, AutoAck: true})
 	require.NoError(t, err)
@@ -189,6 +208,7 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	rep = importInto(t, s, dir)
 	assert.Equal(t, int64(0), rep.Messages)
 	assert.Equal(t, 0, rep.DeadLetters)
+	assert.Equal(t, 0, rep.Traces)
 	b = openBroker(t, dir)
 	defer b.Close()
 	assert.ElementsMatch(t, []string{"b0", "b1", "b2", "b3", "b4", "b5"}, txids(pop(t, b, "p2", "fresh2", 100, true)))

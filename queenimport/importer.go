@@ -22,8 +22,11 @@ type Options struct {
 	// their sealed form under it (comb's seal header names the key). nil refuses encrypted
 	// messages rather than storing Queen's ciphertext JSON as a plaintext payload.
 	Key *seal.Key
-	// Progress, when set, gets one line per partition imported.
-	Progress io.Writer
+	// Progress, when set, gets one line per partition imported and, at most every
+	// ProgressEvery (default 2s) while messages are copied, a progress line: "progress: N of
+	// ~TOTAL messages (P%), R messages/s" (TOTAL is PostgreSQL's estimate).
+	Progress      io.Writer
+	ProgressEvery time.Duration
 	// Now is the clock that decides which leases are still live; nil = time.Now.
 	Now func() time.Time
 	// State, when set, is where each partition's copy stands (state.go): read from it, and
@@ -37,6 +40,9 @@ type Report struct {
 	Messages, MessagesSkipped      int64
 	Cursors, Leases, Subscriptions int
 	DeadLetters                    int
+	Traces, TracesSkipped          int // trace events added; skipped: their message not stored, or past comb's cap per message
+	StreamQueries, StreamState     int // streams queries registered and state keys set
+	StreamStateSkipped             int // state keys of a partition comb does not hold
 	LeasesExpired                  int // leases of the source that had expired: not carried
 	Elapsed                        time.Duration
 }
@@ -59,6 +65,7 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 		}
 		rep.Queues++
 	}
+	prog := progress{w: opts.Progress, every: opts.ProgressEvery, total: snap.EstimatedMessages, start: start, last: start}
 	parts := make(map[[16]byte]Partition, len(snap.Partitions))
 	for _, p := range snap.Partitions {
 		parts[p.ID] = p
@@ -88,6 +95,7 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 			n, err := b.ImportMessages(p.Queue, p.Name, in)
 			added += int64(n)
 			seen += int64(len(page))
+			prog.page(len(page))
 			if err != nil || opts.State == nil {
 				return err
 			}
@@ -161,6 +169,12 @@ func Import(ctx context.Context, conn *pgx.Conn, b *broker.Broker, opts Options)
 		}
 		rep.DeadLetters += n
 	}
+	if rep.Traces, rep.TracesSkipped, err = importTraces(ctx, conn, b, parts, snap.TakenAt); err != nil {
+		return rep, err
+	}
+	if rep.StreamQueries, rep.StreamState, rep.StreamStateSkipped, err = importStreams(ctx, conn, b); err != nil {
+		return rep, err
+	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
@@ -216,4 +230,34 @@ func sealedForm(payload []byte, key *seal.Key) ([]byte, error) {
 	out := append([]byte{0, 1}, id...)
 	out = append(out, `{"encrypted":"`+f.Encrypted+`","iv":"`+f.IV+`","authTag":"`+f.AuthTag+`"}`...)
 	return out, nil
+}
+
+// progress writes Import's progress line at most every `every`.
+type progress struct {
+	w           io.Writer
+	every       time.Duration
+	total, done int64
+	start, last time.Time
+}
+
+func (p *progress) page(n int) {
+	p.done += int64(n)
+	if p.w == nil {
+		return
+	}
+	every := p.every
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	now := time.Now()
+	if now.Sub(p.last) < every {
+		return
+	}
+	p.last = now
+	rate := float64(p.done) / max(now.Sub(p.start).Seconds(), 1e-9)
+	if p.total > 0 {
+		fmt.Fprintf(p.w, "progress: %d of ~%d messages (%.0f%%), %.0f messages/s\n", p.done, p.total, 100*float64(p.done)/float64(max(p.total, p.done)), rate)
+		return
+	}
+	fmt.Fprintf(p.w, "progress: %d messages, %.0f messages/s\n", p.done, rate)
 }

@@ -30,7 +30,6 @@ type Partition struct {
 	CreatedAt time.Time
 	HWMTime   time.Time
 	HWMID     [16]byte
-	Count     int64
 }
 
 // Message is one row of queen.messages.
@@ -89,6 +88,9 @@ type Snapshot struct {
 	Groups      []GroupMeta
 	DeadLetters []DeadLetter
 	TakenAt     time.Time // the database's clock at the snapshot
+	// EstimatedMessages is PostgreSQL's estimate of queen.messages' rows (pg_class.reltuples,
+	// as of its last ANALYZE or VACUUM; ≤ 0 unknown): the progress line's total, not a count.
+	EstimatedMessages int64
 }
 
 // readOnly is the isolation of every read: one consistent snapshot per transaction, no writes.
@@ -99,7 +101,7 @@ var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadO
 func ReadSnapshot(ctx context.Context, conn *pgx.Conn) (*Snapshot, error) {
 	s := &Snapshot{}
 	err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&s.TakenAt); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT now(), coalesce((SELECT reltuples::bigint FROM pg_class WHERE oid = 'queen.messages'::regclass), -1)").Scan(&s.TakenAt, &s.EstimatedMessages); err != nil {
 			return fmt.Errorf("clock: %w", err)
 		}
 		if err := readQueues(ctx, tx, s); err != nil {
@@ -149,8 +151,9 @@ func readQueues(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 func readPartitions(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 	// The newest message by (created_at, id) per partition, from the messages index
 	// (partition_id, created_at, id) Queen keeps for its pops.
-	rows, err := tx.Query(ctx, `SELECT p.id, q.name, p.name, coalesce(p.created_at, now()), h.created_at, h.id,
-		(SELECT count(*) FROM queen.messages c WHERE c.partition_id = p.id)
+	// No count(*): it would read every message's index entry, and the cutover of a live move
+	// takes this snapshot while Queen's consumers wait.
+	rows, err := tx.Query(ctx, `SELECT p.id, q.name, p.name, coalesce(p.created_at, now()), h.created_at, h.id
 		FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id
 		LEFT JOIN LATERAL (SELECT m.created_at, m.id FROM queen.messages m WHERE m.partition_id = p.id
 			ORDER BY m.created_at DESC, m.id DESC LIMIT 1) h ON true
@@ -162,7 +165,7 @@ func readPartitions(ctx context.Context, tx pgx.Tx, s *Snapshot) error {
 		var p Partition
 		var ht *time.Time
 		var hid *[16]byte
-		err := r.Scan(&p.ID, &p.Queue, &p.Name, &p.CreatedAt, &ht, &hid, &p.Count)
+		err := r.Scan(&p.ID, &p.Queue, &p.Name, &p.CreatedAt, &ht, &hid)
 		if ht != nil && hid != nil {
 			p.HWMTime, p.HWMID = *ht, *hid
 		}
@@ -279,17 +282,8 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var m Message
-				var payload string
-				if err := rows.Scan(&m.ID, &m.TransactionID, &m.TraceID, &payload, &m.CreatedAt, &m.Encrypted, &m.ProducerSub); err != nil {
-					return err
-				}
-				m.Payload = []byte(payload)
-				page = append(page, m)
-			}
-			return rows.Err()
+			page, err = collectMessages(rows, page)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("queenimport: messages of queue %s partition %s: %w", p.Queue, p.Name, err)
@@ -306,4 +300,20 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 			return nil
 		}
 	}
+}
+
+// collectMessages appends the rows of a messages query (id, transaction_id, trace_id,
+// payload, created_at, is_encrypted, producer_sub) to page.
+func collectMessages(rows pgx.Rows, page []Message) ([]Message, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var m Message
+		var payload string
+		if err := rows.Scan(&m.ID, &m.TransactionID, &m.TraceID, &payload, &m.CreatedAt, &m.Encrypted, &m.ProducerSub); err != nil {
+			return page, err
+		}
+		m.Payload = []byte(payload)
+		page = append(page, m)
+	}
+	return page, rows.Err()
 }

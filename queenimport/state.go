@@ -62,9 +62,18 @@ func LoadState(path, dataDir string) (*State, error) {
 	return s, nil
 }
 
-// Save writes the state to its file: a temporary file, fsynced, renamed over it, and the
+// memoryState is a state kept in memory only (a live move's, held by its Follower): Save
+// does nothing.
+func memoryState() *State {
+	return &State{Version: 1, Partitions: map[string]PartitionState{}}
+}
+
+// Save writes the state to its file (nothing for a state in memory): a temporary file, fsynced, renamed over it, and the
 // directory fsynced, so a crash leaves the old state or the new one, never a torn file.
 func (s *State) Save() error {
+	if s.path == "" {
+		return nil
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err

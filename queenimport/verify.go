@@ -41,10 +41,33 @@ func (d Difference) String() string {
 // message) and per queue the number of dead letters. It returns every difference (none when
 // comb holds exactly what Queen does at the snapshot) or an error when it could not compare.
 func Verify(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key) ([]Difference, error) {
+	diffs, _, err := compare(ctx, conn, b, key)
+	return diffs, err
+}
+
+// Tally counts what each side holds of what Verify compares, per table of Queen's
+// (queues, partitions, messages, partition_consumers, dead_letter_queue): Queen's rows and
+// what comb holds of them.
+type Tally struct {
+	Table       string
+	Queen, Comb int64
+}
+
+func compare(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key) ([]Difference, []Tally, error) {
 	snap, err := ReadSnapshot(ctx, conn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	tally := []Tally{{Table: "queues"}, {Table: "partitions"}, {Table: "messages"}, {Table: "partition_consumers"}, {Table: "dead_letter_queue"}}
+	tally[0].Queen = int64(len(snap.Queues))
+	for _, q := range snap.Queues {
+		if _, err := b.DLQCount(q.Name); err == nil {
+			tally[0].Comb++
+		}
+	}
+	tally[1].Queen = int64(len(snap.Partitions))
+	tally[3].Queen = int64(len(snap.Consumers))
+	tally[4].Queen = int64(len(snap.DeadLetters))
 	var diffs []Difference
 	parts := make(map[[16]byte]Partition, len(snap.Partitions))
 	for _, p := range snap.Partitions {
@@ -62,9 +85,10 @@ func Verify(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q.Checksum = h.Sum64()
+		tally[2].Queen += q.Count
 		var c Side
 		h = xxhash.New()
 		err = b.ScanPartition(p.Queue, p.Name, func(_ uint64, id [16]byte, _ string, payload []byte, _ int64) error {
@@ -76,9 +100,11 @@ func Verify(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.Checksum = h.Sum64()
+		tally[1].Comb++
+		tally[2].Comb += c.Count
 		d := func(what, a, b string) {
 			if a != b {
 				diffs = append(diffs, Difference{Queue: p.Queue, Partition: p.Name, What: what, Queen: a, Comb: b})
@@ -96,7 +122,10 @@ func Verify(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key
 		}
 		_, txid, ok, err := b.CursorOf(p.Queue, p.Name, cs.Group)
 		if err != nil && !errors.Is(err, broker.ErrNotFound) {
-			return nil, err
+			return nil, nil, err
+		}
+		if ok {
+			tally[3].Comb++
 		}
 		comb := "after " + quoteTx(txid)
 		if !ok {
@@ -115,13 +144,14 @@ func Verify(ctx context.Context, conn *pgx.Conn, b *broker.Broker, key *seal.Key
 	for _, q := range snap.Queues {
 		n, err := b.DLQCount(q.Name)
 		if err != nil && !errors.Is(err, broker.ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
+		tally[4].Comb += n
 		if n != dlq[q.Name] {
 			diffs = append(diffs, Difference{Queue: q.Name, Partition: "*", What: "dead letters", Queen: fmt.Sprint(dlq[q.Name]), Comb: fmt.Sprint(n)})
 		}
 	}
-	return diffs, nil
+	return diffs, tally, nil
 }
 
 func addSide(s *Side, h *xxhash.Digest, id [16]byte, payload []byte) {

@@ -218,6 +218,9 @@ func (l *Log) Start(a Applier) error {
 	conf.LocalID = raft.ServerID(l.cfg.NodeID)
 	conf.Logger = l.logger
 	conf.BatchApplyCh = true // a burst of appends is enqueued without waiting for the leader loop
+	// raft's metrics reach /metrics/prometheus (httpapi/prometheus_raft.go): only the labelled
+	// forms, not the legacy ones with a peer id in the metric's name.
+	conf.NoLegacyTelemetry = true
 	conf.HeartbeatTimeout = orDefault(l.cfg.HeartbeatTimeout, DefaultHeartbeatTimeout)
 	conf.ElectionTimeout = orDefault(l.cfg.ElectionTimeout, DefaultElectionTimeout)
 	conf.LeaderLeaseTimeout = min(orDefault(l.cfg.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout), conf.HeartbeatTimeout)

@@ -15,5 +15,7 @@
 // It must not know about the broker, the routes of the API or authentication: httpapi routes a
 // GET that no API route matched here (httpapi.Static), and serves it without a token, since the
 // files hold no data (spec 9.1: the dashboard's static files are public). The page itself calls
-// the API with the token the user entered, kept in the browser's localStorage.
+// the API with the token the user entered, kept in the browser's localStorage; its actions (DLQ
+// requeue and delete, consumer group seek and delete, the maintenance switches) ask for a
+// confirmation and call the API's own routes, so the token needs each route's role.
 package ui

@@ -19,7 +19,7 @@ import (
 //	            partition's file (its header holds the base offset)
 //	DLQ:        queue id [16] | one segment as appended to the queue's DLQ log
 //	Checkpoint: a cursor checkpoint body (package cursor)
-//	Tx:         a transaction commit (the broker's redo record)
+//	Tx:         a transaction commit (TxRecord, tx.go)
 //	Note:       a message tombstone or trace event: a package notes body
 //	Stream:     a stream query's registration or reset (streams.EncodeEntry)
 const (

@@ -118,6 +118,7 @@ func workloadFlags(fs *flag.FlagSet, cfg *bench.Config) {
 	fs.IntVar(&cfg.StateOps, "state-ops", cfg.StateOps, "cycle: state upserts per streams cycle (transaction: none, its baseline)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured window")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured run before the window")
+	fs.DurationVar(&cfg.Interval, "interval", cfg.Interval, "report the rate and server CPU per request of every slice this long of the window (sustained runs: does the rate hold?); 0 = none")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "open-loop target msg/s over all pushers, latency from the intended send time; 0 = closed loop (longpoll default 1000)")
 	fs.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "consume: backlog messages pushed before the clock starts")
 	fs.IntVar(&cfg.WaitMs, "wait-ms", cfg.WaitMs, "long-poll timeout of a pop, ms (e2e, fanout, longpoll)")

@@ -46,7 +46,7 @@ flags:`)
 	fs.BoolVar(&o.Payload, "payload", false, "include each record's payload (needed for comb replay from a dump)")
 	fs.StringVar(&o.StreamQuery, "stream-query", "", "print this stream query (name or query id) and its shards' state rows (stream_query, stream_shard, stream_row lines) instead of the logs")
 	fs.BoolVar(&o.CommitLog, "commit-log", false, "print the commit log's entries (kind, LSN, partition and offsets of pushes, whether a restart replays them) instead of the logs")
-	rest, err := parseInterspersed(fs, args)
+	rest, err := parseFlagsWith(fs, args, os.Stderr, parseInterspersed)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -35,7 +35,7 @@ flags:`)
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of the human summary")
 	force := fs.Bool("force", false, "check read-only even though a live server holds the directory (never with --repair)")
 	noProgress := fs.Bool("no-progress", false, "no progress bar even on a terminal")
-	rest, err := parseInterspersed(fs, args)
+	rest, err := parseFlagsWith(fs, args, os.Stderr, parseInterspersed)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register("import", "copy a Queen broker's state (PostgreSQL) into a stopped data directory; --verify compares", runImport)
+	register("import", "copy a Queen broker's state (PostgreSQL) into a stopped data directory or a running comb (--target, --follow, --cutover); --verify compares", runImport)
 }
 
 // Exit codes of comb import.
@@ -32,6 +32,8 @@ func runImport(args []string) int {
 	fs := flag.NewFlagSet("comb import", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), `usage: comb import --from-queen POSTGRES-URL --data-dir DIR [--state FILE] [--verify]
+       comb import --from-queen POSTGRES-URL --target http://comb:6632 [--follow] [--verify]
+       comb import --target http://comb:6632 --cutover | --stop | --status
 
 Copies Queen's queues (every option), partitions (with their ids), messages (ids,
 transactionIds, traceIds, payloads, createdAt, producerSub), consumer-group cursors, live
@@ -39,6 +41,10 @@ leases, subscription records and dead letters from Queen's PostgreSQL into a com
 directory that no server holds. Running it again adds nothing. --verify compares instead:
 per partition counts, first/last ids and a checksum of ids and payloads, per group cursors,
 per queue dead letters.
+
+With --target the import runs inside a running comb (a live move: --follow, then --cutover
+once Queen's consumers are stopped, then --stop once producers push to comb; runbook in
+docs/operations.md).
 
 exit codes: 0 done (--verify: no difference); 1 --verify found differences; 2 failed; 3 usage.
 
@@ -51,14 +57,42 @@ flags:`)
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	statePath := fs.String("state", "", "FILE where each partition's copy stands, saved after every page: a run after a crash reads on from there (without it, a run re-reads everything and skips what is stored)")
 	encKey := fs.String("encryption-key", "", "Queen's QUEEN_ENCRYPTION_KEY (64 hex), needed to carry encrypted messages (env QUEEN_ENCRYPTION_KEY)")
+	var ta targetAction
+	fs.StringVar(&ta.target, "target", "", "a running comb's URL (http://comb:6632): the import runs inside that server, through its log (a cluster replicates it); the server connects to Queen's PostgreSQL")
+	fs.BoolVar(&ta.follow, "follow", false, "with --target: after the snapshot, the server keeps copying messages that reach Queen, until --stop")
+	fs.BoolVar(&ta.cutover, "cutover", false, "with --target: once Queen's consumers are stopped, sync every cursor, lease and dead letter of the following import")
+	fs.BoolVar(&ta.stop, "stop", false, "with --target: stop following (once producers push to comb)")
+	fs.BoolVar(&ta.show, "status", false, "with --target: print the server's import status (JSON)")
+	fs.DurationVar(&ta.overlap, "overlap", queenimport.DefaultOverlap, "with --follow: how far below the previous pass each pass reads again")
+	fs.DurationVar(&ta.interval, "interval", queenimport.DefaultInterval, "with --follow: pause between passes")
+	fs.StringVar(&ta.token, "token", os.Getenv("COMB_TOKEN"), "with --target: an admin JWT for a server with JWT auth on (env COMB_TOKEN)")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return importOK
 		}
 		return importUsage
 	}
+	if ta.target != "" {
+		ta.from, ta.verify, ta.quiet = *from, *verify, *quiet
+		switch {
+		case *dataDir != "":
+			fmt.Fprintln(os.Stderr, "comb import: --target and --data-dir exclude each other (a running server holds its data directory)")
+			return importUsage
+		case *statePath != "":
+			fmt.Fprintln(os.Stderr, "comb import: --state is for --data-dir (the server keeps a --target import's positions)")
+			return importUsage
+		case *from == "" && !ta.cutover && !ta.stop && !ta.show:
+			fmt.Fprintln(os.Stderr, "comb import: --from-queen is required")
+			return importUsage
+		}
+		return runImportTarget(ta)
+	}
+	if ta.follow || ta.cutover || ta.stop || ta.show {
+		fmt.Fprintln(os.Stderr, "comb import: --follow, --cutover, --stop and --status need --target (a live move runs inside the serving comb)")
+		return importUsage
+	}
 	if *from == "" || *dataDir == "" {
-		fmt.Fprintln(os.Stderr, "comb import: --from-queen and --data-dir are required (--target, --follow and --cutover are not built yet)")
+		fmt.Fprintln(os.Stderr, "comb import: --from-queen and --data-dir (or --target) are required")
 		return importUsage
 	}
 	if *encKey == "" {
@@ -128,8 +162,8 @@ flags:`)
 		return importFailed
 	}
 	secs := rep.Elapsed.Seconds()
-	fmt.Printf("imported %d queues, %d partitions, %d messages (%d already there), %d cursors, %d live leases (%d expired, not carried), %d subscriptions, %d dead letters in %.2fs (%.0f messages/s)\n",
+	fmt.Printf("imported %d queues, %d partitions, %d messages (%d already there), %d cursors, %d live leases (%d expired, not carried), %d subscriptions, %d dead letters, %d trace events in %.2fs (%.0f messages/s)\n",
 		rep.Queues, rep.Partitions, rep.Messages, rep.MessagesSkipped, rep.Cursors, rep.Leases, rep.LeasesExpired,
-		rep.Subscriptions, rep.DeadLetters, secs, float64(rep.Messages+rep.MessagesSkipped)/max(secs, 1e-9))
+		rep.Subscriptions, rep.DeadLetters, rep.Traces, secs, float64(rep.Messages+rep.MessagesSkipped)/max(secs, 1e-9))
 	return importOK
 }

@@ -66,8 +66,12 @@ func TestImportFromQueenKilledAndResumed(t *testing.T) {
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	line, err := bufio.NewReader(pipe).ReadString('\n')
-	require.NoError(t, err)
+	rd := bufio.NewReader(pipe)
+	var line string
+	for !strings.Contains(line, "partition p0:") { // progress lines may come first
+		line, err = rd.ReadString('\n')
+		require.NoError(t, err)
+	}
 	require.Contains(t, line, "partition p0: 5000 messages")
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()

@@ -89,35 +89,44 @@ func runServe(args []string) int {
 	secFlags.register(fs)
 	var clFlags clusterFlags
 	clFlags.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "comb serve: unexpected argument %q\n", fs.Arg(0))
+		reportFlag(os.Stderr, fs, fmt.Sprintf("unexpected argument %q (flags only; the data directory is --data-dir)", fs.Arg(0)))
 		return 2
 	}
 	secFlags.noteCommandLine(fs)
 	if err := applyEnv(fs, os.Getenv); err != nil {
-		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		var ee *envError
+		if errors.As(err, &ee) {
+			reportFlag(os.Stderr, fs, explainEnvError(fs, ee))
+		} else {
+			reportFlag(os.Stderr, fs, err.Error())
+		}
 		return 2
 	}
 	clCfg, clustered, err := clFlags.config(*dataDir, *addr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "comb serve:", err)
+		reportFlag(os.Stderr, fs, err.Error())
 		return 2
 	}
-	switch *syncMode {
-	case "always", "interval", "never":
-	default:
-		fmt.Fprintf(os.Stderr, "comb serve: --sync must be always, interval or never, not %q\n", *syncMode)
+	// Every value is checked before the data directory is created or opened, so that a typo
+	// costs no log replay (issue 25).
+	if msg := checkServeValues(*syncMode, *syncInterval, *checkpoint, *groupWait, *flushInterval, *maxBatch); msg != "" {
+		reportFlag(os.Stderr, fs, msg)
 		return 2
 	}
 	level, err := zerolog.ParseLevel(*logLevel)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "comb serve: --log-level: %v\n", err)
+		reportFlag(os.Stderr, fs, fmt.Sprintf("--log-level %q: want trace, debug, info, warn or error", *logLevel))
+		return 2
+	}
+	if err := checkListenAddr("addr", *addr); err != nil {
+		reportFlag(os.Stderr, fs, err.Error())
 		return 2
 	}
 	log := newLogger(level)
@@ -220,6 +229,7 @@ func runServe(args []string) int {
 		TLS:          sec.tlsConfig(),
 		Static:       site,
 		Cluster:      forwardTo(repl),
+		Migration:    migrationJobs(b, secFlags.encKey),
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -229,6 +239,7 @@ func runServe(args []string) int {
 	}
 	log.Info().Str("addr", ln.Addr().String()).Str("data_dir", *dataDir).Str("sync", *syncMode).
 		Int64("max_body_bytes", int64(maxBody)).Int("max_conns", conns).Bool("tls", sec.cert != nil).Msg("comb listening")
+	logDashboard(log, ln.Addr(), sec.cert != nil, *uiDir)
 	sec.logPosture(log, ln.Addr(), *dataDir)
 	defer sec.reloadOnHUP(log)()
 
@@ -321,7 +332,7 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			continue
 		}
 		if err := fs.Set(name, v); err != nil {
-			return fmt.Errorf("%s=%q: %w", env, v, err)
+			return &envError{env: env, flag: name, value: v, err: err}
 		}
 	}
 	return nil
@@ -355,7 +366,20 @@ func newLogger(level zerolog.Level) zerolog.Logger {
 // the bare K/M/G are powers of 1024; KB/MB/GB are powers of 1000.
 type byteSize int64
 
-func (s *byteSize) String() string { return strconv.FormatInt(int64(*s), 10) }
+// String prints the size in the largest binary unit that divides it (64MiB, not 67108864), a
+// form Set reads back.
+func (s *byteSize) String() string {
+	n := int64(*s)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 
 func (s *byteSize) Set(text string) error {
 	t := strings.TrimSpace(text)
@@ -377,7 +401,7 @@ func (s *byteSize) Set(text string) error {
 		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
 	}[strings.ToLower(strings.TrimSpace(t[i:]))]
 	if mult == 0 {
-		return fmt.Errorf("size %q: unknown suffix %q", text, t[i:])
+		return fmt.Errorf("size %q: unknown suffix %q; want bytes or a number with a suffix like 64MiB, 512KiB or 1GB", text, t[i:])
 	}
 	if n <= 0 || n > (1<<31-1)/mult {
 		return fmt.Errorf("size %q: must be between 1 byte and 2 GiB", text)

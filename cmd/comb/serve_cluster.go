@@ -14,6 +14,7 @@ import (
 
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/replica"
 	"github.com/combmq/comb/vfs"
 )
@@ -80,7 +81,7 @@ func (c *clusterFlags) config(dataDir, httpAddr string) (cfg replica.Config, ok 
 	if err != nil {
 		return replica.Config{}, false, err
 	}
-	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, "raft"), Cluster: peers,
+	cfg = replica.Config{NodeID: *c.nodeID, RaftAddr: *c.raftAddr, HTTPAddr: advertised, Dir: filepath.Join(dataDir, layout.Raft), Cluster: peers,
 		Join: *c.clusterState == "existing", PeerTLS: peerTLS}
 	if et := c.electionTimeout.d; et < 20*time.Millisecond || et > time.Minute {
 		return replica.Config{}, false, fmt.Errorf("--election-timeout %s: want 20ms to 1m (default %s)", et, replica.DefaultHeartbeatTimeout)
@@ -121,7 +122,7 @@ func openReplica(cfg replica.Config, ok bool) (*replica.Log, broker.ReplicatedLo
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("replica: %w", err)
 	}
-	lock, err := vfs.OS.Lock(filepath.Join(cfg.Dir, "LOCK"))
+	lock, err := vfs.OS.Lock(filepath.Join(cfg.Dir, layout.Lock))
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, nil, nil, fmt.Errorf("%s: %w (is another comb serving it?)", filepath.Dir(cfg.Dir), broker.ErrLocked)
 	}

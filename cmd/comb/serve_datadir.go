@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -34,7 +35,7 @@ var errDataDirRole = errors.New("data directory does not match the cluster flags
 //
 // Errors: errDataDirRole, or the directory's read error.
 func checkDataDirRole(dataDir string, clustered, joining bool) (warn string, err error) {
-	wal := filepath.Join(dataDir, "raft", "wal")
+	wal := filepath.Join(dataDir, layout.Raft, "wal")
 	_, err = os.Stat(wal)
 	hasRaft := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -43,7 +44,7 @@ func checkDataDirRole(dataDir string, clustered, joining bool) (warn string, err
 	switch {
 	case !clustered && hasRaft:
 		return "", fmt.Errorf("%s holds a cluster node's raft state (raft/wal): %w; start it with its --node-id, --raft-addr and --initial-cluster, or, to make a single node of a copy, remove %s first (docs/operations.md, Repair)",
-			dataDir, errDataDirRole, filepath.Join(dataDir, "raft"))
+			dataDir, errDataDirRole, filepath.Join(dataDir, layout.Raft))
 	case clustered && !hasRaft:
 		entries, err := os.ReadDir(dataDir)
 		if err != nil {
@@ -51,7 +52,7 @@ func checkDataDirRole(dataDir string, clustered, joining bool) (warn string, err
 		}
 		for _, e := range entries {
 			switch e.Name() {
-			case "LOCK", "raft", "lost+found", vfs.ProbeFile, broker.SpaceProbeFile: // the lock, raft's own, a file system's root, a sync probe a crash left
+			case layout.Lock, layout.Raft, "lost+found", vfs.ProbeFile, broker.SpaceProbeFile: // the lock, raft's own, a file system's root, a sync probe a crash left
 				continue
 			}
 			if !joining {

@@ -3,6 +3,7 @@
 // data is on the page; the shell marks <body data-view data-state data-shown> (the view's name,
 // loading / ready / error / auth, and the hash it rendered) so that a test can tell them apart.
 import { onUnauthorized, setToken, token } from './api.js';
+import { clearNotice } from './actions.js';
 import { h } from './dom.js';
 import * as overview from './views/overview.js';
 import * as queues from './views/queues.js';
@@ -32,7 +33,9 @@ const routes = [
 
 const REFRESH_MS = 10000;
 const main = document.getElementById('main');
+const notice = document.getElementById('notice');
 let seq = 0;
+let lastHash = null; // the hash last rendered: a notice outlives a redraw, not a navigation
 
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
@@ -59,6 +62,8 @@ function parseHash() {
 async function show({ quiet = false } = {}) {
   const my = ++seq;
   const hash = location.hash;
+  if (hash !== lastHash) clearNotice();
+  lastHash = hash;
   const { route, params, query } = parseHash();
   document.body.dataset.view = route ? route.name : 'not-found';
   for (const a of document.querySelectorAll('[data-nav]')) {
@@ -85,9 +90,10 @@ async function show({ quiet = false } = {}) {
     return; // the user is typing in a form: keep it
   }
   for (const c of main.querySelectorAll('[data-chart]')) c.dispose?.();
-  main.replaceChildren(root);
+  main.replaceChildren(notice, root);
   document.body.dataset.state = state;
   document.body.dataset.shown = hash; // which route the page shows, for tests: hashchange is async
+  window.dispatchEvent(new Event('comb:rendered')); // actions.js waits for it after a change
 }
 
 // The token form: shown on a 401 and from the navigation.
@@ -117,7 +123,8 @@ document.getElementById('token-cancel').addEventListener('click', () => dialog.c
 
 const auto = document.getElementById('auto-refresh');
 setInterval(() => {
-  if (auto.checked && !document.hidden && !dialog.open && document.body.dataset.state !== 'loading') {
+  if (auto.checked && !document.hidden && !dialog.open && !document.getElementById('confirm-dialog').open &&
+      document.body.dataset.state !== 'loading') {
     show({ quiet: true });
   }
 }, REFRESH_MS);

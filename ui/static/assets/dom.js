@@ -38,16 +38,26 @@ const rateFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 });
 export const fmt = {
   int: (n) => (n === null || n === undefined || Number.isNaN(Number(n)) ? '–' : numberFormat.format(Math.round(Number(n)))),
   rate: (n) => (n === null || n === undefined ? '–' : rateFormat.format(Number(n))),
-  // secs shows a duration given in seconds: 42 s, 3 min 5 s, 2 h 10 min, 3 d 4 h.
+  // secs shows a duration given in seconds in two units at most: 42s, 2m 30s, 3h 10m, 2d 4h.
   secs(s) {
-    if (s === null || s === undefined) return '–';
+    if (s === null || s === undefined || Number.isNaN(Number(s))) return '–';
     s = Math.max(0, Math.round(Number(s)));
-    if (s < 60) return s + ' s';
-    if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
-    if (s < 86400) return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
-    return Math.floor(s / 86400) + ' d ' + Math.floor((s % 86400) / 3600) + ' h';
+    const two = (a, ua, b, ub) => a + ua + (b ? ' ' + b + ub : '');
+    if (s < 60) return s + 's';
+    if (s < 3600) return two(Math.floor(s / 60), 'm', s % 60, 's');
+    if (s < 86400) return two(Math.floor(s / 3600), 'h', Math.floor((s % 3600) / 60), 'm');
+    return two(Math.floor(s / 86400), 'd', Math.floor((s % 86400) / 3600), 'h');
   },
-  ms: (ms) => (ms === null || ms === undefined ? '–' : ms < 1000 ? Math.round(ms) + ' ms' : fmt.secs(ms / 1000)),
+  // ms shows a duration given in milliseconds: 0.25 ms, 1.5 ms, 12 ms, then as secs (150000 → 2m 30s).
+  ms(ms) {
+    if (ms === null || ms === undefined || Number.isNaN(Number(ms))) return '–';
+    ms = Number(ms);
+    if (ms < 1) return (Math.round(ms * 100) / 100) + ' ms';
+    if (ms < 10) return (Math.round(ms * 10) / 10) + ' ms';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    if (ms < 60000) return (Math.round(ms / 100) / 10) + 's';
+    return fmt.secs(ms / 1000);
+  },
   bytes(n) {
     if (n === null || n === undefined) return '–';
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -73,9 +83,24 @@ export const fmt = {
   },
 };
 
-// card is one headline number; key names it for tests and styles (data-metric).
+// plural writes a count with its noun: "1 message", "2,000 messages".
+export function plural(n, one, many) {
+  return fmt.int(n) + ' ' + (Number(n) === 1 ? one : many);
+}
+
+// QUEUE_MODE is the consumer group of pops that name none (spec 3.7); people read it as
+// "(queue mode)", while links and API calls keep the name.
+export const QUEUE_MODE = '__QUEUE_MODE__';
+
+export function groupName(g) {
+  return g === QUEUE_MODE ? '(queue mode)' : g;
+}
+
+// card is one headline number; key names it for tests and styles (data-metric). A long value
+// wraps in a smaller font instead of being cut off.
 export function card(label, value, key, hint) {
-  return h('div', { class: 'card' },
+  const long = typeof value === 'string' && value.length > 12;
+  return h('div', { class: long ? 'card long' : 'card' },
     h('div', { class: 'card-label' }, label),
     h('div', { class: 'card-value', dataset: key ? { metric: key } : undefined }, value),
     hint ? h('div', { class: 'card-hint' }, hint) : null);
@@ -89,14 +114,15 @@ export function section(title, ...content) {
   return h('section', { class: 'panel' }, h('h2', {}, title), content);
 }
 
-// table renders rows under columns [{label, value(row) → node|string, num?: true}]; name marks it
-// (data-table) for tests.
-export function table(name, columns, rows, empty = 'Nothing here.') {
+// table renders rows under columns [{label, value(row) → node|string, num?: true, key?}]; name
+// marks it (data-table) for tests, rowKey(row) each row (data-row) and key each cell (data-col).
+export function table(name, columns, rows, empty = 'Nothing here.', rowKey) {
   if (!rows || rows.length === 0) return h('p', { class: 'muted empty', dataset: { table: name, rows: '0' } }, empty);
   return h('div', { class: 'table-wrap' },
     h('table', { dataset: { table: name, rows: String(rows.length) } },
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : null }, c.label)))),
-      h('tbody', {}, rows.map((r) => h('tr', {}, columns.map((c) => h('td', { class: c.num ? 'num' : null }, c.value(r))))))));
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.num ? 'num' : null, title: c.title }, c.label)))),
+      h('tbody', {}, rows.map((r) => h('tr', { dataset: rowKey ? { row: rowKey(r) } : undefined },
+        columns.map((c) => h('td', { class: c.num ? 'num' : null, dataset: c.key ? { col: c.key } : undefined }, c.value(r))))))));
 }
 
 // kv renders label/value pairs.

@@ -1,6 +1,6 @@
 // Consumer groups: one row per (group, queue) with lag, and the partitions lagging the most.
 import { api, enc, q } from '../api.js';
-import { add, badge, card, cards, fmt, h, link, section, table } from '../dom.js';
+import { add, badge, card, cards, fmt, groupName, h, link, section, table } from '../dom.js';
 
 const LAG_SECONDS = 60;
 
@@ -19,7 +19,7 @@ export async function render(root) {
       card('Partitions lagging > 1 min', fmt.int(lagging.length), 'lagging'),
     ),
     section('Groups', table('groups', [
-      { label: 'Group', value: (g) => link('#/groups/' + enc(g.name), g.name) },
+      { label: 'Group', value: (g) => link('#/groups/' + enc(g.name), groupName(g.name)) },
       { label: 'Queue', value: (g) => link('#/queues/' + enc(g.queueName), g.queueName) },
       { label: 'State', value: (g) => badge(g.state) },
       { label: 'Partitions', num: true, value: (g) => fmt.int(g.members) },
@@ -27,9 +27,9 @@ export async function render(root) {
       { label: 'Lag (messages)', num: true, value: (g) => (g.totalLag === null ? '–' : fmt.int(g.totalLag)) },
       { label: 'Max time lag', num: true, value: (g) => fmt.secs(g.maxTimeLag) },
       { label: 'Subscription', value: (g) => (g.subscriptionMode || '–') + (g.subscriptionTimestamp ? ' from ' + fmt.time(g.subscriptionTimestamp) : '') },
-    ], groups, 'No consumer group has popped yet.')),
+    ], groups, 'No consumer group has popped yet.', (g) => g.name + '/' + g.queueName)),
     section('Lagging partitions (more than 1 min behind)', table('lagging', [
-      { label: 'Group', value: (r) => link('#/groups/' + enc(r.consumer_group), r.consumer_group) },
+      { label: 'Group', value: (r) => link('#/groups/' + enc(r.consumer_group), groupName(r.consumer_group)) },
       { label: 'Queue', value: (r) => r.queue_name },
       { label: 'Partition', value: (r) => r.partition_name },
       { label: 'Offset lag', num: true, value: (r) => fmt.int(r.offset_lag) },

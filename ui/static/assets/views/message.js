@@ -1,6 +1,6 @@
 // One message: its fields, payload, consumer groups and traces (spec 8.5, 9.3), and delete.
 import { api, enc, optional, q } from '../api.js';
-import { add, badge, fmt, h, kv, link, pre, section, table, unavailable } from '../dom.js';
+import { add, badge, fmt, groupName, h, kv, link, pre, section, table, unavailable } from '../dom.js';
 
 export async function render(root, { partitionId, transactionId }) {
   const path = enc(partitionId) + '/' + enc(transactionId);
@@ -30,7 +30,7 @@ export async function render(root, { partitionId, transactionId }) {
       ])),
       section('Payload', pre(m.payload))),
     section('Consumer groups', table('message-groups', [
-      { label: 'Group', value: (g) => link('#/groups/' + enc(g.name), g.name) },
+      { label: 'Group', value: (g) => link('#/groups/' + enc(g.name), groupName(g.name)) },
       { label: 'Consumed', value: (g) => (g.consumed ? badge('completed') : badge('pending')) },
       { label: 'Lease until', value: (g) => fmt.time(g.leaseExpiresAt) },
     ], m.consumerGroups || [], 'No consumer group has a position on this partition.')),
@@ -45,7 +45,7 @@ function traces(tr) {
     { label: 'When', value: (t) => fmt.time(t.created_at) },
     { label: 'Event', value: (t) => badge(t.event_type, 'info') },
     { label: 'Names', value: (t) => (t.trace_names || []).map((n) => link('#/traces/' + enc(n), n)).flatMap((a, i) => (i ? [', ', a] : [a])) },
-    { label: 'Group', value: (t) => t.consumer_group || '–' },
+    { label: 'Group', key: 'group', value: (t) => (t.consumer_group ? groupName(t.consumer_group) : '–') },
     { label: 'Worker', value: (t) => t.worker_id || '–' },
     { label: 'Data', value: (t) => pre(t.data) },
   ], tr.traces || [], 'No trace events for this message.');

@@ -1,7 +1,8 @@
-// Queues: every queue with its labels, partitions and message counts, filterable by name,
-// namespace and task.
+// Queues: every queue with its labels, partitions, message counts, lag, dead letters and rates,
+// filterable by name, namespace and task.
 import { api, enc, q } from '../api.js';
 import { add, fmt, h, link, table } from '../dom.js';
+import { queueStats, statColumns } from '../queuestats.js';
 
 export async function render(root, _params, query) {
   const ns = query.get('namespace') || '';
@@ -9,6 +10,7 @@ export async function render(root, _params, query) {
   const name = query.get('name') || '';
   const res = await api('/api/v1/resources/queues' + q({ namespace: ns, task }));
   const rows = (res.queues || []).filter((r) => !name || r.name.includes(name));
+  const stats = await queueStats(rows.map((r) => r.name));
   const form = h('form', { class: 'filters', onsubmit: (ev) => {
     ev.preventDefault();
     const f = new FormData(ev.target);
@@ -30,6 +32,7 @@ export async function render(root, _params, query) {
       { label: 'Messages', num: true, value: (r) => fmt.int(r.messages?.total) },
       { label: 'Pending', num: true, value: (r) => fmt.int(r.messages?.pending) },
       { label: 'Processing', num: true, value: (r) => fmt.int(r.messages?.processing) },
-    ], rows, 'No queue matches.'),
+      ...statColumns(stats),
+    ], rows, 'No queue matches.', (r) => r.name),
   );
 }

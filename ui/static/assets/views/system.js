@@ -1,20 +1,20 @@
-// System: health, process and storage figures (/health, /metrics, comb's own Prometheus
-// families) and the two maintenance switches (admin).
-import { ApiError, api, withStatus } from '../api.js';
-import { add, badge, card, cards, fmt, h, kv, section, table } from '../dom.js';
+// System: health, process and storage figures (/health, /metrics, comb's own
+// GET /api/v1/storage and Prometheus families) and the two maintenance switches (admin).
+import { ApiError, api, optional, withStatus } from '../api.js';
+import { add, badge, card, cards, fmt, h, kv, section, table, unavailable } from '../dom.js';
+import { act } from '../actions.js';
 
 export async function render(root) {
-  const [health, metrics, prom, maint] = await Promise.all([
+  const [health, metrics, prom, maint, storage] = await Promise.all([
     withStatus('/health', (s) => s === 200 || s === 503),
     api('/metrics'),
     api('/metrics/prometheus', { text: true }),
     maintenance(),
+    optional('/api/v1/storage'),
   ]);
   const hb = health.body || {};
   const samples = parseProm(prom);
   const one = (name) => samples.find((s) => s.name === name && s.labels === '')?.value;
-  const syncCount = one('comb_sync_latency_seconds_count');
-  const syncSum = one('comb_sync_latency_seconds_sum');
   add(root, 
     h('h1', {}, 'System'),
     cards(
@@ -24,8 +24,8 @@ export async function render(root) {
       card('Requests', fmt.int(metrics.requests?.total), 'requests', fmt.rate(metrics.requests?.rate) + ' /s since start'),
       card('Memory (RSS)', fmt.bytes(metrics.memory?.rss), 'rss', 'heap ' + fmt.bytes(metrics.memory?.heapUsed)),
       card('Open files', fmt.int(one('comb_open_files')) + ' / ' + fmt.int(one('comb_max_open_files')), 'open-files'),
-      card('Sync latency (avg)', syncCount ? fmt.ms((syncSum / syncCount) * 1000) : '–', 'sync-latency', fmt.int(syncCount) + ' syncs'),
     ),
+    section('Storage', storageFigures(storage)),
     hb.reason ? h('p', { class: 'error-text' }, hb.reason) : null,
     (hb.damaged || []).length ? section('Damaged partitions', table('damaged', [
       { label: 'Queue', value: (d) => d.queue },
@@ -55,15 +55,40 @@ async function maintenance() {
   }
   const row = (label, on, path, key) => h('div', { class: 'switch' },
     h('span', {}, label, ': '), h('span', { dataset: { metric: key } }, on ? 'on' : 'off'), ' ',
-    h('button', { type: 'button', onclick: async (ev) => {
-      ev.target.disabled = true;
-      try { await api(path, { method: 'POST', body: { enabled: !on } }); } catch (err) { window.alert(err.message); }
-      window.dispatchEvent(new HashChangeEvent('hashchange'));
-    } }, on ? 'Turn off' : 'Turn on'));
+    h('button', { type: 'button', dataset: { action: key }, onclick: () => act({
+      title: (on ? 'Turn off ' : 'Turn on ') + label.replace(/ \(.*/, '').toLowerCase() + '?',
+      text: label + '. It applies to the whole server at once (POST ' + path + ').',
+      confirm: on ? 'Turn off' : 'Turn on',
+    }, 'admin', async () => {
+      await api(path, { method: 'POST', body: { enabled: !on } });
+      return label.replace(/ \(.*/, '') + ' is ' + (on ? 'off' : 'on') + '.';
+    }) }, on ? 'Turn off' : 'Turn on'));
   return h('div', {},
     row('Push maintenance (pushes are held, then delivered in order)', push.maintenanceMode, '/api/v1/system/maintenance', 'maintenance-push'),
     row('Pop maintenance (every pop answers 204)', pop.popMaintenanceMode, '/api/v1/system/maintenance/pop', 'maintenance-pop'),
     kv([['Held messages', fmt.int(push.bufferedMessages)]]));
+}
+
+// storageFigures are GET /api/v1/storage's numbers: what the data directory holds, what the
+// disk has left, what a restart would replay (the commit log since the last flush pass, which
+// truncates it) and how fast fdatasync is.
+function storageFigures(st) {
+  if (!st) return unavailable('/api/v1/storage', 'The storage figures');
+  const f = st.flush || {};
+  const s = st.fsync || {};
+  const usedPct = st.diskTotalBytes ? Math.round(100 * (1 - st.diskFreeBytes / st.diskTotalBytes)) : null;
+  return h('div', {},
+    cards(
+      card('Disk free', fmt.bytes(st.diskFreeBytes), 'disk-free', st.diskTotalBytes ? 'of ' + fmt.bytes(st.diskTotalBytes) + ', ' + usedPct + '% used' : null),
+      card('Data size', fmt.bytes(st.dataBytes), 'data-size', fmt.int(st.dataFiles) + ' files'),
+      card('Segments', fmt.bytes(st.segmentBytes), 'segment-size', st.segmentLogsUnlisted ? fmt.int(st.segmentLogsUnlisted) + ' logs not listed yet' : 'partitions and DLQs'),
+      card('Commit log', fmt.bytes(st.commitLogBytes), 'commit-log-size', 'replayed by a restart'),
+      card('Last flush pass', f.lastAt ? fmt.ago(f.lastAt) : 'none yet', 'last-flush', f.lastAt ? 'took ' + fmt.ms(f.lastDurationMs) + ', ' + fmt.int(f.passes) + ' passes' : null),
+      card('Fsync latency', s.count ? fmt.ms(s.avgMs) : '–', 'fsync-latency',
+        s.count ? 'average of ' + fmt.int(s.count) + '; p99 ' + (s.p99UpToMs === null ? 'over 1 s' : '≤ ' + fmt.ms(s.p99UpToMs)) : 'no sync yet'),
+    ),
+    kv([['Data directory', h('span', { class: 'mono' }, st.dataDir)]]),
+    (st.errors || []).map((e) => h('p', { class: 'error-text', dataset: { storageError: '' } }, e)));
 }
 
 // parseProm reads the Prometheus text format's samples: [{name, labels: '{…}' or '', value}].

@@ -1,6 +1,6 @@
 // Traces: the known trace names, and the events of one name with their messages (spec 9.3).
 import { enc, optional, q } from '../api.js';
-import { add, badge, fmt, h, link, pre, section, table, unavailable } from '../dom.js';
+import { add, badge, fmt, groupName, h, link, pre, section, table, unavailable } from '../dom.js';
 
 export async function render(root, { name }) {
   add(root, h('h1', {}, name ? ['Trace ', h('span', { class: 'mono' }, name)] : 'Traces'));
@@ -17,7 +17,7 @@ export async function render(root, { name }) {
         { label: 'Event', value: (t) => badge(t.event_type, 'info') },
         { label: 'Message', value: (t) => link('#/messages/' + enc(t.partition_id) + '/' + enc(t.transaction_id), t.transaction_id) },
         { label: 'Queue / partition', value: (t) => (t.queue_name || '–') + '/' + (t.partition_name || '–') },
-        { label: 'Group', value: (t) => t.consumer_group || '–' },
+        { label: 'Group', key: 'group', value: (t) => (t.consumer_group ? groupName(t.consumer_group) : '–') },
         { label: 'Data', value: (t) => pre(t.data) },
       ], res.traces || [], 'No events under this name.'));
     return;

@@ -1,4 +1,4 @@
-package broker
+package walentry
 
 import (
 	"encoding/binary"
@@ -10,9 +10,10 @@ import (
 	"github.com/combmq/comb/streams"
 )
 
-// redoRecord is a transaction's redo record, stored opaquely in the cursor
-// journal (cursor.Engine.AddRecord). Its durable checkpoint is the
-// transaction's commit point (see doc.go, "Transactions").
+// TxRecord is a transaction's redo record, the payload of a Tx entry: the
+// entry's durability is the transaction's commit point (broker/doc.go,
+// "Transactions"); start-up replays what of it the logs lack, and comb fsck
+// decodes it to check it.
 //
 //	ver u8 (1) | txid [16] | ts varint µs
 //	states: n, then n × { partition [16] | group str | hadPre u8 | pre state | post state }
@@ -26,48 +27,49 @@ import (
 //
 // Integers are uvarint unless marked varint; str and bytes are uvarint length
 // + bytes.
-type redoRecord struct {
+type TxRecord struct {
 	TxID   [16]byte
 	TS     int64
-	States []redoState
-	Pushes []redoPush
-	DLQ    []redoDLQ
+	States []TxState
+	Pushes []TxPush
+	DLQ    []TxDLQ
 	// Streams are a streams cycle's state ops (stream_cycle.go): applied to
 	// the state store with the entry's LSN once it is durable.
 	Streams []streams.Change
 }
 
-type redoState struct {
+type TxState struct {
 	Partition [16]byte
 	Group     string
 	HadPre    bool
 	Pre, Post lease.State
 }
 
-type redoPush struct {
+type TxPush struct {
 	Partition [16]byte
 	Recs      []segment.Record
 }
 
-type redoDLQ struct {
+type TxDLQ struct {
 	Queue [16]byte
 	Rec   segment.Record
 }
 
-var errRedo = errors.New("transaction redo record: malformed")
+// ErrTx is returned by DecodeTx for a payload that is not a TxRecord.
+var ErrTx = errors.New("transaction redo record: malformed")
 
 func appendState(b []byte, s lease.State) []byte {
 	b = binary.AppendUvarint(b, s.Committed)
 	b = binary.AppendUvarint(b, uint64(s.Retries))
 	b = append(b, s.Lease.ID[:]...)
-	b = appendString(b, s.Lease.WorkerID)
+	b = record.AppendString(b, s.Lease.WorkerID)
 	b = binary.AppendUvarint(b, s.Lease.Start)
 	b = binary.AppendUvarint(b, s.Lease.End)
 	b = binary.AppendVarint(b, s.Lease.ExpiresAtMicros)
 	return binary.AppendUvarint(b, uint64(s.Lease.Attempts))
 }
 
-func (d *metaReader) state() lease.State {
+func (d *fieldReader) state() lease.State {
 	var s lease.State
 	s.Committed = d.Uvarint()
 	s.Retries = uint32(d.Uvarint())
@@ -80,7 +82,7 @@ func (d *metaReader) state() lease.State {
 	return s
 }
 
-func (d *metaReader) byteSlice() []byte {
+func (d *fieldReader) byteSlice() []byte {
 	b := d.Bytes()
 	if d.Err != nil {
 		return nil
@@ -90,14 +92,14 @@ func (d *metaReader) byteSlice() []byte {
 
 func appendRecordFields(b []byte, r *segment.Record) []byte {
 	b = append(b, r.ID[:]...)
-	b = appendString(b, r.TransactionID)
-	b = appendString(b, r.TraceID)
-	b = appendString(b, r.ProducerSub)
+	b = record.AppendString(b, r.TransactionID)
+	b = record.AppendString(b, r.TraceID)
+	b = record.AppendString(b, r.ProducerSub)
 	b = binary.AppendUvarint(b, uint64(len(r.Payload)))
 	return append(b, r.Payload...)
 }
 
-func (d *metaReader) record() segment.Record {
+func (d *fieldReader) record() segment.Record {
 	var r segment.Record
 	r.ID = d.ID()
 	r.TransactionID = d.String()
@@ -107,7 +109,9 @@ func (d *metaReader) record() segment.Record {
 	return r
 }
 
-func (r *redoRecord) encode() []byte {
+// Encode returns r as a Tx entry payload (version 1, or 2 when it carries
+// stream state changes).
+func (r *TxRecord) Encode() []byte {
 	b := make([]byte, 1, r.encodedSizeBound())
 	b[0] = 1
 	if len(r.Streams) > 0 {
@@ -118,7 +122,7 @@ func (r *redoRecord) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.States)))
 	for _, s := range r.States {
 		b = append(b, s.Partition[:]...)
-		b = appendString(b, s.Group)
+		b = record.AppendString(b, s.Group)
 		if s.HadPre {
 			b = append(b, 1)
 		} else {
@@ -152,10 +156,10 @@ func (r *redoRecord) encode() []byte {
 	return b
 }
 
-// encodedSizeBound is at least len(r.encode()), so that encode allocates
+// encodedSizeBound is at least len(r.Encode()), so that encode allocates
 // once instead of growing its buffer field by field (6 allocations of a
 // streams cycle's entry). Varints count 10 bytes, the most they take.
-func (r *redoRecord) encodedSizeBound() int {
+func (r *TxRecord) encodedSizeBound() int {
 	const v = binary.MaxVarintLen64
 	state := func(s *lease.State) int { return 16 + len(s.Lease.WorkerID) + 7*v }
 	rec := func(x *segment.Record) int {
@@ -184,13 +188,14 @@ func (r *redoRecord) encodedSizeBound() int {
 	return n
 }
 
-// decodeRedoRecord never panics; counts are bounded by the remaining bytes.
-func decodeRedoRecord(b []byte) (redoRecord, error) {
-	var r redoRecord
+// DecodeTx decodes a Tx entry payload; ErrTx for anything else. It never
+// panics: counts are bounded by the remaining bytes.
+func DecodeTx(b []byte) (TxRecord, error) {
+	var r TxRecord
 	if len(b) < 1 || (b[0] != 1 && b[0] != 2) {
-		return r, errRedo
+		return r, ErrTx
 	}
-	d := &metaReader{record.Fields{B: b[1:]}}
+	d := &fieldReader{record.Fields{B: b[1:]}}
 	r.TxID = d.ID()
 	r.TS = d.Varint()
 	count := func() int {
@@ -202,7 +207,7 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 		return int(n)
 	}
 	for n := count(); n > 0 && d.Err == nil; n-- {
-		var s redoState
+		var s TxState
 		s.Partition = d.ID()
 		s.Group = d.String()
 		if len(d.B) < 1 {
@@ -216,7 +221,7 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 		r.States = append(r.States, s)
 	}
 	for n := count(); n > 0 && d.Err == nil; n-- {
-		var p redoPush
+		var p TxPush
 		p.Partition = d.ID()
 		for m := count(); m > 0 && d.Err == nil; m-- {
 			p.Recs = append(p.Recs, d.record())
@@ -224,7 +229,7 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 		r.Pushes = append(r.Pushes, p)
 	}
 	for n := count(); n > 0 && d.Err == nil; n-- {
-		var x redoDLQ
+		var x TxDLQ
 		x.Queue = d.ID()
 		x.Rec = d.record()
 		x.Rec.Extra = d.byteSlice()
@@ -236,7 +241,10 @@ func decodeRedoRecord(b []byte) (redoRecord, error) {
 		}
 	}
 	if d.Err != nil || len(d.B) != 0 {
-		return r, errRedo
+		return r, ErrTx
 	}
 	return r, nil
 }
+
+// fieldReader adds the redo record's composite fields to record.Fields.
+type fieldReader struct{ record.Fields }

@@ -1,0 +1,35 @@
+package layout
+
+import "path/filepath"
+
+// Entries at the top of a data directory.
+const (
+	Lock       = "LOCK"       // the exclusive lock a running server holds (flock)
+	Meta       = "meta"       // metadata journal, summaries, clean-shutdown marker, maintenance, analytics
+	Cursor     = "cursor"     // the cursor log of older versions, read once at start-up
+	Partitions = "partitions" // one segment log per partition, named by the partition's UUID
+	DLQ        = "dlq"        // one segment log per queue's dead letters, named by the queue's UUID
+	Quarantine = "quarantine" // damaged files moved aside, never deleted (one subdirectory per owner)
+	CommitLog  = "commitlog"  // the commit log (write-ahead log of every change)
+	Notes      = "notes"      // the note store (streams state and other small records)
+	Raft       = "raft"       // raft's own log and snapshots in cluster mode
+)
+
+// Files under Meta.
+const (
+	Summaries = "summaries" // each log's synced length after the last flush pass
+	Clean     = "clean"     // written at a clean shutdown, taken at the next start
+)
+
+// PartitionDir returns <dataDir>/partitions/<id>, id being the partition's canonical UUID text.
+func PartitionDir(dataDir, id string) string { return filepath.Join(dataDir, Partitions, id) }
+
+// DLQDir returns <dataDir>/dlq/<id>, id being the queue's canonical UUID text.
+func DLQDir(dataDir, id string) string { return filepath.Join(dataDir, DLQ, id) }
+
+// MetaFile returns <dataDir>/meta/<name>.
+func MetaFile(dataDir, name string) string { return filepath.Join(dataDir, Meta, name) }
+
+// QuarantineDir returns <dataDir>/quarantine/<owner>, where owner is the top-level entry the
+// damaged files came from (Partitions, DLQ, Meta, CommitLog, Notes).
+func QuarantineDir(dataDir, owner string) string { return filepath.Join(dataDir, Quarantine, owner) }
