@@ -50,6 +50,3 @@ func (r *ring) get(t int64) Point {
 	}
 	return Point{}
 }
-
-// oldest is the oldest unit the window can answer.
-func (r *ring) oldest() int64 { return r.last - int64(r.size) + 1 }

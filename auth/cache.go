@@ -84,10 +84,3 @@ func (c *tokenCache) clear() {
 	clear(c.m)
 	c.mu.Unlock()
 }
-
-// len returns the number of entries (tests).
-func (c *tokenCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
-}

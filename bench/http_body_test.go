@@ -96,3 +96,13 @@ func TestAppendAckBatchBody(t *testing.T) {
 		})
 	}
 }
+
+// AppendAckBatchBody appends the whole body of POST /api/v1/ack/batch (spec 4.2); group ""
+// omits consumerGroup (queue mode).
+func AppendAckBatchBody(dst []byte, group string, items []ackItem) []byte {
+	dst = append(dst, `{"acknowledgments":[`...)
+	for i, it := range items {
+		dst = appendAckItem(dst, i == 0, it)
+	}
+	return appendAckTail(dst, group)
+}

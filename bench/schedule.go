@@ -27,9 +27,6 @@ func NewTimeline(start time.Time, rate float64, batch int) *Timeline {
 	return &Timeline{start: start, interval: iv}
 }
 
-// Interval is the gap between two consecutive due times.
-func (t *Timeline) Interval() time.Duration { return t.interval }
-
 // DueTime is when send k is due.
 func (t *Timeline) DueTime(k int64) time.Time {
 	return t.start.Add(time.Duration(k) * t.interval)

@@ -65,3 +65,6 @@ func TestTimelineTicketsAreUniqueAcrossPushers(t *testing.T) {
 		assert.True(t, seen[k], "ticket %d missing", k)
 	}
 }
+
+// Interval is the gap between two consecutive due times.
+func (t *Timeline) Interval() time.Duration { return t.interval }

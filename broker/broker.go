@@ -57,7 +57,6 @@ type Broker struct {
 	// set during Open only (open_startup.go).
 	summaries  map[[16]byte]segment.Summary
 	cleanStart bool             // the summaries came from a clean shutdown's marker
-	sums       summaryState     // summary checkpoints (flush_summaries.go)
 	maint      maintenance      // idle eviction and retention (maint_evict.go, maint_retention.go)
 	mm         maintMode        // push and pop maintenance modes (meta_maint.go)
 	rates      rateSample       // throughput of the resources overview (report_resources.go)

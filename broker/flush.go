@@ -77,7 +77,7 @@ func (b *Broker) noteDir(dir string) {
 
 // appendInflight appends an entry that is in flight from its append on,
 // under the lock the flush pass reads the in-flight set with: no pass can
-// truncate it between the append and txInflight (as logNote does).
+// truncate it between the append and the inflight count (as logNote does).
 func (b *Broker) appendInflight(kind byte, payload []byte) (walTicket, error) {
 	b.flush.stateMu.Lock()
 	defer b.flush.stateMu.Unlock()
@@ -90,18 +90,6 @@ func (b *Broker) appendInflight(kind byte, payload []byte) (walTicket, error) {
 	}
 	b.flush.inflight[tk.LSN()]++
 	return tk, nil
-}
-
-// txInflight keeps the commit log from being truncated at or past lsn until
-// txApplied: a committed transaction's entry is its only durable trace until
-// its effects are applied and checkpointed.
-func (b *Broker) txInflight(lsn uint64) {
-	b.flush.stateMu.Lock()
-	if b.flush.inflight == nil {
-		b.flush.inflight = map[uint64]int{}
-	}
-	b.flush.inflight[lsn]++
-	b.flush.stateMu.Unlock()
 }
 
 func (b *Broker) txApplied(lsn uint64) {

@@ -21,14 +21,6 @@ import (
 // commit-log base (openLogAt).
 const summariesFileName = layout.Summaries
 
-// summaryState is the summaries' reuse state. Each partition keeps its last
-// entry in partition.sum (no map: 100,000 partitions), reused while its
-// offsets have not moved, so a pass over idle partitions costs a lock each
-// and no stat.
-type summaryState struct {
-	buf []byte // encoding buffer, reused
-}
-
 // partitionSummary returns p's checkpoint entry: p.sum while the offsets are
 // unchanged, else a new Summary and Stamp taken under the partition lock, or
 // the zero Summary and ok=false when the log has unsynced appends, is

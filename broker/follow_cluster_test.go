@@ -134,15 +134,6 @@ func freeAddrs(t testing.TB, n int) []string {
 	return addrs
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // waitLeader returns the one live node that is the ready leader.
 func waitLeader(t testing.TB, nodes []*clusterNode) *clusterNode {
 	t.Helper()
@@ -235,7 +226,7 @@ func TestClusterReplicatesPushesAndAcksAndSurvivesLeaderLoss(t *testing.T) {
 	// missed (t3) and what it had (the replay skips it), and it follows on.
 	old.open(t)
 	waitMessage(t, old, pid, "t3", `{"n":3}`)
-	res, err = leader.b.Push([]PushItem{{Queue: "orders", TransactionID: "t4", Payload: []byte(`{"n":4}`)}})
+	_, err = leader.b.Push([]PushItem{{Queue: "orders", TransactionID: "t4", Payload: []byte(`{"n":4}`)}})
 	require.NoError(t, err)
 	waitMessage(t, old, pid, "t4", `{"n":4}`)
 	for _, tx := range []string{"t1", "t2"} {

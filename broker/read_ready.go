@@ -247,22 +247,6 @@ func (g *groupReady) released(p *partition) {
 	g.mu.Unlock()
 }
 
-// remove drops p's entry (partition deleted).
-func (g *groupReady) remove(p *partition) {
-	g.mu.Lock()
-	if e := g.entries[p]; e != nil {
-		g.unlinkLocked(e)
-		delete(g.entries, p)
-	}
-	g.mu.Unlock()
-}
-
-func (g *groupReady) len() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.entries)
-}
-
 // peekPartition returns the oldest ready partition without taking it.
 func (g *groupReady) peekPartition() *partition {
 	g.mu.Lock()

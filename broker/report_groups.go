@@ -8,24 +8,6 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
-// pendingDepth counts the messages after group's cursors on q's partitions
-// (partitions without a cursor count from the oldest retained message).
-func (b *Broker) pendingDepth(q *queue, group string) int64 {
-	var n int64
-	for _, p := range q.partitionsSnapshot() {
-		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
-		vis := p.visible.Load()
-		from := p.liveFrom()
-		if ok {
-			from = max(from, st.Committed+1)
-		}
-		if vis > from {
-			n += int64(vis - from)
-		}
-	}
-	return n
-}
-
 // ConsumerGroups summarises every (group, queue) with a cursor or a
 // subscription record (spec 7.6), sorted by group then queue. Lag is counted
 // in messages after the cursor; time lag is the age of the oldest unconsumed

@@ -1,9 +1,7 @@
 package commitlog
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -195,6 +193,3 @@ func (l *Log) cutTail(w *walFile, tail []byte, rec *Recovery) error {
 	rec.CutAt, rec.CutBytes, rec.CutFile, rec.KeptAt = w.end, int64(len(tail)), name, kept
 	return nil
 }
-
-// isNotExist reports whether err says a file is missing.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -338,7 +338,7 @@ func (e *Engine) Close() error {
 	// A Snapshot that was waiting has seen finished; let it clean up before
 	// the caller closes what lies under the engine.
 	e.snapMu.Lock()
-	//nolint:staticcheck // an empty critical section: wait for the Snapshot in progress
+	//lint:ignore SA2001 an empty critical section: it waits for the Snapshot in progress
 	e.snapMu.Unlock()
 	return err
 }

@@ -33,9 +33,6 @@ const (
 // errV1Short: a buffer ends inside a format 1 frame.
 var errV1Short = errors.New("truncated")
 
-func v1JournalName(seq uint64) string  { return fmt.Sprintf("journal-%016x.log", seq) }
-func v1SnapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.snap", seq) }
-
 // decodeV1Frame checks the format 1 frame at the start of b and returns its
 // sequence number, body and total length. errV1Short means b ends inside the
 // frame; any other error means the bytes are not a valid frame of the kind.

@@ -34,9 +34,6 @@ var (
 // v2SeqLen is the checkpoint sequence number at the start of a v2 checkpoint body.
 const v2SeqLen = 8
 
-func v2JournalName(seq uint64) string  { return fmt.Sprintf("journal-%016x.v2.log", seq) }
-func v2SnapshotName(seq uint64) string { return fmt.Sprintf("snapshot-%016x.v2.snap", seq) }
-
 // v2CheckpointBody splits a verified v2 checkpoint frame body into its
 // sequence number and entries.
 func v2CheckpointBody(body []byte) (seq uint64, entries []byte, err error) {

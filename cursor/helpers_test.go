@@ -220,3 +220,7 @@ func (l *memLog) lastLSN() uint64 {
 	defer l.mu.Unlock()
 	return l.next - 1
 }
+
+// v2JournalName is the name a format 2 writer gave its journal files (format_v2.go reads
+// them by pattern; only tests make them).
+func v2JournalName(seq uint64) string { return fmt.Sprintf("journal-%016x.v2.log", seq) }

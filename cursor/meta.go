@@ -5,9 +5,8 @@ type subKey struct{ queue, group string }
 
 // subChange is one subscription change.
 type subChange struct {
-	key     subKey
-	sub     Subscription
-	deleted bool
+	key subKey
+	sub Subscription
 }
 
 // Subscription returns the stored record of group on queue (spec 3.8).

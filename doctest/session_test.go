@@ -16,6 +16,8 @@ import (
 
 // play parses md and runs it in a fresh directory, returning the result, the error and the
 // session's output.
+//
+//lint:ignore ST1008 the session's output comes last: every caller reads it after checking the error
 func play(t *testing.T, md string, edit func(*Options)) (Result, error, string) {
 	t.Helper()
 	blocks, err := Parse([]byte(md))

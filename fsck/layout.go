@@ -1,7 +1,6 @@
 package fsck
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -82,8 +81,6 @@ func idString(id [16]byte) string {
 	}
 	return uuid.UUID(id).String()
 }
-
-func shortHex(b []byte) string { return hex.EncodeToString(b) }
 
 // isDir reports whether path is an existing directory.
 func isDir(path string) (bool, error) {

@@ -17,11 +17,10 @@ import (
 // only the commit log holds are theirs too, and unsynced bytes past a log's
 // durable end (whatever they are) are not.
 type dirView struct {
-	meta     *metaView // nil when unreadable (metaErr)
-	metaErr  error
-	wal      *walView
-	rule     *recoveryRule
-	segBytes map[[16]byte]bool // logs whose commit-log segments are kept in memory
+	meta    *metaView // nil when unreadable (metaErr)
+	metaErr error
+	wal     *walView
+	rule    *recoveryRule
 }
 
 // loadView reads dataDir's metadata, summaries and commit log. The commit

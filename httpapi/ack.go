@@ -152,15 +152,7 @@ func decodeAck(body []byte) (item broker.AckItem, group, msg string) {
 	return item, group, msg
 }
 
-// decodeAckBatch parses and validates an ack batch body (spec 4.2) with fastjson; the items'
-// strings are copies. msg is the 400 message.
-func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
-	parser := parserPool.Get()
-	defer parserPool.Put(parser)
-	return parseAckBatchBody(parser, body, true)
-}
-
-// parseAckBatchBody is decodeAckBatch with the caller's parser; without copyStrs the items'
+// parseAckBatchBody parses and validates an ack batch body (spec 4.2) with the caller's parser; without copyStrs the items'
 // strings alias the parser's memory, valid until the parser parses again or goes back to
 // its pool.
 func parseAckBatchBody(parser *fastjson.Parser, body []byte, copyStrs bool) (items []broker.AckItem, group, msg string) {

@@ -166,3 +166,11 @@ func TestAckErrorTextIsCappedOnTheDLQEntry(t *testing.T) {
 	}
 	require.Less(t, len(r.body), 3*(maxAckErrorBytes+1024), "the DLQ page carries three capped reasons, not 15 MiB")
 }
+
+// decodeAckBatch parses and validates an ack batch body (spec 4.2) with fastjson; the items'
+// strings are copies. msg is the 400 message.
+func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
+	parser := parserPool.Get()
+	defer parserPool.Put(parser)
+	return parseAckBatchBody(parser, body, true)
+}

@@ -61,14 +61,8 @@ func parseJSON(ctx *fasthttp.RequestCtx, body string) (*fastjson.Parser, *fastjs
 	return p, v, true
 }
 
-// decodeConfigure parses and validates a configure body (spec 2.1, 2.2).
-func decodeConfigure(body []byte) (broker.ConfigureRequest, string) {
-	req, _, msg := decodeConfigureWarn(body)
-	return req, msg
-}
-
-// decodeConfigureWarn is decodeConfigure that also names the option keys it ignored
-// (unknownOptionWarnings).
+// decodeConfigureWarn parses and validates a configure body (spec 2.1, 2.2) and names the
+// option keys it ignored (unknownOptionWarnings).
 func decodeConfigureWarn(body []byte) (broker.ConfigureRequest, []string, string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)

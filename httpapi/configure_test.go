@@ -134,3 +134,10 @@ func TestConfigureBadInput(t *testing.T) {
 	}
 	require.NotContains(t, fake.callList(), "Configure")
 }
+
+// decodeConfigure parses and validates a configure body (spec 2.1, 2.2), without the
+// ignored keys (only tests call it).
+func decodeConfigure(body []byte) (broker.ConfigureRequest, string) {
+	req, _, msg := decodeConfigureWarn(body)
+	return req, msg
+}

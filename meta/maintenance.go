@@ -51,12 +51,6 @@ type Maintenance struct {
 	Marks     map[[16]byte]uint64
 }
 
-// EncodeMaintenance returns the file WriteMaintenance writes for m.
-func EncodeMaintenance(m Maintenance) []byte {
-	b, _ := maintFormat.Append(nil, maintBody(m)) // under MaxBody below 44M held partitions
-	return b
-}
-
 // maintBody is the frame body for m (marks in id order).
 func maintBody(m Maintenance) []byte {
 	buf := make([]byte, maintHeader, maintHeader+len(m.Marks)*24)

@@ -51,3 +51,9 @@ func FuzzDecodeMaintenance(f *testing.F) {
 		}
 	})
 }
+
+// EncodeMaintenance returns the file WriteMaintenance writes for m.
+func EncodeMaintenance(m Maintenance) []byte {
+	b, _ := maintFormat.Append(nil, maintBody(m)) // under MaxBody below 44M held partitions
+	return b
+}

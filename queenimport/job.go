@@ -90,6 +90,7 @@ func (c *JobCounts) add(r Report) {
 
 // Errors of Jobs.
 var (
+	//lint:ignore ST1005 Queen's answer text, verbatim
 	ErrJobRunning = errors.New("Migration already in progress")
 	ErrNoJob      = errors.New("no migration is running")
 	ErrNotFollow  = errors.New("the migration does not follow (start it with follow)")

@@ -354,13 +354,6 @@ func (r *refusalLog) note(remote string, reason error) {
 	r.logger.Warn("refused a connection to the raft port", "remote", remote, "refused_since_last_line", n, "reason", reason.Error())
 }
 
-// count is how many connections were refused so far.
-func (r *refusalLog) count() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.total
-}
-
 func errText(err error) string {
 	if err == nil {
 		return ""

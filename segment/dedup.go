@@ -472,14 +472,6 @@ func (l *Log) dedupFlush() error {
 	return d.dropLocked(l)
 }
 
-// dedupFlushNow writes the pending dedup entries (tests).
-func (l *Log) dedupFlushNow() error {
-	d := &l.dedup
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.flushLocked(l)
-}
-
 // dedupLoaded reports whether the dedup table is in memory (Append keeps it
 // current only then).
 func (l *Log) dedupLoaded() bool {

@@ -83,6 +83,7 @@ func SyncFSTrusted(fsys FS, dir string) error {
 			return fmt.Errorf("uname: %w", err)
 		}
 		if rel := unix.ByteSliceToString(u.Release[:]); !kernelAtLeast(rel, 5, 8) {
+			//lint:ignore ST1005 the message starts with a proper noun (Linux)
 			return fmt.Errorf("Linux %s reports no writeback error from syncfs (5.8 and later do): %w", rel, ErrSyncFSUntrusted)
 		}
 	}
