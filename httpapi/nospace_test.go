@@ -52,6 +52,10 @@ func TestFullDiskNewPartitionOverHTTP(t *testing.T) {
 		MaintenanceInterval: time.Hour, CommitLogFileBytes: 64 << 10})
 	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"old","transactionId":"a0","payload":1}]}`)
 	require.Equal(t, 201, r.status, "%s", r.body)
+	// A read through the node under test returns once that node has applied the push (a
+	// follower waits for its read barrier, docs/replication.md "Reads"): filling the disk
+	// before a follower appended a0 would fail its apply, which is not what this test is about.
+	require.Equal(t, 200, ts.do("GET", "/api/v1/resources/queues/q", "").status)
 
 	mem.SetCapacity(mem.Used())
 	r = ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q","partition":"new","transactionId":"b0","payload":1}]}`)
