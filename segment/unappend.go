@@ -42,15 +42,30 @@ func (l *Log) Unappend(first uint64) error {
 	}
 	defer l.unpin()
 	if err := l.cutLast(first); err != nil {
+		var cut *cutError
+		if errors.As(err, &cut) {
+			// Sticky, taken after mu is released: syncNow holds syncMu and then
+			// takes mu, so failing under mu deadlocked against a flush pass's sync
+			// (found by fsck/powertest: an ack's dead letters taken back after a
+			// power cut failed the commit log, while a flush pass synced the log).
+			return l.fail(ErrWriteFailed, cut.err)
+		}
 		return err
 	}
 	l.dedupUndo(first)
 	return nil
 }
 
+// cutError is cutLast's failure to cut the file back: Unappend makes it the
+// Log's sticky failure once mu is released.
+type cutError struct{ err error }
+
+func (e *cutError) Error() string { return e.err.Error() }
+func (e *cutError) Unwrap() error { return e.err }
+
 // cutLast cuts the active file's last segment, which must start at first,
 // under mu held exclusively (readers never see a file shorter than the end
-// they were told).
+// they were told). A failed cut is a *cutError, for Unappend to make sticky.
 func (l *Log) cutLast(first uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -64,8 +79,8 @@ func (l *Log) cutLast(first uint64) error {
 		return fmt.Errorf("segment log %s: unappend offset %d (next offset %d): %w", l.dir, first, l.next, ErrNotLast)
 	}
 	if err := act.seg.Truncate(last.Pos); err != nil {
-		return l.fail(ErrWriteFailed, fmt.Errorf("segment log %s: unappend offset %d: cut %s back to byte %d: %w",
-			l.dir, first, segName(fi.base), last.Pos, err))
+		return &cutError{fmt.Errorf("segment log %s: unappend offset %d: cut %s back to byte %d: %w",
+			l.dir, first, segName(fi.base), last.Pos, err)}
 	}
 	act.idx.Truncate(act.idx.Len() - 1)
 	fi.size, fi.next = last.Pos, first

@@ -2,11 +2,13 @@ package segment
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/vfs"
+	"github.com/combmq/comb/vfs/errorfs"
 )
 
 // txids lists the transaction ids of msgs.
@@ -128,4 +130,47 @@ func TestUnappendThenCrash(t *testing.T) {
 	assert.Equal(t, []string{"tx-1", "tx-2"}, txidsOf(readAll(t, l2, 1)))
 	assert.Equal(t, first, l2.NextOffset())
 	require.NoError(t, l2.Close())
+}
+
+// Found by fsck/powertest (seed 302): Unappend failing to cut the file back
+// made the failure sticky while it held mu, and a sync holding syncMu waited
+// for mu: a deadlock that stopped every append and flush pass of the log.
+// The failure is now taken after mu is released. The test holds syncMu as a
+// sync does, lets Unappend's truncate fail, and requires mu to come free.
+func TestUnappendWhoseCutFailsDoesNotHoldMuForSyncMu(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := errorfs.New(mem)
+	l, _, err := openLog(fs, "/p", Options{})
+	require.NoError(t, err)
+	_, err = l.Append(10, recs(1, 3, 40))
+	require.NoError(t, err)
+	first, err := l.Append(20, recs(4, 2, 40))
+	require.NoError(t, err)
+	seg := "/p/" + segName(1)
+	fs.Inject(errorfs.Fault{Op: errorfs.OpTruncate, Path: seg, Count: 1})
+	fs.Record()
+
+	l.syncMu.Lock() // as syncNow holds it before it takes mu
+	done := make(chan error, 1)
+	go func() { done <- l.Unappend(first) }()
+	truncated := func() bool {
+		for _, c := range fs.Trace() {
+			if c.Op == errorfs.OpTruncate && c.Path == seg {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, truncated, 10*time.Second, time.Millisecond, "Unappend reached the cut")
+	require.Eventually(t, func() bool {
+		if l.mu.TryRLock() {
+			l.mu.RUnlock()
+			return true
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "mu is free while Unappend waits for syncMu")
+	l.syncMu.Unlock()
+	err = <-done
+	require.ErrorIs(t, err, ErrWriteFailed)
+	assert.ErrorIs(t, l.failed(), ErrWriteFailed, "the failed cut is sticky")
 }
