@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/combmq/comb/names"
+
 	"github.com/valyala/fastjson"
 )
 
@@ -66,32 +68,11 @@ func nearestOption(name string) string {
 		if cand == fold {
 			return o.name
 		}
-		if d := editDistance(fold, cand); d < bestD {
+		if d := names.Distance(fold, cand); d < bestD {
 			best, bestD = o.name, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes; option names are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // appendWarnings appends `,"warnings":[...]` to an answer being built, nothing when ws is

@@ -70,3 +70,10 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestDistance(t *testing.T) {
+	assert.Equal(t, 0, Distance("leaseTime", "leaseTime"))
+	assert.Equal(t, 3, Distance("leaseTimeout", "leaseTime"))
+	assert.Equal(t, 1, Distance("idle-evic", "idle-evict"))
+	assert.Equal(t, 5, Distance("", "hello"))
+}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/combmq/comb/names"
 )
 
 // A mistyped flag gets a short answer: what is wrong, what a valid value looks like, and where
@@ -152,32 +154,11 @@ func exampleInt(f *flag.Flag) string {
 func nearestFlag(fs *flag.FlagSet, name string) string {
 	best, bestD := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(strings.ToLower(name), f.Name); d < bestD {
+		if d := names.Distance(strings.ToLower(name), f.Name); d < bestD {
 			best, bestD = f.Name, d
 		}
 	})
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // envError is a refused environment value (applyEnv): the variable, its flag and the reason.

@@ -1,0 +1,24 @@
+package names
+
+// Distance is the Levenshtein edit distance of a and b, counted in bytes (flag and option
+// names are ASCII): what "did you mean" suggestions for a mistyped flag (cmd/comb) or
+// configure option (httpapi) rank candidates by.
+func Distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
