@@ -41,7 +41,7 @@ type DedupStats struct {
 func (c *HandleCache) DedupStats() DedupStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return DedupStats{Bytes: c.dused, Budget: c.dmax, Logs: len(c.dring), Evictions: c.devictions.Load()}
+	return DedupStats{Bytes: c.dused, Budget: c.dmax, Logs: len(c.dring.logs), Evictions: c.devictions.Load()}
 }
 
 // dedupSet records that l's dedup index holds n bytes and, when that takes
@@ -55,8 +55,7 @@ func (c *HandleCache) dedupSet(l *Log, n int64) {
 	c.mu.Lock()
 	grew := n > l.dbytes
 	if l.dbytes == 0 && n > 0 {
-		l.dslot = len(c.dring)
-		c.dring = append(c.dring, l)
+		c.dring.add(l)
 	}
 	c.dused += n - l.dbytes
 	l.dbytes = n
@@ -70,21 +69,7 @@ func (c *HandleCache) dedupSet(l *Log, n int64) {
 	}
 }
 
-func (c *HandleCache) dremoveLocked(l *Log) {
-	i := l.dslot
-	if i < 0 || i >= len(c.dring) || c.dring[i] != l {
-		return
-	}
-	last := len(c.dring) - 1
-	c.dring[i] = c.dring[last]
-	c.dring[i].dslot = i
-	c.dring[last] = nil
-	c.dring = c.dring[:last]
-	l.dslot = -1
-	if c.dhand >= len(c.dring) {
-		c.dhand = 0
-	}
-}
+func (c *HandleCache) dremoveLocked(l *Log) { c.dring.remove(l) }
 
 // dedupMakeRoom drops the dedup indexes of Logs other than self, least
 // recently used first (CLOCK, as for handles), until the total is within the
@@ -114,13 +99,9 @@ func (c *HandleCache) dedupMakeRoom(self *Log) {
 // self whose dedup-referenced bit is clear, clearing the bits it passes.
 // nil when the ring holds no other Log.
 func (c *HandleCache) dsweepLocked(self *Log) *Log {
-	n := len(c.dring)
+	n := len(c.dring.logs)
 	for range 2*n + 1 {
-		if c.dhand >= n {
-			c.dhand = 0
-		}
-		l := c.dring[c.dhand]
-		c.dhand++
+		l := c.dring.next()
 		if l == self {
 			continue
 		}

@@ -25,9 +25,8 @@ type HandleCache struct {
 	max int
 
 	mu   sync.Mutex
-	ring []*Log // Logs holding at least one counted handle, in CLOCK order
-	hand int
-	used int // handles counted, sum of Log.handles over ring
+	ring clockRing // Logs holding at least one counted handle
+	used int       // handles counted, sum of Log.handles over ring
 
 	releases atomic.Uint64
 
@@ -35,8 +34,7 @@ type HandleCache struct {
 	// in memory, in CLOCK order, and the bytes they hold.
 	dmax       int64
 	dused      int64
-	dring      []*Log
-	dhand      int
+	dring      clockRing
 	devictions atomic.Uint64
 }
 
@@ -48,7 +46,9 @@ const DefaultMaxHandles = 512
 // NewHandleCache returns a cache that keeps at most maxHandles handles open
 // (values < 4 are raised to 4: one Log in use needs up to 5).
 func NewHandleCache(maxHandles int) *HandleCache {
-	return &HandleCache{max: max(maxHandles, 4), dmax: DefaultDedupBudget}
+	return &HandleCache{max: max(maxHandles, 4), dmax: DefaultDedupBudget,
+		ring:  clockRing{slot: func(l *Log) *int { return &l.slot }},
+		dring: clockRing{slot: func(l *Log) *int { return &l.dslot }}}
 }
 
 // HandleStats is a snapshot of a HandleCache.
@@ -63,7 +63,7 @@ type HandleStats struct {
 func (c *HandleCache) Stats() HandleStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return HandleStats{Open: c.used, Max: c.max, Logs: len(c.ring), Releases: c.releases.Load()}
+	return HandleStats{Open: c.used, Max: c.max, Logs: len(c.ring.logs), Releases: c.releases.Load()}
 }
 
 // adjust changes l's counted handles by delta and, when that takes the total
@@ -75,8 +75,7 @@ func (c *HandleCache) adjust(l *Log, delta int) {
 	}
 	c.mu.Lock()
 	if l.handles == 0 && delta > 0 {
-		l.slot = len(c.ring)
-		c.ring = append(c.ring, l)
+		c.ring.add(l)
 	}
 	l.handles += delta
 	c.used += delta
@@ -104,21 +103,7 @@ func (c *HandleCache) forget(l *Log) {
 	c.mu.Unlock()
 }
 
-func (c *HandleCache) removeLocked(l *Log) {
-	i := l.slot
-	if i < 0 || i >= len(c.ring) || c.ring[i] != l {
-		return
-	}
-	last := len(c.ring) - 1
-	c.ring[i] = c.ring[last]
-	c.ring[i].slot = i
-	c.ring[last] = nil
-	c.ring = c.ring[:last]
-	l.slot = -1
-	if c.hand >= len(c.ring) {
-		c.hand = 0
-	}
-}
+func (c *HandleCache) removeLocked(l *Log) { c.ring.remove(l) }
 
 // makeRoom releases Logs, oldest use first, until the total is back under
 // the limit, a sweep finds nothing releasable (every other Log in use: the
@@ -167,18 +152,14 @@ const dirtyLookahead = 64
 // candidates, so every makeRoom swept the ring again for each pinned victim
 // it failed to release (quadratic in the Logs in use, 63 % of a push's CPU).
 func (c *HandleCache) sweepLocked(self *Log) *Log {
-	n := len(c.ring)
+	n := len(c.ring.logs)
 	var dirty *Log
 	sinceDirty, candidates := 0, 0
 	for i := range 2*n + 1 {
 		if i == n && candidates == 0 {
 			return nil // one whole round of Logs in use: a second finds none either
 		}
-		if c.hand >= n {
-			c.hand = 0
-		}
-		l := c.ring[c.hand]
-		c.hand++
+		l := c.ring.next()
 		if dirty != nil {
 			if sinceDirty++; sinceDirty > dirtyLookahead {
 				return dirty

@@ -263,7 +263,7 @@ func sweepRing(n int) (*HandleCache, []*Log) {
 	logs := make([]*Log, n)
 	for i := range logs {
 		logs[i] = &Log{slot: i}
-		c.ring = append(c.ring, logs[i])
+		c.ring.logs = append(c.ring.logs, logs[i])
 	}
 	return c, logs
 }
@@ -304,7 +304,7 @@ func TestSweepPicksAVictim(t *testing.T) {
 			} else {
 				assert.Same(t, logs[tc.want], got)
 			}
-			assert.Equal(t, tc.wantEnd, c.hand)
+			assert.Equal(t, tc.wantEnd, c.ring.hand)
 		})
 	}
 }

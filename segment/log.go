@@ -76,10 +76,10 @@ type Log struct {
 	lazyFirst  uint64      // FirstOffset while unlisted
 	lazyActive uint64      // Summary.ActiveBase while unlisted
 	handles    int         // handles counted in cache (under cache.mu)
-	slot       int         // index in cache.ring, -1 when absent (under cache.mu)
+	slot       int         // index in cache.ring (clockRing), -1 when absent (under cache.mu)
 	dref       atomic.Bool // dedup CLOCK bit (dedup_budget.go), set by every dedup use
 	dbytes     int64       // dedup bytes counted in cache (under cache.mu)
-	dslot      int         // index in cache.dring, -1 when absent (under cache.mu)
+	dslot      int         // index in cache.dring (clockRing), -1 when absent (under cache.mu)
 }
 
 // fileInfo is what the Log remembers about one segment file without opening it.
