@@ -280,42 +280,16 @@ func readDefinitions(ctx context.Context, conn *pgx.Conn) ([]Queue, []Partition,
 // readWindow calls fn with p's messages created in [lower, upper), in (created_at, id)
 // order, page by page (keyset pagination, one read-only transaction per page).
 func readWindow(ctx context.Context, conn *pgx.Conn, p Partition, lower, upper time.Time, fn func([]Message) error) error {
-	var afterTime time.Time
-	var afterID [16]byte
-	var page []Message
-	for {
-		page = page[:0]
-		err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
-			const cols = `SELECT id, transaction_id, coalesce(trace_id::text,''), payload::text, created_at,
-				coalesce(is_encrypted,false), coalesce(producer_sub,'') FROM queen.messages
-				WHERE partition_id = $1 AND created_at >= $2 AND created_at < $3 `
-			const order = ` ORDER BY created_at, id LIMIT $4`
-			var rows pgx.Rows
-			var err error
-			if afterTime.IsZero() {
-				rows, err = tx.Query(ctx, cols+order, p.ID, lower, upper, PageSize)
-			} else {
-				rows, err = tx.Query(ctx, cols+`AND (created_at, id) > ($5, $6)`+order, p.ID, lower, upper, PageSize, afterTime, afterID)
-			}
-			if err != nil {
-				return err
-			}
-			page, err = collectMessages(rows, page)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("queenimport: follow: messages of queue %s partition %s: %w", p.Queue, p.Name, err)
+	const cols = `SELECT id, transaction_id, coalesce(trace_id::text,''), payload::text, created_at,
+		coalesce(is_encrypted,false), coalesce(producer_sub,'') FROM queen.messages
+		WHERE partition_id = $1 AND created_at >= $2 AND created_at < $3 `
+	const order = ` ORDER BY created_at, id LIMIT $4`
+	query := func(first bool, afterTime time.Time, afterID [16]byte) (string, []any) {
+		if first {
+			return cols + order, []any{p.ID, lower, upper, PageSize}
 		}
-		if len(page) == 0 {
-			return nil
-		}
-		if err := fn(page); err != nil {
-			return err
-		}
-		last := page[len(page)-1]
-		afterTime, afterID = last.CreatedAt, last.ID
-		if len(page) < PageSize {
-			return nil
-		}
+		return cols + `AND (created_at, id) > ($5, $6)` + order, []any{p.ID, lower, upper, PageSize, afterTime, afterID}
 	}
+	return readPages(ctx, conn, query, time.Time{}, [16]byte{}, fn,
+		fmt.Sprintf("queenimport: follow: messages of queue %s partition %s", p.Queue, p.Name))
 }

@@ -265,20 +265,35 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 	if p.HWMTime.IsZero() {
 		return nil
 	}
+	const cols = `SELECT id, transaction_id, coalesce(trace_id::text,''), payload::text, created_at,
+		coalesce(is_encrypted,false), coalesce(producer_sub,'') FROM queen.messages WHERE partition_id = $1 `
+	const bound = ` AND (created_at, id) <= ($2, $3) ORDER BY created_at, id LIMIT $4`
+	query := func(first bool, afterTime time.Time, afterID [16]byte) (string, []any) {
+		if first {
+			return cols + bound, []any{p.ID, p.HWMTime, p.HWMID, PageSize}
+		}
+		return cols + `AND (created_at, id) > ($5, $6)` + bound, []any{p.ID, p.HWMTime, p.HWMID, PageSize, afterTime, afterID}
+	}
+	return readPages(ctx, conn, query, afterTime, afterID, fn,
+		fmt.Sprintf("queenimport: messages of queue %s partition %s", p.Queue, p.Name))
+}
+
+// pageQuery returns the SQL and arguments of one page of messages: the first page's (first,
+// no keyset bound below), or the page after (afterTime, afterID).
+type pageQuery func(first bool, afterTime time.Time, afterID [16]byte) (string, []any)
+
+// readPages runs query page by page (keyset pagination in (created_at, id) order, each page its
+// own REPEATABLE READ, READ ONLY transaction, fn outside it) from (afterTime, afterID) (zero
+// time: the first page) until a page is short. A read error is wrapped with what; fn's error is
+// returned as it is.
+func readPages(ctx context.Context, conn *pgx.Conn, query pageQuery, afterTime time.Time, afterID [16]byte,
+	fn func([]Message) error, what string) error {
 	var page []Message
 	for {
 		page = page[:0]
 		err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
-			var rows pgx.Rows
-			var err error
-			const cols = `SELECT id, transaction_id, coalesce(trace_id::text,''), payload::text, created_at,
-				coalesce(is_encrypted,false), coalesce(producer_sub,'') FROM queen.messages WHERE partition_id = $1 `
-			const bound = ` AND (created_at, id) <= ($2, $3) ORDER BY created_at, id LIMIT $4`
-			if afterTime.IsZero() {
-				rows, err = tx.Query(ctx, cols+bound, p.ID, p.HWMTime, p.HWMID, PageSize)
-			} else {
-				rows, err = tx.Query(ctx, cols+`AND (created_at, id) > ($5, $6)`+bound, p.ID, p.HWMTime, p.HWMID, PageSize, afterTime, afterID)
-			}
+			sql, args := query(afterTime.IsZero(), afterTime, afterID)
+			rows, err := tx.Query(ctx, sql, args...)
 			if err != nil {
 				return err
 			}
@@ -286,7 +301,7 @@ func ReadMessages(ctx context.Context, conn *pgx.Conn, p Partition, afterTime ti
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("queenimport: messages of queue %s partition %s: %w", p.Queue, p.Name, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if len(page) == 0 {
 			return nil
