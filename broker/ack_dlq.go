@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/combmq/comb/walentry"
-
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/walentry"
 )
 
 // dlqItem is one message to dead-letter.

@@ -131,7 +131,7 @@ func (v *walView) add(e commitlog.Entry) error {
 		v.Checkpoints++
 	case walentry.Tx:
 		v.TxEntries++
-		if err := checkTx(e.Payload); err != nil {
+		if _, err := walentry.DecodeTx(e.Payload); err != nil { // the server's replay refuses to start on it
 			bad(err)
 		}
 	case walentry.Stream:
@@ -190,11 +190,4 @@ func repairCommitLog(dataDir string) error {
 		return err
 	}
 	return l.Close()
-}
-
-// checkTx decodes a Tx entry as the server's replay does (broker/open.go: a
-// Tx entry that does not decode stops the start-up).
-func checkTx(payload []byte) error {
-	_, err := walentry.DecodeTx(payload)
-	return err
 }

@@ -1,7 +1,5 @@
 package layout
 
-import "path/filepath"
-
 // Entries at the top of a data directory.
 const (
 	Lock       = "LOCK"       // the exclusive lock a running server holds (flock)
@@ -20,16 +18,3 @@ const (
 	Summaries = "summaries" // each log's synced length after the last flush pass
 	Clean     = "clean"     // written at a clean shutdown, taken at the next start
 )
-
-// PartitionDir returns <dataDir>/partitions/<id>, id being the partition's canonical UUID text.
-func PartitionDir(dataDir, id string) string { return filepath.Join(dataDir, Partitions, id) }
-
-// DLQDir returns <dataDir>/dlq/<id>, id being the queue's canonical UUID text.
-func DLQDir(dataDir, id string) string { return filepath.Join(dataDir, DLQ, id) }
-
-// MetaFile returns <dataDir>/meta/<name>.
-func MetaFile(dataDir, name string) string { return filepath.Join(dataDir, Meta, name) }
-
-// QuarantineDir returns <dataDir>/quarantine/<owner>, where owner is the top-level entry the
-// damaged files came from (Partitions, DLQ, Meta, CommitLog, Notes).
-func QuarantineDir(dataDir, owner string) string { return filepath.Join(dataDir, Quarantine, owner) }
