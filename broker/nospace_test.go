@@ -79,7 +79,12 @@ func (n *nsEnv) diskFree() { n.mem.SetCapacity(0) }
 
 // walFull fills the commit log: no new file can be made and the one in use
 // is taken up by filler entries (a kind recovery skips).
+//
+// It waits for the preparer's spare first: a spare being made when the
+// fault goes in (its file opened just before) would land after the filling
+// and take the next push, so the commit log would not be full after all.
 func (n *nsEnv) walFull() {
+	require.Eventually(n.t, n.b.wal.(localLog).l.SpareReady, 10*time.Second, time.Millisecond, "the commit log's preparer never made a spare")
 	n.stop = n.f.Inject(errorfs.Fault{Op: errorfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
 	size := 4 << 10
 	for i := 0; size > 0; i++ {
