@@ -520,3 +520,20 @@ func TestFullDiskStateEndsWhenSpaceIsFreedWithoutAWrite(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the probe file is removed")
 	assert.Empty(t, n.b.Damaged())
 }
+
+// Issue 10: a stop on a full disk is not a failure. The last flush pass
+// cannot write its snapshots, so no clean marker is written, but every
+// acknowledged write is in the synced commit log: Close returns nil and the
+// next start, not a clean one, recovers all of it from the log.
+func TestCloseOnAFullDiskIsNotAFailure(t *testing.T) {
+	n := newNSEnv(t)
+	n.push("q", "p", "a0", "a1")
+	n.diskFull()
+	require.NoError(t, n.b.Close())
+	n.b = nil
+	n.diskFree()
+	n.open()
+	assert.False(t, n.b.cleanStart, "no clean marker: the pass that writes it found the disk full")
+	assert.Equal(t, []string{"a0", "a1"}, n.all("q", "g"))
+	assert.Empty(t, n.b.Damaged())
+}
