@@ -23,7 +23,7 @@
 //	<data>/cursor/                 the snapshot, recovered on a temporary copy by cursor.Open; every
 //	                               cursor and leased span ≤ its partition's high-water mark (snapshot
 //	                               only: the cursor checkpoints in the commit log are not read yet)
-//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (index.ScanRun, as the log's load)
+//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (dedup.CheckRun, the load's decoder)
 //	<data>/streams/                streams.Files.Load: the registry and every shard snapshot
 //	<data>/notes/log               notes.Check: notes.Open's own decoder and tail rule, nothing changed
 //	<data>/meta/maintenance        meta.DecodeMaintenance, the decoder the server's start-up uses

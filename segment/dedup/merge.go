@@ -1,4 +1,4 @@
-package segment
+package dedup
 
 import "github.com/combmq/comb/index"
 
@@ -11,9 +11,9 @@ import "github.com/combmq/comb/index"
 // runs, whose files stay until the swap. A job whose runs changed meanwhile
 // (retention dropped one, a lookup rebuilt a damaged one, the log was
 // released) is thrown away: its file is removed and nothing is swapped.
-// At most one job goroutine runs per log; dedupFlush (Close) stops it after
+// At most one job goroutine runs per log; Drop (the log's Close) stops it after
 // the job under way and waits for it, and Release leaves a log that is busy
-// with one alone until the next try. A release by the HandleCache does not
+// with one alone until the next try. A release by the handle cache (Park) does not
 // wait for it: it only closes handles, and jobs read and write run files by
 // name.
 
@@ -34,7 +34,7 @@ type dedupJob struct {
 // nextJobLocked returns the job due: the rewrite of the oldest run when
 // retention removed half of it, else the newest pair of neighbouring runs
 // whose older holds no more ids than the newer (the binary counter's rule).
-func (d *dedupState) nextJobLocked() (dedupJob, bool) {
+func (d *Index) nextJobLocked() (dedupJob, bool) {
 	if d.rewriteDueLocked() {
 		return dedupJob{a: d.runs[0], from: d.trimmedAt}, true
 	}
@@ -47,7 +47,7 @@ func (d *dedupState) nextJobLocked() (dedupJob, bool) {
 }
 
 // startMergeLocked starts the job goroutine when a job is due and none runs.
-func (d *dedupState) startMergeLocked(l *Log) {
+func (d *Index) startMergeLocked() {
 	if d.merging {
 		return
 	}
@@ -57,15 +57,14 @@ func (d *dedupState) startMergeLocked(l *Log) {
 	}
 	d.merging = true
 	d.mergeWG.Add(1)
-	go l.runJobs(job)
+	go d.runJobs(job)
 }
 
 // runJobs does job, then every job due after it, until none is due or one
 // fails (its runs are kept as they are; tried again after the next seal or
 // retention). A job that failed because its runs went meanwhile (retention
 // removed their files) is no failure: the next one is done.
-func (l *Log) runJobs(job dedupJob) {
-	d := &l.dedup
+func (d *Index) runJobs(job dedupJob) {
 	defer d.mergeWG.Done()
 	for {
 		dedupJobSlots <- struct{}{}
@@ -79,15 +78,15 @@ func (l *Log) runJobs(job dedupJob) {
 		var r *dedupRun
 		var err error
 		if job.b == nil {
-			r, err = l.rewriteRun(job.a, job.from)
+			r, err = d.rewriteRun(job.a, job.from)
 		} else {
-			r, err = l.mergeRunFiles(job.a, job.b)
+			r, err = d.mergeRunFiles(job.a, job.b)
 		}
 		<-dedupJobSlots
 		d.mu.Lock()
 		if err == nil {
-			d.swapLocked(l, job, r)
-			d.accountLocked(l)
+			d.swapLocked(job, r)
+			d.accountLocked()
 		} else if d.runIndexLocked(job.a) < 0 || (job.b != nil && d.runIndexLocked(job.b) < 0) {
 			err = nil // stale: retention dropped a run (and its file) meanwhile; go on
 		}
@@ -104,34 +103,34 @@ func (l *Log) runJobs(job dedupJob) {
 
 // swapLocked puts r in the place of the job's runs and removes their files,
 // or, when they changed meanwhile, removes r's file instead.
-func (d *dedupState) swapLocked(l *Log, job dedupJob, r *dedupRun) {
+func (d *Index) swapLocked(job dedupJob, r *dedupRun) {
 	i := d.runIndexLocked(job.a)
 	switch {
 	case !d.loaded || i < 0:
 	case job.b == nil:
-		d.closeRunsLocked(l, job.a)
+		d.closeRunsLocked(job.a)
 		d.runs[i] = r
 		if r.name() != job.a.name() {
-			_ = l.fs.Remove(join(l.dir, job.a.name())) // the new run starts later: sorts after, redundant
+			_ = d.cfg.FS.Remove(d.path(job.a.name())) // the new run starts later: sorts after, redundant
 		}
 		return
 	case i+1 < len(d.runs) && d.runs[i+1] == job.b:
-		d.closeRunsLocked(l, job.a, job.b)
+		d.closeRunsLocked(job.a, job.b)
 		d.runs = append(d.runs[:i:i], append([]*dedupRun{r}, d.runs[i+2:]...)...)
 		// The merged file sorts before the two it replaces (same first,
 		// later last), so a crash before these removes leaves redundant
 		// runs the load deletes.
-		_ = l.fs.Remove(join(l.dir, job.a.name()))
-		_ = l.fs.Remove(join(l.dir, job.b.name()))
+		_ = d.cfg.FS.Remove(d.path(job.a.name()))
+		_ = d.cfg.FS.Remove(d.path(job.b.name()))
 		return
 	}
 	if !d.runNamedLocked(r.name()) {
-		_ = l.fs.Remove(join(l.dir, r.name())) // unless a later load took it up
+		_ = d.cfg.FS.Remove(d.path(r.name())) // unless a later load took it up
 	}
 }
 
 // runNamedLocked reports whether a run in memory has the file name.
-func (d *dedupState) runNamedLocked(name string) bool {
+func (d *Index) runNamedLocked(name string) bool {
 	for _, x := range d.runs {
 		if x.name() == name {
 			return true
@@ -141,7 +140,7 @@ func (d *dedupState) runNamedLocked(name string) bool {
 }
 
 // runIndexLocked returns r's index in d.runs, or -1.
-func (d *dedupState) runIndexLocked(r *dedupRun) int {
+func (d *Index) runIndexLocked(r *dedupRun) int {
 	for i, x := range d.runs {
 		if x == r {
 			return i
@@ -153,25 +152,25 @@ func (d *dedupState) runIndexLocked(r *dedupRun) int {
 // mergeRunFiles writes the run merging a and b (neighbours, a older) and
 // returns its in-memory part. Run files never change once written, so this
 // needs no lock.
-func (l *Log) mergeRunFiles(a, b *dedupRun) (*dedupRun, error) {
-	_, ea, err := l.readRun(a.hdr.First, a.hdr.Last)
+func (d *Index) mergeRunFiles(a, b *dedupRun) (*dedupRun, error) {
+	_, ea, err := d.readRun(a.hdr.First, a.hdr.Last)
 	if err != nil {
 		return nil, err
 	}
-	_, eb, err := l.readRun(b.hdr.First, b.hdr.Last)
+	_, eb, err := d.readRun(b.hdr.First, b.hdr.Last)
 	if err != nil {
 		return nil, err
 	}
 	merged := index.MergeRunEntries(make([]index.RunEntry, 0, len(ea)+len(eb)), ea, eb)
-	return l.writeRun(a.hdr.First, b.hdr.Last, merged)
+	return d.writeRun(a.hdr.First, b.hdr.Last, merged)
 }
 
-// dedupWaitMerges waits for the job goroutine (tests, dedupFlush).
-func (l *Log) dedupWaitMerges() { l.dedup.mergeWG.Wait() }
+// WaitMerges waits for the job goroutine (tests, Drop, Undo).
+func (d *Index) WaitMerges() { d.mergeWG.Wait() }
 
-// dedupMerging reports whether the job goroutine runs.
-func (l *Log) dedupMerging() bool {
-	d := &l.dedup
+// Merging reports whether the job goroutine runs (a release that would wait
+// for it tries again later).
+func (d *Index) Merging() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.merging

@@ -1,10 +1,11 @@
-package segment
+package dedup
 
 import (
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -14,17 +15,17 @@ import (
 )
 
 // Sealed dedup runs (issue 14: dedup memory that does not grow with stored
-// messages). The newest dedupRunEntries transaction ids of a loaded log sit
+// messages). The newest Config.RunEntries transaction ids of a loaded log sit
 // in the active table (and dedup.idx); when it fills they are sealed into a
 // run file, sorted by hash (index.EncodeRun), and memory keeps only the
 // run's Bloom filter (1.25 bytes an id) and the first hash of each of its
 // pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
-// every hash match is still verified against the record (FindTransactions),
+// every hash match is still verified against the record (Find),
 // so a false positive costs a read, never a wrong answer.
 //
 // Runs are merged like a binary counter (two neighbours while the older is
-// no larger than the newer), in the background (dedup_merge.go), so a log
-// holds about log2(ids/dedupRunEntries) runs and a lookup probes as many
+// no larger than the newer), in the background (merge.go), so a log
+// holds about log2(ids/RunEntries) runs and a lookup probes as many
 // filters. Retention drops runs wholly below the first offset and rewrites
 // one that is half expired, so memory follows the retained messages.
 //
@@ -32,13 +33,12 @@ import (
 // never synced. A run that is missing, damaged or past the offsets a crash
 // kept leaves a gap that the load re-indexes from the segments.
 
-// dedupRunEntries is how many ids the active table holds before they are
-// sealed into a run: 6,144 entries fill its 8,192 slots (128 KiB) to the
+// DefaultRunEntries is how many ids the active table holds before they are
+// sealed into a run (Config.RunEntries): 6,144 entries fill its 8,192 slots (128 KiB) to the
 // 3/4 load it allows, so the table never grows past them. That is 0.26
 // bytes a message of issue 14's shape (100 partitions, 500,000 messages
-// each); twice the entries would halve the seals but double that. A
-// variable so tests can seal small runs.
-var dedupRunEntries = 6144
+// each); twice the entries would halve the seals but double that.
+const DefaultRunEntries = 6144
 
 // dedupTableMaxBytes is the active table's size after a seal: a table grown
 // past it (one push larger than a run) is dropped rather than kept.
@@ -47,7 +47,7 @@ const dedupTableMaxBytes = 16 * 8192
 // dedupRun is a sealed run in memory.
 //
 // f is the run's file, opened by the first lookup that reads a page of it and
-// kept open (one handle, counted in the Log's HandleCache) until the run
+// kept open (one handle, counted through Config.Handles) until the run
 // leaves memory (closeRunsLocked): a filter false positive, about 1 % of the
 // ids looked up per run, then costs one pread instead of an open, a pread
 // and a close (issue 14: 7.6 % of a push's CPU went to those). Only lookups
@@ -56,17 +56,17 @@ type dedupRun struct {
 	hdr       index.RunHeader // First..Last, Count, Check
 	pageFirst []uint64        // the first hash of each page
 	filter    *index.Filter
-	f         file // nil until a page is read
+	f         vfs.File // nil until a page is read
 }
 
 // closeRunsLocked closes the files of runs leaving memory (dropped, replaced
 // or released) and takes their handles off the cache.
-func (d *dedupState) closeRunsLocked(l *Log, runs ...*dedupRun) {
+func (d *Index) closeRunsLocked(runs ...*dedupRun) {
 	for _, r := range runs {
 		if r != nil && r.f != nil {
 			_ = r.f.Close()
 			r.f = nil
-			l.cache.adjust(l, -1)
+			d.handles(-1)
 		}
 	}
 }
@@ -82,7 +82,7 @@ func parseRunName(name string) (first, last uint64, ok bool) { return index.Pars
 // listRuns returns the run files in dir as (first, last), sorted by first
 // ascending and, for equal firsts, last descending (a merged run before the
 // runs it replaced).
-func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
+func listRuns(fsys vfs.FS, dir string) ([][2]uint64, error) {
 	names, err := fsys.List(dir)
 	if err != nil {
 		return nil, err
@@ -92,7 +92,7 @@ func listRuns(fsys fileSystem, dir string) ([][2]uint64, error) {
 		if a, b, ok := parseRunName(n); ok {
 			runs = append(runs, [2]uint64{a, b})
 		} else if a, b, ok := parseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
-			_ = fsys.Remove(join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
+			_ = fsys.Remove(filepath.Join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
 		}
 	}
 	sort.Slice(runs, func(i, j int) bool {
@@ -114,8 +114,8 @@ func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
 }
 
 // readRun reads and verifies a whole run file, returning its entries.
-func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, error) {
-	b, err := l.fs.ReadFile(join(l.dir, runName(first, last)))
+func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, error) {
+	b, err := d.cfg.FS.ReadFile(d.path(runName(first, last)))
 	if err != nil {
 		return index.RunHeader{}, nil, err
 	}
@@ -123,10 +123,7 @@ func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, er
 	if h, err := index.ParseRunHeader(b); err == nil && int64(len(b)) == h.Size() {
 		entries = make([]index.RunEntry, 0, h.Count) // sized by a header the scan checks again
 	}
-	hdr, err := index.ScanRun(b, func(_ int, e index.RunEntry) { entries = append(entries, e) })
-	if err == nil && (hdr.First != first || hdr.Last != last) {
-		err = fmt.Errorf("%w: header says offsets %d..%d, the name %d..%d", index.ErrRun, hdr.First, hdr.Last, first, last)
-	}
+	hdr, err := CheckRun(b, first, last, func(e index.RunEntry) { entries = append(entries, e) })
 	if err != nil {
 		return hdr, nil, fmt.Errorf("%s: %w", runName(first, last), err)
 	}
@@ -136,10 +133,10 @@ func (l *Log) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, er
 // writeRun writes a run file (a temp file renamed into place: a crash leaves
 // the old name or the whole new file, though unsynced bytes may be lost with
 // it; the load checks every byte) and returns its in-memory part.
-func (l *Log) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
+func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
 	b := index.EncodeRun(first, last, entries)
 	// Unsynced (noSync): a run is a cache the load verifies whole.
-	if err := vfs.WriteFileAtomic(l.fs, join(l.dir, runName(first, last)), b, true); err != nil {
+	if err := vfs.WriteFileAtomic(d.cfg.FS, d.path(runName(first, last)), b, true); err != nil {
 		return nil, err
 	}
 	hdr, _ := index.ParseRunHeader(b)
@@ -148,23 +145,23 @@ func (l *Log) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun,
 
 // indexSegments returns the run entries of the records first..last, read
 // from the segments (what a run is rebuilt from).
-func (l *Log) indexSegments(first, last uint64) ([]index.RunEntry, error) {
+func (d *Index) indexSegments(first, last uint64) ([]index.RunEntry, error) {
 	var entries []index.RunEntry
-	var rb ReadBuffer
 	for from := first; from <= last; {
-		msgs, err := l.Read(from, 4096, 0, &rb)
+		var end uint64
+		n, err := d.cfg.Source.Read(from, 4096, 0, func(off uint64, txid string, _ [16]byte) {
+			if off <= last && txid != "" {
+				entries = append(entries, index.RunEntry{Hash: index.HashTxn(txid), Offset: off})
+			}
+			end = off
+		})
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) == 0 {
+		if n == 0 {
 			break
 		}
-		for i := range msgs {
-			if m := &msgs[i]; m.Offset <= last && m.TransactionID != "" {
-				entries = append(entries, index.RunEntry{Hash: index.HashTxn(m.TransactionID), Offset: m.Offset})
-			}
-		}
-		from = msgs[len(msgs)-1].Offset + 1
+		from = end + 1
 	}
 	index.SortRunEntries(entries)
 	return entries, nil
@@ -172,18 +169,18 @@ func (l *Log) indexSegments(first, last uint64) ([]index.RunEntry, error) {
 
 // sealLocked writes the active table as the run covering runsEnd+1 ..
 // covered, empties the table and restarts dedup.idx after it, then starts
-// merging runs in the background (dedup_merge.go). A failed write keeps the table (complete, only larger) and is
+// merging runs in the background (merge.go). A failed write keeps the table (complete, only larger) and is
 // retried after another run's worth of ids.
-func (d *dedupState) sealLocked(l *Log) error {
+func (d *Index) sealLocked() error {
 	if d.covered <= d.runsEnd {
 		return nil
 	}
 	entries := make([]index.RunEntry, 0, d.table.Len())
 	d.table.Each(func(h, off uint64) { entries = append(entries, index.RunEntry{Hash: h, Offset: off}) })
 	index.SortRunEntries(entries)
-	r, err := l.writeRun(d.runsEnd+1, d.covered, entries)
+	r, err := d.writeRun(d.runsEnd+1, d.covered, entries)
 	if err != nil {
-		d.sealRetryAt = d.table.Len() + dedupRunEntries
+		d.sealRetryAt = d.table.Len() + d.cfg.RunEntries
 		return err
 	}
 	d.runs = append(d.runs, r)
@@ -193,32 +190,32 @@ func (d *dedupState) sealLocked(l *Log) error {
 	} else {
 		d.table.Reset()
 	}
-	d.restartFileLocked(l)
-	d.startMergeLocked(l)
+	d.restartFileLocked()
+	d.startMergeLocked()
 	return nil
 }
 
 // trimLocked follows retention: runs wholly below first go, and the oldest
 // run is rewritten without its expired ids once they are half of it, in the
-// background like a merge (dedup_merge.go). A failed rewrite keeps the run
+// background like a merge (merge.go). A failed rewrite keeps the run
 // (correct, only larger).
-func (d *dedupState) trimLocked(l *Log, first uint64) {
+func (d *Index) trimLocked(first uint64) {
 	d.trimmedAt = first
 	drop := 0
 	for drop < len(d.runs) && d.runs[drop].hdr.Last < first {
-		d.closeRunsLocked(l, d.runs[drop])
-		_ = l.fs.Remove(join(l.dir, d.runs[drop].name()))
+		d.closeRunsLocked(d.runs[drop])
+		_ = d.cfg.FS.Remove(d.path(d.runs[drop].name()))
 		drop++
 	}
 	if drop > 0 {
 		d.runs = append([]*dedupRun(nil), d.runs[drop:]...)
 	}
-	d.startMergeLocked(l)
+	d.startMergeLocked()
 }
 
 // rewriteDueLocked reports whether the oldest run has at least half of its
 // offsets below the first offset retention left.
-func (d *dedupState) rewriteDueLocked() bool {
+func (d *Index) rewriteDueLocked() bool {
 	if len(d.runs) == 0 {
 		return false
 	}
@@ -229,9 +226,9 @@ func (d *dedupState) rewriteDueLocked() bool {
 // rewriteRun writes run r again covering from..r.Last with only the entries
 // at or after from: from its file, or from the segments when the file does
 // not verify. The caller removes r's file once the new run replaced it.
-func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
+func (d *Index) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
 	from = max(from, r.hdr.First)
-	_, entries, err := l.readRun(r.hdr.First, r.hdr.Last)
+	_, entries, err := d.readRun(r.hdr.First, r.hdr.Last)
 	if err == nil {
 		kept := entries[:0]
 		for _, e := range entries {
@@ -240,10 +237,10 @@ func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
 			}
 		}
 		entries = kept
-	} else if entries, err = l.indexSegments(from, r.hdr.Last); err != nil {
+	} else if entries, err = d.indexSegments(from, r.hdr.Last); err != nil {
 		return nil, err
 	}
-	return l.writeRun(from, r.hdr.Last, entries)
+	return d.writeRun(from, r.hdr.Last, entries)
 }
 
 // loadRunsLocked reads the run files that chain from the log's first offset
@@ -253,8 +250,8 @@ func (l *Log) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
 // every run after a gap (a run lost or damaged), whose offsets the caller
 // re-indexes from the segments. It returns what was rebuilt and why ("" when
 // nothing was lost). Only a failed listing or segment read is an error.
-func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error) {
-	names, err := listRuns(l.fs, l.dir)
+func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
+	names, err := listRuns(d.cfg.FS, d.cfg.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -273,7 +270,7 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 			gap = true
 			why = fmt.Sprintf("dedup run %s starts after offset %d, where the runs before it end: a run is missing; re-indexed from the segments", runName(a, b), covered)
 		default:
-			hdr, entries, rerr := l.readRun(a, b)
+			hdr, entries, rerr := d.readRun(a, b)
 			if rerr != nil {
 				gap = true
 				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
@@ -289,7 +286,7 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 			}
 			continue
 		}
-		_ = l.fs.Remove(join(l.dir, runName(a, b)))
+		_ = d.cfg.FS.Remove(d.path(runName(a, b)))
 	}
 	if len(d.runs) == 0 {
 		return why, nil
@@ -300,12 +297,12 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 	if top.Offset == 0 {
 		return why, nil // the newest run holds no id
 	}
-	match, err := l.dedupEntryMatches(top.Hash, top.Offset)
+	match, err := d.entryMatches(top.Hash, top.Offset)
 	if err != nil || match {
 		return why, err
 	}
 	for _, r := range d.runs {
-		_ = l.fs.Remove(join(l.dir, r.name()))
+		_ = d.cfg.FS.Remove(d.path(r.name()))
 	}
 	d.runs, d.runsEnd = nil, 0
 	return "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log", nil
@@ -315,26 +312,24 @@ func (d *dedupState) loadRunsLocked(l *Log, first uint64) (why string, err error
 // pages that may hold it (one, unless equal hashes cross a page boundary).
 // A page that cannot be read or fails its check makes the run be rebuilt
 // from the segments and read again; only a failure of that is an error.
-func (d *dedupState) runCandidates(l *Log, i int, h uint64, out []uint64) ([]uint64, error) {
-	out, err := d.runs[i].candidates(l, h, out)
+func (d *Index) runCandidates(i int, h uint64, out []uint64) ([]uint64, error) {
+	out, err := d.runs[i].candidates(d, h, out)
 	if err == nil {
 		return out, nil
 	}
 	r := d.runs[i]
-	d.closeRunsLocked(l, r)
-	entries, serr := l.indexSegments(r.hdr.First, r.hdr.Last)
+	d.closeRunsLocked(r)
+	entries, serr := d.indexSegments(r.hdr.First, r.hdr.Last)
 	if serr != nil {
 		return out, errors.Join(err, serr)
 	}
-	nr, werr := l.writeRun(r.hdr.First, r.hdr.Last, entries)
+	nr, werr := d.writeRun(r.hdr.First, r.hdr.Last, entries)
 	if werr != nil {
 		return out, errors.Join(err, werr)
 	}
 	d.runs[i] = nr
-	if l.opts.OnRecover != nil {
-		l.opts.OnRecover(l.dir, &RecoveryReport{DedupRebuilt: fmt.Sprintf("%v: rebuilt from the segments", err)})
-	}
-	return nr.candidates(l, h, out)
+	d.rebuilt(fmt.Sprintf("%v: rebuilt from the segments", err))
+	return nr.candidates(d, h, out)
 }
 
 // runPages recycles the page buffers of candidates (a page on the stack
@@ -343,7 +338,7 @@ var runPages = sync.Pool{New: func() any { return new([index.RunPageSize]byte) }
 
 // candidates appends to out the offsets of r's entries with hash h, opening
 // r's file on first use (it stays open: see dedupRun).
-func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) {
+func (r *dedupRun) candidates(d *Index, h uint64, out []uint64) ([]uint64, error) {
 	pages := len(r.pageFirst)
 	if pages == 0 || h < r.pageFirst[0] {
 		return out, nil // below the run's smallest hash: a filter false positive
@@ -353,12 +348,12 @@ func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) 
 		k-- // entries with hash h may end the page before the first that starts at h
 	}
 	if r.f == nil {
-		f, err := l.fs.OpenFile(join(l.dir, r.name()), os.O_RDONLY)
+		f, err := d.cfg.FS.OpenFile(d.path(r.name()), os.O_RDONLY)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", r.name(), err)
 		}
 		r.f = f
-		l.cache.adjust(l, 1)
+		d.handles(1)
 	}
 	bp := runPages.Get().(*[index.RunPageSize]byte)
 	defer runPages.Put(bp)
@@ -385,36 +380,4 @@ func (r *dedupRun) candidates(l *Log, h uint64, out []uint64) ([]uint64, error) 
 		}
 	}
 	return out, nil
-}
-
-// removeRunsFrom deletes the run files of dir that cover any offset at or
-// after keepBelow and returns how many entries they held (OpenFrom: those
-// offsets are cut and replayed, and may hold other records afterwards).
-// With dry, it only counts.
-func removeRunsFrom(fsys fileSystem, dir string, keepBelow uint64, dry bool) (entries int, err error) {
-	runs, err := listRuns(fsys, dir)
-	if err != nil {
-		return 0, err
-	}
-	removed := false
-	for _, fl := range runs {
-		if fl[1] < keepBelow {
-			continue
-		}
-		if b, rerr := fsys.ReadFile(join(dir, runName(fl[0], fl[1]))); rerr == nil {
-			if hdr, herr := index.ParseRunHeader(b); herr == nil {
-				entries += hdr.Count
-			}
-		}
-		if !dry {
-			if err := fsys.Remove(join(dir, runName(fl[0], fl[1]))); err != nil {
-				return entries, err
-			}
-			removed = true
-		}
-	}
-	if removed {
-		err = fsys.SyncDir(dir)
-	}
-	return entries, err
 }
