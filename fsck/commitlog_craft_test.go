@@ -18,6 +18,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
@@ -303,7 +304,7 @@ func TestCursorPastEndInTheCommitLog(t *testing.T) {
 	rep = runOn(t, root, ModeCheck)
 	assert.Equal(t, []Kind{KindUnsyncedTail}, kinds(rep), "%+v", rep.Findings)
 	cur, err := readCursors(filepath.Join(root, dirCursor), func(from uint64, fn func(uint64, []byte) error) error {
-		return eachCheckpoint(root, from, fn)
+		return datadir.EachCheckpoint(root, from, fn)
 	})
 	require.NoError(t, err)
 	for _, e := range cur.Entries {

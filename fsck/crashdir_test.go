@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -144,7 +145,7 @@ func memToDisk(t *testing.T, mem *vfs.Mem) string {
 
 // partDir is a partition's directory under a data directory on disk.
 func partDir(root string, id [16]byte) string {
-	return filepath.Join(root, dirPartitions, idString(id))
+	return filepath.Join(root, dirPartitions, datadir.IDString(id))
 }
 
 // findingsOf returns the findings of kind k.

@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/datadir"
 )
 
 // brokerDir is a data directory written by the real broker, with the metadata it
 // holds (queue and partition names by id) so the tests can name partitions.
 type brokerDir struct {
 	root  string
-	names map[[16]byte]partInfo
+	names map[[16]byte]datadir.PartInfo
 	// pushed[partition name] = transactionIds in push order
 	pushed map[string][]string
 	// payloads[transactionId] = payload as pushed
@@ -29,7 +30,7 @@ type brokerDir struct {
 // pushes of batch items (one segment each), with clock ticking 1 ms per push.
 func newBrokerDir(t *testing.T, queue string, parts, perPart, batch int) *brokerDir {
 	t.Helper()
-	d := &brokerDir{root: t.TempDir(), names: map[[16]byte]partInfo{}, pushed: map[string][]string{}, payloads: map[string]string{}}
+	d := &brokerDir{root: t.TempDir(), names: map[[16]byte]datadir.PartInfo{}, pushed: map[string][]string{}, payloads: map[string]string{}}
 	clock := time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC)
 	b, err := broker.Open(broker.Config{DataDir: d.root, Sync: "never", Logger: zerolog.Nop(), Now: func() time.Time { return clock }})
 	require.NoError(t, err)
@@ -49,7 +50,7 @@ func newBrokerDir(t *testing.T, queue string, parts, perPart, batch int) *broker
 			for _, r := range res {
 				require.Equal(t, broker.PushQueued, r.Status)
 				id := uuid.MustParse(r.PartitionID)
-				d.names[id] = partInfo{ID: id, Queue: queue, Name: r.Partition}
+				d.names[id] = datadir.PartInfo{ID: id, Queue: queue, Name: r.Partition}
 			}
 		}
 		clock = clock.Add(time.Millisecond)

@@ -9,11 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/segment"
 )
@@ -146,7 +146,7 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	if err != nil {
 		return st, err
 	}
-	if err := isDataDir(abs); err != nil {
+	if err := datadir.Check(abs); err != nil {
 		return st, err
 	}
 	if opts.StreamQuery != "" {
@@ -163,11 +163,11 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	if opts.Records || opts.Segments {
 		want = func([16]byte) bool { return true }
 	}
-	v, err := loadView(abs, want)
+	v, err := datadir.Load(abs, want)
 	if err != nil {
 		return st, err
 	}
-	logs, names, err := selectLogs(abs, v, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ || opts.CommitLog)
+	logs, names, err := datadir.SelectLogs(abs, v, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ || opts.CommitLog)
 	if err != nil {
 		return st, err
 	}
@@ -190,69 +190,13 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	return st, bw.Flush()
 }
 
-// selectLogs returns the log directories a filter selects, with their names:
-// those on disk, and those of live partitions and queues only the commit log
-// holds records of (their directory is made at the server's next start).
-func selectLogs(dataDir string, v *dirView, queue, partition, partitionID string, dlq bool) ([]logDir, map[string]partInfo, error) {
-	all, err := listLogs(dataDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	all = append(all, v.walOnlyLogs(dataDir, all)...)
-	meta := v.meta
-	names := map[string]partInfo{}
-	for _, d := range all {
-		if meta == nil {
-			continue
-		}
-		if d.DLQ {
-			names[d.Rel] = partInfo{ID: d.ID, QueueID: d.ID, Queue: meta.Queues[d.ID], Name: "(dlq)"}
-		} else if p, ok := meta.Partitions[d.ID]; ok {
-			names[d.Rel] = p
-		}
-	}
-	var out []logDir
-	switch {
-	case partitionID != "":
-		id, err := uuid.Parse(partitionID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("partition id %q: %w", partitionID, err)
-		}
-		for _, d := range all {
-			if d.ID == id && !d.DLQ {
-				out = append(out, d)
-			}
-		}
-	case queue != "" || partition != "":
-		if meta == nil {
-			return nil, nil, fmt.Errorf("selecting by queue or partition name needs the metadata journal: %w (use --partition-id)", v.metaErr)
-		}
-		for _, d := range all {
-			n := names[d.Rel]
-			if (queue == "" || n.Queue == queue) && (partition == "" || (!d.DLQ && n.Name == partition)) && (!d.DLQ || dlq) {
-				out = append(out, d)
-			}
-		}
-	default:
-		for _, d := range all {
-			if !d.DLQ || dlq {
-				out = append(out, d)
-			}
-		}
-	}
-	if len(out) == 0 && (partitionID != "" || queue != "" || partition != "") {
-		return nil, nil, fmt.Errorf("queue %q partition %q id %q: %w", queue, partition, partitionID, ErrNotFound)
-	}
-	return out, names, nil
-}
-
-func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
+func dumpLog(v *datadir.View, d datadir.LogDir, n datadir.PartInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
 	files, err := listSegFiles(d.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	st.Partitions++
-	pid := idString(d.ID)
+	pid := datadir.IDString(d.ID)
 	first, next := uint64(0), uint64(0)
 	if len(files) > 0 {
 		first = files[0].FirstOffset
@@ -263,9 +207,9 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 			(opts.FromMicros == 0 || ts >= opts.FromMicros) && (opts.ToMicros == 0 || ts <= opts.ToMicros)
 	}
 	if len(files) > 0 {
-		next = indexEnd(d.Path, files[len(files)-1])
+		next = datadir.IndexEnd(d.Path, files[len(files)-1].SegFile)
 	}
-	next, keep := v.recoveredNext(d, next)
+	next, keep := v.RecoveredNext(d, next)
 	if keep > 0 && (first == 0 || first >= keep) {
 		first = min(keep, next) // nothing kept of the files: the log starts at keep
 	}
@@ -284,7 +228,7 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 		return nil
 	}
 	var werr error
-	err = v.eachRecovered(d, opts.FromOffset, func(s segInfo, lsn uint64, msgs []segment.Message) bool {
+	err = v.EachRecovered(d, opts.FromOffset, func(s datadir.SegInfo, lsn uint64, msgs []segment.Message) bool {
 		last := s.FirstOffset + uint64(s.Count) - 1
 		if opts.ToOffset != 0 && s.FirstOffset > opts.ToOffset {
 			return false
@@ -311,7 +255,7 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 
 // dumpRecords prints the record lines of one segment's messages in the
 // selected offset range.
-func dumpRecords(n partInfo, pid string, dlq bool, created string, lsn uint64, msgs []segment.Message, opts DumpOptions, enc *json.Encoder, st *DumpStats, werr error) error {
+func dumpRecords(n datadir.PartInfo, pid string, dlq bool, created string, lsn uint64, msgs []segment.Message, opts DumpOptions, enc *json.Encoder, st *DumpStats, werr error) error {
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Offset < opts.FromOffset || (opts.ToOffset != 0 && m.Offset > opts.ToOffset) || werr != nil {
@@ -325,7 +269,7 @@ func dumpRecords(n partInfo, pid string, dlq bool, created string, lsn uint64, m
 	return werr
 }
 
-func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) dumpRecord {
+func recordLine(n datadir.PartInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) dumpRecord {
 	r := dumpRecord{Type: "record", Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: dlq, Offset: m.Offset,
 		ID: uuid.UUID(m.ID).String(), TransactionID: m.TransactionID, CreatedAt: created, TsMicros: m.TimestampMicros,
 		PayloadBytes: len(m.Payload)}
@@ -353,8 +297,8 @@ func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Mes
 }
 
 // dumpIndexFile prints the valid entries of one "<base>.idx" file, read-only.
-func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) bool, enc *json.Encoder, st *DumpStats) error {
-	name := strings.TrimSuffix(f.Name, segExt) + idxExt
+func dumpIndexFile(d datadir.LogDir, f fileSummary, inRange func(uint64, uint64, int64) bool, enc *json.Encoder, st *DumpStats) error {
+	name := f.IndexName()
 	b, err := os.ReadFile(filepath.Join(d.Path, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -373,37 +317,12 @@ func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) 
 			continue
 		}
 		st.IndexEntries++
-		if err := enc.Encode(dumpIndex{Type: "index", PartitionID: idString(d.ID), File: name, Entry: i,
+		if err := enc.Encode(dumpIndex{Type: "index", PartitionID: datadir.IDString(d.ID), File: name, Entry: i,
 			FirstOffset: e.Base, LastOffset: e.Last(), Pos: e.Pos, TsMicros: e.TimestampMicros, Count: e.Count}); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// indexEnd is one past the last offset the index of segment file f covers (the
-// file's first offset when the index is missing or empty). An active file
-// with no index file (segment.LazyIndexSegments) is scanned instead.
-func indexEnd(dir string, f fileSummary) uint64 {
-	b, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(f.Name, segExt)+idxExt))
-	if errors.Is(err, os.ErrNotExist) {
-		end := f.FirstOffset
-		_ = segment.Scan(dir, f.FirstOffset, func(s segment.SegmentInfo, _ []segment.Message) bool {
-			end = max(end, s.FirstOffset+uint64(s.Count))
-			return true
-		})
-		return end
-	}
-	if err != nil || index.CheckHeader(b, f.FirstOffset) != nil {
-		return f.FirstOffset
-	}
-	body := b[index.HeaderSize:]
-	n := index.ValidEntries(body, f.FirstOffset)
-	if n == 0 {
-		return f.FirstOffset
-	}
-	e, _ := index.DecodeEntry(body[(n-1)*index.EntrySize:])
-	return e.Last() + 1
 }
 
 // formatMicros renders µs since the epoch as the API's createdAt (6 fractional digits, Z).

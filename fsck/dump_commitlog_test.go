@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/segment"
 )
 
@@ -75,7 +76,7 @@ func TestDumpCommitLogEntries(t *testing.T) {
 	for i, p := range pushes {
 		assert.Equal(t, "orders", p["queue"])
 		assert.Equal(t, "p0", p["partition"])
-		assert.Equal(t, idString(m.parts["p0"]), p["partitionId"])
+		assert.Equal(t, datadir.IDString(m.parts["p0"]), p["partitionId"])
 		assert.EqualValues(t, 31+3*i, p["firstOffset"])
 		assert.Equal(t, true, p["replay"], "a restart appends it")
 	}

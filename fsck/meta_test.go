@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/combmq/comb/record"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/record"
 )
 
 // TestMetaReaderMatchesBroker: the metadata journal the real broker writes is
@@ -16,7 +18,7 @@ import (
 // partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
 	d := newBrokerDir(t, "billing.invoices", 3, 4, 2)
-	v, err := readMeta(d.root)
+	v, err := datadir.ReadMeta(d.root)
 	require.NoError(t, err)
 	require.True(t, v.Present)
 	assert.Equal(t, v.Bytes, v.ValidBytes)
@@ -24,7 +26,7 @@ func TestMetaReaderMatchesBroker(t *testing.T) {
 	require.Len(t, v.Partitions, 3)
 	for id, want := range d.names {
 		got, ok := v.Partitions[id]
-		require.Truef(t, ok, "partition %s", idString(id))
+		require.Truef(t, ok, "partition %s", datadir.IDString(id))
 		assert.Equal(t, want.Name, got.Name)
 		assert.Equal(t, "billing.invoices", got.Queue)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/meta"
 )
 
@@ -40,16 +41,16 @@ type targetQueue struct {
 
 // sourceQueues maps each target queue name of logs to the source queue configured there
 // (the first by name when --to-queue merges several).
-func (r *replayer) sourceQueues(v *dirView, logs []logDir, names map[string]partInfo) map[string]*meta.Queue {
+func (r *replayer) sourceQueues(v *datadir.View, logs []datadir.LogDir, names map[string]datadir.PartInfo) map[string]*meta.Queue {
 	out := map[string]*meta.Queue{}
-	if v.meta == nil || v.meta.state == nil {
+	if v.Meta == nil || v.Meta.State == nil {
 		return out
 	}
 	var qs []*meta.Queue
 	seen := map[[16]byte]bool{}
 	for _, d := range logs {
 		n := names[d.Rel]
-		q := v.meta.state.QueueByID[n.QueueID]
+		q := v.Meta.State.QueueByID[n.QueueID]
 		if q == nil || seen[q.ID] {
 			continue
 		}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/datadir"
 )
 
 // fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
@@ -209,15 +211,14 @@ func TestReplayRefusesAnotherReplaysState(t *testing.T) {
 // orphan_partition) is replayed by id into names given on the command line.
 func TestReplayUnnamedPartitionByID(t *testing.T) {
 	d := newBrokerDir(t, "orders", 2, 12, 4)
-	old := readMeta
-	t.Cleanup(func() { readMeta = old })
-	readMeta = func(string) (*metaView, error) { // lost metadata: no partition is named
-		return &metaView{Present: true, Queues: map[[16]byte]string{}, Partitions: map[[16]byte]partInfo{}}, nil
-	}
+	// Lost metadata: no partition is named (the journal gone, and the commit log
+	// with its metadata entries; Close left every record in the files).
+	require.NoError(t, os.Remove(filepath.Join(d.root, dirMeta, metaJournalFile)))
+	require.NoError(t, os.RemoveAll(filepath.Join(d.root, dirCommitLog)))
 	var id string
 	for k, p := range d.names {
 		if p.Name == "p1" {
-			id = idString(k)
+			id = datadir.IDString(k)
 		}
 	}
 	target := newFakeTarget()
