@@ -12,42 +12,31 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/datadir"
-	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/datadir/datadirtest"
 )
-
-// killedWithGarbage is scenarioBroker's directory with garbage in p0's unsynced
-// region (valid segments after it): a naive read of the file fails there.
-func killedWithGarbage(t *testing.T) (*memBroker, string) {
-	t.Helper()
-	m, root := scenarioBroker(t)
-	cut, err := segment.PlanFrom(partDir(root, m.parts["p0"]), 31)
-	require.NoError(t, err)
-	overwrite(t, cut.File, cut.At+10, bytes.Repeat([]byte{0xAB}, 60))
-	return m, root
-}
 
 // Issue 14: dump reads a log as the server serves it after recovery: its files up to
 // their durable end, then the records only the commit log holds (with their entry's
 // LSN), never the unsynced bytes past the durable end.
 func TestDumpReadsTheCommitLog(t *testing.T) {
-	m, root := killedWithGarbage(t)
+	m, root := datadirtest.KilledWithGarbage(t)
 	var out bytes.Buffer
 	st, err := Dump(root, DumpOptions{Queue: "orders", Partition: "p0", Payload: true}, &out)
 	require.NoError(t, err)
 	assert.Equal(t, int64(37), st.Records)
-	lines := decodeLines(t, out.Bytes())
-	part := byType(lines, "partition")
+	lines := datadirtest.DecodeLines(t, out.Bytes())
+	part := datadirtest.ByType(lines, "partition")
 	require.Len(t, part, 1)
 	assert.EqualValues(t, 38, part[0]["nextOffset"])
-	recs := byType(lines, "record")
+	recs := datadirtest.ByType(lines, "record")
 	require.Len(t, recs, 37)
 	for i, r := range recs {
 		assert.EqualValues(t, i+1, r["offset"])
-		assert.Equal(t, m.pushed["p0"][i], r["transactionId"])
+		assert.Equal(t, m.Pushed["p0"][i], r["transactionId"])
 		_, fromLog := r["lsn"]
 		assert.Equal(t, i >= 30, fromLog, "offset %d: only offsets 31-37 come from the commit log", i+1)
 	}
-	segs := byType(lines, "segment")
+	segs := datadirtest.ByType(lines, "segment")
 	last := segs[len(segs)-1]
 	assert.Equal(t, dirCommitLog, last["file"])
 	assert.EqualValues(t, 37, last["firstOffset"])
@@ -56,12 +45,12 @@ func TestDumpReadsTheCommitLog(t *testing.T) {
 // Issue 14: --commit-log prints every entry the commit log keeps, in LSN order, with
 // what recovery does with each push; with --payload each push's records follow it.
 func TestDumpCommitLogEntries(t *testing.T) {
-	m, root := scenarioBroker(t)
+	m, root := datadirtest.Scenario(t)
 	var out bytes.Buffer
 	st, err := Dump(root, DumpOptions{CommitLog: true}, &out)
 	require.NoError(t, err)
-	lines := decodeLines(t, out.Bytes())
-	entries := byType(lines, "commitlog")
+	lines := datadirtest.DecodeLines(t, out.Bytes())
+	entries := datadirtest.ByType(lines, "commitlog")
 	require.Len(t, entries, int(st.Entries))
 	var pushes []map[string]any
 	prev := 0.0
@@ -76,32 +65,32 @@ func TestDumpCommitLogEntries(t *testing.T) {
 	for i, p := range pushes {
 		assert.Equal(t, "orders", p["queue"])
 		assert.Equal(t, "p0", p["partition"])
-		assert.Equal(t, datadir.IDString(m.parts["p0"]), p["partitionId"])
+		assert.Equal(t, datadir.IDString(m.Parts["p0"]), p["partitionId"])
 		assert.EqualValues(t, 31+3*i, p["firstOffset"])
 		assert.Equal(t, true, p["replay"], "a restart appends it")
 	}
 	assert.EqualValues(t, 37, pushes[2]["lastOffset"])
-	assert.Empty(t, byType(lines, "record"), "records only with --payload")
+	assert.Empty(t, datadirtest.ByType(lines, "record"), "records only with --payload")
 
 	out.Reset()
 	_, err = Dump(root, DumpOptions{CommitLog: true, Payload: true, Queue: "orders", Partition: "p0"}, &out)
 	require.NoError(t, err)
-	lines = decodeLines(t, out.Bytes())
-	assert.Len(t, byType(lines, "commitlog"), 3, "a filter keeps the selected log's pushes")
-	recs := byType(lines, "record")
+	lines = datadirtest.DecodeLines(t, out.Bytes())
+	assert.Len(t, datadirtest.ByType(lines, "commitlog"), 3, "a filter keeps the selected log's pushes")
+	recs := datadirtest.ByType(lines, "record")
 	require.Len(t, recs, 7)
 	for i, r := range recs {
-		assert.Equal(t, m.pushed["p0"][30+i], r["transactionId"])
+		assert.Equal(t, m.Pushed["p0"][30+i], r["transactionId"])
 		assert.NotNil(t, r["payload"])
 		assert.NotZero(t, r["lsn"])
 	}
 
 	t.Run("entries the files already hold are not replayed", func(t *testing.T) {
-		setSummary(t, root, m.parts["p0"], 38)
+		datadirtest.SetSummary(t, root, m.Parts["p0"], 38)
 		out.Reset()
 		_, err := Dump(root, DumpOptions{CommitLog: true, Partition: "p0", Queue: "orders"}, &out)
 		require.NoError(t, err)
-		for _, e := range byType(decodeLines(t, out.Bytes()), "commitlog") {
+		for _, e := range datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "commitlog") {
 			assert.Equal(t, false, e["replay"])
 		}
 	})
@@ -114,7 +103,7 @@ func TestDumpCommitLogEntries(t *testing.T) {
 func TestReplayIncludesTheCommitLog(t *testing.T) {
 	for _, source := range []string{"data-dir", "dump-file"} {
 		t.Run(source, func(t *testing.T) {
-			m, root := killedWithGarbage(t)
+			m, root := datadirtest.KilledWithGarbage(t)
 			target := newFakeTarget()
 			srv := httptest.NewServer(target)
 			defer srv.Close()
@@ -131,8 +120,8 @@ func TestReplayIncludesTheCommitLog(t *testing.T) {
 			st, err := Replay(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, int64(49), st.Pushed)
-			assert.Equal(t, m.pushed["p0"], target.order["orders/p0"])
-			assert.Equal(t, m.pushed["p1"], target.order["orders/p1"])
+			assert.Equal(t, m.Pushed["p0"], target.order["orders/p0"])
+			assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/record"
 )
 
@@ -17,14 +18,14 @@ import (
 // read back (meta.Read through wire_meta.go) with every queue and
 // partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
-	d := newBrokerDir(t, "billing.invoices", 3, 4, 2)
-	v, err := datadir.ReadMeta(d.root)
+	d := datadirtest.NewBrokerDir(t, "billing.invoices", 3, 4, 2)
+	v, err := datadir.ReadMeta(d.Root)
 	require.NoError(t, err)
 	require.True(t, v.Present)
 	assert.Equal(t, v.Bytes, v.ValidBytes)
 	assert.Equal(t, record.TailClean, v.Tail)
 	require.Len(t, v.Partitions, 3)
-	for id, want := range d.names {
+	for id, want := range d.Names {
 		got, ok := v.Partitions[id]
 		require.Truef(t, ok, "partition %s", datadir.IDString(id))
 		assert.Equal(t, want.Name, got.Name)
@@ -32,7 +33,7 @@ func TestMetaReaderMatchesBroker(t *testing.T) {
 	}
 	assert.Contains(t, mapValues(v.Queues), "billing.invoices")
 
-	rep, err := Run(d.root, Options{})
+	rep, err := Run(d.Root, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ExitClean, rep.ExitCode, "%v", kinds(rep))
 	assert.Equal(t, 1, rep.Totals.Queues)

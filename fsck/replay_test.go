@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
 )
 
 // fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
@@ -116,7 +117,7 @@ func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestReplayResumesWithoutDuplicates(t *testing.T) {
 	for _, source := range []string{"data-dir", "dump-file"} {
 		t.Run(source, func(t *testing.T) {
-			d := newBrokerDir(t, "orders", 3, 95, 10)
+			d := datadirtest.NewBrokerDir(t, "orders", 3, 95, 10)
 			target := newFakeTarget()
 			target.failAfter = 7 // dies part-way through
 			srv := httptest.NewServer(target)
@@ -125,10 +126,10 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			opts := ReplayOptions{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
 				StateFile: filepath.Join(t.TempDir(), "replay.json")}
 			if source == "data-dir" {
-				opts.DataDir = d.root
+				opts.DataDir = d.Root
 			} else {
 				var dump bytes.Buffer
-				_, err := Dump(d.root, DumpOptions{Records: true, Payload: true}, &dump)
+				_, err := Dump(d.Root, DumpOptions{Records: true, Payload: true}, &dump)
 				require.NoError(t, err)
 				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
 				require.NoError(t, os.WriteFile(opts.DumpFile, dump.Bytes(), 0o644))
@@ -152,7 +153,7 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			assert.Equal(t, first.Pushed, second.Skipped, "the resume skips exactly what the target accepted")
 			assert.Zero(t, second.Duplicates, "nothing accepted is sent again")
 
-			for p, want := range d.pushed {
+			for p, want := range d.Pushed {
 				assert.Equal(t, want, target.order["orders/"+p], "partition %s in push order", p)
 			}
 			third, err := Replay(context.Background(), opts)
@@ -166,11 +167,11 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 // re-sends everything with the same transactionIds, and the target's dedup answers
 // duplicate for each; --to-queue renames the queue.
 func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 25, 5)
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 25, 5)
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	opts := ReplayOptions{Target: srv.URL, DataDir: d.root, ToQueue: "orders-copy", Batch: 7}
+	opts := ReplayOptions{Target: srv.URL, DataDir: d.Root, ToQueue: "orders-copy", Batch: 7}
 	st, err := Replay(context.Background(), opts)
 	require.NoError(t, err)
 	assert.Equal(t, int64(50), st.Pushed)
@@ -187,16 +188,16 @@ func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
 
 // TestReplayFilters: --from/--to select by message timestamp and --partition by name.
 func TestReplayFilters(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 40, 10) // segments 1 ms apart
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 40, 10) // segments 1 ms apart
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 	base := int64(1_785_402_000_000_000) // 2026-07-30T09:00:00Z
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, Partition: "p1",
+	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, Partition: "p1",
 		FromMicros: base + 1000, ToMicros: base + 2000})
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), st.Pushed)
-	assert.Equal(t, d.pushed["p1"][10:30], target.order["orders/p1"])
+	assert.Equal(t, d.Pushed["p1"][10:30], target.order["orders/p1"])
 	assert.Empty(t, target.order["orders/p0"])
 }
 
@@ -210,13 +211,13 @@ func TestReplayRefusesAnotherReplaysState(t *testing.T) {
 // TestReplayUnnamedPartitionByID: a partition the metadata does not name (fsck's
 // orphan_partition) is replayed by id into names given on the command line.
 func TestReplayUnnamedPartitionByID(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 12, 4)
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 12, 4)
 	// Lost metadata: no partition is named (the journal gone, and the commit log
 	// with its metadata entries; Close left every record in the files).
-	require.NoError(t, os.Remove(filepath.Join(d.root, dirMeta, metaJournalFile)))
-	require.NoError(t, os.RemoveAll(filepath.Join(d.root, dirCommitLog)))
+	require.NoError(t, os.Remove(filepath.Join(d.Root, dirMeta, metaJournalFile)))
+	require.NoError(t, os.RemoveAll(filepath.Join(d.Root, dirCommitLog)))
 	var id string
-	for k, p := range d.names {
+	for k, p := range d.Names {
 		if p.Name == "p1" {
 			id = datadir.IDString(k)
 		}
@@ -225,11 +226,11 @@ func TestReplayUnnamedPartitionByID(t *testing.T) {
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 
-	_, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id})
+	_, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, PartitionID: id})
 	assert.ErrorContains(t, err, "--to-queue and --to-partition")
 
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
+	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), st.Pushed)
-	assert.Equal(t, d.pushed["p1"], target.order["rescued/p1"])
+	assert.Equal(t, d.Pushed["p1"], target.order["rescued/p1"])
 }
