@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/dump"
 	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 )
@@ -267,11 +268,11 @@ func (r *replayer) fromDump(ctx context.Context) error {
 // parseDumpLine decodes one line of a dump file. ok is false for lines that are not
 // replayable records (partition, segment and index lines, dead letters); an error
 // wraps ErrBadDump. It never panics on any input.
-func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
+func parseDumpLine(b []byte) (rec dump.Record, ok bool, err error) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, false, fmt.Errorf("%w: %v", ErrBadDump, err)
 	}
-	if rec.Type != "record" || rec.DLQ {
+	if rec.Type != dump.TypeRecord || rec.DLQ {
 		return rec, false, nil
 	}
 	if rec.Payload == nil && rec.PayloadBytes > 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
+	"github.com/combmq/comb/dump"
 )
 
 // fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
@@ -128,11 +129,11 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			if source == "data-dir" {
 				opts.DataDir = d.Root
 			} else {
-				var dump bytes.Buffer
-				_, err := Dump(d.Root, DumpOptions{Records: true, Payload: true}, &dump)
+				var dumped bytes.Buffer
+				_, err := dump.Run(d.Root, dump.Options{Records: true, Payload: true}, &dumped)
 				require.NoError(t, err)
 				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
-				require.NoError(t, os.WriteFile(opts.DumpFile, dump.Bytes(), 0o644))
+				require.NoError(t, os.WriteFile(opts.DumpFile, dumped.Bytes(), 0o644))
 			}
 
 			first, err := Replay(context.Background(), opts)

@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -23,15 +24,15 @@ var walKindNames = map[byte]string{
 // record lines (each with the entry's "lsn"). A queue, partition or id filter
 // keeps the push and DLQ entries of the selected logs only. Damage stops it
 // with an error after what could be read.
-func dumpCommitLog(dataDir string, v *datadir.View, logs []datadir.LogDir, names map[string]datadir.PartInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
+func dumpCommitLog(dataDir string, v *datadir.View, logs []datadir.LogDir, names map[string]datadir.PartInfo, opts Options, enc *json.Encoder, st *Stats) error {
 	filtered := opts.Queue != "" || opts.Partition != "" || opts.PartitionID != ""
 	selected := map[[16]byte]datadir.LogDir{}
 	for _, d := range logs {
 		selected[d.ID] = d
 	}
 	var buf segment.ReadBuffer
-	in, err := commitlog.Inspect(nil, filepath.Join(dataDir, dirCommitLog), func(e commitlog.Entry) error {
-		line := dumpWALEntry{Type: "commitlog", LSN: uint64(e.LSN), Kind: walKindNames[e.Kind], Bytes: len(e.Payload)}
+	in, err := commitlog.Inspect(nil, filepath.Join(dataDir, layout.CommitLog), func(e commitlog.Entry) error {
+		line := dumpWALEntry{Type: TypeCommitLog, LSN: uint64(e.LSN), Kind: walKindNames[e.Kind], Bytes: len(e.Payload)}
 		if line.Kind == "" {
 			line.Kind = fmt.Sprintf("kind-%d", e.Kind)
 		}

@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
 )
 
@@ -17,9 +18,9 @@ import (
 func TestDumpShape(t *testing.T) {
 	d := datadirtest.NewBrokerDir(t, "orders", 2, 30, 10)
 	var out bytes.Buffer
-	st, err := Dump(d.Root, DumpOptions{Queue: "orders", Partition: "p1", Payload: true}, &out)
+	st, err := Run(d.Root, Options{Queue: "orders", Partition: "p1", Payload: true}, &out)
 	require.NoError(t, err)
-	assert.Equal(t, DumpStats{Partitions: 1, Segments: 3, Records: 30}, st)
+	assert.Equal(t, Stats{Partitions: 1, Segments: 3, Records: 30}, st)
 
 	lines := datadirtest.DecodeLines(t, out.Bytes())
 	require.Len(t, lines, 1+3+30)
@@ -61,19 +62,19 @@ func TestDumpFilters(t *testing.T) {
 	base := time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC).UnixMicro()
 	cases := []struct {
 		name    string
-		opts    DumpOptions
+		opts    Options
 		offsets [2]int // first and last record offset printed
 		n       int
 	}{
-		{"offset range", DumpOptions{Records: true, FromOffset: 15, ToOffset: 27}, [2]int{15, 27}, 13},
-		{"from offset only", DumpOptions{Records: true, FromOffset: 41}, [2]int{41, 50}, 10},
-		{"time range is inclusive and selects segments", DumpOptions{Records: true, FromMicros: base + 1000, ToMicros: base + 2000}, [2]int{11, 30}, 20},
-		{"time and offset together", DumpOptions{Records: true, FromMicros: base + 1000, ToOffset: 12}, [2]int{11, 12}, 2},
+		{"offset range", Options{Records: true, FromOffset: 15, ToOffset: 27}, [2]int{15, 27}, 13},
+		{"from offset only", Options{Records: true, FromOffset: 41}, [2]int{41, 50}, 10},
+		{"time range is inclusive and selects segments", Options{Records: true, FromMicros: base + 1000, ToMicros: base + 2000}, [2]int{11, 30}, 20},
+		{"time and offset together", Options{Records: true, FromMicros: base + 1000, ToOffset: 12}, [2]int{11, 12}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			_, err := Dump(d.Root, tc.opts, &out)
+			_, err := Run(d.Root, tc.opts, &out)
 			require.NoError(t, err)
 			recs := datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "record")
 			require.Len(t, recs, tc.n)
@@ -85,7 +86,7 @@ func TestDumpFilters(t *testing.T) {
 	}
 	t.Run("index entries", func(t *testing.T) {
 		var out bytes.Buffer
-		st, err := Dump(d.Root, DumpOptions{Index: true}, &out)
+		st, err := Run(d.Root, Options{Index: true}, &out)
 		require.NoError(t, err)
 		// Every file here is active with fewer than segment.LazyIndexSegments
 		// segments: its index lives in the server's memory, no file to dump.
@@ -93,7 +94,7 @@ func TestDumpFilters(t *testing.T) {
 		assert.Empty(t, datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "index"))
 	})
 	t.Run("unknown partition", func(t *testing.T) {
-		_, err := Dump(d.Root, DumpOptions{Queue: "orders", Partition: "nope"}, &bytes.Buffer{})
-		assert.ErrorIs(t, err, ErrNotFound)
+		_, err := Run(d.Root, Options{Queue: "orders", Partition: "nope"}, &bytes.Buffer{})
+		assert.ErrorIs(t, err, datadir.ErrNotFound)
 	})
 }

@@ -1,11 +1,7 @@
-package fsck
+package dump
 
 import (
 	"bytes"
-	"context"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +9,7 @@ import (
 
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
+	"github.com/combmq/comb/layout"
 )
 
 // Issue 14: dump reads a log as the server serves it after recovery: its files up to
@@ -21,7 +18,7 @@ import (
 func TestDumpReadsTheCommitLog(t *testing.T) {
 	m, root := datadirtest.KilledWithGarbage(t)
 	var out bytes.Buffer
-	st, err := Dump(root, DumpOptions{Queue: "orders", Partition: "p0", Payload: true}, &out)
+	st, err := Run(root, Options{Queue: "orders", Partition: "p0", Payload: true}, &out)
 	require.NoError(t, err)
 	assert.Equal(t, int64(37), st.Records)
 	lines := datadirtest.DecodeLines(t, out.Bytes())
@@ -38,7 +35,7 @@ func TestDumpReadsTheCommitLog(t *testing.T) {
 	}
 	segs := datadirtest.ByType(lines, "segment")
 	last := segs[len(segs)-1]
-	assert.Equal(t, dirCommitLog, last["file"])
+	assert.Equal(t, layout.CommitLog, last["file"])
 	assert.EqualValues(t, 37, last["firstOffset"])
 }
 
@@ -47,7 +44,7 @@ func TestDumpReadsTheCommitLog(t *testing.T) {
 func TestDumpCommitLogEntries(t *testing.T) {
 	m, root := datadirtest.Scenario(t)
 	var out bytes.Buffer
-	st, err := Dump(root, DumpOptions{CommitLog: true}, &out)
+	st, err := Run(root, Options{CommitLog: true}, &out)
 	require.NoError(t, err)
 	lines := datadirtest.DecodeLines(t, out.Bytes())
 	entries := datadirtest.ByType(lines, "commitlog")
@@ -73,7 +70,7 @@ func TestDumpCommitLogEntries(t *testing.T) {
 	assert.Empty(t, datadirtest.ByType(lines, "record"), "records only with --payload")
 
 	out.Reset()
-	_, err = Dump(root, DumpOptions{CommitLog: true, Payload: true, Queue: "orders", Partition: "p0"}, &out)
+	_, err = Run(root, Options{CommitLog: true, Payload: true, Queue: "orders", Partition: "p0"}, &out)
 	require.NoError(t, err)
 	lines = datadirtest.DecodeLines(t, out.Bytes())
 	assert.Len(t, datadirtest.ByType(lines, "commitlog"), 3, "a filter keeps the selected log's pushes")
@@ -88,40 +85,10 @@ func TestDumpCommitLogEntries(t *testing.T) {
 	t.Run("entries the files already hold are not replayed", func(t *testing.T) {
 		datadirtest.SetSummary(t, root, m.Parts["p0"], 38)
 		out.Reset()
-		_, err := Dump(root, DumpOptions{CommitLog: true, Partition: "p0", Queue: "orders"}, &out)
+		_, err := Run(root, Options{CommitLog: true, Partition: "p0", Queue: "orders"}, &out)
 		require.NoError(t, err)
 		for _, e := range datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "commitlog") {
 			assert.Equal(t, false, e["replay"])
 		}
 	})
-}
-
-// Issue 14: records only the commit log holds were acknowledged: comb replay
-// --data-dir pushes them too, after the partition file's durable records and in
-// order, and never the unsynced bytes past the durable end; so does a replay from a
-// dump of the same directory.
-func TestReplayIncludesTheCommitLog(t *testing.T) {
-	for _, source := range []string{"data-dir", "dump-file"} {
-		t.Run(source, func(t *testing.T) {
-			m, root := datadirtest.KilledWithGarbage(t)
-			target := newFakeTarget()
-			srv := httptest.NewServer(target)
-			defer srv.Close()
-			opts := ReplayOptions{Target: srv.URL, Batch: 4}
-			if source == "data-dir" {
-				opts.DataDir = root
-			} else {
-				var dump bytes.Buffer
-				_, err := Dump(root, DumpOptions{Records: true, Payload: true}, &dump)
-				require.NoError(t, err)
-				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
-				require.NoError(t, os.WriteFile(opts.DumpFile, dump.Bytes(), 0o644))
-			}
-			st, err := Replay(context.Background(), opts)
-			require.NoError(t, err)
-			assert.Equal(t, int64(49), st.Pushed)
-			assert.Equal(t, m.Pushed["p0"], target.order["orders/p0"])
-			assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
-		})
-	}
 }
