@@ -14,10 +14,4 @@ var (
 	// ErrNotDataDir: the directory does not exist or holds none of comb's subdirectories
 	// (datadir.Check).
 	ErrNotDataDir = datadir.ErrNotDataDir
-	// ErrNotFound: dump or replay named a queue or partition the directory does not hold.
-	ErrNotFound = datadir.ErrNotFound
-	// ErrBadDump: a dump file line does not decode.
-	ErrBadDump = errors.New("malformed dump line")
-	// ErrTarget: the replay target answered something other than success.
-	ErrTarget = errors.New("replay target refused the push")
 )

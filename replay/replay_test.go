@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/dump"
+	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/meta"
 )
 
 // fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
@@ -31,7 +33,7 @@ type fakeTarget struct {
 	failAfter int // accepted requests before answering 500 to everything; 0 = never
 	lastBody  []map[string]any
 
-	// The configure and health routes (replay_config.go): server is what GET /health names
+	// The configure and health routes (config.go): server is what GET /health names
 	// ("" = comb); noKey makes configure warn as a comb without QUEEN_ENCRYPTION_KEY does;
 	// configured holds each configure body by queue; auths the Authorization headers seen.
 	server     string
@@ -124,7 +126,7 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			srv := httptest.NewServer(target)
 			defer srv.Close()
 
-			opts := ReplayOptions{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
+			opts := Options{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
 				StateFile: filepath.Join(t.TempDir(), "replay.json")}
 			if source == "data-dir" {
 				opts.DataDir = d.Root
@@ -136,7 +138,7 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 				require.NoError(t, os.WriteFile(opts.DumpFile, dumped.Bytes(), 0o644))
 			}
 
-			first, err := Replay(context.Background(), opts)
+			first, err := Run(context.Background(), opts)
 			require.Error(t, err, "the target failed mid-way")
 			target.mu.Lock()
 			accepted := int64(len(target.seen))
@@ -148,7 +150,7 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			target.mu.Lock()
 			target.failAfter = 0
 			target.mu.Unlock()
-			second, err := Replay(context.Background(), opts)
+			second, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, int64(3*95), first.Pushed+second.Pushed, "every message exactly once")
 			assert.Equal(t, first.Pushed, second.Skipped, "the resume skips exactly what the target accepted")
@@ -157,7 +159,7 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			for p, want := range d.Pushed {
 				assert.Equal(t, want, target.order["orders/"+p], "partition %s in push order", p)
 			}
-			third, err := Replay(context.Background(), opts)
+			third, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Zero(t, third.Pushed+third.Duplicates, "a finished replay sends nothing")
 		})
@@ -172,13 +174,13 @@ func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	opts := ReplayOptions{Target: srv.URL, DataDir: d.Root, ToQueue: "orders-copy", Batch: 7}
-	st, err := Replay(context.Background(), opts)
+	opts := Options{Target: srv.URL, DataDir: d.Root, ToQueue: "orders-copy", Batch: 7}
+	st, err := Run(context.Background(), opts)
 	require.NoError(t, err)
 	assert.Equal(t, int64(50), st.Pushed)
-	st, err = Replay(context.Background(), opts)
+	st, err = Run(context.Background(), opts)
 	require.NoError(t, err)
-	assert.Equal(t, ReplayStats{Partitions: 2, Configured: 1, Duplicates: 50, Requests: 8}, st)
+	assert.Equal(t, Stats{Partitions: 2, Configured: 1, Duplicates: 50, Requests: 8}, st)
 	assert.Contains(t, target.configured, "orders-copy", "the renamed queue is configured like its source")
 	assert.Len(t, target.order["orders-copy/p0"], 25)
 	assert.Empty(t, target.order["orders/p0"])
@@ -194,7 +196,7 @@ func TestReplayFilters(t *testing.T) {
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 	base := int64(1_785_402_000_000_000) // 2026-07-30T09:00:00Z
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, Partition: "p1",
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, Partition: "p1",
 		FromMicros: base + 1000, ToMicros: base + 2000})
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), st.Pushed)
@@ -205,7 +207,7 @@ func TestReplayFilters(t *testing.T) {
 func TestReplayRefusesAnotherReplaysState(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "s.json")
 	require.NoError(t, os.WriteFile(state, []byte(`{"target":"http://a","source":"/x","partitions":{}}`), 0o644))
-	_, err := Replay(context.Background(), ReplayOptions{Target: "http://b", DataDir: "/x", StateFile: state})
+	_, err := Run(context.Background(), Options{Target: "http://b", DataDir: "/x", StateFile: state})
 	assert.ErrorContains(t, err, "belongs to a replay")
 }
 
@@ -215,8 +217,8 @@ func TestReplayUnnamedPartitionByID(t *testing.T) {
 	d := datadirtest.NewBrokerDir(t, "orders", 2, 12, 4)
 	// Lost metadata: no partition is named (the journal gone, and the commit log
 	// with its metadata entries; Close left every record in the files).
-	require.NoError(t, os.Remove(filepath.Join(d.Root, dirMeta, metaJournalFile)))
-	require.NoError(t, os.RemoveAll(filepath.Join(d.Root, dirCommitLog)))
+	require.NoError(t, os.Remove(filepath.Join(d.Root, layout.Meta, meta.JournalFile)))
+	require.NoError(t, os.RemoveAll(filepath.Join(d.Root, layout.CommitLog)))
 	var id string
 	for k, p := range d.Names {
 		if p.Name == "p1" {
@@ -227,10 +229,10 @@ func TestReplayUnnamedPartitionByID(t *testing.T) {
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 
-	_, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, PartitionID: id})
+	_, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, PartitionID: id})
 	assert.ErrorContains(t, err, "--to-queue and --to-partition")
 
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.Root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), st.Pushed)
 	assert.Equal(t, d.Pushed["p1"], target.order["rescued/p1"])

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestReplayIncludesTheCommitLog(t *testing.T) {
 			target := newFakeTarget()
 			srv := httptest.NewServer(target)
 			defer srv.Close()
-			opts := ReplayOptions{Target: srv.URL, Batch: 4}
+			opts := Options{Target: srv.URL, Batch: 4}
 			if source == "data-dir" {
 				opts.DataDir = root
 			} else {
@@ -36,7 +36,7 @@ func TestReplayIncludesTheCommitLog(t *testing.T) {
 				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
 				require.NoError(t, os.WriteFile(opts.DumpFile, dumped.Bytes(), 0o644))
 			}
-			st, err := Replay(context.Background(), opts)
+			st, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, int64(49), st.Pushed)
 			assert.Equal(t, m.Pushed["p0"], target.order["orders/p0"])

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ import (
 var ErrPlaintextTarget = errors.New("the target would store encrypted payloads in plaintext")
 
 // storedPlainPrefix opens comb's configure warning for an encryptionEnabled queue on a server
-// without a key (httpapi.WarningStoredPlain; fsck does not import httpapi).
+// without a key (httpapi.WarningStoredPlain; replay does not import httpapi).
 const storedPlainPrefix = "encryptionEnabled:"
 
 // targetQueue is what replay learnt configuring one target queue.
@@ -202,7 +202,7 @@ func optionsJSON(o meta.QueueOptions) map[string]any {
 
 // NotCarried lists what a replay with opts leaves behind, for the operator to handle (issue
 // 25: "says what it does not carry").
-func NotCarried(opts ReplayOptions) []string {
+func NotCarried(opts Options) []string {
 	out := []string{
 		"consumer-group cursors and leases: a group on the target starts as a new group does (its subscriptionMode)",
 		"dead letters: list them with `comb dump --dlq --payload`",

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 // fromDataDir replays the selected partitions of an offline data directory,
 // Concurrency partitions at a time, each from its resume offset in offset order.
 // A partition's records are those the server would serve after recovery
-// (datadir.View.eachRecovered): its files below their durable end, then the records
+// (datadir.View.EachRecovered): its files below their durable end, then the records
 // only the commit log holds, which were acknowledged too.
 func (r *replayer) fromDataDir(ctx context.Context) error {
 	abs, err := filepath.Abs(r.opts.DataDir)
@@ -44,8 +44,8 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	var total int64
 	for _, d := range logs {
 		first, fileNext := uint64(0), uint64(0)
-		if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 {
-			first, fileNext = files[0].FirstOffset, datadir.IndexEnd(d.Path, files[len(files)-1].SegFile)
+		if files, err := datadir.ListSegFiles(d.Path); err == nil && len(files) > 0 {
+			first, fileNext = files[0].FirstOffset, datadir.IndexEnd(d.Path, files[len(files)-1])
 		}
 		end, _ := v.RecoveredNext(d, fileNext)
 		from := max(first, r.state.done(logKey(d))+1)
@@ -95,7 +95,7 @@ func (r *replayer) replayLog(ctx context.Context, v *datadir.View, d datadir.Log
 		return fmt.Errorf("%s: the metadata does not name this partition; give --to-queue and --to-partition", d.Rel)
 	}
 	from := r.state.done(s.key) + 1
-	if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
+	if files, err := datadir.ListSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
 		r.skip.Add(int64(from - files[0].FirstOffset))
 	}
 	var err error
