@@ -15,7 +15,7 @@ func TestExitCodes(t *testing.T) {
 	cases := []struct {
 		name     string
 		findings []Finding
-		verdict  string
+		verdict  Verdict
 		code     int
 	}{
 		{"no findings is clean", nil, "clean", ExitClean},
@@ -47,6 +47,15 @@ func TestReportJSONShape(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
 	assert.EqualValues(t, 1, got["exitCode"])
 	assert.Equal(t, "repairable", got["verdict"])
+
+	clean := &Report{Dir: "/d", Mode: ModeCheck}
+	clean.finish()
+	buf.Reset()
+	require.NoError(t, clean.WriteJSON(&buf))
+	assert.Contains(t, buf.String(), `"verdict": "clean",`, "the verdict is the same JSON string as before it was a named constant")
+	buf.Reset()
+	require.NoError(t, clean.WriteText(&buf))
+	assert.Contains(t, buf.String(), "\nclean (exit 0)\n")
 	f := got["findings"].([]any)[0].(map[string]any)
 	assert.Equal(t, "torn_tail", f["kind"])
 	assert.EqualValues(t, 10, f["startByte"])
