@@ -15,7 +15,7 @@ import (
 )
 
 // TestMetaReaderMatchesBroker: the metadata journal the real broker writes is
-// read back (meta.Read through wire_meta.go) with every queue and
+// read back (meta.Read through datadir.ReadMeta) with every queue and
 // partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
 	d := datadirtest.NewBrokerDir(t, "billing.invoices", 3, 4, 2)
