@@ -112,7 +112,6 @@ const (
 	DefaultMaintenanceBatch    = 10000
 	DefaultRetentionInterval   = time.Second
 	DefaultEvictionInterval    = time.Second
-	maxNameChars               = 255 // spec 0.4: names and transactionIds are 1..255 characters
 )
 
 func (c Config) withDefaults() Config {

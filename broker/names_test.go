@@ -49,7 +49,7 @@ func TestPushTransactionIDLimitCountsCharacters(t *testing.T) {
 	_, err := e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 255), Payload: []byte("1")}})
 	assert.NoError(t, err)
 	_, err = e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 256), Payload: []byte("1")}})
-	assert.EqualError(t, err, "transactionId is longer than 255 characters")
+	assert.EqualError(t, err, "TransactionId must be at most 255 characters")
 }
 
 // Issue 10: namespace and task get the limits of names (spec 0.4); a refused configure writes
