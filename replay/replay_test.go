@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -14,6 +14,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
+	"github.com/combmq/comb/dump"
+	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/meta"
 )
 
 // fakeTarget is a Queen-compatible push endpoint: it dedups on (queue, partition,
@@ -27,7 +33,7 @@ type fakeTarget struct {
 	failAfter int // accepted requests before answering 500 to everything; 0 = never
 	lastBody  []map[string]any
 
-	// The configure and health routes (replay_config.go): server is what GET /health names
+	// The configure and health routes (config.go): server is what GET /health names
 	// ("" = comb); noKey makes configure warn as a comb without QUEEN_ENCRYPTION_KEY does;
 	// configured holds each configure body by queue; auths the Authorization headers seen.
 	server     string
@@ -114,25 +120,25 @@ func (f *fakeTarget) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestReplayResumesWithoutDuplicates(t *testing.T) {
 	for _, source := range []string{"data-dir", "dump-file"} {
 		t.Run(source, func(t *testing.T) {
-			d := newBrokerDir(t, "orders", 3, 95, 10)
+			d := datadirtest.NewBrokerDir(t, "orders", 3, 95, 10)
 			target := newFakeTarget()
 			target.failAfter = 7 // dies part-way through
 			srv := httptest.NewServer(target)
 			defer srv.Close()
 
-			opts := ReplayOptions{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
+			opts := Options{Target: srv.URL, Batch: 20, Concurrency: 2, Retries: 2,
 				StateFile: filepath.Join(t.TempDir(), "replay.json")}
 			if source == "data-dir" {
-				opts.DataDir = d.root
+				opts.DataDir = d.Root
 			} else {
-				var dump bytes.Buffer
-				_, err := Dump(d.root, DumpOptions{Records: true, Payload: true}, &dump)
+				var dumped bytes.Buffer
+				_, err := dump.Run(d.Root, dump.Options{Records: true, Payload: true}, &dumped)
 				require.NoError(t, err)
 				opts.DumpFile = filepath.Join(t.TempDir(), "dump.jsonl")
-				require.NoError(t, os.WriteFile(opts.DumpFile, dump.Bytes(), 0o644))
+				require.NoError(t, os.WriteFile(opts.DumpFile, dumped.Bytes(), 0o644))
 			}
 
-			first, err := Replay(context.Background(), opts)
+			first, err := Run(context.Background(), opts)
 			require.Error(t, err, "the target failed mid-way")
 			target.mu.Lock()
 			accepted := int64(len(target.seen))
@@ -144,16 +150,16 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 			target.mu.Lock()
 			target.failAfter = 0
 			target.mu.Unlock()
-			second, err := Replay(context.Background(), opts)
+			second, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, int64(3*95), first.Pushed+second.Pushed, "every message exactly once")
 			assert.Equal(t, first.Pushed, second.Skipped, "the resume skips exactly what the target accepted")
 			assert.Zero(t, second.Duplicates, "nothing accepted is sent again")
 
-			for p, want := range d.pushed {
+			for p, want := range d.Pushed {
 				assert.Equal(t, want, target.order["orders/"+p], "partition %s in push order", p)
 			}
-			third, err := Replay(context.Background(), opts)
+			third, err := Run(context.Background(), opts)
 			require.NoError(t, err)
 			assert.Zero(t, third.Pushed+third.Duplicates, "a finished replay sends nothing")
 		})
@@ -164,17 +170,17 @@ func TestReplayResumesWithoutDuplicates(t *testing.T) {
 // re-sends everything with the same transactionIds, and the target's dedup answers
 // duplicate for each; --to-queue renames the queue.
 func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 25, 5)
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 25, 5)
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	opts := ReplayOptions{Target: srv.URL, DataDir: d.root, ToQueue: "orders-copy", Batch: 7}
-	st, err := Replay(context.Background(), opts)
+	opts := Options{Target: srv.URL, DataDir: d.Root, ToQueue: "orders-copy", Batch: 7}
+	st, err := Run(context.Background(), opts)
 	require.NoError(t, err)
 	assert.Equal(t, int64(50), st.Pushed)
-	st, err = Replay(context.Background(), opts)
+	st, err = Run(context.Background(), opts)
 	require.NoError(t, err)
-	assert.Equal(t, ReplayStats{Partitions: 2, Configured: 1, Duplicates: 50, Requests: 8}, st)
+	assert.Equal(t, Stats{Partitions: 2, Configured: 1, Duplicates: 50, Requests: 8}, st)
 	assert.Contains(t, target.configured, "orders-copy", "the renamed queue is configured like its source")
 	assert.Len(t, target.order["orders-copy/p0"], 25)
 	assert.Empty(t, target.order["orders/p0"])
@@ -185,50 +191,49 @@ func TestReplayWithoutStateReliesOnDedup(t *testing.T) {
 
 // TestReplayFilters: --from/--to select by message timestamp and --partition by name.
 func TestReplayFilters(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 40, 10) // segments 1 ms apart
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 40, 10) // segments 1 ms apart
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 	base := int64(1_785_402_000_000_000) // 2026-07-30T09:00:00Z
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, Partition: "p1",
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, Partition: "p1",
 		FromMicros: base + 1000, ToMicros: base + 2000})
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), st.Pushed)
-	assert.Equal(t, d.pushed["p1"][10:30], target.order["orders/p1"])
+	assert.Equal(t, d.Pushed["p1"][10:30], target.order["orders/p1"])
 	assert.Empty(t, target.order["orders/p0"])
 }
 
 func TestReplayRefusesAnotherReplaysState(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "s.json")
 	require.NoError(t, os.WriteFile(state, []byte(`{"target":"http://a","source":"/x","partitions":{}}`), 0o644))
-	_, err := Replay(context.Background(), ReplayOptions{Target: "http://b", DataDir: "/x", StateFile: state})
+	_, err := Run(context.Background(), Options{Target: "http://b", DataDir: "/x", StateFile: state})
 	assert.ErrorContains(t, err, "belongs to a replay")
 }
 
 // TestReplayUnnamedPartitionByID: a partition the metadata does not name (fsck's
 // orphan_partition) is replayed by id into names given on the command line.
 func TestReplayUnnamedPartitionByID(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 12, 4)
-	old := readMeta
-	t.Cleanup(func() { readMeta = old })
-	readMeta = func(string) (*metaView, error) { // lost metadata: no partition is named
-		return &metaView{Present: true, Queues: map[[16]byte]string{}, Partitions: map[[16]byte]partInfo{}}, nil
-	}
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 12, 4)
+	// Lost metadata: no partition is named (the journal gone, and the commit log
+	// with its metadata entries; Close left every record in the files).
+	require.NoError(t, os.Remove(filepath.Join(d.Root, layout.Meta, meta.JournalFile)))
+	require.NoError(t, os.RemoveAll(filepath.Join(d.Root, layout.CommitLog)))
 	var id string
-	for k, p := range d.names {
+	for k, p := range d.Names {
 		if p.Name == "p1" {
-			id = idString(k)
+			id = datadir.IDString(k)
 		}
 	}
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
 
-	_, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id})
+	_, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, PartitionID: id})
 	assert.ErrorContains(t, err, "--to-queue and --to-partition")
 
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: d.root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: d.Root, PartitionID: id, ToQueue: "rescued", ToPartition: "p1"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), st.Pushed)
-	assert.Equal(t, d.pushed["p1"], target.order["rescued/p1"])
+	assert.Equal(t, d.Pushed["p1"], target.order["rescued/p1"])
 }

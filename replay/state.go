@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/combmq/comb/vfs"
 )
 
 // replayState is the resume file of a replay:
@@ -111,7 +113,7 @@ func (s *replayState) save() error {
 		return err
 	}
 	s.dirty, s.savedAt = false, time.Now()
-	return syncDir(filepath.Dir(s.path))
+	return vfs.OS.SyncDir(filepath.Dir(s.path))
 }
 
 // decodeReplayState decodes a resume-state file's bytes; it never panics.

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestReplayCarriesQueueConfiguration(t *testing.T) {
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: dir})
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: dir})
 	require.NoError(t, err)
 	assert.Equal(t, 2, st.Configured)
 	assert.Equal(t, int64(2), st.Pushed)
@@ -65,7 +65,7 @@ func TestReplayCarriesQueueConfiguration(t *testing.T) {
 	target = newFakeTarget()
 	srv2 := httptest.NewServer(target)
 	defer srv2.Close()
-	st, err = Replay(context.Background(), ReplayOptions{Target: srv2.URL, DataDir: dir, NoConfig: true, Token: "tok"})
+	st, err = Run(context.Background(), Options{Target: srv2.URL, DataDir: dir, NoConfig: true, Token: "tok"})
 	require.NoError(t, err)
 	assert.Zero(t, st.Configured)
 	assert.Empty(t, target.configured, "--no-config")
@@ -82,19 +82,19 @@ func TestReplayRefusesToStoreEncryptedPayloadsInPlaintext(t *testing.T) {
 	cases := []struct {
 		name     string
 		target   *fakeTarget
-		opts     ReplayOptions
+		opts     Options
 		wantErr  string
 		pushed   int64
 		configed int
 	}{
-		{"comb with a key seals them", &fakeTarget{}, ReplayOptions{}, "", 2, 2},
-		{"comb without a key", &fakeTarget{noKey: true}, ReplayOptions{},
+		{"comb with a key seals them", &fakeTarget{}, Options{}, "", 2, 2},
+		{"comb without a key", &fakeTarget{noKey: true}, Options{},
 			`queue "shop-bill" has encryptionEnabled, and the target (comb) has no QUEEN_ENCRYPTION_KEY: the target would store encrypted payloads in plaintext; the queue was configured there, no message was pushed. Give the target a key (QUEEN_ENCRYPTION_KEY), or pass --allow-plaintext to store them in plaintext there`, 0, 2},
-		{"a target that is not comb", &fakeTarget{server: "queen"}, ReplayOptions{},
+		{"a target that is not comb", &fakeTarget{server: "queen"}, Options{},
 			`queue "shop-bill" has encryptionEnabled, and the target is not comb, and replay cannot tell whether it holds an encryption key: the target would store encrypted payloads in plaintext; the queue was configured there, no message was pushed. Give the target a key (QUEEN_ENCRYPTION_KEY), or pass --allow-plaintext to store them in plaintext there`, 0, 2},
-		{"--no-config cannot tell", &fakeTarget{}, ReplayOptions{NoConfig: true},
+		{"--no-config cannot tell", &fakeTarget{}, Options{NoConfig: true},
 			`queue "shop-bill" has encryptionEnabled, and with --no-config replay does not learn whether the target queue is encrypted: the target would store encrypted payloads in plaintext. Give the target a key (QUEEN_ENCRYPTION_KEY), or pass --allow-plaintext to store them in plaintext there`, 0, 0},
-		{"--allow-plaintext", &fakeTarget{noKey: true}, ReplayOptions{AllowPlaintext: true}, "", 2, 2},
+		{"--allow-plaintext", &fakeTarget{noKey: true}, Options{AllowPlaintext: true}, "", 2, 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestReplayRefusesToStoreEncryptedPayloadsInPlaintext(t *testing.T) {
 			defer srv.Close()
 			o := c.opts
 			o.Target, o.DataDir, o.Keys = srv.URL, dir, keys
-			st, err := Replay(context.Background(), o)
+			st, err := Run(context.Background(), o)
 			if c.wantErr != "" {
 				require.ErrorIs(t, err, ErrPlaintextTarget)
 				require.EqualError(t, err, c.wantErr)
@@ -131,7 +131,7 @@ func TestReplayRefusesASealedPayloadOfAQueueNoLongerEncrypted(t *testing.T) {
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	_, err = Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: dir, Queue: "shop-bill", Keys: keys})
+	_, err = Run(context.Background(), Options{Target: srv.URL, DataDir: dir, Queue: "shop-bill", Keys: keys})
 	require.ErrorIs(t, err, ErrPlaintextTarget)
 	require.ErrorContains(t, err, `an encrypted payload, and target queue "shop-bill" does not seal its payloads`)
 	assert.Empty(t, target.order)
@@ -151,7 +151,7 @@ func TestReplayRefusesASealedPayloadInADump(t *testing.T) {
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	_, err = Replay(context.Background(), ReplayOptions{Target: srv.URL, DumpFile: f})
+	_, err = Run(context.Background(), Options{Target: srv.URL, DumpFile: f})
 	require.ErrorIs(t, err, ErrBadDump)
 	require.ErrorContains(t, err, "line 1: malformed dump line: an encrypted payload (encryptionEnabled), dumped sealed")
 	assert.Empty(t, target.order)
@@ -164,7 +164,7 @@ func TestNotCarried(t *testing.T) {
 		"message timestamps: createdAt on the target is the time of the replay",
 		"traces, producerSub and retry counts",
 	}
-	assert.Equal(t, base, NotCarried(ReplayOptions{DataDir: "d"}))
-	assert.Equal(t, append(base, "queue configuration (a dump file holds none): configure the target queues first"), NotCarried(ReplayOptions{DumpFile: "f"}))
-	assert.Equal(t, append(base, "queue configuration (--no-config)"), NotCarried(ReplayOptions{DataDir: "d", NoConfig: true}))
+	assert.Equal(t, base, NotCarried(Options{DataDir: "d"}))
+	assert.Equal(t, append(base, "queue configuration (a dump file holds none): configure the target queues first"), NotCarried(Options{DumpFile: "f"}))
+	assert.Equal(t, append(base, "queue configuration (--no-config)"), NotCarried(Options{DataDir: "d", NoConfig: true}))
 }

@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -22,20 +24,20 @@ var walKindNames = map[byte]string{
 // record lines (each with the entry's "lsn"). A queue, partition or id filter
 // keeps the push and DLQ entries of the selected logs only. Damage stops it
 // with an error after what could be read.
-func dumpCommitLog(dataDir string, v *dirView, logs []logDir, names map[string]partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
+func dumpCommitLog(dataDir string, v *datadir.View, logs []datadir.LogDir, names map[string]datadir.PartInfo, opts Options, enc *json.Encoder, st *Stats) error {
 	filtered := opts.Queue != "" || opts.Partition != "" || opts.PartitionID != ""
-	selected := map[[16]byte]logDir{}
+	selected := map[[16]byte]datadir.LogDir{}
 	for _, d := range logs {
 		selected[d.ID] = d
 	}
 	var buf segment.ReadBuffer
-	in, err := commitlog.Inspect(nil, filepath.Join(dataDir, dirCommitLog), func(e commitlog.Entry) error {
-		line := dumpWALEntry{Type: "commitlog", LSN: uint64(e.LSN), Kind: walKindNames[e.Kind], Bytes: len(e.Payload)}
+	in, err := commitlog.Inspect(nil, filepath.Join(dataDir, layout.CommitLog), func(e commitlog.Entry) error {
+		line := dumpWALEntry{Type: TypeCommitLog, LSN: uint64(e.LSN), Kind: walKindNames[e.Kind], Bytes: len(e.Payload)}
 		if line.Kind == "" {
 			line.Kind = fmt.Sprintf("kind-%d", e.Kind)
 		}
 		var msgs []segment.Message
-		var n partInfo
+		var n datadir.PartInfo
 		isLog := e.Kind == walentry.Push || e.Kind == walentry.DLQ
 		switch {
 		case isLog:
@@ -48,11 +50,11 @@ func dumpCommitLog(dataDir string, v *dirView, logs []logDir, names map[string]p
 				line.Error = err.Error()
 				break
 			}
-			line.PartitionID, line.DLQ = idString(id), e.Kind == walentry.DLQ
+			line.PartitionID, line.DLQ = datadir.IDString(id), e.Kind == walentry.DLQ
 			if ok {
 				n = names[d.Rel]
-			} else if v.meta != nil {
-				n = v.nameOf(id, line.DLQ)
+			} else if v.Meta != nil {
+				n = v.NameOf(id, line.DLQ)
 			}
 			line.Queue, line.Partition = n.Queue, n.Name
 			var info segment.SegmentInfo
@@ -62,7 +64,7 @@ func dumpCommitLog(dataDir string, v *dirView, logs []logDir, names map[string]p
 			}
 			line.FirstOffset, line.LastOffset, line.Count = info.FirstOffset, info.FirstOffset+uint64(info.Count)-1, info.Count
 			line.TsMicros, line.CreatedAt = info.TimestampMicros, formatMicros(info.TimestampMicros)
-			if keep, behind := v.rule.keepBelow(id); behind {
+			if keep, behind := v.Rule.KeepBelow(id); behind {
 				replay := info.FirstOffset+uint64(info.Count) > keep
 				line.Replay = &replay
 			}

@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"bufio"
@@ -9,17 +9,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/segment"
 )
 
-// DumpOptions selects what Dump prints. Zero values mean "no filter".
-type DumpOptions struct {
+// Options selects what Dump prints. Zero values mean "no filter".
+type Options struct {
 	Queue       string // queue name (needs the metadata journal)
 	Partition   string // partition name within Queue
 	PartitionID string // a partition id (the directory name); wins over Queue/Partition
@@ -41,8 +40,8 @@ type DumpOptions struct {
 	StreamQuery string
 }
 
-// DumpStats counts what Dump printed.
-type DumpStats struct {
+// Stats counts what Dump printed.
+type Stats struct {
 	Partitions, Segments, Records, IndexEntries, Entries int64
 }
 
@@ -51,7 +50,7 @@ type DumpStats struct {
 // instant as integers.
 type (
 	dumpPartition struct {
-		Type        string `json:"type"` // "partition"
+		Type        string `json:"type"` // TypePartition
 		Queue       string `json:"queue"`
 		Partition   string `json:"partition"`
 		PartitionID string `json:"partitionId"`
@@ -62,7 +61,7 @@ type (
 		Files       int    `json:"files"`
 	}
 	dumpSegment struct {
-		Type        string `json:"type"` // "segment"
+		Type        string `json:"type"` // TypeSegment
 		PartitionID string `json:"partitionId"`
 		File        string `json:"file"`
 		Pos         int64  `json:"pos"`
@@ -77,7 +76,7 @@ type (
 	}
 	// dumpWALEntry is one commit-log entry (--commit-log).
 	dumpWALEntry struct {
-		Type        string `json:"type"` // `commitlog`
+		Type        string `json:"type"` // TypeCommitLog
 		LSN         uint64 `json:"lsn"`
 		Kind        string `json:"kind"` // meta, push, dlq, checkpoint, tx
 		Bytes       int    `json:"bytes"`
@@ -96,9 +95,10 @@ type (
 		Records int    `json:"records,omitempty"` // meta: metadata records in it
 		Error   string `json:"error,omitempty"`   // the entry does not decode
 	}
-	// dumpRecord is also what Replay reads back from a dump file.
-	dumpRecord struct {
-		Type          string          `json:"type"` // "record"
+	// Record is one record line; replay reads a dump file's back
+	// (replay.Options.DumpFile).
+	Record struct {
+		Type          string          `json:"type"` // TypeRecord
 		Queue         string          `json:"queue"`
 		Partition     string          `json:"partition"`
 		PartitionID   string          `json:"partitionId"`
@@ -116,7 +116,7 @@ type (
 		LSN           uint64          `json:"lsn,omitempty"`     // a record only the commit log holds: its entry
 	}
 	dumpIndex struct {
-		Type        string `json:"type"` // "index"
+		Type        string `json:"type"` // TypeIndex
 		PartitionID string `json:"partitionId"`
 		File        string `json:"file"`
 		Entry       int    `json:"entry"`
@@ -128,17 +128,17 @@ type (
 	}
 )
 
-// Dump prints the selected logs of dataDir as JSON lines to w, as the server
+// Run prints the selected logs of dataDir as JSON lines to w, as the server
 // would serve them after recovery: the segments of each log's files below its
 // durable end, then the segments only the commit log holds (their lines carry
 // the entry's "lsn"); unsynced bytes past the durable end are not read. It
 // never writes to dataDir and takes no lock, so it is safe on a live server's
 // directory (the newest segment being appended may then be cut short). A
 // filter that names a queue, partition or id the directory does not hold
-// returns ErrNotFound. With CommitLog it prints the commit log's entries
+// returns an error wrapping datadir.ErrNotFound. With CommitLog it prints the commit log's entries
 // instead (dumpCommitLog).
-func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
-	var st DumpStats
+func Run(dataDir string, opts Options, w io.Writer) (Stats, error) {
+	var st Stats
 	if !opts.Segments && !opts.Records && !opts.Index {
 		opts.Segments, opts.Records = true, true
 	}
@@ -146,7 +146,7 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	if err != nil {
 		return st, err
 	}
-	if err := isDataDir(abs); err != nil {
+	if err := datadir.Check(abs); err != nil {
 		return st, err
 	}
 	if opts.StreamQuery != "" {
@@ -163,11 +163,11 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	if opts.Records || opts.Segments {
 		want = func([16]byte) bool { return true }
 	}
-	v, err := loadView(abs, want)
+	v, err := datadir.Load(abs, want)
 	if err != nil {
 		return st, err
 	}
-	logs, names, err := selectLogs(abs, v, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ || opts.CommitLog)
+	logs, names, err := datadir.SelectLogs(abs, v, opts.Queue, opts.Partition, opts.PartitionID, opts.DLQ || opts.CommitLog)
 	if err != nil {
 		return st, err
 	}
@@ -190,82 +190,26 @@ func Dump(dataDir string, opts DumpOptions, w io.Writer) (DumpStats, error) {
 	return st, bw.Flush()
 }
 
-// selectLogs returns the log directories a filter selects, with their names:
-// those on disk, and those of live partitions and queues only the commit log
-// holds records of (their directory is made at the server's next start).
-func selectLogs(dataDir string, v *dirView, queue, partition, partitionID string, dlq bool) ([]logDir, map[string]partInfo, error) {
-	all, err := listLogs(dataDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	all = append(all, v.walOnlyLogs(dataDir, all)...)
-	meta := v.meta
-	names := map[string]partInfo{}
-	for _, d := range all {
-		if meta == nil {
-			continue
-		}
-		if d.DLQ {
-			names[d.Rel] = partInfo{ID: d.ID, QueueID: d.ID, Queue: meta.Queues[d.ID], Name: "(dlq)"}
-		} else if p, ok := meta.Partitions[d.ID]; ok {
-			names[d.Rel] = p
-		}
-	}
-	var out []logDir
-	switch {
-	case partitionID != "":
-		id, err := uuid.Parse(partitionID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("partition id %q: %w", partitionID, err)
-		}
-		for _, d := range all {
-			if d.ID == id && !d.DLQ {
-				out = append(out, d)
-			}
-		}
-	case queue != "" || partition != "":
-		if meta == nil {
-			return nil, nil, fmt.Errorf("selecting by queue or partition name needs the metadata journal: %w (use --partition-id)", v.metaErr)
-		}
-		for _, d := range all {
-			n := names[d.Rel]
-			if (queue == "" || n.Queue == queue) && (partition == "" || (!d.DLQ && n.Name == partition)) && (!d.DLQ || dlq) {
-				out = append(out, d)
-			}
-		}
-	default:
-		for _, d := range all {
-			if !d.DLQ || dlq {
-				out = append(out, d)
-			}
-		}
-	}
-	if len(out) == 0 && (partitionID != "" || queue != "" || partition != "") {
-		return nil, nil, fmt.Errorf("queue %q partition %q id %q: %w", queue, partition, partitionID, ErrNotFound)
-	}
-	return out, names, nil
-}
-
-func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encoder, st *DumpStats) error {
-	files, err := listSegFiles(d.Path)
+func dumpLog(v *datadir.View, d datadir.LogDir, n datadir.PartInfo, opts Options, enc *json.Encoder, st *Stats) error {
+	files, err := datadir.ListSegFiles(d.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	st.Partitions++
-	pid := idString(d.ID)
+	pid := datadir.IDString(d.ID)
 	first, next := uint64(0), uint64(0)
 	if len(files) > 0 {
 		first = files[0].FirstOffset
 	}
-	part := dumpPartition{Type: "partition", Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: d.DLQ, Dir: d.Rel, Files: len(files)}
+	part := dumpPartition{Type: TypePartition, Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: d.DLQ, Dir: d.Rel, Files: len(files)}
 	inRange := func(firstOff, lastOff uint64, ts int64) bool {
 		return (opts.ToOffset == 0 || firstOff <= opts.ToOffset) && lastOff >= opts.FromOffset &&
 			(opts.FromMicros == 0 || ts >= opts.FromMicros) && (opts.ToMicros == 0 || ts <= opts.ToMicros)
 	}
 	if len(files) > 0 {
-		next = indexEnd(d.Path, files[len(files)-1])
+		next = datadir.IndexEnd(d.Path, files[len(files)-1])
 	}
-	next, keep := v.recoveredNext(d, next)
+	next, keep := v.RecoveredNext(d, next)
 	if keep > 0 && (first == 0 || first >= keep) {
 		first = min(keep, next) // nothing kept of the files: the log starts at keep
 	}
@@ -284,7 +228,7 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 		return nil
 	}
 	var werr error
-	err = v.eachRecovered(d, opts.FromOffset, func(s segInfo, lsn uint64, msgs []segment.Message) bool {
+	err = v.EachRecovered(d, opts.FromOffset, func(s datadir.SegInfo, lsn uint64, msgs []segment.Message) bool {
 		last := s.FirstOffset + uint64(s.Count) - 1
 		if opts.ToOffset != 0 && s.FirstOffset > opts.ToOffset {
 			return false
@@ -295,7 +239,7 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 		created := formatMicros(s.TsMicros)
 		if opts.Segments {
 			st.Segments++
-			werr = enc.Encode(dumpSegment{Type: "segment", PartitionID: pid, File: s.File, Pos: s.Pos, Bytes: s.Bytes,
+			werr = enc.Encode(dumpSegment{Type: TypeSegment, PartitionID: pid, File: s.File, Pos: s.Pos, Bytes: s.Bytes,
 				FirstOffset: s.FirstOffset, LastOffset: last, Count: s.Count, CreatedAt: created, TsMicros: s.TsMicros, Codec: s.Codec, LSN: lsn})
 		}
 		if opts.Records {
@@ -311,7 +255,7 @@ func dumpLog(v *dirView, d logDir, n partInfo, opts DumpOptions, enc *json.Encod
 
 // dumpRecords prints the record lines of one segment's messages in the
 // selected offset range.
-func dumpRecords(n partInfo, pid string, dlq bool, created string, lsn uint64, msgs []segment.Message, opts DumpOptions, enc *json.Encoder, st *DumpStats, werr error) error {
+func dumpRecords(n datadir.PartInfo, pid string, dlq bool, created string, lsn uint64, msgs []segment.Message, opts Options, enc *json.Encoder, st *Stats, werr error) error {
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Offset < opts.FromOffset || (opts.ToOffset != 0 && m.Offset > opts.ToOffset) || werr != nil {
@@ -325,8 +269,8 @@ func dumpRecords(n partInfo, pid string, dlq bool, created string, lsn uint64, m
 	return werr
 }
 
-func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) dumpRecord {
-	r := dumpRecord{Type: "record", Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: dlq, Offset: m.Offset,
+func recordLine(n datadir.PartInfo, pid string, dlq bool, created string, m *segment.Message, payload bool) Record {
+	r := Record{Type: TypeRecord, Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: dlq, Offset: m.Offset,
 		ID: uuid.UUID(m.ID).String(), TransactionID: m.TransactionID, CreatedAt: created, TsMicros: m.TimestampMicros,
 		PayloadBytes: len(m.Payload)}
 	if m.TraceID != "" {
@@ -353,8 +297,8 @@ func recordLine(n partInfo, pid string, dlq bool, created string, m *segment.Mes
 }
 
 // dumpIndexFile prints the valid entries of one "<base>.idx" file, read-only.
-func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) bool, enc *json.Encoder, st *DumpStats) error {
-	name := strings.TrimSuffix(f.Name, segExt) + idxExt
+func dumpIndexFile(d datadir.LogDir, f datadir.SegFile, inRange func(uint64, uint64, int64) bool, enc *json.Encoder, st *Stats) error {
+	name := f.IndexName()
 	b, err := os.ReadFile(filepath.Join(d.Path, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -373,55 +317,10 @@ func dumpIndexFile(d logDir, f fileSummary, inRange func(uint64, uint64, int64) 
 			continue
 		}
 		st.IndexEntries++
-		if err := enc.Encode(dumpIndex{Type: "index", PartitionID: idString(d.ID), File: name, Entry: i,
+		if err := enc.Encode(dumpIndex{Type: TypeIndex, PartitionID: datadir.IDString(d.ID), File: name, Entry: i,
 			FirstOffset: e.Base, LastOffset: e.Last(), Pos: e.Pos, TsMicros: e.TimestampMicros, Count: e.Count}); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// indexEnd is one past the last offset the index of segment file f covers (the
-// file's first offset when the index is missing or empty). An active file
-// with no index file (segment.LazyIndexSegments) is scanned instead.
-func indexEnd(dir string, f fileSummary) uint64 {
-	b, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(f.Name, segExt)+idxExt))
-	if errors.Is(err, os.ErrNotExist) {
-		end := f.FirstOffset
-		_ = segment.Scan(dir, f.FirstOffset, func(s segment.SegmentInfo, _ []segment.Message) bool {
-			end = max(end, s.FirstOffset+uint64(s.Count))
-			return true
-		})
-		return end
-	}
-	if err != nil || index.CheckHeader(b, f.FirstOffset) != nil {
-		return f.FirstOffset
-	}
-	body := b[index.HeaderSize:]
-	n := index.ValidEntries(body, f.FirstOffset)
-	if n == 0 {
-		return f.FirstOffset
-	}
-	e, _ := index.DecodeEntry(body[(n-1)*index.EntrySize:])
-	return e.Last() + 1
-}
-
-// formatMicros renders µs since the epoch as the API's createdAt (6 fractional digits, Z).
-func formatMicros(us int64) string {
-	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
-}
-
-// ParseTime accepts RFC 3339 / ISO 8601 (with or without fraction, "Z" or an offset),
-// a date (2006-01-02), or an integer of µs since the epoch, and returns µs.
-func ParseTime(s string) (int64, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UnixMicro(), nil
-		}
-	}
-	var us int64
-	if _, err := fmt.Sscanf(s, "%d", &us); err == nil && fmt.Sprint(us) == s {
-		return us, nil
-	}
-	return 0, fmt.Errorf("time %q: want RFC 3339 (2026-07-30T09:12:44Z), a date, or µs since the epoch", s)
 }

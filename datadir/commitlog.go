@@ -1,4 +1,4 @@
-package fsck
+package datadir
 
 import (
 	"errors"
@@ -14,14 +14,10 @@ import (
 	"github.com/combmq/comb/walentry"
 )
 
-// dirCommitLog is the commit log's directory (package commitlog; the broker
-// names it).
-const dirCommitLog = layout.CommitLog
-
-// walView is what the commit log holds, read as the server's recovery reads
+// WAL is what the commit log holds, read as the server's recovery reads
 // it (broker/open.go: scanCommitLog, replayCommitLog) but without writing
 // anything (commitlog.Inspect: no torn tail zeroed).
-type walView struct {
+type WAL struct {
 	Present      bool // <data>/commitlog exists
 	Files        int
 	Start        uint64 // the recorded truncation point (0 = none)
@@ -37,22 +33,22 @@ type walView struct {
 	Covers       uint64   // the metadata snapshot's covers LSN the Meta entries follow
 	Meta         []meta.Record
 	Created      map[[16]byte]bool    // partitions a Meta entry created
-	Logs         map[[16]byte]*walLog // push and DLQ entries, by partition or queue id
+	Logs         map[[16]byte]*WALLog // push and DLQ entries, by partition or queue id
 	PushRecords  int64                // records in push and DLQ entries
 	TxEntries    int
 	Checkpoints  int
 	keepSegBytes func(id [16]byte, base, end uint64) bool
 }
 
-// walLog is one log's push or DLQ entries, in LSN order.
-type walLog struct {
+// WALLog is one log's push or DLQ entries, in LSN order.
+type WALLog struct {
 	DLQ  bool
-	Segs []walSeg
+	Segs []WALSeg
 }
 
-// walSeg is one push or DLQ entry: the segment exactly as appended to the
-// log's file. Bytes is kept only for the logs readWAL was asked to keep.
-type walSeg struct {
+// WALSeg is one push or DLQ entry: the segment exactly as appended to the
+// log's file. Bytes is kept only for the logs ReadWAL was asked to keep.
+type WALSeg struct {
 	LSN      uint64
 	Base     uint64
 	Count    uint32
@@ -61,25 +57,26 @@ type walSeg struct {
 	Bytes    []byte
 }
 
-func (s walSeg) end() uint64 { return s.Base + uint64(s.Count) }
+// End is one past the entry's last offset.
+func (s WALSeg) End() uint64 { return s.Base + uint64(s.Count) }
 
-// firstBase is the base offset of the log's first retained entry: the server
+// FirstBase is the base offset of the log's first retained entry: the server
 // keeps the log's files below it (everything from it on is replayed).
-func (l *walLog) firstBase() (uint64, bool) {
+func (l *WALLog) FirstBase() (uint64, bool) {
 	if l == nil || len(l.Segs) == 0 {
 		return 0, false
 	}
 	return l.Segs[0].Base, true
 }
 
-// readWAL reads <data>/commitlog read-only. Metadata entries after covers (the
+// ReadWAL reads <data>/commitlog read-only. Metadata entries after covers (the
 // snapshot's LSN) are kept, as the server applies them; keepSegBytes (nil =
 // none) says which segments' bytes are kept, by log id and offsets [base,
 // end) (dump and replay read their records). Damage is reported in the view;
 // the error is for I/O.
-func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base, end uint64) bool) (*walView, error) {
-	v := &walView{Covers: covers, Kinds: map[byte]int{}, Created: map[[16]byte]bool{}, Logs: map[[16]byte]*walLog{}, keepSegBytes: keepSegBytes}
-	dir := filepath.Join(dataDir, dirCommitLog)
+func ReadWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base, end uint64) bool) (*WAL, error) {
+	v := &WAL{Covers: covers, Kinds: map[byte]int{}, Created: map[[16]byte]bool{}, Logs: map[[16]byte]*WALLog{}, keepSegBytes: keepSegBytes}
+	dir := filepath.Join(dataDir, layout.CommitLog)
 	if ok, err := isDir(dir); err != nil || !ok {
 		return v, err
 	}
@@ -97,7 +94,7 @@ func readWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base,
 }
 
 // add takes one entry, as scanCommitLog does.
-func (v *walView) add(e commitlog.Entry) error {
+func (v *WAL) add(e commitlog.Entry) error {
 	v.Entries++
 	v.Kinds[e.Kind]++
 	bad := func(err error) {
@@ -142,17 +139,17 @@ func (v *walView) add(e commitlog.Entry) error {
 	return nil
 }
 
-func (v *walView) addSegment(lsn uint64, id [16]byte, dlq bool, seg []byte) error {
+func (v *WAL) addSegment(lsn uint64, id [16]byte, dlq bool, seg []byte) error {
 	base, count, ts, err := segment.PeekSegment(seg)
 	if err != nil {
 		return err
 	}
 	l := v.Logs[id]
 	if l == nil {
-		l = &walLog{DLQ: dlq}
+		l = &WALLog{DLQ: dlq}
 		v.Logs[id] = l
 	}
-	s := walSeg{LSN: lsn, Base: base, Count: count, TsMicros: ts}
+	s := WALSeg{LSN: lsn, Base: base, Count: count, TsMicros: ts}
 	copy(s.Header[:], seg)
 	if v.keepSegBytes != nil && v.keepSegBytes(id, base, base+uint64(count)) {
 		s.Bytes = append([]byte(nil), seg...)
@@ -162,11 +159,11 @@ func (v *walView) addSegment(lsn uint64, id [16]byte, dlq bool, seg []byte) erro
 	return nil
 }
 
-// eachCheckpoint calls fn with every cursor checkpoint of the commit log with
+// EachCheckpoint calls fn with every cursor checkpoint of the commit log with
 // an LSN >= from, in LSN order (what the server replays through
-// cursor.Engine.ApplyCheckpoint). Damage ends it quietly (readWAL reports it).
-func eachCheckpoint(dataDir string, from uint64, fn func(lsn uint64, body []byte) error) error {
-	dir := filepath.Join(dataDir, dirCommitLog)
+// cursor.Engine.ApplyCheckpoint). Damage ends it quietly (ReadWAL reports it).
+func EachCheckpoint(dataDir string, from uint64, fn func(lsn uint64, body []byte) error) error {
+	dir := filepath.Join(dataDir, layout.CommitLog)
 	if ok, err := isDir(dir); err != nil || !ok {
 		return err
 	}
@@ -179,15 +176,10 @@ func eachCheckpoint(dataDir string, from uint64, fn func(lsn uint64, body []byte
 	return err
 }
 
-// repairCommitLog runs the commit log's own recovery (commitlog.Open, then
-// Close): a torn last batch is copied to <data>/quarantine/commitlog/ and
-// zeroed, synced. Damage before a verified batch makes it refuse, changing
-// nothing.
-func repairCommitLog(dataDir string) error {
-	l, _, err := commitlog.Open(filepath.Join(dataDir, dirCommitLog), commitlog.Options{
-		QuarantineDir: filepath.Join(dataDir, dirQuarantine, dirCommitLog)})
-	if err != nil {
-		return err
+// Segments is l's entries, nil for a log the commit log holds nothing of (l nil).
+func (l *WALLog) Segments() []WALSeg {
+	if l == nil {
+		return nil
 	}
-	return l.Close()
+	return l.Segs
 }

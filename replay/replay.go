@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"github.com/combmq/comb/seal"
 )
 
-// ReplayOptions configures Replay. Exactly one of DataDir and DumpFile is the source.
-type ReplayOptions struct {
+// Options configures Run. Exactly one of DataDir and DumpFile is the source.
+type Options struct {
 	Target   string // base URL of a running comb or Queen-compatible broker, e.g. http://127.0.0.1:6632
 	DataDir  string // offline source: a stopped (or --force'd) data directory
 	DumpFile string // source: a `comb dump --payload` file; "-" reads stdin
@@ -49,7 +49,7 @@ type ReplayOptions struct {
 	Keys *seal.Keyring
 
 	// NoConfig leaves the target queues' configuration alone; by default each is configured
-	// like its source queue before the first push (replay_config.go).
+	// like its source queue before the first push (config.go).
 	NoConfig bool
 	// AllowPlaintext pushes an encryptionEnabled queue's payloads into a target that would
 	// store them in plaintext (or may: not comb, or NoConfig); by default that is refused with
@@ -62,8 +62,8 @@ type ReplayOptions struct {
 	Client   *http.Client // nil = a client with a 60 s timeout
 }
 
-// ReplayStats counts what Replay did.
-type ReplayStats struct {
+// Stats counts what Run did.
+type Stats struct {
 	Partitions int   // source partitions visited
 	Configured int   // target queues configured like their source queue
 	Pushed     int64 // messages the target stored (status queued)
@@ -93,14 +93,14 @@ type pushBodyItem struct {
 	Payload       json.RawMessage `json:"payload"`
 }
 
-// replayer carries one Replay's shared state.
+// replayer carries one Run's shared state.
 type replayer struct {
-	opts   ReplayOptions
+	opts   Options
 	client *http.Client
 	state  *replayState
 	lim    *limiter
 	bar    *progressbar.ProgressBar
-	stats  ReplayStats
+	stats  Stats
 	// targets is what configuring each target queue found (carryConfig); read-only once the
 	// pushes start.
 	targets map[string]targetQueue
@@ -110,18 +110,18 @@ type replayer struct {
 	reqs    atomic.Int64
 }
 
-// Replay pushes the selected messages to opts.Target over HTTP, partition by
+// Run pushes the selected messages to opts.Target over HTTP, partition by
 // partition in offset order (one push in flight per partition, so per-partition
 // order is the source's), Concurrency partitions at a time. It stops at the first
 // push the target refuses (4xx, or an item answered "failed"), wrapping ErrTarget,
 // and on ctx cancellation; either way the state file (if any) holds what was
 // accepted, so running it again resumes without duplicates.
-func Replay(ctx context.Context, opts ReplayOptions) (ReplayStats, error) {
+func Run(ctx context.Context, opts Options) (Stats, error) {
 	if (opts.DataDir == "") == (opts.DumpFile == "") {
-		return ReplayStats{}, errors.New("replay: exactly one source (a data directory or a dump file) is required")
+		return Stats{}, errors.New("replay: exactly one source (a data directory or a dump file) is required")
 	}
 	if opts.Target == "" {
-		return ReplayStats{}, errors.New("replay: a target URL is required")
+		return Stats{}, errors.New("replay: a target URL is required")
 	}
 	opts.Target = strings.TrimRight(opts.Target, "/")
 	if opts.Batch <= 0 {
@@ -143,7 +143,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayStats, error) {
 	}
 	st, err := loadReplayState(opts.StateFile, opts.Target, source)
 	if err != nil {
-		return ReplayStats{}, err
+		return Stats{}, err
 	}
 	r.state = st
 	if opts.DataDir != "" {

@@ -1,4 +1,4 @@
-package fsck
+package datadir
 
 import (
 	"errors"
@@ -10,35 +10,28 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
-// The broker's start-up caches of every log's durable end (broker/open_startup.go,
-// broker/flush_summaries.go): one summaries file each (segment.DecodeSummaries).
-const (
-	cleanFile     = layout.Clean     // written at a clean shutdown, taken at the next start
-	summariesFile = layout.Summaries // rewritten by every flush pass
-)
-
-// recoveryRule is the rule the server's start-up applies to each partition
+// Rule is the rule the server's start-up applies to each partition
 // and DLQ log written behind the commit log (broker/open_startup.go, openLogAt):
 // the files are trusted below a keep offset, everything they hold from it on
 // was written unsynced (cut, segment.OpenFrom), and the commit log's
 // segments from there on are appended again.
-type recoveryRule struct {
-	sums  map[[16]byte]segment.Summary // by partition id, or queue id for a DLQ
-	clean bool                         // sums come from meta/clean: a clean shutdown
-	wal   *walView
-	// ignored is the summaries file that does not decode ("" = none), and why.
-	ignored    string
-	ignoredErr error
+type Rule struct {
+	Sums  map[[16]byte]segment.Summary // by partition id, or queue id for a DLQ
+	Clean bool                         // Sums come from meta/clean: a clean shutdown
+	WAL   *WAL                         // the commit log the rule is applied with (set before KeepBelow)
+	// Ignored is the summaries file that does not decode ("" = none), and IgnoredErr why.
+	Ignored    string
+	IgnoredErr error
 }
 
-// readRecoveryRule reads the summaries the server would read: meta/clean when
+// ReadRule reads the summaries the server would read: meta/clean when
 // present (a clean shutdown; when it does not decode the server removes it
 // and trusts no summary), else meta/summaries (when missing or damaged: no
 // summary).
-func readRecoveryRule(dataDir string, wal *walView) (*recoveryRule, error) {
-	r := &recoveryRule{wal: wal}
-	for _, name := range []string{cleanFile, summariesFile} {
-		rel := filepath.Join(dirMeta, name)
+func ReadRule(dataDir string, wal *WAL) (*Rule, error) {
+	r := &Rule{WAL: wal}
+	for _, name := range []string{layout.Clean, layout.Summaries} {
+		rel := filepath.Join(layout.Meta, name)
 		data, err := os.ReadFile(filepath.Join(dataDir, rel))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -48,31 +41,31 @@ func readRecoveryRule(dataDir string, wal *walView) (*recoveryRule, error) {
 		}
 		sums, err := segment.DecodeSummaries(data)
 		if err != nil {
-			r.ignored, r.ignoredErr = rel, err
+			r.Ignored, r.IgnoredErr = rel, err
 			return r, nil
 		}
-		r.sums, r.clean = sums, name == cleanFile
+		r.Sums, r.Clean = sums, name == layout.Clean
 		return r, nil
 	}
 	return r, nil
 }
 
-// keepBelow returns the offset below which the server trusts log id's files,
+// KeepBelow returns the offset below which the server trusts log id's files,
 // and ok=false when it opens the log as segment.Open does (verifying its
 // tail, cutting a torn one). It is the server's own rule (package recovery,
-// also asked by broker/open_startup.go openLogAt), given what fsck reads:
+// also asked by broker/open_startup.go openLogAt), given what is read offline:
 // the summary's next offset (after a clean shutdown too: a file shorter than
 // what was synced is damage, not a torn tail), the commit log's first base
 // for the log, and whether a retained metadata entry created it. (A summary
 // whose stamp still matches the directory is opened without reading it; its
 // files then end exactly at the summary's next offset, which the same keep
 // describes.)
-func (r *recoveryRule) keepBelow(id [16]byte) (uint64, bool) {
-	f := recovery.Facts{Created: r.wal.Created[id]}
-	if s, ok := r.sums[id]; ok {
+func (r *Rule) KeepBelow(id [16]byte) (uint64, bool) {
+	f := recovery.Facts{Created: r.WAL.Created[id]}
+	if s, ok := r.Sums[id]; ok {
 		f.SyncedNext = s.NextOffset
 	}
-	if base, ok := r.wal.Logs[id].firstBase(); ok {
+	if base, ok := r.WAL.Logs[id].FirstBase(); ok {
 		f.ReplayBase = base
 	}
 	plan := recovery.Rule(f)

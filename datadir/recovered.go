@@ -1,4 +1,4 @@
-package fsck
+package datadir
 
 import (
 	"errors"
@@ -7,34 +7,35 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/segment"
 )
 
-// dirView is a data directory as its server would serve it after recovery,
+// View is a data directory as its server would serve it after recovery,
 // read-only: the metadata (the snapshot and the commit log's metadata
 // entries), the commit log, and the rule that says which part of each log's
-// files the server keeps. Dump and Replay read logs through it, so the records
+// files the server keeps. Dump and replay read logs through it, so the records
 // only the commit log holds are theirs too, and unsynced bytes past a log's
 // durable end (whatever they are) are not.
-type dirView struct {
-	meta    *metaView // nil when unreadable (metaErr)
-	metaErr error
-	wal     *walView
-	rule    *recoveryRule
+type View struct {
+	Meta    *Meta // nil when unreadable (MetaErr)
+	MetaErr error
+	WAL     *WAL
+	Rule    *Rule
 }
 
-// loadView reads dataDir's metadata, summaries and commit log. The commit
+// Load reads dataDir's metadata, summaries and commit log. The commit
 // log's segments are kept in memory only for the logs want selects (nil =
 // none), and only those past their log's durable end (what is served from
 // the commit log): at most the commit log's size.
-func loadView(dataDir string, want func(id [16]byte) bool) (*dirView, error) {
-	v := &dirView{}
-	v.meta, v.metaErr = readMeta(dataDir)
+func Load(dataDir string, want func(id [16]byte) bool) (*View, error) {
+	v := &View{}
+	v.Meta, v.MetaErr = ReadMeta(dataDir)
 	var covers uint64
-	if v.meta != nil {
-		covers = v.meta.Covers
+	if v.Meta != nil {
+		covers = v.Meta.Covers
 	}
-	rule, err := readRecoveryRule(dataDir, nil)
+	rule, err := ReadRule(dataDir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,26 +48,22 @@ func loadView(dataDir string, want func(id [16]byte) bool) (*dirView, error) {
 			firstBase[id] = base
 		}
 		keep := max(firstBase[id], 1)
-		if s, ok := rule.sums[id]; ok {
+		if s, ok := rule.Sums[id]; ok {
 			keep = max(keep, s.NextOffset)
 		}
 		return end > keep
 	}
-	if v.wal, err = readWAL(dataDir, covers, keepBytes); err != nil {
+	if v.WAL, err = ReadWAL(dataDir, covers, keepBytes); err != nil {
 		return nil, err
 	}
-	rule.wal, v.rule = v.wal, rule
-	if v.meta != nil {
-		v.meta.applyCommitLog(v.wal.Meta)
+	rule.WAL, v.Rule = v.WAL, rule
+	if v.Meta != nil {
+		v.Meta.ApplyCommitLog(v.WAL.Meta)
 	}
 	return v, nil
 }
 
-// errNotRecoverable wraps what stops a recovered read: offsets the server
-// could not serve either (comb fsck says why).
-var errNotRecoverable = errors.New("offsets missing from both the log's files and the commit log (run comb fsck)")
-
-// eachRecovered streams log d's records as the server would serve them after
+// EachRecovered streams log d's records as the server would serve them after
 // recovery, in offset order from the segment holding offset from: the
 // segments of its files below its durable end (all of them for a log not
 // written behind the commit log), then the commit log's segments from there
@@ -74,15 +71,15 @@ var errNotRecoverable = errors.New("offsets missing from both the log's files an
 // `commitlog` for the commit log's) and its records, which alias memory valid
 // until fn returns; it returns false to stop. Damage below the durable end is
 // a *segment.CorruptionError, a gap before the commit log's segments wraps
-// errNotRecoverable.
-func (v *dirView) eachRecovered(d logDir, from uint64, fn func(s segInfo, lsn uint64, msgs []segment.Message) bool) error {
-	keep, behind := v.rule.keepBelow(d.ID)
+// ErrNotRecoverable.
+func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) error {
+	keep, behind := v.Rule.KeepBelow(d.ID)
 	if !behind {
-		return scanSegments(d.Path, from, func(s segInfo, msgs []segment.Message) bool { return fn(s, 0, msgs) })
+		return ScanSegments(d.Path, from, func(s SegInfo, msgs []segment.Message) bool { return fn(s, 0, msgs) })
 	}
 	next := uint64(0) // where the file's segments read so far end
 	stopped := false
-	err := scanSegments(d.Path, from, func(s segInfo, msgs []segment.Message) bool {
+	err := ScanSegments(d.Path, from, func(s SegInfo, msgs []segment.Message) bool {
 		if s.FirstOffset+uint64(s.Count) > keep {
 			return false // from here on the file holds what was written unsynced
 		}
@@ -109,27 +106,27 @@ func (v *dirView) eachRecovered(d logDir, from uint64, fn func(s segInfo, lsn ui
 		// the log was synced): the server's offsets continue at keep.
 		next = keep
 	case next < keep:
-		return fmt.Errorf("%s: the log's files end at offset %d, but offsets below %d were synced: %w", d.Rel, next-1, keep, errNotRecoverable)
+		return fmt.Errorf("%s: the log's files end at offset %d, but offsets below %d were synced: %w", d.Rel, next-1, keep, ErrNotRecoverable)
 	}
 	var buf segment.ReadBuffer
-	for _, seg := range segsOf(v.wal.Logs[d.ID]) {
+	for _, seg := range v.WAL.Logs[d.ID].Segments() {
 		switch {
-		case seg.end() <= next:
+		case seg.End() <= next:
 			continue
 		case seg.Base != next:
-			return fmt.Errorf("%s: the log ends at offset %d but the commit log continues at %d (entry LSN %d): %w", d.Rel, next-1, seg.Base, seg.LSN, errNotRecoverable)
+			return fmt.Errorf("%s: the log ends at offset %d but the commit log continues at %d (entry LSN %d): %w", d.Rel, next-1, seg.Base, seg.LSN, ErrNotRecoverable)
 		case seg.Bytes == nil:
 			return fmt.Errorf("%s: commit-log entry LSN %d was not read", d.Rel, seg.LSN)
 		}
-		next = seg.end()
-		if seg.end() <= from {
+		next = seg.End()
+		if seg.End() <= from {
 			continue
 		}
 		info, msgs, err := segment.DecodeSegment(seg.Bytes, &buf)
 		if err != nil {
 			return fmt.Errorf("%s: commit-log entry LSN %d: %w", d.Rel, seg.LSN, err)
 		}
-		s := segInfo{File: dirCommitLog, Bytes: info.Bytes, FirstOffset: info.FirstOffset, Count: info.Count,
+		s := SegInfo{File: layout.CommitLog, Bytes: info.Bytes, FirstOffset: info.FirstOffset, Count: info.Count,
 			TsMicros: info.TimestampMicros, Codec: info.Codec.String()}
 		if !fn(s, seg.LSN, msgs) {
 			return nil
@@ -138,20 +135,20 @@ func (v *dirView) eachRecovered(d logDir, from uint64, fn func(s segInfo, lsn ui
 	return nil
 }
 
-// recoveredNext is the next offset of log d after the server's recovery
+// RecoveredNext is the next offset of log d after the server's recovery
 // (NextOffset when nothing is recovered from the commit log), and the offset
 // the server trusts its files below (0 when it verifies them as they are).
-func (v *dirView) recoveredNext(d logDir, fileNext uint64) (next, keep uint64) {
-	keep, behind := v.rule.keepBelow(d.ID)
+func (v *View) RecoveredNext(d LogDir, fileNext uint64) (next, keep uint64) {
+	keep, behind := v.Rule.KeepBelow(d.ID)
 	if !behind {
 		return fileNext, 0
 	}
 	next = keep
-	for _, seg := range segsOf(v.wal.Logs[d.ID]) {
+	for _, seg := range v.WAL.Logs[d.ID].Segments() {
 		switch {
-		case seg.end() <= next:
+		case seg.End() <= next:
 		case seg.Base == next:
-			next = seg.end()
+			next = seg.End()
 		default:
 			return next, keep // a gap: the server stops here (comb fsck reports it)
 		}
@@ -159,43 +156,43 @@ func (v *dirView) recoveredNext(d logDir, fileNext uint64) (next, keep uint64) {
 	return next, keep
 }
 
-// walOnlyLogs returns the logs of live partitions and queues that the commit
+// WALOnlyLogs returns the logs of live partitions and queues that the commit
 // log holds records of but whose directory is missing (nothing of them was
 // synced; the server makes the directory at its next start).
-func (v *dirView) walOnlyLogs(dataDir string, onDisk []logDir) []logDir {
+func (v *View) WALOnlyLogs(dataDir string, onDisk []LogDir) []LogDir {
 	have := map[[16]byte]bool{}
 	for _, d := range onDisk {
 		have[d.ID] = true
 	}
-	var out []logDir
-	for id, l := range v.wal.Logs {
-		if have[id] || len(l.Segs) == 0 || v.meta == nil {
+	var out []LogDir
+	for id, l := range v.WAL.Logs {
+		if have[id] || len(l.Segs) == 0 || v.Meta == nil {
 			continue
 		}
-		sub := dirPartitions
+		sub := layout.Partitions
 		if l.DLQ {
-			sub = dirDLQ
-			if _, ok := v.meta.Queues[id]; !ok {
+			sub = layout.DLQ
+			if _, ok := v.Meta.Queues[id]; !ok {
 				continue
 			}
-		} else if _, ok := v.meta.Partitions[id]; !ok {
+		} else if _, ok := v.Meta.Partitions[id]; !ok {
 			continue
 		}
-		rel := filepath.Join(sub, idString(id))
-		out = append(out, logDir{ID: id, Path: filepath.Join(dataDir, rel), Rel: rel, DLQ: l.DLQ})
+		rel := filepath.Join(sub, IDString(id))
+		out = append(out, LogDir{ID: id, Path: filepath.Join(dataDir, rel), Rel: rel, DLQ: l.DLQ})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out
 }
 
-// nameOf names a log for reports: its partition's queue and name, or its
+// NameOf names a log for reports: its partition's queue and name, or its
 // queue's for a DLQ.
-func (v *dirView) nameOf(id [16]byte, dlq bool) partInfo {
-	if v.meta == nil {
-		return partInfo{ID: id}
+func (v *View) NameOf(id [16]byte, dlq bool) PartInfo {
+	if v.Meta == nil {
+		return PartInfo{ID: id}
 	}
 	if dlq {
-		return partInfo{ID: id, QueueID: id, Queue: v.meta.Queues[id], Name: "(dlq)"}
+		return PartInfo{ID: id, QueueID: id, Queue: v.Meta.Queues[id], Name: "(dlq)"}
 	}
-	return v.meta.Partitions[id]
+	return v.Meta.Partitions[id]
 }

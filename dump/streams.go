@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 // commit log only: the server replays them at start).
 type (
 	dumpStreamQuery struct {
-		Type       string `json:"type"` // "stream_query"
+		Type       string `json:"type"` // TypeStreamQuery
 		QueryID    string `json:"queryId"`
 		Name       string `json:"name"`
 		Source     string `json:"sourceQueue"`
@@ -27,7 +27,7 @@ type (
 		Covers     uint64 `json:"registryCovers"`
 	}
 	dumpStreamShard struct {
-		Type        string `json:"type"` // "stream_shard"
+		Type        string `json:"type"` // TypeStreamShard
 		QueryID     string `json:"queryId"`
 		PartitionID string `json:"partitionId"`
 		File        string `json:"file"`
@@ -37,7 +37,7 @@ type (
 		Stale       bool   `json:"stale,omitempty"` // older than the query's reset: the server removes it
 	}
 	dumpStreamRow struct {
-		Type        string          `json:"type"` // "stream_row"
+		Type        string          `json:"type"` // TypeStreamRow
 		PartitionID string          `json:"partitionId"`
 		Key         string          `json:"key"`
 		Value       json.RawMessage `json:"value"`
@@ -46,7 +46,7 @@ type (
 )
 
 // dumpStreams prints the query named name (or with that id) and its shards.
-func dumpStreams(abs, name string, enc *json.Encoder, st *DumpStats) error {
+func dumpStreams(abs, name string, enc *json.Encoder, st *Stats) error {
 	f := &streams.Files{FS: vfs.OS, Root: filepath.Join(abs, streams.Dir)}
 	l, err := f.Load()
 	if err != nil {
@@ -62,7 +62,7 @@ func dumpStreams(abs, name string, enc *json.Encoder, st *DumpStats) error {
 		return fmt.Errorf("no stream query %q in %s (as of the registry file; a registration since the last flush pass is only in the commit log)", name, f.Root)
 	}
 	qid := uuid.UUID(q.ID).String()
-	if err := enc.Encode(dumpStreamQuery{Type: "stream_query", QueryID: qid, Name: q.Name, Source: q.Source, Sink: q.Sink,
+	if err := enc.Encode(dumpStreamQuery{Type: TypeStreamQuery, QueryID: qid, Name: q.Name, Source: q.Source, Sink: q.Sink,
 		ConfigHash: q.ConfigHash, ResetLSN: q.ResetLSN, Covers: l.Registry.Covers}); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func dumpStreams(abs, name string, enc *json.Encoder, st *DumpStats) error {
 		}
 		pid := uuid.UUID(s.Partition).String()
 		rel, _ := filepath.Rel(abs, l.Paths[i])
-		if err := enc.Encode(dumpStreamShard{Type: "stream_shard", QueryID: qid, PartitionID: pid, File: rel, LSN: s.LSN,
+		if err := enc.Encode(dumpStreamShard{Type: TypeStreamShard, QueryID: qid, PartitionID: pid, File: rel, LSN: s.LSN,
 			Cycles: s.Cycles, Keys: len(s.Rows), Stale: s.LSN < q.ResetLSN}); err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func dumpStreams(abs, name string, enc *json.Encoder, st *DumpStats) error {
 				v, _ = json.Marshal(string(r.Value))
 			}
 			at := time.UnixMicro(r.UpdatedAtMicros).UTC().Format("2006-01-02T15:04:05.000000Z")
-			if err := enc.Encode(dumpStreamRow{Type: "stream_row", PartitionID: pid, Key: r.Key, Value: v, UpdatedAt: at}); err != nil {
+			if err := enc.Encode(dumpStreamRow{Type: TypeStreamRow, PartitionID: pid, Key: r.Key, Value: v, UpdatedAt: at}); err != nil {
 				return err
 			}
 			st.Records++

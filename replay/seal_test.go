@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"context"
@@ -33,12 +33,12 @@ func TestReplayEncryptedQueue(t *testing.T) {
 	target := newFakeTarget()
 	srv := httptest.NewServer(target)
 	defer srv.Close()
-	_, err = Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: dir})
+	_, err = Run(context.Background(), Options{Target: srv.URL, DataDir: dir})
 	require.ErrorIs(t, err, seal.ErrNoKey)
 	require.ErrorContains(t, err, "QUEEN_ENCRYPTION_KEY")
 	assert.Empty(t, target.order["enc/p"])
 
-	st, err := Replay(context.Background(), ReplayOptions{Target: srv.URL, DataDir: dir, Keys: keys})
+	st, err := Run(context.Background(), Options{Target: srv.URL, DataDir: dir, Keys: keys})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), st.Pushed)
 	assert.Equal(t, map[string]any{"card": "4111"}, target.lastBody[0]["payload"])

@@ -1,4 +1,4 @@
-package fsck
+package dump
 
 import (
 	"bytes"
@@ -8,28 +8,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-func byType(lines []map[string]any, typ string) []map[string]any {
-	var out []map[string]any
-	for _, l := range lines {
-		if l["type"] == typ {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
+)
 
 // TestDumpShape: one JSON object per line, a partition line first, then segments and
 // records in offset order with the fields jq users select on (issue 5 "comb dump").
 func TestDumpShape(t *testing.T) {
-	d := newBrokerDir(t, "orders", 2, 30, 10)
+	d := datadirtest.NewBrokerDir(t, "orders", 2, 30, 10)
 	var out bytes.Buffer
-	st, err := Dump(d.root, DumpOptions{Queue: "orders", Partition: "p1", Payload: true}, &out)
+	st, err := Run(d.Root, Options{Queue: "orders", Partition: "p1", Payload: true}, &out)
 	require.NoError(t, err)
-	assert.Equal(t, DumpStats{Partitions: 1, Segments: 3, Records: 30}, st)
+	assert.Equal(t, Stats{Partitions: 1, Segments: 3, Records: 30}, st)
 
-	lines := decodeLines(t, out.Bytes())
+	lines := datadirtest.DecodeLines(t, out.Bytes())
 	require.Len(t, lines, 1+3+30)
 	assert.Equal(t, "partition", lines[0]["type"])
 	assert.Equal(t, "orders", lines[0]["queue"])
@@ -37,7 +30,7 @@ func TestDumpShape(t *testing.T) {
 	assert.EqualValues(t, 1, lines[0]["firstOffset"])
 	assert.EqualValues(t, 31, lines[0]["nextOffset"])
 
-	segs := byType(lines, "segment")
+	segs := datadirtest.ByType(lines, "segment")
 	require.Len(t, segs, 3)
 	for i, s := range segs {
 		assert.EqualValues(t, 1+10*i, s["firstOffset"])
@@ -45,19 +38,19 @@ func TestDumpShape(t *testing.T) {
 		assert.EqualValues(t, 10, s["count"])
 		assert.Equal(t, time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC).Add(time.Duration(i)*time.Millisecond).Format("2006-01-02T15:04:05.000000Z"), s["createdAt"])
 	}
-	recs := byType(lines, "record")
+	recs := datadirtest.ByType(lines, "record")
 	require.Len(t, recs, 30)
 	for i, r := range recs {
-		tx := d.pushed["p1"][i]
+		tx := d.Pushed["p1"][i]
 		assert.EqualValues(t, i+1, r["offset"], "records in offset order")
 		assert.Equal(t, tx, r["transactionId"])
 		assert.Equal(t, "orders", r["queue"])
 		assert.Equal(t, "p1", r["partition"])
 		assert.Nil(t, r["traceId"])
 		want := map[string]any{}
-		require.NoError(t, json.Unmarshal([]byte(d.payloads[tx]), &want))
+		require.NoError(t, json.Unmarshal([]byte(d.Payloads[tx]), &want))
 		assert.Equal(t, want, r["payload"], "payload is the pushed JSON value, not a string")
-		assert.EqualValues(t, len(d.payloads[tx]), r["payloadBytes"])
+		assert.EqualValues(t, len(d.Payloads[tx]), r["payloadBytes"])
 		assert.Len(t, r["id"], 36)
 	}
 }
@@ -65,25 +58,25 @@ func TestDumpShape(t *testing.T) {
 // TestDumpFilters: offset and time ranges select whole segments and records; without
 // --payload no payload field is printed; --what index prints one line per segment.
 func TestDumpFilters(t *testing.T) {
-	d := newBrokerDir(t, "orders", 1, 50, 10) // segments at 09:00:00.000, .001, ... .004
+	d := datadirtest.NewBrokerDir(t, "orders", 1, 50, 10) // segments at 09:00:00.000, .001, ... .004
 	base := time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC).UnixMicro()
 	cases := []struct {
 		name    string
-		opts    DumpOptions
+		opts    Options
 		offsets [2]int // first and last record offset printed
 		n       int
 	}{
-		{"offset range", DumpOptions{Records: true, FromOffset: 15, ToOffset: 27}, [2]int{15, 27}, 13},
-		{"from offset only", DumpOptions{Records: true, FromOffset: 41}, [2]int{41, 50}, 10},
-		{"time range is inclusive and selects segments", DumpOptions{Records: true, FromMicros: base + 1000, ToMicros: base + 2000}, [2]int{11, 30}, 20},
-		{"time and offset together", DumpOptions{Records: true, FromMicros: base + 1000, ToOffset: 12}, [2]int{11, 12}, 2},
+		{"offset range", Options{Records: true, FromOffset: 15, ToOffset: 27}, [2]int{15, 27}, 13},
+		{"from offset only", Options{Records: true, FromOffset: 41}, [2]int{41, 50}, 10},
+		{"time range is inclusive and selects segments", Options{Records: true, FromMicros: base + 1000, ToMicros: base + 2000}, [2]int{11, 30}, 20},
+		{"time and offset together", Options{Records: true, FromMicros: base + 1000, ToOffset: 12}, [2]int{11, 12}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			_, err := Dump(d.root, tc.opts, &out)
+			_, err := Run(d.Root, tc.opts, &out)
 			require.NoError(t, err)
-			recs := byType(decodeLines(t, out.Bytes()), "record")
+			recs := datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "record")
 			require.Len(t, recs, tc.n)
 			assert.EqualValues(t, tc.offsets[0], recs[0]["offset"])
 			assert.EqualValues(t, tc.offsets[1], recs[len(recs)-1]["offset"])
@@ -93,15 +86,15 @@ func TestDumpFilters(t *testing.T) {
 	}
 	t.Run("index entries", func(t *testing.T) {
 		var out bytes.Buffer
-		st, err := Dump(d.root, DumpOptions{Index: true}, &out)
+		st, err := Run(d.Root, Options{Index: true}, &out)
 		require.NoError(t, err)
 		// Every file here is active with fewer than segment.LazyIndexSegments
 		// segments: its index lives in the server's memory, no file to dump.
 		assert.Equal(t, int64(0), st.IndexEntries)
-		assert.Empty(t, byType(decodeLines(t, out.Bytes()), "index"))
+		assert.Empty(t, datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "index"))
 	})
 	t.Run("unknown partition", func(t *testing.T) {
-		_, err := Dump(d.root, DumpOptions{Queue: "orders", Partition: "nope"}, &bytes.Buffer{})
-		assert.ErrorIs(t, err, ErrNotFound)
+		_, err := Run(d.Root, Options{Queue: "orders", Partition: "nope"}, &bytes.Buffer{})
+		assert.ErrorIs(t, err, datadir.ErrNotFound)
 	})
 }

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/meta"
 )
 
@@ -29,7 +30,7 @@ import (
 var ErrPlaintextTarget = errors.New("the target would store encrypted payloads in plaintext")
 
 // storedPlainPrefix opens comb's configure warning for an encryptionEnabled queue on a server
-// without a key (httpapi.WarningStoredPlain; fsck does not import httpapi).
+// without a key (httpapi.WarningStoredPlain; replay does not import httpapi).
 const storedPlainPrefix = "encryptionEnabled:"
 
 // targetQueue is what replay learnt configuring one target queue.
@@ -40,16 +41,16 @@ type targetQueue struct {
 
 // sourceQueues maps each target queue name of logs to the source queue configured there
 // (the first by name when --to-queue merges several).
-func (r *replayer) sourceQueues(v *dirView, logs []logDir, names map[string]partInfo) map[string]*meta.Queue {
+func (r *replayer) sourceQueues(v *datadir.View, logs []datadir.LogDir, names map[string]datadir.PartInfo) map[string]*meta.Queue {
 	out := map[string]*meta.Queue{}
-	if v.meta == nil || v.meta.state == nil {
+	if v.Meta == nil || v.Meta.State == nil {
 		return out
 	}
 	var qs []*meta.Queue
 	seen := map[[16]byte]bool{}
 	for _, d := range logs {
 		n := names[d.Rel]
-		q := v.meta.state.QueueByID[n.QueueID]
+		q := v.Meta.State.QueueByID[n.QueueID]
 		if q == nil || seen[q.ID] {
 			continue
 		}
@@ -201,7 +202,7 @@ func optionsJSON(o meta.QueueOptions) map[string]any {
 
 // NotCarried lists what a replay with opts leaves behind, for the operator to handle (issue
 // 25: "says what it does not carry").
-func NotCarried(opts ReplayOptions) []string {
+func NotCarried(opts Options) []string {
 	out := []string{
 		"consumer-group cursors and leases: a group on the target starts as a new group does (its subscriptionMode)",
 		"dead letters: list them with `comb dump --dlq --payload`",

@@ -1,4 +1,4 @@
-package fsck
+package replay
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/dump"
 	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 )
@@ -18,21 +20,21 @@ import (
 // fromDataDir replays the selected partitions of an offline data directory,
 // Concurrency partitions at a time, each from its resume offset in offset order.
 // A partition's records are those the server would serve after recovery
-// (dirView.eachRecovered): its files below their durable end, then the records
+// (datadir.View.EachRecovered): its files below their durable end, then the records
 // only the commit log holds, which were acknowledged too.
 func (r *replayer) fromDataDir(ctx context.Context) error {
 	abs, err := filepath.Abs(r.opts.DataDir)
 	if err != nil {
 		return err
 	}
-	if err := isDataDir(abs); err != nil {
+	if err := datadir.Check(abs); err != nil {
 		return err
 	}
-	v, err := loadView(abs, func([16]byte) bool { return true })
+	v, err := datadir.Load(abs, func([16]byte) bool { return true })
 	if err != nil {
 		return err
 	}
-	logs, names, err := selectLogs(abs, v, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
+	logs, names, err := datadir.SelectLogs(abs, v, r.opts.Queue, r.opts.Partition, r.opts.PartitionID, false)
 	if err != nil {
 		return err
 	}
@@ -42,10 +44,10 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	var total int64
 	for _, d := range logs {
 		first, fileNext := uint64(0), uint64(0)
-		if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 {
-			first, fileNext = files[0].FirstOffset, indexEnd(d.Path, files[len(files)-1])
+		if files, err := datadir.ListSegFiles(d.Path); err == nil && len(files) > 0 {
+			first, fileNext = files[0].FirstOffset, datadir.IndexEnd(d.Path, files[len(files)-1])
 		}
-		end, _ := v.recoveredNext(d, fileNext)
+		end, _ := v.RecoveredNext(d, fileNext)
 		from := max(first, r.state.done(logKey(d))+1)
 		if end > from {
 			total += int64(end - from)
@@ -56,7 +58,7 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan logDir)
+	work := make(chan datadir.LogDir)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
@@ -87,17 +89,17 @@ feed:
 	return ctx.Err()
 }
 
-func (r *replayer) replayLog(ctx context.Context, v *dirView, d logDir, n partInfo) error {
+func (r *replayer) replayLog(ctx context.Context, v *datadir.View, d datadir.LogDir, n datadir.PartInfo) error {
 	s := r.newSender(logKey(d), n.Queue, n.Name)
 	if s.queue == "" || s.partition == "" {
 		return fmt.Errorf("%s: the metadata does not name this partition; give --to-queue and --to-partition", d.Rel)
 	}
 	from := r.state.done(s.key) + 1
-	if files, err := listSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
+	if files, err := datadir.ListSegFiles(d.Path); err == nil && len(files) > 0 && from > files[0].FirstOffset {
 		r.skip.Add(int64(from - files[0].FirstOffset))
 	}
 	var err error
-	serr := v.eachRecovered(d, from, func(seg segInfo, _ uint64, msgs []segment.Message) bool {
+	serr := v.EachRecovered(d, from, func(seg datadir.SegInfo, _ uint64, msgs []segment.Message) bool {
 		if r.opts.ToMicros != 0 && seg.TsMicros > r.opts.ToMicros {
 			return false // timestamps never decrease within a partition
 		}
@@ -266,11 +268,11 @@ func (r *replayer) fromDump(ctx context.Context) error {
 // parseDumpLine decodes one line of a dump file. ok is false for lines that are not
 // replayable records (partition, segment and index lines, dead letters); an error
 // wraps ErrBadDump. It never panics on any input.
-func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
+func parseDumpLine(b []byte) (rec dump.Record, ok bool, err error) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return rec, false, fmt.Errorf("%w: %v", ErrBadDump, err)
 	}
-	if rec.Type != "record" || rec.DLQ {
+	if rec.Type != dump.TypeRecord || rec.DLQ {
 		return rec, false, nil
 	}
 	if rec.Payload == nil && rec.PayloadBytes > 0 {
@@ -293,7 +295,7 @@ func parseDumpLine(b []byte) (rec dumpRecord, ok bool, err error) {
 // logKey names a data-directory partition in the resume state: its id, which unlike
 // its name survives a queue rename (dump files, which carry no stable directory,
 // use queue and partition names instead).
-func logKey(d logDir) string { return d.Rel }
+func logKey(d datadir.LogDir) string { return d.Rel }
 
 // sealedInDump reports whether a dump line's payload is the base64 string dump writes for a
 // payload sealed at rest.
