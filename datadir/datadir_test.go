@@ -75,7 +75,7 @@ func TestEachRecoveredIsWhatTheServerServes(t *testing.T) {
 			require.NoError(t, err)
 			p0, p1 := logOf(t, root, m.Parts["p0"]), logOf(t, root, m.Parts["p1"])
 
-			keep, behind := v.Rule.KeepBelow(p0.ID)
+			keep, behind := v.Rule.KeepBelow(p0.ID, false)
 			assert.True(t, behind, "p0 is written behind the commit log")
 			assert.Equal(t, uint64(31), keep, "the files are trusted below the restart's summary")
 
@@ -138,4 +138,24 @@ func TestSelectLogs(t *testing.T) {
 		_, _, err := datadir.SelectLogs(d.Root, v, f[0], f[1], f[2], false)
 		assert.ErrorIs(t, err, datadir.ErrNotFound, name)
 	}
+}
+
+// The keep rule fsck reads by is the server's, DLQ case included: a DLQ log
+// that neither a summary nor the commit log names, while a summaries file
+// decoded, is kept from nothing (the server cuts it to quarantine), a
+// partition in the same place is verified as it is, and without a summaries
+// file that decodes both are (recovery.Start.Facts).
+func TestKeepBelowIsTheServersRuleForANeverSyncedDLQ(t *testing.T) {
+	id, other := [16]byte{1}, [16]byte{2}
+	r := &datadir.Rule{Sums: map[[16]byte]segment.Summary{other: {FirstOffset: 1, NextOffset: 5}}, WAL: &datadir.WAL{}}
+	keep, behind := r.KeepBelow(id, true)
+	assert.Equal(t, []any{uint64(1), true}, []any{keep, behind}, "a never-synced DLQ log keeps nothing")
+	keep, behind = r.KeepBelow(id, false)
+	assert.Equal(t, []any{uint64(0), false}, []any{keep, behind}, "a partition nothing names is verified")
+	keep, behind = r.KeepBelow(other, true)
+	assert.Equal(t, []any{uint64(5), true}, []any{keep, behind}, "a DLQ log with a summary keeps what it synced")
+
+	none := &datadir.Rule{WAL: &datadir.WAL{}}
+	keep, behind = none.KeepBelow(id, true)
+	assert.Equal(t, []any{uint64(0), false}, []any{keep, behind}, "no summaries file: nothing says what was synced")
 }

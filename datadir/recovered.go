@@ -73,7 +73,7 @@ func Load(dataDir string, want func(id [16]byte) bool) (*View, error) {
 // a *segment.CorruptionError, a gap before the commit log's segments wraps
 // ErrNotRecoverable.
 func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) error {
-	keep, behind := v.Rule.KeepBelow(d.ID)
+	keep, behind := v.Rule.KeepBelow(d.ID, d.DLQ)
 	if !behind {
 		return ScanSegments(d.Path, from, func(s SegInfo, msgs []segment.Message) bool { return fn(s, 0, msgs) })
 	}
@@ -139,7 +139,7 @@ func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint6
 // (NextOffset when nothing is recovered from the commit log), and the offset
 // the server trusts its files below (0 when it verifies them as they are).
 func (v *View) RecoveredNext(d LogDir, fileNext uint64) (next, keep uint64) {
-	keep, behind := v.Rule.KeepBelow(d.ID)
+	keep, behind := v.Rule.KeepBelow(d.ID, d.DLQ)
 	if !behind {
 		return fileNext, 0
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/recovery"
@@ -11,7 +12,7 @@ import (
 )
 
 // Rule is the rule the server's start-up applies to each partition
-// and DLQ log written behind the commit log (broker/open_startup.go, openLogAt):
+// and DLQ log written behind the commit log (broker/open_startup.go, openByPlan):
 // the files are trusted below a keep offset, everything they hold from it on
 // was written unsynced (cut, segment.OpenFrom), and the commit log's
 // segments from there on are appended again.
@@ -22,6 +23,9 @@ type Rule struct {
 	// Ignored is the summaries file that does not decode ("" = none), and IgnoredErr why.
 	Ignored    string
 	IgnoredErr error
+
+	once  sync.Once
+	start recovery.Start // assembled from Sums and WAL at the first KeepBelow
 }
 
 // ReadRule reads the summaries the server would read: meta/clean when
@@ -50,24 +54,40 @@ func ReadRule(dataDir string, wal *WAL) (*Rule, error) {
 	return r, nil
 }
 
-// KeepBelow returns the offset below which the server trusts log id's files,
-// and ok=false when it opens the log as segment.Open does (verifying its
-// tail, cutting a torn one). It is the server's own rule (package recovery,
-// also asked by broker/open_startup.go openLogAt), given what is read offline:
-// the summary's next offset (after a clean shutdown too: a file shorter than
-// what was synced is damage, not a torn tail), the commit log's first base
-// for the log, and whether a retained metadata entry created it. (A summary
-// whose stamp still matches the directory is opened without reading it; its
-// files then end exactly at the summary's next offset, which the same keep
-// describes.)
-func (r *Rule) KeepBelow(id [16]byte) (uint64, bool) {
-	f := recovery.Facts{Created: r.WAL.Created[id]}
-	if s, ok := r.Sums[id]; ok {
-		f.SyncedNext = s.NextOffset
+// KeepBelow returns the offset below which the server trusts log id's files
+// (a partition's, or with dlq its queue's DLQ log), and ok=false when it
+// opens the log as segment.Open does (verifying its tail, cutting a torn
+// one). It asks the server's own rule, recovery.Start.Plan, with the facts
+// broker/open_startup.go gives it, read offline: the summary's next offset
+// (after a clean shutdown too: a file shorter than what was synced is
+// damage, not a torn tail), the commit log's first base for the log, the
+// partitions a retained metadata entry created, and (recovery.Start.Facts)
+// a DLQ log nothing says was ever synced. (A summary whose stamp still
+// matches the directory is opened without reading it; its files then end
+// exactly at the summary's next offset, which the same keep describes.)
+func (r *Rule) KeepBelow(id [16]byte, dlq bool) (uint64, bool) {
+	r.once.Do(r.assemble)
+	kind := recovery.Partition
+	if dlq {
+		kind = recovery.DLQ
 	}
-	if base, ok := r.WAL.Logs[id].FirstBase(); ok {
-		f.ReplayBase = base
-	}
-	plan := recovery.Rule(f)
+	plan := r.start.Plan(id, kind, nil)
 	return plan.Keep, plan.Mode != recovery.Verify
+}
+
+// assemble builds the keep rule's input once: what the server's start-up
+// builds in broker/open.go scanCommitLog.
+func (r *Rule) assemble() {
+	r.start = recovery.Start{ReplayBase: map[[16]byte]uint64{}, Created: r.WAL.Created}
+	for id, l := range r.WAL.Logs {
+		if base, ok := l.FirstBase(); ok {
+			r.start.ReplayBase[id] = base
+		}
+	}
+	if r.Sums != nil {
+		r.start.SyncedNext = make(map[[16]byte]uint64, len(r.Sums))
+		for id, s := range r.Sums {
+			r.start.SyncedNext[id] = s.NextOffset
+		}
+	}
 }

@@ -64,7 +64,7 @@ func dumpCommitLog(dataDir string, v *datadir.View, logs []datadir.LogDir, names
 			}
 			line.FirstOffset, line.LastOffset, line.Count = info.FirstOffset, info.FirstOffset+uint64(info.Count)-1, info.Count
 			line.TsMicros, line.CreatedAt = info.TimestampMicros, formatMicros(info.TimestampMicros)
-			if keep, behind := v.Rule.KeepBelow(id); behind {
+			if keep, behind := v.Rule.KeepBelow(id, line.DLQ); behind {
 				replay := info.FirstOffset+uint64(info.Count) > keep
 				line.Replay = &replay
 			}

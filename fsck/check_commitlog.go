@@ -117,7 +117,7 @@ func (c *checker) checkReplay() {
 		if !c.live(id, dlq) {
 			continue // a deleted queue's: the server skips its entries
 		}
-		keep, ok := c.rule.KeepBelow(id)
+		keep, ok := c.rule.KeepBelow(id, dlq)
 		if !ok {
 			continue
 		}

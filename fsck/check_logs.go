@@ -54,7 +54,7 @@ func (c *checker) checkLogs() error {
 // region is the durable region the server keeps of d's log (datadir.Rule),
 // nil when it verifies the whole log (segment.Open).
 func (c *checker) region(d datadir.LogDir) *durableRegion {
-	keep, ok := c.rule.KeepBelow(d.ID)
+	keep, ok := c.rule.KeepBelow(d.ID, d.DLQ)
 	if !ok {
 		return nil
 	}
