@@ -10,6 +10,7 @@ import (
 
 	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
@@ -32,6 +33,7 @@ type Broker struct {
 	cfg       Config
 	log       zerolog.Logger
 	now       func() time.Time
+	waits     clock.Clock // the long-poll's deadlines and timers: Config.Clock, else clock.System (Config.Now sets readings only)
 	dir       string
 	syncMode  commitlog.SyncPolicy
 	segOpts   segment.Options

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/combmq/comb/walentry"
 
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/layout"
@@ -58,6 +60,7 @@ func Open(cfg Config) (*Broker, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		now:      cfg.Now,
+		waits:    cmp.Or(cfg.Clock, clock.System),
 		dir:      cfg.DataDir,
 		syncMode: policy,
 		// Rotation syncs nothing (DeferRotationSync): the commit log covers
