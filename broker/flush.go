@@ -64,6 +64,11 @@ type flushState struct {
 	lastEnd   int64          // when the last pass ended (µs)
 	lastDur   int64          // how long it took (µs)
 
+	// leftInflight (under stateMu) is closed when an LSN leaves inflight
+	// and made anew by the next waiter: waitInflightThrough waits on it
+	// instead of polling.
+	leftInflight chan struct{}
+
 	stop, done chan struct{}
 }
 
@@ -96,6 +101,10 @@ func (b *Broker) txApplied(lsn uint64) {
 	b.flush.stateMu.Lock()
 	if b.flush.inflight[lsn]--; b.flush.inflight[lsn] <= 0 {
 		delete(b.flush.inflight, lsn)
+		if b.flush.leftInflight != nil {
+			close(b.flush.leftInflight)
+			b.flush.leftInflight = nil
+		}
 	}
 	b.flush.stateMu.Unlock()
 }
