@@ -68,7 +68,8 @@ type Broker struct {
 	// queues and partitions): each appends its commit-log entry and applies
 	// it to the registry under metaMu, so that entries reach the log in the
 	// order they take effect and a metadata snapshot (flush.go) taken under
-	// it holds every entry appended before. It is not the registry lock:
+	// it holds every entry appended before; the snapshot's write and fsyncs
+	// run after it is let go (snapshotMeta). It is not the registry lock:
 	// pushes, pops and acks on existing partitions never wait for it. Lock
 	// order: metaMu → mu.
 	metaMu sync.Mutex
