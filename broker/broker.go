@@ -10,6 +10,7 @@ import (
 
 	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
@@ -32,6 +33,7 @@ type Broker struct {
 	cfg       Config
 	log       zerolog.Logger
 	now       func() time.Time
+	waits     clock.Clock // the long-poll's deadlines and timers: Config.Clock, else clock.System (Config.Now sets readings only)
 	dir       string
 	syncMode  commitlog.SyncPolicy
 	segOpts   segment.Options
@@ -66,7 +68,8 @@ type Broker struct {
 	// queues and partitions): each appends its commit-log entry and applies
 	// it to the registry under metaMu, so that entries reach the log in the
 	// order they take effect and a metadata snapshot (flush.go) taken under
-	// it holds every entry appended before. It is not the registry lock:
+	// it holds every entry appended before; the snapshot's write and fsyncs
+	// run after it is let go (snapshotMeta). It is not the registry lock:
 	// pushes, pops and acks on existing partitions never wait for it. Lock
 	// order: metaMu → mu.
 	metaMu sync.Mutex

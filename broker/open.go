@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/combmq/comb/walentry"
 
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/layout"
@@ -59,6 +61,7 @@ func Open(cfg Config) (*Broker, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		now:      cfg.Now,
+		waits:    cmp.Or(cfg.Clock, clock.System),
 		dir:      cfg.DataDir,
 		syncMode: policy,
 		// Rotation syncs nothing (DeferRotationSync): the commit log covers
