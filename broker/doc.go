@@ -53,7 +53,7 @@
 //	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
 //	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
 //	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go),
-//	             Series, SeriesByQueue, LastMinute (report_series.go: the per-minute series, counted
+//	             Series, SeriesByQueue, LastMinute (maint_series.go: the per-minute series, counted
 //	             in Push, addClaimed and Ack), StatusQueue, RecentMessages, StatusSummary
 //	             (report_status.go), per-partition DLQ counts (report_dlqcount.go)
 //	maintenance  maintain (maint_evict.go): idle eviction, expirePartition (read_expire.go),
@@ -104,7 +104,7 @@
 //	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (open_startup.go); renamed to summaries by Open
 //	<data>/meta/summaries            summary checkpoint, same format, rewritten by every flush pass (flush_summaries.go)
 //	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (meta_maint.go)
-//	<data>/meta/analytics            the per-minute series of the dashboard (package analytics; report_series.go)
+//	<data>/meta/analytics            the per-minute series of the dashboard (package analytics; maint_series.go)
 //	<data>/cursor/                   cursor.Engine snapshots; its checkpoints are commit-log entries
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
