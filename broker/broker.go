@@ -59,7 +59,6 @@ type Broker struct {
 	cleanStart bool             // the summaries came from a clean shutdown's marker
 	maint      maintenance      // idle eviction and retention (maint_evict.go, maint_retention.go)
 	mm         maintMode        // push and pop maintenance modes (meta_maint.go)
-	rates      rateSample       // throughput of the resources overview (report_resources.go)
 	series     *analytics.Store // per-minute series of the dashboard (maint_series.go); nil = counting off
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
@@ -146,7 +145,6 @@ type queue struct {
 	dlq   *segment.Log
 	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
 	dlqCommitted atomic.Uint64
-	dlqByPart    dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
 
