@@ -46,7 +46,7 @@ func TestMessageListStatusAndPage(t *testing.T) {
 	e := newEnv(t)
 	e.push("q", "p", "a", "b", "c", "d")
 	res := e.pop(broker.PopRequest{Queue: "q", Partition: "p", Batch: 1})
-	e.ack(broker.QueueModeGroup, res, "completed") // a
+	e.ack(broker.QueueModeGroup, res, "completed")                 // a
 	e.pop(broker.PopRequest{Queue: "q", Partition: "p", Batch: 1}) // b leased
 	cases := []struct {
 		name string
