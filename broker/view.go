@@ -72,8 +72,11 @@ func (v View) Partition(id [16]byte) (PartitionView, bool) {
 	if p == nil {
 		return PartitionView{}, false
 	}
-	return PartitionView{p: p, b: v.b}, true
+	return PartitionView{p}, true
 }
+
+// QueueOf is the queue partition p belongs to.
+func (v View) QueueOf(p PartitionView) QueueView { return QueueView{q: p.p.q, b: v.b} }
 
 // RangeCursors calls fn with every (partition, group) cursor and its state
 // until fn returns false (cursor.Engine.Range: fn must not call back into the
@@ -106,7 +109,7 @@ func (v View) FindMessage(partitionID, txid string) (PartitionView, segment.Mess
 	if err != nil {
 		return PartitionView{}, segment.Message{}, err
 	}
-	return PartitionView{p: fm.p, b: v.b}, fm.msg, nil
+	return PartitionView{fm.p}, fm.msg, nil
 }
 
 // Series is the per-minute series store (maint_series.go); nil with

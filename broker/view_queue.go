@@ -46,7 +46,7 @@ func (v QueueView) Partitions() []PartitionView {
 	defer v.q.mu.RUnlock()
 	out := make([]PartitionView, len(v.q.list))
 	for i, p := range v.q.list {
-		out[i] = PartitionView{p: p, b: v.b}
+		out[i] = PartitionView{p}
 	}
 	return out
 }
@@ -58,7 +58,7 @@ func (v QueueView) Partition(name string) (PartitionView, bool) {
 	if p == nil {
 		return PartitionView{}, false
 	}
-	return PartitionView{p: p, b: v.b}, true
+	return PartitionView{p}, true
 }
 
 // OpenPayload returns what a reader of the queue's message id may see of a
@@ -113,11 +113,10 @@ func (d DLQLog) Read(from uint64, max, maxBytes int, buf *segment.ReadBuffer) ([
 	return d.l.Read(from, max, maxBytes, buf)
 }
 
-// PartitionView is a read-only handle on one partition.
-type PartitionView struct {
-	p *partition
-	b *Broker
-}
+// PartitionView is a read-only handle on one partition (one pointer: a
+// report over many partitions holds a slice of them); View.QueueOf gives its
+// queue.
+type PartitionView struct{ p *partition }
 
 // ID is the partition's id (a UUIDv7).
 func (v PartitionView) ID() [16]byte { return v.p.id }
@@ -130,9 +129,6 @@ func (v PartitionView) Name() string { return v.p.name }
 
 // CreatedAtMicros is when the partition was created (µs since the epoch).
 func (v PartitionView) CreatedAtMicros() int64 { return v.p.createdAt }
-
-// Queue is the partition's queue.
-func (v PartitionView) Queue() QueueView { return QueueView{q: v.p.q, b: v.b} }
 
 // Visible is the offset after the last message a pop may see (offsets start
 // at 1): appended, durable and published.

@@ -97,7 +97,7 @@ func (rs *Reports) LaggingPartitions(minLagSeconds int64) []LaggingPartition {
 // groupPartition fills one row from a cursor. Damaged partitions report what
 // memory knows and read nothing.
 func (rs *Reports) groupPartition(p broker.PartitionView, st lease.State, now int64, buf *segment.ReadBuffer) GroupPartition {
-	gp := GroupPartition{Queue: p.Queue().Name(), Partition: p.Name(), PartitionID: p.IDString(),
+	gp := GroupPartition{Queue: rs.v.QueueOf(p).Name(), Partition: p.Name(), PartitionID: p.IDString(),
 		TotalConsumed: int64(st.Committed), LeaseActive: st.Lease.Live(now)}
 	if gp.LeaseActive {
 		gp.WorkerID = st.Lease.WorkerID

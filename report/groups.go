@@ -49,7 +49,7 @@ func (rs *Reports) ConsumerGroups() []GroupSummary {
 		if !ok {
 			return true
 		}
-		key := gq{k.Group, p.Queue().Name()}
+		key := gq{k.Group, rs.v.QueueOf(p).Name()}
 		r := row(key)
 		r.Members++
 		if st.Committed > 0 {

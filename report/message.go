@@ -46,18 +46,18 @@ func (rs *Reports) Message(partitionID, txid string) (MessageDetail, error) {
 	}
 	m := &msg
 	v := rs.viewMessages(p, rs.v.Now().UnixMicro())
-	if err := rs.withDLQHits(p.Queue(), p.ID(), func(h map[uint64][]dlqHit) {
+	if err := rs.withDLQHits(rs.v.QueueOf(p), p.ID(), func(h map[uint64][]dlqHit) {
 		if hits := h[m.Offset]; len(hits) > 0 {
 			v.dlq = map[uint64][]dlqHit{m.Offset: append([]dlqHit(nil), hits...)}
 		}
 	}); err != nil {
 		return MessageDetail{}, err
 	}
-	conf := p.Queue().Conf()
+	conf := rs.v.QueueOf(p).Conf()
 	ref := notes.MessageRef{Partition: p.ID(), Offset: m.Offset}
 	d := MessageDetail{MessageRow: v.row(p, conf, m, v.status(ref)), IsEncrypted: seal.IsSealed(m.Payload),
-		QueueConfig: conf.Options, Mode: queueMode(p.Queue())}
-	d.Payload, d.PayloadError = p.Queue().OpenPayload(m.ID, m.Payload)
+		QueueConfig: conf.Options, Mode: queueMode(rs.v.QueueOf(p))}
+	d.Payload, d.PayloadError = rs.v.QueueOf(p).OpenPayload(m.ID, m.Payload)
 	d.Mode.ConsumedByGroups = d.ConsumedBy
 	all := v.named
 	if v.qm != nil {

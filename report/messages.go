@@ -157,7 +157,7 @@ func (rs *Reports) listPartition(p broker.PartitionView, f MessageFilter, need i
 		return nil, nil
 	}
 	v := rs.viewMessages(p, now)
-	err := rs.withDLQHits(p.Queue(), p.ID(), func(h map[uint64][]dlqHit) {
+	err := rs.withDLQHits(rs.v.QueueOf(p), p.ID(), func(h map[uint64][]dlqHit) {
 		for off, hits := range h {
 			if off >= lo && off <= hi {
 				if v.dlq == nil {
@@ -176,7 +176,7 @@ func (rs *Reports) listPartition(p broker.PartitionView, f MessageFilter, need i
 	}
 	var rows []MessageRow
 	budget := 4*need + listScanSlack
-	conf := p.Queue().Conf()
+	conf := rs.v.QueueOf(p).Conf()
 	for end := hi; end >= lo && len(rows) < need && budget > 0; {
 		n := min(end-lo+1, uint64(min(need-len(rows)+16, budget, listChunk)))
 		start := end - n + 1
@@ -211,7 +211,7 @@ func (rs *Reports) listPartition(p broker.PartitionView, f MessageFilter, need i
 // row builds one list row; its strings are copied out of the read buffer.
 func (v *msgView) row(p broker.PartitionView, c broker.QueueConf, m *segment.Message, status string) MessageRow {
 	r := MessageRow{ID: uuidString(m.ID), TransactionID: strings.Clone(m.TransactionID), PartitionID: p.IDString(),
-		Queue: p.Queue().Name(), Partition: p.Name(), Namespace: c.Namespace, Task: c.Task, Status: status,
+		Queue: v.queue, Partition: p.Name(), Namespace: c.Namespace, Task: c.Task, Status: status,
 		TotalGroups: len(v.named), TraceID: strings.Clone(m.TraceID), ProducerSub: strings.Clone(m.ProducerSub),
 		Priority: c.Options.Priority, CreatedAtMicros: m.TimestampMicros, LeaseExpiresAtMicros: v.leaseExpiry(m.Offset), offset: m.Offset}
 	ref := notes.MessageRef{Partition: p.ID(), Offset: m.Offset}

@@ -37,6 +37,7 @@ type groupView struct {
 // __QUEUE_MODE__ when it reads the queue (or nobody does), else to every
 // named group (spec 8.5).
 type msgView struct {
+	queue string      // the partition's queue
 	qm    *groupView  // nil when __QUEUE_MODE__ has no cursor on the queue
 	named []groupView // sorted by name
 	refs  []groupView // the groups status is relative to
@@ -47,9 +48,10 @@ type msgView struct {
 // viewMessages reads the cursors of the queue's groups on p: one map
 // lookup per group.
 func (rs *Reports) viewMessages(p broker.PartitionView, now int64) *msgView {
-	v := &msgView{now: now}
+	q := rs.v.QueueOf(p)
+	v := &msgView{queue: q.Name(), now: now}
 	names := make([]string, 0, 4)
-	for g := range p.Queue().Groups() {
+	for g := range q.Groups() {
 		names = append(names, g)
 	}
 	sort.Strings(names)

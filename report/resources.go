@@ -116,7 +116,7 @@ func (rs *Reports) partCounts(p broker.PartitionView, nowMicros int64) MessageCo
 				c.Processing = int64(hi - lo + 1)
 			}
 		}
-	} else if groups := p.Queue().Groups(); len(groups) > 0 {
+	} else if groups := rs.v.QueueOf(p).Groups(); len(groups) > 0 {
 		low, seen := vis-1, false
 		for g := range groups {
 			if st, ok := rs.v.Cursor(p.ID(), g); ok {
