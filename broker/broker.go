@@ -61,8 +61,7 @@ type Broker struct {
 	cleanStart bool             // the summaries came from a clean shutdown's marker
 	maint      maintenance      // idle eviction and retention (maint_evict.go, maint_retention.go)
 	mm         maintMode        // push and pop maintenance modes (meta_maint.go)
-	rates      rateSample       // throughput of the resources overview (report_resources.go)
-	series     *analytics.Store // per-minute series of the dashboard (report_series.go); nil = counting off
+	series     *analytics.Store // per-minute series of the dashboard (maint_series.go); nil = counting off
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
 	// queues and partitions): each appends its commit-log entry and applies
@@ -149,12 +148,11 @@ type queue struct {
 	dlq   *segment.Log
 	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
 	dlqCommitted atomic.Uint64
-	dlqByPart    dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
 
 	// an counts the queue's pushes, pops and acks for the per-minute series
-	// (report_series.go); nil (counting off) is a valid no-op.
+	// (maint_series.go); nil (counting off) is a valid no-op.
 	an *analytics.Counters
 
 	// pendingQM is the queue's pending depth for maxSize (spec 1.7): messages

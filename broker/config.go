@@ -95,7 +95,7 @@ type Config struct {
 	// payloads on every read (spec 9.2; atrest.go). nil: no key, such queues
 	// store plaintext (warned) and sealed payloads cannot be read.
 	Keys *seal.Keyring
-	// NoAnalytics turns the per-minute series off (report_series.go): no
+	// NoAnalytics turns the per-minute series off (maint_series.go): no
 	// counting on the push, pop and ack paths, empty dashboard series. For
 	// measuring what the counting costs (comb serve --analytics=false).
 	NoAnalytics bool

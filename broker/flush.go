@@ -60,7 +60,7 @@ type flushState struct {
 	metaLSN   uint64         // Covers of the metadata snapshot on disk (under mu)
 	metaDirty bool           // metadata changed since that snapshot (under metaMu)
 	err       error          // the last pass's failure, nil once one succeeded
-	passes    uint64         // passes run since open (report_storage.go)
+	passes    uint64         // passes run since open (View.FlushStatus, view.go)
 	lastEnd   int64          // when the last pass ended (µs)
 	lastDur   int64          // how long it took (µs)
 

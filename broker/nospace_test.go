@@ -288,7 +288,7 @@ func (n *nsEnv) deadLetter(group string, res PopResult) error {
 
 func (n *nsEnv) dlq() []string {
 	n.t.Helper()
-	entries, _, err := n.b.DLQ(DLQFilter{Queue: "q", Limit: 100})
+	entries, _, err := listDLQ(n.b, dlqFilter{Queue: "q", Limit: 100})
 	require.NoError(n.t, err)
 	var out []string
 	for _, e := range entries {

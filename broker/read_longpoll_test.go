@@ -130,7 +130,7 @@ func TestLongPollWhoseClientLeftClaimsNothing(t *testing.T) {
 		assert.NoError(t, err)
 		done <- r
 	}()
-	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	// The client disconnects while parked. Wait until the pop has looked at its
 	// client since then: a check that ran before the disconnect may be followed
 	// by a claim (that window is inherent: the client can leave at any moment),
@@ -148,5 +148,5 @@ func TestLongPollWhoseClientLeftClaimsNothing(t *testing.T) {
 	}
 	r := e.pop(PopRequest{Queue: "lp", Group: "g"})
 	assert.Equal(t, []string{"m"}, txids(r), "the message was not claimed by the dead pop")
-	assert.Equal(t, int64(0), e.b.Stats().ParkedPops)
+	assert.Equal(t, int64(0), e.b.View().Counters().ParkedPops)
 }

@@ -1,13 +1,11 @@
 package broker
 
-import (
-	"github.com/combmq/comb/cursor"
-	"github.com/combmq/comb/lease"
-)
-
-// Stats returns the counters and gauges behind /metrics (spec 8.2, 8.3).
-// TotalLag walks every cursor.
-func (b *Broker) Stats() Stats {
+// Counters returns the engine's counters and gauges behind /metrics (spec
+// 8.2, 8.3): everything of Stats except TotalLag, which package report
+// computes from the cursors. After Close only the request counters, the
+// registry's sizes and the at-rest counters are filled.
+func (v View) Counters() Stats {
+	b := v.b
 	s := Stats{
 		PushRequests: b.stats.pushRequests.Load(), PushMessages: b.stats.pushMessages.Load(),
 		PopRequests: b.stats.popRequests.Load(), PopMessages: b.stats.popMessages.Load(),
@@ -28,14 +26,6 @@ func (b *Broker) Stats() Stats {
 	if b.closed.Load() {
 		return s
 	}
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
-		if p := b.lookupPartitionByID(k.Partition); p != nil {
-			if vis := p.visible.Load(); vis > st.Committed+1 {
-				s.TotalLag += int64(vis - st.Committed - 1)
-			}
-		}
-		return true
-	})
 	s.SyncLatency = b.syncHist.snapshot()
 	if ll, ok := b.wal.(localLog); ok {
 		s.GroupCommit = ll.l.GroupStats()
@@ -55,4 +45,10 @@ func (b *Broker) scaleStats(s *Stats) {
 	s.RetentionFilesDeleted = b.stats.retentionFiles.Load()
 	s.RetentionBytesReclaimed = b.stats.retentionBytes.Load()
 	s.RetentionCursorsMoved = b.stats.retentionCursors.Load()
+}
+
+// MessageTotals are the messages pushed and acked (or auto-acked) since Open:
+// the two counters of Stats a throughput is taken from, without the rest.
+func (v View) MessageTotals() (pushed, acked uint64) {
+	return v.b.stats.pushMessages.Load(), v.b.stats.ackMessages.Load()
 }

@@ -1,4 +1,4 @@
-package broker
+package report
 
 import (
 	"sort"
@@ -8,15 +8,29 @@ import (
 	"github.com/combmq/comb/segment"
 )
 
+// GroupSummary is one (group, queue) row of GET /api/v1/consumer-groups (spec 7.6).
+type GroupSummary struct {
+	Name                  string
+	Queue                 string
+	Members               int // partitions with a cursor
+	PartitionsWithLag     int
+	TotalLag              int64
+	MaxTimeLagSeconds     int64
+	State                 string // Stable, Lagging, Dead
+	SubscriptionMode      string // "" means null
+	SubscriptionMicros    int64  // 0 means null
+	SubscriptionCreatedAt int64  // µs; 0 means null
+}
+
 // ConsumerGroups summarises every (group, queue) with a cursor or a
 // subscription record (spec 7.6), sorted by group then queue. Lag is counted
 // in messages after the cursor; time lag is the age of the oldest unconsumed
 // message. It walks every cursor: an admin route.
-func (b *Broker) ConsumerGroups() []GroupSummary {
-	if err := b.enter(); err != nil {
+func (rs *Reports) ConsumerGroups() []GroupSummary {
+	if err := rs.v.Enter(); err != nil {
 		return nil
 	}
-	defer b.leave()
+	defer rs.v.Leave()
 	type gq struct{ group, queue string }
 	rows := make(map[gq]*GroupSummary)
 	consumed := make(map[gq]bool)
@@ -28,29 +42,29 @@ func (b *Broker) ConsumerGroups() []GroupSummary {
 		}
 		return r
 	}
-	now := b.now().UnixMicro()
+	now := rs.v.Now().UnixMicro()
 	buf := new(segment.ReadBuffer)
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
-		p := b.lookupPartitionByID(k.Partition)
-		if p == nil {
+	rs.v.RangeCursors(func(k cursor.Key, st lease.State) bool {
+		p, ok := rs.v.Partition(k.Partition)
+		if !ok {
 			return true
 		}
-		key := gq{k.Group, p.q.name}
+		key := gq{k.Group, rs.v.QueueOf(p).Name()}
 		r := row(key)
 		r.Members++
 		if st.Committed > 0 {
 			consumed[key] = true
 		}
-		vis := p.visible.Load()
-		from := max(st.Committed+1, p.liveFrom())
+		vis := p.Visible()
+		from := max(st.Committed+1, p.LiveFrom())
 		if vis > from {
 			r.PartitionsWithLag++
 			r.TotalLag += int64(vis - from)
 			buf.Reset()
-			if p.isDamaged() {
+			if p.Damaged() {
 				return true
 			}
-			if msgs, err := p.log.Read(from, 1, 1<<20, buf); err == nil && len(msgs) > 0 {
+			if msgs, err := p.Read(from, 1, 1<<20, buf); err == nil && len(msgs) > 0 {
 				if lag := (now - msgs[0].TimestampMicros) / 1_000_000; lag > r.MaxTimeLagSeconds {
 					r.MaxTimeLagSeconds = lag
 				}
@@ -58,7 +72,7 @@ func (b *Broker) ConsumerGroups() []GroupSummary {
 		}
 		return true
 	})
-	b.cur.RangeSubscriptions(func(queue, group string, s cursor.Subscription) bool {
+	rs.v.RangeSubscriptions(func(queue, group string, s cursor.Subscription) bool {
 		r := row(gq{group, queue})
 		r.SubscriptionMode = subModeName(s.Mode)
 		r.SubscriptionMicros = s.TimestampMicros

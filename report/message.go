@@ -1,6 +1,7 @@
-package broker
+package report
 
 import (
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/seal"
 )
@@ -25,7 +26,7 @@ type MessageDetail struct {
 	IsEncrypted    bool   // stored sealed
 	ErrorMessage   string // the error of its dead-lettering; "" = null
 	RetryCount     int64
-	QueueConfig    QueueOptions
+	QueueConfig    broker.QueueOptions
 	Mode           MessageMode
 	ConsumerGroups []GroupPosition
 }
@@ -34,29 +35,29 @@ type MessageDetail struct {
 // group reading its queue. It is found through the partition's dedup index
 // (findMessage): one hash lookup and one record read. Unknown, deleted or no
 // longer retained → NotFound("Message not found").
-func (b *Broker) Message(partitionID, txid string) (MessageDetail, error) {
-	if err := b.enter(); err != nil {
+func (rs *Reports) Message(partitionID, txid string) (MessageDetail, error) {
+	if err := rs.v.Enter(); err != nil {
 		return MessageDetail{}, err
 	}
-	defer b.leave()
-	fm, err := b.findMessage(partitionID, txid)
+	defer rs.v.Leave()
+	p, msg, err := rs.v.FindMessage(partitionID, txid)
 	if err != nil {
 		return MessageDetail{}, err
 	}
-	p, m := fm.p, &fm.msg
-	v := b.viewMessages(p, b.now().UnixMicro())
-	if err := b.withDLQHits(p.q, p.id, func(h map[uint64][]dlqHit) {
+	m := &msg
+	v := rs.viewMessages(p, rs.v.Now().UnixMicro())
+	if err := rs.withDLQHits(rs.v.QueueOf(p), p.ID(), func(h map[uint64][]dlqHit) {
 		if hits := h[m.Offset]; len(hits) > 0 {
 			v.dlq = map[uint64][]dlqHit{m.Offset: append([]dlqHit(nil), hits...)}
 		}
 	}); err != nil {
 		return MessageDetail{}, err
 	}
-	conf := p.q.conf.Load()
-	ref := notes.MessageRef{Partition: p.id, Offset: m.Offset}
+	conf := rs.v.QueueOf(p).Conf()
+	ref := notes.MessageRef{Partition: p.ID(), Offset: m.Offset}
 	d := MessageDetail{MessageRow: v.row(p, conf, m, v.status(ref)), IsEncrypted: seal.IsSealed(m.Payload),
-		QueueConfig: conf.opts, Mode: queueMode(p.q)}
-	d.Payload, d.PayloadError = b.readPayload(p.q, m.ID, m.Payload)
+		QueueConfig: conf.Options, Mode: queueMode(rs.v.QueueOf(p))}
+	d.Payload, d.PayloadError = rs.v.QueueOf(p).OpenPayload(m.ID, m.Payload)
 	d.Mode.ConsumedByGroups = d.ConsumedBy
 	all := v.named
 	if v.qm != nil {

@@ -2,13 +2,11 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/combmq/comb/analytics"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
@@ -74,42 +72,4 @@ func seriesBenchBroker(b *testing.B, on bool) *Broker {
 	require.NoError(b, err)
 	b.Cleanup(func() { br.Close() })
 	return br
-}
-
-// BenchmarkStatusReads is the broker side of the dashboard's status routes
-// with n partitions spread over 100 queues (one message each, consumed):
-// GET /api/v1/status walks every queue and partition (ResourceQueues,
-// StatusSummary) and sums the series; the series alone do not depend on n.
-// 100,000 partitions only with COMB_BENCH_SCALE=1.
-func BenchmarkStatusReads(b *testing.B) {
-	for _, n := range scaleSizes() {
-		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
-			br := seriesBenchBroker(b, true)
-			for q := range 100 {
-				fillPartitions(b, br, fmt.Sprintf("q%02d", q), max(n/100, 1))
-			}
-			now := time.Now()
-			day := SeriesQuery{Interval: analytics.Minute, From: now.Add(-24 * time.Hour), To: now}
-			one := day
-			one.Queue = "q07"
-			for _, c := range []struct {
-				name string
-				fn   func()
-			}{
-				{"ResourceQueues", func() { br.ResourceQueues(ResourceFilter{}) }},
-				{"StatusSummary", func() { br.StatusSummary() }},
-				{"Series-24h-minutes-all", func() { br.Series(day) }},
-				{"Series-24h-minutes-one-queue", func() { br.Series(one) }},
-				{"StatusQueue", func() { br.StatusQueue("q07", PartitionPage{}) }},
-				{"RecentMessages-50", func() { br.RecentMessages("q07", 50, 0) }},
-			} {
-				b.Run(c.name, func(b *testing.B) {
-					b.ReportAllocs()
-					for b.Loop() {
-						c.fn()
-					}
-				})
-			}
-		})
-	}
 }

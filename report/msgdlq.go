@@ -1,9 +1,10 @@
-package broker
+package report
 
 import (
 	"fmt"
 	"sync"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/walentry"
 
 	"github.com/combmq/comb/segment"
@@ -30,69 +31,58 @@ type dlqIndex struct {
 	hits  map[[16]byte]map[uint64][]dlqHit // partition id → message offset → dead-letterings
 }
 
-// dlqIndexes holds one dlqIndex per queue id (report_msgdlq.go).
+// dlqIndexes holds one dlqIndex per queue id.
 type dlqIndexes struct {
 	mu sync.Mutex
 	m  map[[16]byte]*dlqIndex
 }
 
-func (x *dlqIndexes) of(q *queue) *dlqIndex {
+// of returns q's index, making it on first use; making one forgets the
+// indexes of queues that are gone (live is asked only then).
+func (x *dlqIndexes) of(q broker.QueueView, live func() map[[16]byte]bool) *dlqIndex {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.m == nil {
 		x.m = make(map[[16]byte]*dlqIndex)
 	}
-	d := x.m[q.id]
+	d := x.m[q.ID()]
 	if d == nil {
+		pruneGone(x.m, live)
 		d = &dlqIndex{}
-		x.m[q.id] = d
+		x.m[q.ID()] = d
 	}
 	return d
-}
-
-// prune forgets the indexes of queues that are gone; liveIDs is called only
-// when there are indexes to check.
-func (x *dlqIndexes) prune(liveIDs func() map[[16]byte]bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.m) == 0 {
-		return
-	}
-	live := liveIDs()
-	for id := range x.m {
-		if !live[id] {
-			delete(x.m, id)
-		}
-	}
-}
-
-// liveQueueIDs returns the ids of the live queues.
-func (b *Broker) liveQueueIDs() map[[16]byte]bool {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make(map[[16]byte]bool, len(b.queues))
-	for _, q := range b.queues {
-		if !q.deleted.Load() {
-			out[q.id] = true
-		}
-	}
-	return out
 }
 
 // withDLQHits calls fn with the dead-letterings of partition pid's messages
 // (offset → hits), brought up to date with its queue's DLQ log, under the
 // index's lock (fn must not keep or modify the map; nil when there are none).
-func (b *Broker) withDLQHits(q *queue, pid [16]byte, fn func(map[uint64][]dlqHit)) error {
-	d := b.msgNotes.dlq.of(q)
+func (rs *Reports) withDLQHits(q broker.QueueView, pid [16]byte, fn func(map[uint64][]dlqHit)) error {
+	d := rs.dlqHits.of(q, rs.liveQueueIDs)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	q.dlqMu.Lock()
-	defer q.dlqMu.Unlock()
-	l, err := b.dlqLogLocked(q, false)
-	if err != nil || l == nil {
+	found := false
+	var readErr error
+	err := q.WithDLQ(func(l broker.DLQLog) {
+		found = true
+		readErr = d.catchUp(q, l)
+		if readErr == nil {
+			fn(d.hits[pid])
+		}
+	})
+	switch {
+	case err != nil || !found:
 		fn(nil)
 		return err
+	case readErr != nil:
+		return readErr
 	}
+	return nil
+}
+
+// catchUp indexes the entries of q's DLQ log l appended since the last call
+// (all of them after retention moved its start).
+func (d *dlqIndex) catchUp(q broker.QueueView, l broker.DLQLog) error {
 	if first := l.FirstOffset(); d.hits == nil || first > d.first {
 		d.first, d.next, d.hits = first, first, make(map[[16]byte]map[uint64][]dlqHit)
 	}
@@ -100,7 +90,7 @@ func (b *Broker) withDLQHits(q *queue, pid [16]byte, fn func(map[uint64][]dlqHit
 	for d.next < l.NextOffset() {
 		msgs, err := l.Read(d.next, 1024, 8<<20, buf)
 		if err != nil {
-			return fmt.Errorf("queue %s: dlq read: %w", q.name, err)
+			return fmt.Errorf("queue %s: dlq read: %w", q.Name(), err)
 		}
 		if len(msgs) == 0 {
 			break
@@ -119,6 +109,5 @@ func (b *Broker) withDLQHits(q *queue, pid [16]byte, fn func(map[uint64][]dlqHit
 		}
 		d.next = msgs[len(msgs)-1].Offset + 1
 	}
-	fn(d.hits[pid])
 	return nil
 }

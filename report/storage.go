@@ -1,4 +1,4 @@
-package broker
+package report
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/combmq/comb/broker"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,7 @@ type StorageStatus struct {
 	DiskFreeBytes  uint64
 	DiskTotalBytes uint64
 	DiskErr        string
-	// SegmentBytes is the partition and DLQ segment bytes (Broker.SegmentBytes);
+	// SegmentBytes is the partition and DLQ segment bytes (Reports.SegmentBytes);
 	// SegmentLogsUnlisted the logs whose files are not listed yet, not included.
 	SegmentBytes        int64
 	SegmentLogsUnlisted int
@@ -43,36 +44,34 @@ type StorageStatus struct {
 	LastFlushDuration time.Duration
 	LastFlushErr      string
 	// SyncLatency is the cumulative fdatasync histogram (Stats.SyncLatency).
-	SyncLatency LatencyHistogram
+	SyncLatency broker.LatencyHistogram
 }
 
 // Storage returns the StorageStatus. It walks the data directory, so it costs
 // one stat per file: a read for an operator's view or a scrape, not a hot path.
-func (b *Broker) Storage() StorageStatus {
-	s := StorageStatus{DataDir: b.dir, SyncLatency: b.syncHist.snapshot()}
-	s.DataBytes, s.DataFiles, s.DataErr = dirBytes(b.dir)
+func (rs *Reports) Storage() StorageStatus {
+	dir := rs.v.Dir()
+	s := StorageStatus{DataDir: dir, SyncLatency: rs.v.SyncLatency()}
+	s.DataBytes, s.DataFiles, s.DataErr = dirBytes(dir)
 	var st unix.Statfs_t
-	if err := unix.Statfs(b.dir, &st); err != nil {
-		s.DiskErr = fmt.Sprintf("statfs %s: %v", b.dir, err)
+	if err := unix.Statfs(dir, &st); err != nil {
+		s.DiskErr = fmt.Sprintf("statfs %s: %v", dir, err)
 	} else {
 		s.DiskFreeBytes = st.Bavail * uint64(st.Bsize)
 		s.DiskTotalBytes = st.Blocks * uint64(st.Bsize)
 	}
-	if b.enter() == nil {
-		s.SegmentBytes, s.SegmentLogsUnlisted = b.SegmentBytes()
-		s.CommitLogBytes = b.wal.RetainedBytes()
-		b.leave()
+	if rs.v.Enter() == nil {
+		s.SegmentBytes, s.SegmentLogsUnlisted = rs.SegmentBytes()
+		s.CommitLogBytes = rs.v.CommitLogBytes()
+		rs.v.Leave()
 	}
-	b.flush.stateMu.Lock()
-	s.FlushPasses = b.flush.passes
-	if b.flush.passes > 0 {
-		s.LastFlushAt = time.UnixMicro(b.flush.lastEnd)
-		s.LastFlushDuration = time.Duration(b.flush.lastDur) * time.Microsecond
-		if b.flush.err != nil {
-			s.LastFlushErr = b.flush.err.Error()
-		}
+	f := rs.v.FlushStatus()
+	s.FlushPasses = f.Passes
+	if f.Passes > 0 {
+		s.LastFlushAt = time.UnixMicro(f.LastEndMicros)
+		s.LastFlushDuration = time.Duration(f.LastDurationMicros) * time.Microsecond
+		s.LastFlushErr = f.LastErr
 	}
-	b.flush.stateMu.Unlock()
 	return s
 }
 

@@ -1,9 +1,10 @@
-package broker
+package report
 
 import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/broker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,11 +13,11 @@ func TestResourceCountsFollowCursorsAndLeases(t *testing.T) {
 	e := newEnv(t)
 	e.push("ns.q", "p", "a", "b", "c", "d", "e")
 	e.push("ns.q", "p2", "x")
-	res := e.pop(PopRequest{Queue: "ns.q", Partition: "p", Batch: 2})
-	e.ack(QueueModeGroup, res, "completed")
-	e.pop(PopRequest{Queue: "ns.q", Partition: "p", Batch: 1}) // c leased
+	res := e.pop(broker.PopRequest{Queue: "ns.q", Partition: "p", Batch: 2})
+	e.ack(broker.QueueModeGroup, res, "completed")
+	e.pop(broker.PopRequest{Queue: "ns.q", Partition: "p", Batch: 1}) // c leased
 
-	d, ok := e.b.ResourceQueue("ns.q", PartitionPage{})
+	d, ok := e.r.ResourceQueue("ns.q", PartitionPage{})
 	require.True(t, ok)
 	cases := []struct {
 		name string
@@ -37,10 +38,10 @@ func TestResourceCountsFollowCursorsAndLeases(t *testing.T) {
 	assert.Less(t, d.PartitionList[0].OldestMicros, d.PartitionList[1].NewestMicros)
 
 	e.clk.Advance(10 * time.Minute) // the 300 s default lease expires: its span counts as pending again
-	d, _ = e.b.ResourceQueue("ns.q", PartitionPage{})
+	d, _ = e.r.ResourceQueue("ns.q", PartitionPage{})
 	assert.Equal(t, MessageCounts{Total: 5, Pending: 3, Completed: 2}, d.PartitionList[0].Stats)
 
-	_, ok = e.b.ResourceQueue("nope", PartitionPage{})
+	_, ok = e.r.ResourceQueue("nope", PartitionPage{})
 	assert.False(t, ok, "unknown queue")
 }
 
@@ -48,10 +49,10 @@ func TestResourceCountsForNamedGroupsOnly(t *testing.T) {
 	e := newEnv(t)
 	e.push("q", "p", "a", "b", "c")
 	for _, g := range []string{"g1", "g2"} {
-		e.pop(PopRequest{Queue: "q", Group: g, Batch: 1, AutoAck: true})
+		e.pop(broker.PopRequest{Queue: "q", Group: g, Batch: 1, AutoAck: true})
 	}
-	e.pop(PopRequest{Queue: "q", Group: "g1", Batch: 1, AutoAck: true})
-	d, _ := e.b.ResourceQueue("q", PartitionPage{})
+	e.pop(broker.PopRequest{Queue: "q", Group: "g1", Batch: 1, AutoAck: true})
+	d, _ := e.r.ResourceQueue("q", PartitionPage{})
 	assert.Equal(t, MessageCounts{Total: 3, Pending: 2, Completed: 1}, d.Messages, "completed = consumed by every group")
 }
 
@@ -80,13 +81,13 @@ func TestResourceQueuesNewestFirstFilteredAndPaged(t *testing.T) {
 		{"offset and limit", ResourceFilter{Offset: 1, Limit: 2}, []string{"a.three", "b.two"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, names(e.b.ResourceQueues(c.f))) })
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, names(e.r.ResourceQueues(c.f))) })
 	}
-	ns := e.b.ResourceNamespaces()
+	ns := e.r.ResourceNamespaces()
 	require.Len(t, ns, 3, "a name without a dot is its own namespace (spec 1.3)")
 	assert.Equal(t, ResourceLabel{Name: "a", Queues: 2, Partitions: 2, Messages: MessageCounts{Total: 2, Pending: 2}}, ns[0])
 	assert.Equal(t, []string{"b", "plain"}, []string{ns[1].Name, ns[2].Name})
-	tasks := e.b.ResourceTasks()
+	tasks := e.r.ResourceTasks()
 	require.Len(t, tasks, 3, "queues without a task are left out")
 	assert.Equal(t, []string{"one", "three", "two"}, []string{tasks[0].Name, tasks[1].Name, tasks[2].Name})
 }
@@ -95,9 +96,9 @@ func TestResourcesOverview(t *testing.T) {
 	e := newEnv(t)
 	e.push("a.q", "p", "m1", "m2")
 	e.push("b.q", "p", "m3")
-	e.pop(PopRequest{Queue: "b.q", AutoAck: true})
+	e.pop(broker.PopRequest{Queue: "b.q", AutoAck: true})
 	e.clk.Advance(10 * time.Second)
-	o := e.b.ResourcesOverview()
+	o := e.r.ResourcesOverview()
 	assert.Equal(t, 2, o.Queues)
 	assert.Equal(t, 2, o.Partitions)
 	assert.Equal(t, 2, o.Namespaces)
@@ -113,7 +114,7 @@ func TestResourceCountsHideHeldMessages(t *testing.T) {
 	_, err := e.b.SetPushMaintenance(true)
 	require.NoError(t, err)
 	e.push("q", "p", "b")
-	d, _ := e.b.ResourceQueue("q", PartitionPage{})
+	d, _ := e.r.ResourceQueue("q", PartitionPage{})
 	assert.Equal(t, int64(1), d.Messages.Total)
 }
 
@@ -137,7 +138,7 @@ func TestResourceQueuePage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d, ok := e.b.ResourceQueue("q", c.page)
+			d, ok := e.r.ResourceQueue("q", c.page)
 			require.True(t, ok)
 			var got []string
 			for _, rp := range d.PartitionList {

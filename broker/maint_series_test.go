@@ -1,10 +1,8 @@
 package broker
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +12,21 @@ import (
 	"github.com/combmq/comb/analytics"
 )
 
+// series reads the per-minute store as package report does, for queue ("" =
+// all queues).
+func (e *env) series(iv analytics.Interval, from, to time.Time, queue string) []analytics.Bucket {
+	q := analytics.Query{Interval: iv, From: from, To: to}
+	if queue != "" {
+		q.Match = func(_ [16]byte, name string) bool { return name == queue }
+	}
+	return e.b.View().Series().Series(q)
+}
+
+// minute is the current minute's point of queue ("" = all queues).
 func (e *env) minute(queue string) analytics.Point {
 	e.t.Helper()
 	now := e.clk.Now()
-	got := e.b.Series(SeriesQuery{Interval: analytics.Minute, From: now, To: now, Queue: queue})
+	got := e.series(analytics.Minute, now, now, queue)
 	require.Len(e.t, got, 1)
 	return got[0].Point
 }
@@ -51,15 +60,15 @@ func TestSeriesCountPushPopAckAndSurviveRestart(t *testing.T) {
 	e.clk.Advance(time.Minute)
 	e.b.maintain(e.clk.Now()) // closes the minute, saves the file
 	e.push("q", "p2", "f")
-	got := e.b.Series(SeriesQuery{Interval: analytics.Minute, From: start, To: e.clk.Now(), Queue: "q"})
+	got := e.series(analytics.Minute, start, e.clk.Now(), "q")
 	require.Len(t, got, 2)
 	assert.Equal(t, want, got[0].Point)
 	assert.Equal(t, analytics.Point{Ingested: 1}, got[1].Point)
-	hour := e.b.Series(SeriesQuery{Interval: analytics.Hour, From: start, To: start})
+	hour := e.series(analytics.Hour, start, start, "")
 	want.Ingested++
 	assert.Equal(t, want, hour[0].Point, "the hour sums its minutes")
 
-	e.b.LastMinute(func(queue string, p analytics.Point) {
+	e.b.View().Series().LastMinute(func(_ [16]byte, queue string, p analytics.Point) {
 		assert.Equal(t, "q", queue)
 		assert.Equal(t, uint64(5), p.Ingested, "the newest closed minute")
 	})
@@ -78,59 +87,6 @@ func TestSeriesOff(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	e.push("q", "p", "a")
 	assert.Equal(t, analytics.Point{}, e.minute(""))
-}
-
-// spec 8.4: a partition's stats.deadLetter counts the DLQ entries of its
-// messages; they add up to the queue's totals.deadLetter (issue 13 bug).
-func TestResourceQueueDeadLetterPerPartition(t *testing.T) {
-	e := newEnv(t)
-	opts := DefaultQueueOptions()
-	opts.RetryLimit = 0
-	_, err := e.b.Configure(ConfigureRequest{Queue: "q", Options: opts})
-	require.NoError(t, err)
-	e.push("q", "p1", "a", "b")
-	e.push("q", "p2", "c")
-	e.push("q", "p3", "d")
-	for _, p := range []string{"p1", "p2"} {
-		res := e.pop(PopRequest{Queue: "q", Partition: p})
-		e.ack(QueueModeGroup, res, "failed")
-	}
-	counts := func() map[string]int64 {
-		d, ok := e.b.ResourceQueue("q", PartitionPage{})
-		require.True(t, ok)
-		out := map[string]int64{"total": d.Messages.DeadLetter}
-		for _, p := range d.PartitionList {
-			out[p.Name] = p.Stats.DeadLetter
-		}
-		return out
-	}
-	assert.Equal(t, map[string]int64{"total": 3, "Default": 0, "p1": 2, "p2": 1, "p3": 0}, counts())
-	res := e.pop(PopRequest{Queue: "q", Partition: "p3"})
-	e.ack(QueueModeGroup, res, "failed")
-	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "entries appended since the last ask")
-	e.reopen()
-	assert.Equal(t, map[string]int64{"total": 4, "Default": 0, "p1": 2, "p2": 1, "p3": 1}, counts(), "after a restart")
-}
-
-// comb_segment_bytes: the bytes of the partitions' segment files, as on disk
-// (segments are appended whole, files are not preallocated).
-func TestSegmentBytesMatchTheFiles(t *testing.T) {
-	e := newEnv(t)
-	e.push("q", "p1", "a", "b")
-	e.push("q", "p2", "c")
-	require.NoError(t, e.b.flushPass())
-	var onDisk int64
-	require.NoError(t, filepath.WalkDir(filepath.Join(e.dir, "partitions"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".seg") {
-			fi, _ := d.Info()
-			onDisk += fi.Size()
-		}
-		return err
-	}))
-	got, unlisted := e.b.SegmentBytes()
-	assert.Positive(t, onDisk)
-	assert.Equal(t, onDisk, got)
-	assert.Zero(t, unlisted)
 }
 
 // A committed transaction counts its pushes (not duplicates) and acks; an

@@ -1,10 +1,10 @@
-package broker
+package report
 
 import (
 	"sort"
 	"sync"
 
-	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/segment"
 )
 
@@ -22,7 +22,7 @@ import (
 //	pending    total - completed - processing
 //	failed     0: a failed ack is retried or dead-lettered, never parked
 //	deadLetter entries in the queue's DLQ log; per partition, those of its
-//	           messages (report_dlqcount.go)
+//	           messages (dlqcount.go)
 //
 // Messages held by push maintenance are not counted until released. Messages
 // past the queue's retentionSeconds or maxWaitTimeSeconds count nowhere, not
@@ -100,15 +100,15 @@ type rateSample struct {
 }
 
 // partCounts computes p's counts (see the comment at the top of the file).
-func (b *Broker) partCounts(p *partition, nowMicros int64) MessageCounts {
+func (rs *Reports) partCounts(p broker.PartitionView, nowMicros int64) MessageCounts {
 	var c MessageCounts
-	first, vis := p.liveFrom(), p.visible.Load()
+	first, vis := p.LiveFrom(), p.Visible()
 	if vis <= first {
 		return c
 	}
 	c.Total = int64(vis - first)
 	committed := first - 1
-	if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: QueueModeGroup}); ok {
+	if st, ok := rs.v.Cursor(p.ID(), broker.QueueModeGroup); ok {
 		committed = min(max(committed, st.Committed), vis-1)
 		if st.Lease.Live(nowMicros) {
 			lo, hi := max(st.Lease.Start, committed+1), min(st.Lease.End, vis-1)
@@ -116,10 +116,10 @@ func (b *Broker) partCounts(p *partition, nowMicros int64) MessageCounts {
 				c.Processing = int64(hi - lo + 1)
 			}
 		}
-	} else if groups := p.q.groupList(); len(groups) > 0 {
+	} else if groups := rs.v.QueueOf(p).Groups(); len(groups) > 0 {
 		low, seen := vis-1, false
 		for g := range groups {
-			if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: g}); ok {
+			if st, ok := rs.v.Cursor(p.ID(), g); ok {
 				low, seen = min(low, st.Committed), true
 			}
 		}
@@ -134,42 +134,38 @@ func (b *Broker) partCounts(p *partition, nowMicros int64) MessageCounts {
 
 // dlqCount is the number of retained entries of q's DLQ log (0 when it was
 // never written).
-func (b *Broker) dlqCount(q *queue) int64 {
-	q.dlqMu.Lock()
-	defer q.dlqMu.Unlock()
-	l, err := b.dlqLogLocked(q, false)
-	if err != nil || l == nil {
-		return 0
-	}
-	return int64(l.NextOffset() - l.FirstOffset())
+func (rs *Reports) dlqCount(q broker.QueueView) int64 {
+	var n int64
+	_ = q.WithDLQ(func(l broker.DLQLog) { n = int64(l.NextOffset() - l.FirstOffset()) })
+	return n
 }
 
-func (b *Broker) queueRow(q *queue, nowMicros int64) ResourceQueue {
-	c := q.conf.Load()
-	parts := q.partitionsSnapshot()
-	r := ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task, CreatedAtMicros: q.createdAt, Partitions: len(parts)}
+func (rs *Reports) queueRow(q broker.QueueView, nowMicros int64) ResourceQueue {
+	c := q.Conf()
+	parts := q.Partitions()
+	r := ResourceQueue{ID: q.IDString(), Name: q.Name(), Namespace: c.Namespace, Task: c.Task, CreatedAtMicros: q.CreatedAtMicros(), Partitions: len(parts)}
 	for _, p := range parts {
-		r.Messages.add(b.partCounts(p, nowMicros))
+		r.Messages.add(rs.partCounts(p, nowMicros))
 	}
-	r.Messages.DeadLetter = b.dlqCount(q)
+	r.Messages.DeadLetter = rs.dlqCount(q)
 	return r
 }
 
 // ResourceQueues lists queues newest first (then by name), filtered by
 // namespace and task and paged by f.Limit/f.Offset (spec 8.4).
-func (b *Broker) ResourceQueues(f ResourceFilter) []ResourceQueue {
-	if err := b.enter(); err != nil {
+func (rs *Reports) ResourceQueues(f ResourceFilter) []ResourceQueue {
+	if err := rs.v.Enter(); err != nil {
 		return nil
 	}
-	defer b.leave()
-	now := b.now().UnixMicro()
-	qs := b.sortedQueues()
-	sort.SliceStable(qs, func(i, j int) bool { return qs[i].createdAt > qs[j].createdAt })
+	defer rs.v.Leave()
+	now := rs.v.Now().UnixMicro()
+	qs := rs.v.Queues()
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].CreatedAtMicros() > qs[j].CreatedAtMicros() })
 	out := []ResourceQueue{}
 	skip := max(f.Offset, 0)
 	for _, q := range qs {
-		c := q.conf.Load()
-		if f.Namespace != "" && c.namespace != f.Namespace || f.Task != "" && c.task != f.Task {
+		c := q.Conf()
+		if f.Namespace != "" && c.Namespace != f.Namespace || f.Task != "" && c.Task != f.Task {
 			continue
 		}
 		if skip > 0 {
@@ -179,7 +175,7 @@ func (b *Broker) ResourceQueues(f ResourceFilter) []ResourceQueue {
 		if f.Limit > 0 && len(out) == f.Limit {
 			break
 		}
-		out = append(out, b.queueRow(q, now))
+		out = append(out, rs.queueRow(q, now))
 	}
 	return out
 }
@@ -206,68 +202,68 @@ func (pg PartitionPage) holds(i int) bool {
 // first); ok is false for an unknown queue (HTTP 404). Only listed partitions
 // pay for reading their oldest message's time, so a page bounds the files one
 // request opens (docs/api.md, "Queue detail").
-func (b *Broker) ResourceQueue(name string, page PartitionPage) (ResourceQueueDetail, bool) {
-	if err := b.enter(); err != nil {
+func (rs *Reports) ResourceQueue(name string, page PartitionPage) (ResourceQueueDetail, bool) {
+	if err := rs.v.Enter(); err != nil {
 		return ResourceQueueDetail{}, false
 	}
-	defer b.leave()
-	q := b.lookupQueue(name)
-	if q == nil {
+	defer rs.v.Leave()
+	q, ok := rs.v.Queue(name)
+	if !ok {
 		return ResourceQueueDetail{}, false
 	}
-	now := b.now().UnixMicro()
-	c := q.conf.Load()
-	parts := q.partitionsSnapshot()
+	now := rs.v.Now().UnixMicro()
+	c := q.Conf()
+	parts := q.Partitions()
 	sort.Slice(parts, func(i, j int) bool {
-		if parts[i].createdAt != parts[j].createdAt {
-			return parts[i].createdAt < parts[j].createdAt
+		if parts[i].CreatedAtMicros() != parts[j].CreatedAtMicros() {
+			return parts[i].CreatedAtMicros() < parts[j].CreatedAtMicros()
 		}
-		return parts[i].name < parts[j].name
+		return parts[i].Name() < parts[j].Name()
 	})
-	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.idStr, Name: q.name, Namespace: c.namespace, Task: c.task,
-		CreatedAtMicros: q.createdAt, Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, page.size(len(parts)))}
+	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.IDString(), Name: q.Name(), Namespace: c.Namespace, Task: c.Task,
+		CreatedAtMicros: q.CreatedAtMicros(), Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, page.size(len(parts)))}
 	buf := new(segment.ReadBuffer)
-	dead := b.dlqCountsByPartition(q)
+	dead := rs.dlqCountsByPartition(q)
 	for i, p := range parts {
-		rp := ResourcePartition{ID: p.idStr, Name: p.name, CreatedAtMicros: p.createdAt, Stats: b.partCounts(p, now)}
-		rp.Stats.DeadLetter = dead[p.id]
+		rp := ResourcePartition{ID: p.IDString(), Name: p.Name(), CreatedAtMicros: p.CreatedAtMicros(), Stats: rs.partCounts(p, now)}
+		rp.Stats.DeadLetter = dead[p.ID()]
 		d.Messages.add(rp.Stats)
 		if !page.holds(i) {
 			continue
 		}
-		if rp.Stats.Total > 0 && !p.isDamaged() {
-			rp.NewestMicros = p.log.LastTimestamp()
+		if rp.Stats.Total > 0 && !p.Damaged() {
+			rp.NewestMicros = p.LastTimestamp()
 			buf.Reset()
-			if msgs, err := p.log.Read(p.liveFrom(), 1, 1, buf); err == nil && len(msgs) > 0 {
+			if msgs, err := p.Read(p.LiveFrom(), 1, 1, buf); err == nil && len(msgs) > 0 {
 				rp.OldestMicros = msgs[0].TimestampMicros
 			}
 		}
 		d.PartitionList = append(d.PartitionList, rp)
 	}
-	d.Messages.DeadLetter = b.dlqCount(q)
+	d.Messages.DeadLetter = rs.dlqCount(q)
 	return d, true
 }
 
 // ResourceNamespaces and ResourceTasks group the queues by label (queues
 // without the label are left out), sorted by name.
-func (b *Broker) ResourceNamespaces() []ResourceLabel {
-	return b.resourceLabels(func(c *queueConf) string { return c.namespace })
+func (rs *Reports) ResourceNamespaces() []ResourceLabel {
+	return rs.resourceLabels(func(c broker.QueueConf) string { return c.Namespace })
 }
 
 // ResourceTasks: see ResourceNamespaces.
-func (b *Broker) ResourceTasks() []ResourceLabel {
-	return b.resourceLabels(func(c *queueConf) string { return c.task })
+func (rs *Reports) ResourceTasks() []ResourceLabel {
+	return rs.resourceLabels(func(c broker.QueueConf) string { return c.Task })
 }
 
-func (b *Broker) resourceLabels(label func(*queueConf) string) []ResourceLabel {
-	if err := b.enter(); err != nil {
+func (rs *Reports) resourceLabels(label func(broker.QueueConf) string) []ResourceLabel {
+	if err := rs.v.Enter(); err != nil {
 		return nil
 	}
-	defer b.leave()
-	now := b.now().UnixMicro()
+	defer rs.v.Leave()
+	now := rs.v.Now().UnixMicro()
 	by := make(map[string]*ResourceLabel)
-	for _, q := range b.sortedQueues() {
-		name := label(q.conf.Load())
+	for _, q := range rs.v.Queues() {
+		name := label(q.Conf())
 		if name == "" {
 			continue
 		}
@@ -276,7 +272,7 @@ func (b *Broker) resourceLabels(label func(*queueConf) string) []ResourceLabel {
 			l = &ResourceLabel{Name: name}
 			by[name] = l
 		}
-		r := b.queueRow(q, now)
+		r := rs.queueRow(q, now)
 		l.Queues++
 		l.Partitions += r.Partitions
 		l.Messages.add(r.Messages)
@@ -294,7 +290,7 @@ const maxTimeLagReads = 1000
 
 // lagHead is a partition with pending messages and its oldest pending offset.
 type lagHead struct {
-	p    *partition
+	p    broker.PartitionView
 	from uint64
 }
 
@@ -304,39 +300,39 @@ type lagHead struct {
 // one-message read per such partition, over an even sample of at most
 // maxTimeLagReads of them). Throughput is pushed and acked (or
 // auto-acked) messages per second since the previous overview.
-func (b *Broker) ResourcesOverview() ResourceOverview {
-	if err := b.enter(); err != nil {
+func (rs *Reports) ResourcesOverview() ResourceOverview {
+	if err := rs.v.Enter(); err != nil {
 		return ResourceOverview{}
 	}
-	defer b.leave()
-	now := b.now().UnixMicro()
+	defer rs.v.Leave()
+	now := rs.v.Now().UnixMicro()
 	o := ResourceOverview{NowMicros: now}
 	namespaces, tasks := make(map[string]bool), make(map[string]bool)
 	var offLags, timeLags []float64
 	var heads []lagHead
 	buf := new(segment.ReadBuffer)
-	for _, q := range b.sortedQueues() {
-		c := q.conf.Load()
+	for _, q := range rs.v.Queues() {
+		c := q.Conf()
 		o.Queues++
-		if c.namespace != "" {
-			namespaces[c.namespace] = true
+		if c.Namespace != "" {
+			namespaces[c.Namespace] = true
 		}
-		if c.task != "" {
-			tasks[c.task] = true
+		if c.Task != "" {
+			tasks[c.Task] = true
 		}
-		for _, p := range q.partitionsSnapshot() {
+		for _, p := range q.Partitions() {
 			o.Partitions++
-			pc := b.partCounts(p, now)
+			pc := rs.partCounts(p, now)
 			o.Messages.add(pc)
 			if pc.Pending+pc.Processing == 0 {
 				continue
 			}
 			offLags = append(offLags, float64(pc.Pending+pc.Processing))
-			if !p.isDamaged() {
-				heads = append(heads, lagHead{p, p.visible.Load() - uint64(pc.Pending+pc.Processing)})
+			if !p.Damaged() {
+				heads = append(heads, lagHead{p, p.Visible() - uint64(pc.Pending+pc.Processing)})
 			}
 		}
-		o.Messages.DeadLetter += b.dlqCount(q)
+		o.Messages.DeadLetter += rs.dlqCount(q)
 	}
 	// The time lag costs a read per partition: over more than
 	// maxTimeLagReads partitions it is taken from an even sample of them
@@ -345,13 +341,13 @@ func (b *Broker) ResourcesOverview() ResourceOverview {
 	stride := max(1, (len(heads)+maxTimeLagReads-1)/maxTimeLagReads)
 	for i := 0; i < len(heads); i += stride {
 		buf.Reset()
-		if msgs, err := heads[i].p.log.Read(heads[i].from, 1, 1, buf); err == nil && len(msgs) > 0 {
+		if msgs, err := heads[i].p.Read(heads[i].from, 1, 1, buf); err == nil && len(msgs) > 0 {
 			timeLags = append(timeLags, float64(max(now-msgs[0].TimestampMicros, 0))/1e6)
 		}
 	}
 	o.Namespaces, o.Tasks = len(namespaces), len(tasks)
 	o.OffsetLag, o.TimeLagSeconds = lagStats(offLags), lagStats(timeLags)
-	o.IngestedPerSecond, o.ProcessedPerSecond = b.throughput(now)
+	o.IngestedPerSecond, o.ProcessedPerSecond = rs.throughput(now)
 	return o
 }
 
@@ -371,11 +367,11 @@ func lagStats(v []float64) LagStats {
 	return LagStats{Avg: sum / float64(len(v)), Median: med, Min: v[0], Max: v[len(v)-1]}
 }
 
-func (b *Broker) throughput(now int64) (ingested, processed float64) {
-	s := &b.rates
+func (rs *Reports) throughput(now int64) (ingested, processed float64) {
+	s := &rs.rates
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pushed, acked := b.stats.pushMessages.Load(), b.stats.ackMessages.Load()
+	pushed, acked := rs.v.MessageTotals()
 	if s.atMicros != 0 && now > s.atMicros {
 		secs := float64(now-s.atMicros) / 1e6
 		ingested = float64(pushed-s.pushed) / secs

@@ -1,9 +1,9 @@
-package broker
+package report
 
 import (
 	"sort"
 
-	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/notes"
 )
@@ -37,6 +37,7 @@ type groupView struct {
 // __QUEUE_MODE__ when it reads the queue (or nobody does), else to every
 // named group (spec 8.5).
 type msgView struct {
+	queue string      // the partition's queue
 	qm    *groupView  // nil when __QUEUE_MODE__ has no cursor on the queue
 	named []groupView // sorted by name
 	refs  []groupView // the groups status is relative to
@@ -46,17 +47,18 @@ type msgView struct {
 
 // viewMessages reads the cursors of the queue's groups on p: one map
 // lookup per group.
-func (b *Broker) viewMessages(p *partition, now int64) *msgView {
-	v := &msgView{now: now}
+func (rs *Reports) viewMessages(p broker.PartitionView, now int64) *msgView {
+	q := rs.v.QueueOf(p)
+	v := &msgView{queue: q.Name(), now: now}
 	names := make([]string, 0, 4)
-	for g := range p.q.groupList() {
+	for g := range q.Groups() {
 		names = append(names, g)
 	}
 	sort.Strings(names)
 	for _, g := range names {
-		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: g})
+		st, ok := rs.v.Cursor(p.ID(), g)
 		gv := groupView{name: g, st: st, has: ok}
-		if g == QueueModeGroup {
+		if g == broker.QueueModeGroup {
 			v.qm = &gv
 		} else {
 			v.named = append(v.named, gv)
@@ -68,16 +70,16 @@ func (b *Broker) viewMessages(p *partition, now int64) *msgView {
 	case len(v.named) > 0:
 		v.refs = v.named
 	default:
-		v.refs = []groupView{{name: QueueModeGroup}}
+		v.refs = []groupView{{name: broker.QueueModeGroup}}
 	}
 	return v
 }
 
 // queueMode is the mode of one queue (its group names, no cursor read).
-func queueMode(q *queue) MessageMode {
+func queueMode(q broker.QueueView) MessageMode {
 	var m MessageMode
-	for g := range q.groupList() {
-		if g == QueueModeGroup {
+	for g := range q.Groups() {
+		if g == broker.QueueModeGroup {
 			m.HasQueueMode = true
 		} else {
 			m.BusGroupsCount++

@@ -1,4 +1,4 @@
-package broker
+package report
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/broker"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
@@ -22,20 +23,21 @@ func BenchmarkMessageList(b *testing.B) {
 	var nowMicros atomic.Int64
 	nowMicros.Store(start.UnixMicro())
 	clock := func() time.Time { return time.UnixMicro(nowMicros.Load()).UTC() }
-	br, err := Open(Config{DataDir: b.TempDir(), Sync: "never", Logger: zerolog.Nop(), Now: clock})
+	br, err := broker.Open(broker.Config{DataDir: b.TempDir(), Sync: "never", Logger: zerolog.Nop(), Now: clock})
 	require.NoError(b, err)
 	b.Cleanup(func() { br.Close() })
+	rs := New(br.View())
 	payload := []byte(fmt.Sprintf(`{"pad":"%0190d"}`, 0))
-	items := make([]PushItem, 1000)
+	items := make([]broker.PushItem, 1000)
 	for push := range 1000 {
 		for i := range items {
-			items[i] = PushItem{Queue: "big", Partition: "p", TransactionID: fmt.Sprintf("m%d", push*1000+i), Payload: payload}
+			items[i] = broker.PushItem{Queue: "big", Partition: "p", TransactionID: fmt.Sprintf("m%d", push*1000+i), Payload: payload}
 		}
 		_, err := br.Push(items)
 		require.NoError(b, err)
 		nowMicros.Add(3_000_000)
 	}
-	res, err := br.Pop(context.Background(), PopRequest{Queue: "big", Batch: 100, Partitions: 1, LeaseSeconds: 3600})
+	res, err := br.Pop(context.Background(), broker.PopRequest{Queue: "big", Batch: 100, Partitions: 1, LeaseSeconds: 3600})
 	require.NoError(b, err)
 	require.Len(b, res.Messages, 100)
 	pid := res.PartitionID
@@ -57,7 +59,7 @@ func BenchmarkMessageList(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				l, err := br.Messages(c.f)
+				l, err := rs.Messages(c.f)
 				if err != nil || len(l.Messages) != c.want {
 					b.Fatalf("%d messages, %v", len(l.Messages), err)
 				}
@@ -67,7 +69,7 @@ func BenchmarkMessageList(b *testing.B) {
 	b.Run("detail", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			if _, err := br.Message(pid, fmt.Sprintf("m%d", (i*7919)%1_000_000)); err != nil {
+			if _, err := rs.Message(pid, fmt.Sprintf("m%d", (i*7919)%1_000_000)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,8 +1,9 @@
-package broker
+package report
 
 import (
 	"sort"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
@@ -26,23 +27,23 @@ type GroupPartition struct {
 // GroupDetail returns every partition where group has a cursor (spec 7.6,
 // GET /api/v1/consumer-groups/:group), sorted by queue then partition name;
 // empty for an unknown group. It reads at most two messages per partition.
-func (b *Broker) GroupDetail(group string) []GroupPartition {
-	if err := b.enter(); err != nil {
+func (rs *Reports) GroupDetail(group string) []GroupPartition {
+	if err := rs.v.Enter(); err != nil {
 		return nil
 	}
-	defer b.leave()
+	defer rs.v.Leave()
 	if group == "" {
-		group = QueueModeGroup
+		group = broker.QueueModeGroup
 	}
 	var out []GroupPartition
-	now := b.now().UnixMicro()
+	now := rs.v.Now().UnixMicro()
 	buf := new(segment.ReadBuffer)
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
+	rs.v.RangeCursors(func(k cursor.Key, st lease.State) bool {
 		if k.Group != group {
 			return true
 		}
-		if p := b.lookupPartitionByID(k.Partition); p != nil {
-			out = append(out, b.groupPartition(p, st, now, buf))
+		if p, ok := rs.v.Partition(k.Partition); ok {
+			out = append(out, rs.groupPartition(p, st, now, buf))
 		}
 		return true
 	})
@@ -59,20 +60,20 @@ type LaggingPartition struct {
 // LaggingPartitions returns every (group, partition) whose oldest unconsumed
 // message is more than minLagSeconds old (spec 7.6), by time lag descending
 // (then group, queue, partition). It walks every cursor: an admin route.
-func (b *Broker) LaggingPartitions(minLagSeconds int64) []LaggingPartition {
-	if err := b.enter(); err != nil {
+func (rs *Reports) LaggingPartitions(minLagSeconds int64) []LaggingPartition {
+	if err := rs.v.Enter(); err != nil {
 		return nil
 	}
-	defer b.leave()
+	defer rs.v.Leave()
 	var out []LaggingPartition
-	now := b.now().UnixMicro()
+	now := rs.v.Now().UnixMicro()
 	buf := new(segment.ReadBuffer)
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
-		p := b.lookupPartitionByID(k.Partition)
-		if p == nil || p.visible.Load() <= st.Committed+1 {
+	rs.v.RangeCursors(func(k cursor.Key, st lease.State) bool {
+		p, ok := rs.v.Partition(k.Partition)
+		if !ok || p.Visible() <= st.Committed+1 {
 			return true // nothing pending: no lag, no read
 		}
-		if gp := b.groupPartition(p, st, now, buf); gp.OffsetLag > 0 && gp.TimeLagSeconds > minLagSeconds {
+		if gp := rs.groupPartition(p, st, now, buf); gp.OffsetLag > 0 && gp.TimeLagSeconds > minLagSeconds {
 			out = append(out, LaggingPartition{Group: k.Group, GroupPartition: gp})
 		}
 		return true
@@ -95,29 +96,29 @@ func (b *Broker) LaggingPartitions(minLagSeconds int64) []LaggingPartition {
 
 // groupPartition fills one row from a cursor. Damaged partitions report what
 // memory knows and read nothing.
-func (b *Broker) groupPartition(p *partition, st lease.State, now int64, buf *segment.ReadBuffer) GroupPartition {
-	gp := GroupPartition{Queue: p.q.name, Partition: p.name, PartitionID: p.idStr,
+func (rs *Reports) groupPartition(p broker.PartitionView, st lease.State, now int64, buf *segment.ReadBuffer) GroupPartition {
+	gp := GroupPartition{Queue: rs.v.QueueOf(p).Name(), Partition: p.Name(), PartitionID: p.IDString(),
 		TotalConsumed: int64(st.Committed), LeaseActive: st.Lease.Live(now)}
 	if gp.LeaseActive {
 		gp.WorkerID = st.Lease.WorkerID
 	}
-	vis := p.visible.Load()
-	from := max(st.Committed+1, p.liveFrom())
+	vis := p.Visible()
+	from := max(st.Committed+1, p.LiveFrom())
 	if vis > from {
 		gp.OffsetLag = int64(vis - from)
 	}
-	if p.isDamaged() {
+	if p.Damaged() {
 		return gp
 	}
 	if st.Committed > 0 {
 		buf.Reset()
-		if msgs, err := p.log.Read(st.Committed, 1, 1<<20, buf); err == nil && len(msgs) > 0 && msgs[0].Offset == st.Committed {
+		if msgs, err := p.Read(st.Committed, 1, 1<<20, buf); err == nil && len(msgs) > 0 && msgs[0].Offset == st.Committed {
 			gp.LastConsumedAtMicros = msgs[0].TimestampMicros
 		}
 	}
 	if gp.OffsetLag > 0 {
 		buf.Reset()
-		if msgs, err := p.log.Read(from, 1, 1<<20, buf); err == nil && len(msgs) > 0 {
+		if msgs, err := p.Read(from, 1, 1<<20, buf); err == nil && len(msgs) > 0 {
 			gp.OldestUnconsumedAtMicros = msgs[0].TimestampMicros
 			gp.TimeLagSeconds = max((now-msgs[0].TimestampMicros)/1_000_000, 0)
 		}

@@ -1,10 +1,12 @@
-package broker
+package report
 
 import (
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/segment"
 )
@@ -61,17 +63,17 @@ type MessageList struct {
 // message on the page, or after maxListPartitions. Per partition at most
 // 4 × (limit+offset) + 1024 records are read (the matches when no filter or
 // deletion skips any), so a request never scans a whole partition.
-func (b *Broker) Messages(f MessageFilter) (MessageList, error) {
-	if err := b.enter(); err != nil {
+func (rs *Reports) Messages(f MessageFilter) (MessageList, error) {
+	if err := rs.v.Enter(); err != nil {
 		return MessageList{}, err
 	}
-	defer b.leave()
+	defer rs.v.Leave()
 	if f.Limit <= 0 {
 		f.Limit = 200
 	}
 	f.Offset = max(f.Offset, 0)
 	need := f.Limit + f.Offset
-	clock := b.now()
+	clock := rs.v.Now()
 	now := clock.UnixMicro()
 	if f.ToMicros == 0 { // spec 8.5: now, inclusive to the end of that minute
 		f.ToMicros = clock.Truncate(time.Minute).Add(time.Minute).UnixMicro() - 1
@@ -79,7 +81,7 @@ func (b *Broker) Messages(f MessageFilter) (MessageList, error) {
 	if f.FromMicros == 0 { // spec 8.5: now - 1 h
 		f.FromMicros = clock.Add(-time.Hour).UnixMicro()
 	}
-	parts, mode := b.listPartitions(f)
+	parts, mode := rs.listPartitions(f)
 	var rows []MessageRow
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	defer func() { buf.Reset(); readBufPool.Put(buf) }()
@@ -90,11 +92,11 @@ func (b *Broker) Messages(f MessageFilter) (MessageList, error) {
 		if len(rows) >= need {
 			sortRows(rows)
 			rows = rows[:need]
-			if min(p.log.LastTimestamp(), f.ToMicros) < rows[need-1].CreatedAtMicros {
+			if min(p.LastTimestamp(), f.ToMicros) < rows[need-1].CreatedAtMicros {
 				break // every later partition is older than the whole page
 			}
 		}
-		got, err := b.listPartition(p, f, need, now, buf)
+		got, err := rs.listPartition(p, f, need, now, buf)
 		if err != nil {
 			return MessageList{}, err
 		}
@@ -111,27 +113,27 @@ func (b *Broker) Messages(f MessageFilter) (MessageList, error) {
 // listPartitions returns the partitions the filter selects that have a
 // segment inside the window, newest last segment first, and the mode of
 // their queues.
-func (b *Broker) listPartitions(f MessageFilter) ([]*partition, MessageMode) {
-	var out []*partition
+func (rs *Reports) listPartitions(f MessageFilter) ([]broker.PartitionView, MessageMode) {
+	var out []broker.PartitionView
 	var mode MessageMode
 	bus := map[string]struct{}{}
-	for _, q := range b.sortedQueues() {
-		c := q.conf.Load()
-		if (f.Queue != "" && q.name != f.Queue) || (f.Namespace != "" && c.namespace != f.Namespace) || (f.Task != "" && c.task != f.Task) {
+	for _, q := range rs.v.Queues() {
+		c := q.Conf()
+		if (f.Queue != "" && q.Name() != f.Queue) || (f.Namespace != "" && c.Namespace != f.Namespace) || (f.Task != "" && c.Task != f.Task) {
 			continue
 		}
-		for g := range q.groupList() {
-			if g == QueueModeGroup {
+		for g := range q.Groups() {
+			if g == broker.QueueModeGroup {
 				mode.HasQueueMode = true
 			} else {
-				bus[q.name+"\x00"+g] = struct{}{}
+				bus[q.Name()+"\x00"+g] = struct{}{}
 			}
 		}
-		for _, p := range q.partitionsSnapshot() {
-			if f.Partition != "" && p.name != f.Partition {
+		for _, p := range q.Partitions() {
+			if f.Partition != "" && p.Name() != f.Partition {
 				continue
 			}
-			if p.visible.Load() <= 1 || p.log.LastTimestamp() < f.FromMicros || p.isDamaged() {
+			if p.Visible() <= 1 || p.LastTimestamp() < f.FromMicros || p.Damaged() {
 				continue
 			}
 			out = append(out, p)
@@ -139,23 +141,23 @@ func (b *Broker) listPartitions(f MessageFilter) ([]*partition, MessageMode) {
 	}
 	mode.BusGroupsCount = len(bus)
 	mode.Type = modeType(mode.HasQueueMode, mode.BusGroupsCount)
-	ts := make(map[*partition]int64, len(out))
+	ts := make(map[broker.PartitionView]int64, len(out))
 	for _, p := range out {
-		ts[p] = p.log.LastTimestamp()
+		ts[p] = p.LastTimestamp()
 	}
 	sort.SliceStable(out, func(i, j int) bool { return ts[out[i]] > ts[out[j]] })
 	return out, mode
 }
 
 // listPartition returns up to need matching rows of p, newest first.
-func (b *Broker) listPartition(p *partition, f MessageFilter, need int, now int64, buf *segment.ReadBuffer) ([]MessageRow, error) {
-	lo := max(p.log.OffsetAtOrAfterTime(f.FromMicros), p.liveFrom()) // expired messages are gone (read_expire.go)
-	hi := min(p.log.LastOffsetAtOrBefore(f.ToMicros), p.visible.Load()-1)
+func (rs *Reports) listPartition(p broker.PartitionView, f MessageFilter, need int, now int64, buf *segment.ReadBuffer) ([]MessageRow, error) {
+	lo := max(p.OffsetAtOrAfterTime(f.FromMicros), p.LiveFrom()) // expired messages are gone (read_expire.go)
+	hi := min(p.LastOffsetAtOrBefore(f.ToMicros), p.Visible()-1)
 	if lo > hi || hi == 0 {
 		return nil, nil
 	}
-	v := b.viewMessages(p, now)
-	err := b.withDLQHits(p.q, p.id, func(h map[uint64][]dlqHit) {
+	v := rs.viewMessages(p, now)
+	err := rs.withDLQHits(rs.v.QueueOf(p), p.ID(), func(h map[uint64][]dlqHit) {
 		for off, hits := range h {
 			if off >= lo && off <= hi {
 				if v.dlq == nil {
@@ -174,11 +176,11 @@ func (b *Broker) listPartition(p *partition, f MessageFilter, need int, now int6
 	}
 	var rows []MessageRow
 	budget := 4*need + listScanSlack
-	conf := p.q.conf.Load()
+	conf := rs.v.QueueOf(p).Conf()
 	for end := hi; end >= lo && len(rows) < need && budget > 0; {
 		n := min(end-lo+1, uint64(min(need-len(rows)+16, budget, listChunk)))
 		start := end - n + 1
-		msgs, err := p.log.Read(start, int(n), 0, buf)
+		msgs, err := p.Read(start, int(n), 0, buf)
 		if err != nil {
 			return nil, err
 		}
@@ -188,8 +190,8 @@ func (b *Broker) listPartition(p *partition, f MessageFilter, need int, now int6
 			if m.Offset > end || m.Offset < start {
 				continue
 			}
-			ref := notes.MessageRef{Partition: p.id, Offset: m.Offset}
-			if b.msgNotes.store.Deleted(ref) {
+			ref := notes.MessageRef{Partition: p.ID(), Offset: m.Offset}
+			if rs.v.Deleted(ref) {
 				continue
 			}
 			st := v.status(ref)
@@ -207,12 +209,12 @@ func (b *Broker) listPartition(p *partition, f MessageFilter, need int, now int6
 }
 
 // row builds one list row; its strings are copied out of the read buffer.
-func (v *msgView) row(p *partition, c *queueConf, m *segment.Message, status string) MessageRow {
-	r := MessageRow{ID: uuidString(m.ID), TransactionID: strings.Clone(m.TransactionID), PartitionID: p.idStr,
-		Queue: p.q.name, Partition: p.name, Namespace: c.namespace, Task: c.task, Status: status,
+func (v *msgView) row(p broker.PartitionView, c broker.QueueConf, m *segment.Message, status string) MessageRow {
+	r := MessageRow{ID: uuidString(m.ID), TransactionID: strings.Clone(m.TransactionID), PartitionID: p.IDString(),
+		Queue: v.queue, Partition: p.Name(), Namespace: c.Namespace, Task: c.Task, Status: status,
 		TotalGroups: len(v.named), TraceID: strings.Clone(m.TraceID), ProducerSub: strings.Clone(m.ProducerSub),
-		Priority: c.opts.Priority, CreatedAtMicros: m.TimestampMicros, LeaseExpiresAtMicros: v.leaseExpiry(m.Offset), offset: m.Offset}
-	ref := notes.MessageRef{Partition: p.id, Offset: m.Offset}
+		Priority: c.Options.Priority, CreatedAtMicros: m.TimestampMicros, LeaseExpiresAtMicros: v.leaseExpiry(m.Offset), offset: m.Offset}
+	ref := notes.MessageRef{Partition: p.ID(), Offset: m.Offset}
 	if v.qm != nil {
 		r.QueueStatus = v.groupStatus(v.qm, ref)
 	}
@@ -233,3 +235,7 @@ func sortRows(rows []MessageRow) {
 		return a.offset > c.offset
 	})
 }
+
+// readBufPool recycles the read buffers of the message list (its reads hold
+// up to listChunk records).
+var readBufPool = sync.Pool{New: func() any { return new(segment.ReadBuffer) }}

@@ -1,15 +1,16 @@
-package broker
+package report
 
 import (
 	"sort"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 )
 
 // Reads behind the dashboard's status routes (spec 8.7) that the resources
-// reports (report_resources.go) do not already answer: a queue's options and
+// reports (resources.go) do not already answer: a queue's options and
 // per-partition cursor, the newest messages of a queue, and the lease and DLQ
 // summary of the overview. All are computed when asked, from memory except
 // the message reads, whose cost is bounded by the request's limit.
@@ -19,39 +20,37 @@ import (
 // how many messages the __QUEUE_MODE__ cursor has consumed.
 type StatusQueueDetail struct {
 	ResourceQueueDetail
-	Options  QueueOptions
+	Options  broker.QueueOptions
 	Consumed []int64 // per partition: committed offset - first offset + 1 of the queue-mode cursor (0 without one)
 }
 
 // StatusQueue answers one queue's status detail with the partitions of page;
 // ok false for an unknown queue.
-func (b *Broker) StatusQueue(name string, page PartitionPage) (StatusQueueDetail, bool) {
-	d, ok := b.ResourceQueue(name, page)
+func (rs *Reports) StatusQueue(name string, page PartitionPage) (StatusQueueDetail, bool) {
+	d, ok := rs.ResourceQueue(name, page)
 	if !ok {
 		return StatusQueueDetail{}, false
 	}
-	q := b.lookupQueue(name)
-	if q == nil {
+	q, ok := rs.v.Queue(name)
+	if !ok {
 		return StatusQueueDetail{}, false
 	}
-	out := StatusQueueDetail{ResourceQueueDetail: d, Options: q.options(), Consumed: make([]int64, len(d.PartitionList))}
+	out := StatusQueueDetail{ResourceQueueDetail: d, Options: q.Conf().Options, Consumed: make([]int64, len(d.PartitionList))}
 	for i, rp := range d.PartitionList {
-		p := b.lookupPartitionByName(q, rp.Name)
-		if p == nil {
+		p, ok := q.Partition(rp.Name)
+		if !ok {
 			continue
 		}
-		if st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: QueueModeGroup}); ok && st.Committed+1 > p.liveFrom() {
-			out.Consumed[i] = int64(st.Committed + 1 - p.liveFrom())
+		if st, ok := rs.v.Cursor(p.ID(), broker.QueueModeGroup); ok && st.Committed+1 > p.LiveFrom() {
+			out.Consumed[i] = int64(st.Committed + 1 - p.LiveFrom())
 		}
 	}
 	return out, true
 }
 
-func (b *Broker) lookupPartitionByName(q *queue, name string) *partition {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	return q.parts[name]
-}
+// maxRecentBytes caps the payload bytes of one partition's read of recent
+// messages (the pop path's cap per read).
+const maxRecentBytes = 32 << 20
 
 // RecentMessage is one row of GET /api/v1/status/queues/:queue/messages.
 type RecentMessage struct {
@@ -63,13 +62,13 @@ type RecentMessage struct {
 // RecentMessages returns a queue's newest messages, newest first, paged by
 // limit (default 50, at most 1000) and offset: at most limit+offset messages
 // are read from each partition's tail. ok false for an unknown queue.
-func (b *Broker) RecentMessages(name string, limit, offset int) ([]RecentMessage, bool) {
-	if err := b.enter(); err != nil {
+func (rs *Reports) RecentMessages(name string, limit, offset int) ([]RecentMessage, bool) {
+	if err := rs.v.Enter(); err != nil {
 		return nil, false
 	}
-	defer b.leave()
-	q := b.lookupQueue(name)
-	if q == nil {
+	defer rs.v.Leave()
+	q, ok := rs.v.Queue(name)
+	if !ok {
 		return nil, false
 	}
 	if limit <= 0 {
@@ -77,14 +76,14 @@ func (b *Broker) RecentMessages(name string, limit, offset int) ([]RecentMessage
 	}
 	limit, offset = min(limit, 1000), min(max(offset, 0), 10000)
 	want := limit + offset
-	now := b.now().UnixMicro()
+	now := rs.v.Now().UnixMicro()
 	var all []RecentMessage
 	buf := new(segment.ReadBuffer)
-	for _, p := range q.partitionsSnapshot() {
-		if p.isDamaged() {
+	for _, p := range q.Partitions() {
+		if p.Damaged() {
 			continue
 		}
-		first, vis := p.liveFrom(), p.visible.Load()
+		first, vis := p.LiveFrom(), p.Visible()
 		if vis <= first {
 			continue
 		}
@@ -92,11 +91,11 @@ func (b *Broker) RecentMessages(name string, limit, offset int) ([]RecentMessage
 		if vis-first > uint64(want) {
 			from = vis - uint64(want)
 		}
-		st, hasCursor := b.cur.Get(cursor.Key{Partition: p.id, Group: QueueModeGroup})
+		st, hasCursor := rs.v.Cursor(p.ID(), broker.QueueModeGroup)
 		buf.Reset()
-		msgs, err := p.log.Read(from, int(vis-from), maxReadBytes, buf)
+		msgs, err := p.Read(from, int(vis-from), maxRecentBytes, buf)
 		if err != nil {
-			b.log.Warn().Err(err).Str("queue", q.name).Str("partition", p.name).Msg("status: reading recent messages")
+			rs.v.Logger().Warn().Err(err).Str("queue", q.Name()).Str("partition", p.Name()).Msg("status: reading recent messages")
 			continue
 		}
 		for i := range msgs {
@@ -104,8 +103,8 @@ func (b *Broker) RecentMessages(name string, limit, offset int) ([]RecentMessage
 			if m.Offset >= vis {
 				break
 			}
-			all = append(all, RecentMessage{ID: uuidString(m.ID), TransactionID: m.TransactionID, PartitionID: p.idStr,
-				Partition: p.name, Status: messageStatus(st, hasCursor, m.Offset, now), CreatedAtMicros: m.TimestampMicros})
+			all = append(all, RecentMessage{ID: uuidString(m.ID), TransactionID: m.TransactionID, PartitionID: p.IDString(),
+				Partition: p.Name(), Status: messageStatus(st, hasCursor, m.Offset, now), CreatedAtMicros: m.TimestampMicros})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAtMicros > all[j].CreatedAtMicros })
@@ -139,17 +138,17 @@ type StatusSummary struct {
 }
 
 // StatusSummary walks every cursor once and counts each queue's DLQ by
-// partition (report_dlqcount.go: only entries appended since the last ask
+// partition (dlqcount.go: only entries appended since the last ask
 // are read).
-func (b *Broker) StatusSummary() StatusSummary {
+func (rs *Reports) StatusSummary() StatusSummary {
 	var s StatusSummary
-	if err := b.enter(); err != nil {
+	if err := rs.v.Enter(); err != nil {
 		return s
 	}
-	defer b.leave()
-	now := b.now().UnixMicro()
+	defer rs.v.Leave()
+	now := rs.v.Now().UnixMicro()
 	leased := make(map[[16]byte]bool)
-	b.cur.Range(func(k cursor.Key, st lease.State) bool {
+	rs.v.RangeCursors(func(k cursor.Key, st lease.State) bool {
 		if st.Lease.Live(now) {
 			s.ActiveLeases++
 			leased[k.Partition] = true
@@ -160,8 +159,8 @@ func (b *Broker) StatusSummary() StatusSummary {
 		return true
 	})
 	s.PartitionsWithLeases = len(leased)
-	for _, q := range b.sortedQueues() {
-		for _, n := range b.dlqCountsByPartition(q) {
+	for _, q := range rs.v.Queues() {
+		for _, n := range rs.dlqCountsByPartition(q) {
 			if n > 0 {
 				s.DLQMessages += n
 				s.DLQPartitions++
@@ -173,39 +172,37 @@ func (b *Broker) StatusSummary() StatusSummary {
 
 // CheckpointLatency is the cumulative histogram of cursor checkpoints, from
 // their commit-log append to durable (Prometheus comb_checkpoint_latency_seconds).
-func (b *Broker) CheckpointLatency() LatencyHistogram { return b.ckptHist.snapshot() }
+func (rs *Reports) CheckpointLatency() broker.LatencyHistogram { return rs.v.CheckpointLatency() }
 
 // DLQDepths calls fn with each queue's retained DLQ entries, by queue name
 // (Prometheus queen_dlq_depth_by_queue; queues with none included).
-func (b *Broker) DLQDepths(fn func(queue string, n int64)) {
-	if err := b.enter(); err != nil {
+func (rs *Reports) DLQDepths(fn func(queue string, n int64)) {
+	if err := rs.v.Enter(); err != nil {
 		return
 	}
-	defer b.leave()
-	for _, q := range b.sortedQueues() {
-		fn(q.name, b.dlqCount(q))
+	defer rs.v.Leave()
+	for _, q := range rs.v.Queues() {
+		fn(q.Name(), rs.dlqCount(q))
 	}
 }
 
 // SegmentBytes sums the segment bytes of every partition and DLQ log that has
 // listed its files (segment.Log.Bytes); unlisted counts the logs opened from a
 // summary and not read since start, whose bytes are not included.
-func (b *Broker) SegmentBytes() (bytes int64, unlisted int) {
+func (rs *Reports) SegmentBytes() (bytes int64, unlisted int) {
 	add := func(n int64, ok bool) {
 		bytes += n
 		if !ok {
 			unlisted++
 		}
 	}
-	for _, q := range b.sortedQueues() {
-		for _, p := range q.partitionsSnapshot() {
-			add(p.log.Bytes())
+	for _, q := range rs.v.Queues() {
+		for _, p := range q.Partitions() {
+			add(p.Bytes())
 		}
-		q.dlqMu.Lock()
-		if q.dlq != nil {
-			add(q.dlq.Bytes())
+		if n, listed, open := q.DLQBytes(); open {
+			add(n, listed)
 		}
-		q.dlqMu.Unlock()
 	}
 	return bytes, unlisted
 }
