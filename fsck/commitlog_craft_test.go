@@ -26,7 +26,7 @@ import (
 	"github.com/combmq/comb/walentry"
 )
 
-// tsLater is a segment timestamp after everything a memBroker pushes.
+// tsLater is a segment timestamp after everything a datadirtest.MemBroker pushes.
 var tsLater = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 
 // segAt returns one segment exactly as AppendTo hands it to the commit log,
