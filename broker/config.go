@@ -24,7 +24,7 @@ type Config struct {
 	// Clock is the broker's clock: its readings (lease expiry, timestamps)
 	// and the long-poll's deadlines and timers (read_longpoll.go); nil means
 	// clock.System, or Now's readings when Now is set. Tests pass a
-	// clock.Fake to drive a parked pop's waits by hand.
+	// clocktest.Fake to drive a parked pop's waits by hand.
 	Clock clock.Clock
 	// Now, when Clock is nil, fixes the broker's readings only: tests set it
 	// to expire leases without sleeping, while a long-poll still waits on

@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/clock/clocktest"
 	"github.com/stretchr/testify/require"
-
-	"github.com/combmq/comb/clock"
 )
 
 // markInflight puts lsn in the in-flight set, as appendInflight does.
@@ -20,7 +19,7 @@ func markInflight(b *Broker, lsn uint64) {
 }
 
 // awaitTimer waits (on fk.Changed) until n timers are armed on fk.
-func awaitTimer(t *testing.T, fk *clock.Fake, n int) []time.Time {
+func awaitTimer(t *testing.T, fk *clocktest.Fake, n int) []time.Time {
 	t.Helper()
 	giveUp := time.After(30 * time.Second)
 	for {

@@ -14,7 +14,7 @@ import (
 // push in between pass the pop by and leave it to its backoff re-check.
 //
 // The deadline and every park run on b.waits (Config.Clock), so a test on a
-// clock.Fake sees each wait as a timer due at an exact instant.
+// clocktest.Fake sees each wait as a timer due at an exact instant.
 func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 	deadline := b.waits.Now().Add(pc.req.Timeout)
 	gate := b.popGate(pc)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/combmq/comb/clock"
+	"github.com/combmq/comb/clock/clocktest"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,9 +14,9 @@ import (
 
 // openOnFakeClock opens a broker whose readings and long-poll waits all run
 // on the returned clock.Fake, which moves only when the test moves it.
-func openOnFakeClock(t *testing.T) (*Broker, *clock.Fake) {
+func openOnFakeClock(t *testing.T) (*Broker, *clocktest.Fake) {
 	t.Helper()
-	fk := clock.NewFake(time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC))
+	fk := clocktest.NewFake(time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC))
 	b, err := Open(Config{DataDir: t.TempDir(), Sync: "never", Clock: fk, Logger: zerolog.Nop(), WakeTick: time.Millisecond, MaintenanceInterval: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
@@ -38,7 +38,7 @@ func popAsync(t *testing.T, b *Broker, req PopRequest) <-chan PopResult {
 // sleeping) until the pop arms its next timer, moves fk to that timer's due
 // time, and repeats until the pop answers. It returns each timer's due time
 // as an offset from start, and the answer.
-func parkSchedule(t *testing.T, fk *clock.Fake, start time.Time, done <-chan PopResult) ([]time.Duration, PopResult) {
+func parkSchedule(t *testing.T, fk *clocktest.Fake, start time.Time, done <-chan PopResult) ([]time.Duration, PopResult) {
 	t.Helper()
 	var dues []time.Duration
 	giveUp := time.After(30 * time.Second) // a stuck pop fails the test instead of hanging it

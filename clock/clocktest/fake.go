@@ -1,12 +1,14 @@
-package clock
+package clocktest
 
 import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/combmq/comb/clock"
 )
 
-// Fake is a Clock that moves only when told (Advance, Set): its timers fire when the clock
+// Fake is a clock.Clock that moves only when told (Advance, Set): its timers fire when the clock
 // reaches their due time, never on their own. Safe for concurrent use.
 type Fake struct {
 	mu      sync.Mutex
@@ -28,7 +30,7 @@ func (f *Fake) Now() time.Time {
 }
 
 // NewTimer returns a timer due d from the current reading; d <= 0 fires at once.
-func (f *Fake) NewTimer(d time.Duration) Timer {
+func (f *Fake) NewTimer(d time.Duration) clock.Timer {
 	t := &fakeTimer{f: f, c: make(chan time.Time, 1)}
 	f.mu.Lock()
 	defer f.mu.Unlock()

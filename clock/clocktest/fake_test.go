@@ -1,9 +1,10 @@
-package clock
+package clocktest
 
 import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -11,7 +12,7 @@ var t0 = time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC)
 
 // fired reports whether tm fired, and at which reading, without waiting: a Fake fires a timer
 // inside Advance, so by the time Advance returns its channel holds the firing.
-func fired(tm Timer) (time.Time, bool) {
+func fired(tm clock.Timer) (time.Time, bool) {
 	select {
 	case at := <-tm.C():
 		return at, true
@@ -103,14 +104,14 @@ func TestFakeChangedSignalsEveryChange(t *testing.T) {
 	require.True(t, closed(ch), "fired")
 }
 
-// System's timers are real ones.
+// clock.System's timers are real ones.
 func TestSystemTimerFires(t *testing.T) {
-	tm := System.NewTimer(time.Millisecond)
+	tm := clock.System.NewTimer(time.Millisecond)
 	select {
 	case <-tm.C():
 	case <-time.After(10 * time.Second):
 		t.Fatal("a 1 ms timer did not fire")
 	}
 	require.False(t, tm.Stop())
-	require.False(t, System.Now().IsZero())
+	require.False(t, clock.System.Now().IsZero())
 }
