@@ -99,6 +99,14 @@ func (v View) RangeSubscriptions(fn func(queue, group string, s cursor.Subscript
 // tombstone in the notes store).
 func (v View) Deleted(ref notes.MessageRef) bool { return v.b.msgNotes.store.Deleted(ref) }
 
+// AnyDeleted reports whether any message carries a tombstone (one atomic load).
+func (v View) AnyDeleted() bool { return v.b.msgNotes.store.AnyDeleted() }
+
+// DeletionGeneration moves whenever a tombstone is added or pruned
+// (notes.Store.DeletionGeneration): what a report cached of deleted messages
+// is stale when it moved.
+func (v View) DeletionGeneration() uint64 { return v.b.msgNotes.store.DeletionGeneration() }
+
 // FindMessage finds the visible, retained, undeleted message txid of
 // partition partitionID (a UUID string) through the partition's dedup index:
 // one hash lookup and one record read. The message's strings and slices are

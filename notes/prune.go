@@ -31,6 +31,7 @@ func (s *Store) Prune(keep Keep) error {
 			if off < first {
 				delete(pn.deleted, off)
 				s.nDeleted.Add(-1)
+				s.gen.Add(1)
 				s.liveBytes -= int64(len(EncodeTombstone(MessageRef{pid, off})) + record.HeaderSize)
 				dropped = true
 			}

@@ -8,6 +8,11 @@ import (
 // first so that a broker without deletions pays one atomic load per claim.
 func (s *Store) AnyDeleted() bool { return s.nDeleted.Load() > 0 }
 
+// DeletionGeneration counts the tombstones added and pruned since the store
+// opened: a cache of counts that skip deleted messages (report's DLQ counts)
+// is current while it has not moved.
+func (s *Store) DeletionGeneration() uint64 { return s.gen.Load() }
+
 // AnyDeletedIn reports whether any offset of partition carries a tombstone.
 func (s *Store) AnyDeletedIn(partition [16]byte) bool {
 	if !s.AnyDeleted() {

@@ -55,6 +55,7 @@ type Store struct {
 	parts     map[[16]byte]*partNotes
 	byName    map[string][]*entry // in append order
 	nDeleted  atomic.Int64        // tombstones held: 0 lets the pop path skip the lookup
+	gen       atomic.Uint64       // tombstones added or pruned so far: a cache of what they hide is stale when it moved
 
 	syncMu sync.Mutex
 	synced int64 // file bytes known durable
@@ -206,6 +207,7 @@ func (s *Store) applyLocked(rec noteRecord, n int) {
 		}
 		pn.deleted[rec.ref.Offset] = struct{}{}
 		s.nDeleted.Add(1)
+		s.gen.Add(1)
 		s.liveBytes += int64(n)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/notes"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -16,9 +17,16 @@ import (
 // and a moved start (retention) makes it count again from the new one. The
 // cost of an ask is the entries appended since the last one; the memory, one
 // map entry per partition that ever dead-lettered.
+//
+// Entries whose message DELETE /api/v1/messages removed (a tombstone on the
+// message's partition and offset, which the DLQ listing skips too) are not
+// counted; gen is the notes store's deletion generation the counts were
+// made at, and a moved one makes them count again from the start.
 type dlqPartCounts struct {
 	from, next uint64
+	gen        uint64
 	by         map[[16]byte]int64
+	undecoded  int64 // entries whose metadata does not decode: in the queue's total only
 }
 
 // dlqCountCache holds one dlqPartCounts per queue id. Its lock is taken
@@ -66,18 +74,22 @@ func (rs *Reports) liveQueueIDs() map[[16]byte]bool {
 	return out
 }
 
-// dlqCountsByPartition returns q's DLQ entries per partition id (a copy).
-// Entries whose metadata does not decode count for no partition (the queue
-// total, from the log's offsets, still has them).
-func (rs *Reports) dlqCountsByPartition(q broker.QueueView) map[[16]byte]int64 {
+// dlqCountsByPartition returns q's DLQ entries per partition id (a copy),
+// deleted ones left out, and the entries whose metadata does not decode
+// (they count for no partition, but for the queue's total).
+func (rs *Reports) dlqCountsByPartition(q broker.QueueView) (map[[16]byte]int64, int64) {
 	rs.dlqCounts.mu.Lock()
 	defer rs.dlqCounts.mu.Unlock()
 	c := rs.dlqCounts.of(q, rs.liveQueueIDs) // before WithDLQ: the registry lock is not taken under a DLQ's
 	var out map[[16]byte]int64
+	var undecoded int64
 	_ = q.WithDLQ(func(l broker.DLQLog) {
 		first, next := l.FirstOffset(), l.NextOffset()
-		if c.by == nil || first != c.from || next < c.next {
-			*c = dlqPartCounts{from: first, next: first, by: make(map[[16]byte]int64)}
+		// Read before the entries: a deletion landing during the count
+		// moves it again, so the next ask counts afresh.
+		gen := rs.v.DeletionGeneration()
+		if c.by == nil || first != c.from || next < c.next || gen != c.gen {
+			*c = dlqPartCounts{from: first, next: first, gen: gen, by: make(map[[16]byte]int64)}
 		}
 		buf := new(segment.ReadBuffer)
 		for c.next < next {
@@ -87,7 +99,11 @@ func (rs *Reports) dlqCountsByPartition(q broker.QueueView) map[[16]byte]int64 {
 				break
 			}
 			for i := range msgs {
-				if meta, err := walentry.DecodeDLQMeta(msgs[i].Extra); err == nil {
+				meta, err := walentry.DecodeDLQMeta(msgs[i].Extra)
+				switch {
+				case err != nil:
+					c.undecoded++
+				case !rs.v.Deleted(notes.MessageRef{Partition: meta.PartitionID, Offset: meta.Offset}):
 					c.by[meta.PartitionID]++
 				}
 			}
@@ -98,6 +114,7 @@ func (rs *Reports) dlqCountsByPartition(q broker.QueueView) map[[16]byte]int64 {
 		for id, n := range c.by {
 			out[id] = n
 		}
+		undecoded = c.undecoded
 	})
-	return out
+	return out, undecoded
 }

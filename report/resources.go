@@ -133,8 +133,17 @@ func (rs *Reports) partCounts(p broker.PartitionView, nowMicros int64) MessageCo
 }
 
 // dlqCount is the number of retained entries of q's DLQ log (0 when it was
-// never written).
+// never written), less those whose message DELETE /api/v1/messages removed
+// (the DLQ listing skips them too). Without any deletion it is the log's
+// offset span; with one, the per-partition counts' sum.
 func (rs *Reports) dlqCount(q broker.QueueView) int64 {
+	if rs.v.AnyDeleted() {
+		by, n := rs.dlqCountsByPartition(q)
+		for _, c := range by {
+			n += c
+		}
+		return n
+	}
 	var n int64
 	_ = q.WithDLQ(func(l broker.DLQLog) { n = int64(l.NextOffset() - l.FirstOffset()) })
 	return n
@@ -223,7 +232,7 @@ func (rs *Reports) ResourceQueue(name string, page PartitionPage) (ResourceQueue
 	d := ResourceQueueDetail{ResourceQueue: ResourceQueue{ID: q.IDString(), Name: q.Name(), Namespace: c.Namespace, Task: c.Task,
 		CreatedAtMicros: q.CreatedAtMicros(), Partitions: len(parts)}, PartitionList: make([]ResourcePartition, 0, page.size(len(parts)))}
 	buf := new(segment.ReadBuffer)
-	dead := rs.dlqCountsByPartition(q)
+	dead, _ := rs.dlqCountsByPartition(q)
 	for i, p := range parts {
 		rp := ResourcePartition{ID: p.IDString(), Name: p.Name(), CreatedAtMicros: p.CreatedAtMicros(), Stats: rs.partCounts(p, now)}
 		rp.Stats.DeadLetter = dead[p.ID()]

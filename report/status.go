@@ -160,7 +160,8 @@ func (rs *Reports) StatusSummary() StatusSummary {
 	})
 	s.PartitionsWithLeases = len(leased)
 	for _, q := range rs.v.Queues() {
-		for _, n := range rs.dlqCountsByPartition(q) {
+		by, _ := rs.dlqCountsByPartition(q)
+		for _, n := range by {
 			if n > 0 {
 				s.DLQMessages += n
 				s.DLQPartitions++
