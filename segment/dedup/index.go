@@ -66,6 +66,8 @@ type Index struct {
 	inMem atomic.Bool // loaded, for lock-free readers (InMemory)
 	acct  int64       // bytes last told to Config.Memory (memory.go)
 	loads int         // loadLocked calls (tests: a kept index is not reloaded)
+
+	mergedEntries atomic.Uint64 // entries merges and rewrites wrote (Stats: write amplification)
 }
 
 // DefaultFileMinRecords is how many retained records a log holds before it

@@ -49,16 +49,17 @@ func (d *Index) accountLocked() {
 
 // Stats is a snapshot of an index's state, for tests and reports.
 type Stats struct {
-	Loaded       bool
-	Loads        int         // loads since Init (a kept index is not reloaded)
-	Bytes        int64       // memory held (as told to Config.Memory)
-	TableLen     int         // ids in the active table
-	RunsEnd      uint64      // the last offset the sealed runs cover (0: none)
-	RunCounts    []int       // entries of each sealed run, oldest first
-	RunRanges    [][2]uint64 // first and last offsets of each sealed run
-	RunFilesOpen int         // run files a lookup opened and keeps open
-	FileOpen     bool        // dedup.idx is open for appending
-	Parked       bool        // dedup.idx was closed by Park, every entry written
+	Loaded        bool
+	Loads         int         // loads since Init (a kept index is not reloaded)
+	Bytes         int64       // memory held (as told to Config.Memory)
+	TableLen      int         // ids in the active table
+	RunsEnd       uint64      // the last offset the sealed runs cover (0: none)
+	RunCounts     []int       // entries of each sealed run, oldest first
+	RunRanges     [][2]uint64 // first and last offsets of each sealed run
+	RunFilesOpen  int         // run files a lookup opened and keeps open
+	FileOpen      bool        // dedup.idx is open for appending
+	MergedEntries uint64      // entries written by merges and rewrites since Init
+	Parked        bool        // dedup.idx was closed by Park, every entry written
 }
 
 // Stats returns the index's state under its lock.
@@ -66,7 +67,7 @@ func (d *Index) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := Stats{Loaded: d.loaded, Loads: d.loads, Bytes: d.acct, TableLen: d.table.Len(), RunsEnd: d.runsEnd,
-		FileOpen: d.f != nil, Parked: d.parked}
+		FileOpen: d.f != nil, Parked: d.parked, MergedEntries: d.mergedEntries.Load()}
 	for _, r := range d.runs {
 		s.RunCounts = append(s.RunCounts, r.hdr.Count)
 		s.RunRanges = append(s.RunRanges, [2]uint64{r.hdr.First, r.hdr.Last})

@@ -82,6 +82,9 @@ func (d *Index) runJobs(job dedupJob) {
 		} else {
 			r, err = d.mergeRunFiles(job.a, job.b)
 		}
+		if err == nil {
+			d.mergedEntries.Add(uint64(r.hdr.Count))
+		}
 		<-dedupJobSlots
 		d.mu.Lock()
 		if err == nil {
