@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/combmq/comb/index"
@@ -74,7 +75,8 @@ func splitComma(s string) []string {
 //   - old: 100 ids stored long ago (random offsets): each found in a run page, then verified
 //     by a read of the (synthetic, in-memory) source, so this measures the index's part.
 //
-// ns/op is per batch of 100; B/id is the index's memory (Stats.Bytes) per retained id; runs
+// ns/op is per batch of 100, cpu-ns/op the process's CPU time (user and system) per batch:
+// steadier than ns/op on a machine shared with other work; B/id is the index's memory (Stats.Bytes) per retained id; runs
 // is how many sealed runs the partition holds; rewrites/id how many times the background
 // merges wrote each id again while the n ids were pushed.
 func BenchmarkFind100(b *testing.B) {
@@ -101,6 +103,7 @@ func BenchmarkFind100(b *testing.B) {
 				}
 				at := 0
 				b.ReportAllocs()
+				cpu0 := cpuNanos(b)
 				for b.Loop() {
 					found := 0
 					if err := x.Find(ids[at:at+100], hashes[at:at+100], func(int, uint64, [16]byte) { found++ }); err != nil || found != want {
@@ -108,10 +111,20 @@ func BenchmarkFind100(b *testing.B) {
 					}
 					at = (at + 100) % (pool - 100)
 				}
+				b.ReportMetric(float64(cpuNanos(b)-cpu0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(st.Bytes)/float64(n), "B/id")
 				b.ReportMetric(float64(len(st.RunCounts)), "runs")
 				b.ReportMetric(float64(st.MergedEntries)/float64(n), "rewrites/id")
 			})
 		}
 	}
+}
+
+// cpuNanos is the CPU time (user and system) the process has used.
+func cpuNanos(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -68,6 +68,14 @@ type Index struct {
 	loads int         // loadLocked calls (tests: a kept index is not reloaded)
 
 	mergedEntries atomic.Uint64 // entries merges and rewrites wrote (Stats: write amplification)
+
+	// The partition's filter over every run's ids (global.go).
+	global         *index.KFilter
+	globalCap      int      // ids it was sized for
+	globalAdded    int      // ids added since it was built
+	rebuilding     bool     // a job builds it again (merge.go)
+	rebuildPending []uint64 // hashes sealed while it does, for the rebuilt one
+	nextJob        dedupJob // runGlobalJob's pick for runJobs (job goroutine only)
 }
 
 // DefaultFileMinRecords is how many retained records a log holds before it
@@ -114,6 +122,7 @@ func (d *Index) loadLocked() error {
 	rwhy, err := d.loadRunsLocked(first)
 	if err != nil {
 		d.runs, d.runsEnd = nil, 0
+		d.dropGlobalLocked()
 		return err
 	}
 	d.covered = d.runsEnd
@@ -137,6 +146,7 @@ func (d *Index) loadLocked() error {
 			d.closeFileLocked()
 			d.closeRunsLocked(d.runs...)
 			d.table, d.pending, d.runs = index.Table{}, d.pending[:0], nil
+			d.dropGlobalLocked()
 			return err
 		}
 		if n == 0 {
@@ -494,6 +504,7 @@ func (d *Index) dropLocked() error {
 	d.table = index.Table{}
 	d.closeRunsLocked(d.runs...)
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:
 	// a reload after Release keeps it all and rescans only past it.
@@ -620,6 +631,7 @@ func (d *Index) Undo(first uint64) {
 	d.table = index.Table{}
 	d.closeRunsLocked(d.runs...)
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	d.pending = d.pending[:0]
 	d.covered, d.openNext = 0, first
 	d.accountLocked()

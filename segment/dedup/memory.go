@@ -25,7 +25,10 @@ func (d *Index) TryEvict() bool {
 // bytesLocked is the memory the index holds: the active table, the pending
 // entries, and each run's filter and page index.
 func (d *Index) bytesLocked() int64 {
-	n := int64(d.table.Bytes() + cap(d.pending))
+	n := int64(d.table.Bytes() + cap(d.pending) + 8*cap(d.rebuildPending))
+	if d.global != nil {
+		n += int64(d.global.Bytes())
+	}
 	for _, r := range d.runs {
 		n += int64(r.filter.Bytes() + 8*len(r.pageFirst))
 	}

@@ -27,14 +27,19 @@ var dedupJobSlots = make(chan struct{}, 2)
 // dedupJob is a merge of a and b (neighbours, a older) or, with b nil, the
 // rewrite of a (the oldest run) from offset from.
 type dedupJob struct {
-	a, b *dedupRun
-	from uint64
+	a, b   *dedupRun
+	from   uint64
+	global bool // instead: build the partition's filter again (global.go)
 }
 
-// nextJobLocked returns the job due: the rewrite of the oldest run when
+// nextJobLocked returns the job due: the rebuild of the partition's filter
+// once it holds more ids than it was sized for, the rewrite of the oldest run when
 // retention removed half of it, else the newest pair of neighbouring runs
 // whose older holds no more ids than the newer (the binary counter's rule).
 func (d *Index) nextJobLocked() (dedupJob, bool) {
+	if d.globalDueLocked() {
+		return dedupJob{global: true}, true
+	}
 	if d.rewriteDueLocked() {
 		return dedupJob{a: d.runs[0], from: d.trimmedAt}, true
 	}
@@ -75,6 +80,13 @@ func (d *Index) runJobs(job dedupJob) {
 			d.mu.Unlock()
 			return
 		}
+		if job.global {
+			if !d.runGlobalJob() {
+				return
+			}
+			job = d.nextJob
+			continue
+		}
 		var r *dedupRun
 		var err error
 		if job.b == nil {
@@ -102,6 +114,54 @@ func (d *Index) runJobs(job dedupJob) {
 		job = next
 		d.mu.Unlock()
 	}
+}
+
+// runGlobalJob builds the partition's filter again (its slot taken) and
+// swaps it in, then picks the next job as runJobs does: it returns false
+// when runJobs must stop (no job due, stopped, dropped, or a failure), and
+// true with d.nextJob set otherwise.
+func (d *Index) runGlobalJob() bool {
+	d.mu.Lock()
+	if !d.loaded || !d.globalDueLocked() {
+		<-dedupJobSlots
+		return d.nextLocked(nil)
+	}
+	d.rebuilding, d.rebuildPending = true, nil
+	runs := append([]*dedupRun(nil), d.runs...)
+	d.mu.Unlock()
+	f, capacity, ids, err := d.rebuildGlobal(runs)
+	<-dedupJobSlots
+	d.mu.Lock()
+	if !d.rebuilding {
+		err = nil // dropped meanwhile: nothing to swap
+	} else if err == nil {
+		d.swapGlobalLocked(f, capacity, ids)
+		d.accountLocked()
+	} else {
+		d.rebuilding, d.rebuildPending = false, nil
+		for _, r := range runs {
+			if d.runIndexLocked(r) < 0 {
+				err = nil // stale: retention dropped a run (and its file) meanwhile; go on
+				break
+			}
+		}
+	}
+	return d.nextLocked(err)
+}
+
+// nextLocked ends a job (d.mu held, released here): after err, or when no
+// job is due, the index is dropped or stopped, it clears merging and
+// returns false; otherwise it sets d.nextJob and returns true.
+func (d *Index) nextLocked(err error) bool {
+	next, ok := d.nextJobLocked()
+	if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
+		d.merging = false
+		d.mu.Unlock()
+		return false
+	}
+	d.nextJob = next
+	d.mu.Unlock()
+	return true
 }
 
 // swapLocked puts r in the place of the job's runs and removes their files,
