@@ -101,6 +101,9 @@ func (d *Index) Init(cfg Config) {
 	if cfg.RunEntries <= 0 {
 		cfg.RunEntries = DefaultRunEntries
 	}
+	if cfg.MergeFanout <= 0 {
+		cfg.MergeFanout = DefaultMergeFanout
+	}
 	d.cfg = cfg
 }
 
