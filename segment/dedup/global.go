@@ -89,15 +89,6 @@ func (d *Index) globalDueLocked() bool {
 	return d.global != nil && !d.rebuilding && d.globalAdded > d.globalCap
 }
 
-// runsEntriesLocked is how many entries the runs in memory hold.
-func (d *Index) runsEntriesLocked() int {
-	n := 0
-	for _, r := range d.runs {
-		n += r.hdr.Count
-	}
-	return n
-}
-
 // rebuildGlobal builds the partition's filter again from the run files of
 // runs (a snapshot taken under the lock, with d.rebuilding set), sized for
 // the entries they hold. It needs no lock: run files never change once

@@ -137,3 +137,12 @@ func TestLoadBuildsTheGlobalFilterFromTheRuns(t *testing.T) {
 	assert.Equal(t, 2, x.Stats().Loads)
 	requireGlobalHoldsEveryRunID(t, x)
 }
+
+// runsEntriesLocked is how many entries the runs in memory hold.
+func (d *Index) runsEntriesLocked() int {
+	n := 0
+	for _, r := range d.runs {
+		n += r.hdr.Count
+	}
+	return n
+}

@@ -24,11 +24,13 @@ import (
 // every hash match is still verified against the record (Find),
 // so a false positive costs a read, never a wrong answer.
 //
-// Runs are merged like a binary counter (two neighbours while the older is
-// no larger than the newer), in the background (merge.go), so a log
-// holds about log2(ids/RunEntries) runs; a lookup probes the partition's
-// filter once an id and as many run filters only for the ids it may hold. Retention drops runs wholly below the first offset and rewrites
-// one that is half expired, so memory follows the retained messages.
+// Runs are merged size-tiered, four neighbours of one tier at a time
+// (Config.MergeFanout; 2 is the binary counter), in the background
+// (merge.go), so a log holds up to 3 runs a tier of log4(ids/RunEntries);
+// a lookup probes the partition's filter once an id and the runs' filters
+// only for the ids it may hold. Retention drops runs wholly below the first
+// offset and rewrites one that is half expired, so memory follows the
+// retained messages.
 //
 // Run files are caches like dedup.idx: written once (temp file, rename),
 // never synced. A run that is missing, damaged or past the offsets a crash
