@@ -51,7 +51,8 @@
 //
 // Dedup run file (run.go), written once: the entries of a range of offsets
 // sorted by hash, so that one is found by reading one page; memory keeps a
-// Filter (a blocked Bloom filter, 10 bits an id) and each page's first hash:
+// KFilter (a blocked Bloom filter, 5 bits an id) and each page's first hash, and
+// one KFilter of the whole partition (package segment/dedup):
 //
 //	header (32 bytes): "CMBR" | version u8 (1) | 3 reserved zero bytes | count u32
 //	                   | first offset u64 | last offset u64 | u32 CRC-32C of bytes 0..27

@@ -14,7 +14,8 @@ package segment
 
 // DefaultDedupBudget is the bytes of dedup index the Logs sharing a
 // HandleCache keep in memory unless told otherwise (SetDedupBudget): the
-// filters of ~400 M retained ids at 1.28 bytes an id (filter and page index)
+// filters of ~370 M retained ids at 1.28-1.44 bytes an id (the partition's
+// filter, the runs' filters and page indexes: segment/dedup/global.go)
 // with 100 partitions' active tables (128 KiB each), about ten minutes of
 // issue 23's sustained push. Past it an evicted index costs a reload of its
 // run files when next used (a rebuild of each run's filter).

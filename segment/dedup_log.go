@@ -16,12 +16,13 @@ import (
 // dedupFileName is the dedup index file in a partition directory.
 const dedupFileName = dedup.FileName
 
-// dedupRunEntries and dedupFileMinRecords configure each Log's dedup index
-// (dedup.Config) when it is made: variables so tests can seal small runs
-// and give small logs a dedup.idx.
+// dedupRunEntries, dedupFileMinRecords and dedupMergeFanout configure each
+// Log's dedup index (dedup.Config) when it is made: variables so tests can
+// seal small runs, give small logs a dedup.idx and predict run shapes.
 var (
 	dedupRunEntries     = dedup.DefaultRunEntries
 	dedupFileMinRecords = dedup.DefaultFileMinRecords
+	dedupMergeFanout    = dedup.DefaultMergeFanout
 )
 
 // initDedup gives l's dedup index its configuration (newLog).
@@ -32,6 +33,7 @@ func (l *Log) initDedup() {
 		Source:         dedupSource{l},
 		RunEntries:     dedupRunEntries,
 		FileMinRecords: dedupFileMinRecords,
+		MergeFanout:    dedupMergeFanout,
 		Handles:        func(delta int) { l.cache.adjust(l, delta) },
 		Memory:         func(n int64) { l.cache.dedupSet(l, n) },
 		Touch:          func() { l.dref.Store(true) },

@@ -9,7 +9,7 @@ import (
 // 7: 100,000 partitions must not need 200,000 descriptors). A Log counts its
 // active segment file and its index (2 handles), its cached sealed file and
 // index (2), its dedup file (1) and each dedup run file a lookup has read
-// (dedupRun: one per run, about log2 of its ids / 6,144) while they are open.
+// (one per run: up to 3 a size tier of log4(ids / 6,144), segment/dedup) while they are open.
 //
 // When the total passes the limit, the cache releases the least recently used
 // Logs (CLOCK approximation: one "referenced" bit per Log, set by every use,

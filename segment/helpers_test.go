@@ -102,7 +102,11 @@ func dedupBytes(entries ...[2]uint64) []byte {
 // The package's dedup tests are about dedup.idx: every log gets one from its
 // first load, whatever its size (TestSmallLogKeepsNoDedupFile covers the
 // threshold itself).
-func init() { dedupFileMinRecords = 0 }
+//
+// Their run shapes are the binary counter's (fanout 2: two neighbours merge while the older
+// holds no more ids than the newer), which they predict file by file; segment/dedup's tests
+// cover the size-tiered fanout the server uses.
+func init() { dedupFileMinRecords, dedupMergeFanout = 0, 2 }
 
 // withDedupFileMin sets the record count from which a load creates
 // dedup.idx for the rest of t.

@@ -35,6 +35,10 @@ type Config struct {
 	// RunEntries is how many ids the active table holds before they are
 	// sealed into a run (0: DefaultRunEntries).
 	RunEntries int
+	// MergeFanout is how many runs of one size tier a merge takes (0:
+	// DefaultMergeFanout; 2: the binary counter, merging two neighbours
+	// while the older holds no more ids than the newer).
+	MergeFanout int
 	// FileMinRecords is how many retained records the log holds before
 	// the index creates dedup.idx (DefaultFileMinRecords in production).
 	FileMinRecords uint64

@@ -1,11 +1,14 @@
 // Package dedup owns a partition log's dedup index: transactionId → offset of
 // the newest retained record carrying it, which decides exactly-once for a
 // retried push (Queen's scope: every retained message of the partition). It
-// owns the index's state in memory (the active table of the newest ids, each
-// sealed run's Bloom filter and page index), its files (dedup.idx and the
-// sealed runs dedup-F-L.run), the seals, the background merges and
-// rewrites, the load that trusts the files only as far as their checks
-// verify, and the lookup that verifies every hash match against the record.
+// owns the index's state in memory (the active table of the newest ids, one
+// Bloom filter of the whole partition over every sealed run's ids, so a new
+// id costs one probe (global.go), and each run's small filter and page
+// index), its files (dedup.idx and the sealed runs dedup-F-L.run), the
+// seals, the background jobs (size-tiered merges of four runs, rewrites
+// after retention, rebuilds of the partition's filter: merge.go), the load
+// that trusts the files only as far as their checks verify, and the lookup
+// that verifies every hash match against the record.
 //
 // It must not know how records are stored or encoded: the log is a Source
 // (first and next offset, a read by offset), handed in through Config with

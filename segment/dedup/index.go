@@ -66,6 +66,16 @@ type Index struct {
 	inMem atomic.Bool // loaded, for lock-free readers (InMemory)
 	acct  int64       // bytes last told to Config.Memory (memory.go)
 	loads int         // loadLocked calls (tests: a kept index is not reloaded)
+
+	mergedEntries atomic.Uint64 // entries merges and rewrites wrote (Stats: write amplification)
+
+	// The partition's filter over every run's ids (global.go).
+	global         *index.KFilter
+	globalCap      int      // ids it was sized for
+	globalAdded    int      // ids added since it was built
+	rebuilding     bool     // a job builds it again (merge.go)
+	rebuildPending []uint64 // hashes sealed while it does, for the rebuilt one
+	nextJob        dedupJob // runGlobalJob's pick for runJobs (job goroutine only)
 }
 
 // DefaultFileMinRecords is how many retained records a log holds before it
@@ -91,6 +101,9 @@ func (d *Index) Init(cfg Config) {
 	if cfg.RunEntries <= 0 {
 		cfg.RunEntries = DefaultRunEntries
 	}
+	if cfg.MergeFanout <= 0 {
+		cfg.MergeFanout = DefaultMergeFanout
+	}
 	d.cfg = cfg
 }
 
@@ -112,6 +125,7 @@ func (d *Index) loadLocked() error {
 	rwhy, err := d.loadRunsLocked(first)
 	if err != nil {
 		d.runs, d.runsEnd = nil, 0
+		d.dropGlobalLocked()
 		return err
 	}
 	d.covered = d.runsEnd
@@ -135,6 +149,7 @@ func (d *Index) loadLocked() error {
 			d.closeFileLocked()
 			d.closeRunsLocked(d.runs...)
 			d.table, d.pending, d.runs = index.Table{}, d.pending[:0], nil
+			d.dropGlobalLocked()
 			return err
 		}
 		if n == 0 {
@@ -492,6 +507,7 @@ func (d *Index) dropLocked() error {
 	d.table = index.Table{}
 	d.closeRunsLocked(d.runs...)
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	d.pending = d.pending[:0]
 	// Everything in the file describes published records of this process:
 	// a reload after Release keeps it all and rescans only past it.
@@ -618,6 +634,7 @@ func (d *Index) Undo(first uint64) {
 	d.table = index.Table{}
 	d.closeRunsLocked(d.runs...)
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	d.pending = d.pending[:0]
 	d.covered, d.openNext = 0, first
 	d.accountLocked()

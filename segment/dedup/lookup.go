@@ -78,11 +78,24 @@ func (d *Index) Find(txids []string, hashes []uint64, found func(i int, offset u
 		return err
 	}
 	if len(d.runs) > 0 {
+		// One probe of the partition's filter per id (global.go): only the
+		// ids it may hold are asked of the runs' filters.
+		var maybeBuf [128]int
+		maybe := maybeBuf[:0]
+		if d.global != nil {
+			d.global.Prefetch(hashes)
+		}
+		for i, h := range hashes {
+			if _, done := best[i]; !done && txids[i] != "" && (d.global == nil || d.global.MayContain(h)) {
+				maybe = append(maybe, i)
+			}
+		}
 		cands = cands[:0]
 		var offs []uint64
-		for ri := len(d.runs) - 1; ri >= 0; ri-- {
-			for i, h := range hashes {
-				if _, done := best[i]; done || txids[i] == "" || !d.runs[ri].filter.MayContain(h) {
+		for ri := len(d.runs) - 1; ri >= 0 && len(maybe) > 0; ri-- {
+			for _, i := range maybe {
+				h := hashes[i]
+				if !d.runs[ri].filter.MayContain(h) {
 					continue
 				}
 				var err error

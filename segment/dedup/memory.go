@@ -25,7 +25,10 @@ func (d *Index) TryEvict() bool {
 // bytesLocked is the memory the index holds: the active table, the pending
 // entries, and each run's filter and page index.
 func (d *Index) bytesLocked() int64 {
-	n := int64(d.table.Bytes() + cap(d.pending))
+	n := int64(d.table.Bytes() + cap(d.pending) + 8*cap(d.rebuildPending))
+	if d.global != nil {
+		n += int64(d.global.Bytes())
+	}
 	for _, r := range d.runs {
 		n += int64(r.filter.Bytes() + 8*len(r.pageFirst))
 	}
@@ -49,16 +52,17 @@ func (d *Index) accountLocked() {
 
 // Stats is a snapshot of an index's state, for tests and reports.
 type Stats struct {
-	Loaded       bool
-	Loads        int         // loads since Init (a kept index is not reloaded)
-	Bytes        int64       // memory held (as told to Config.Memory)
-	TableLen     int         // ids in the active table
-	RunsEnd      uint64      // the last offset the sealed runs cover (0: none)
-	RunCounts    []int       // entries of each sealed run, oldest first
-	RunRanges    [][2]uint64 // first and last offsets of each sealed run
-	RunFilesOpen int         // run files a lookup opened and keeps open
-	FileOpen     bool        // dedup.idx is open for appending
-	Parked       bool        // dedup.idx was closed by Park, every entry written
+	Loaded        bool
+	Loads         int         // loads since Init (a kept index is not reloaded)
+	Bytes         int64       // memory held (as told to Config.Memory)
+	TableLen      int         // ids in the active table
+	RunsEnd       uint64      // the last offset the sealed runs cover (0: none)
+	RunCounts     []int       // entries of each sealed run, oldest first
+	RunRanges     [][2]uint64 // first and last offsets of each sealed run
+	RunFilesOpen  int         // run files a lookup opened and keeps open
+	FileOpen      bool        // dedup.idx is open for appending
+	MergedEntries uint64      // entries written by merges and rewrites since Init
+	Parked        bool        // dedup.idx was closed by Park, every entry written
 }
 
 // Stats returns the index's state under its lock.
@@ -66,7 +70,7 @@ func (d *Index) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := Stats{Loaded: d.loaded, Loads: d.loads, Bytes: d.acct, TableLen: d.table.Len(), RunsEnd: d.runsEnd,
-		FileOpen: d.f != nil, Parked: d.parked}
+		FileOpen: d.f != nil, Parked: d.parked, MergedEntries: d.mergedEntries.Load()}
 	for _, r := range d.runs {
 		s.RunCounts = append(s.RunCounts, r.hdr.Count)
 		s.RunRanges = append(s.RunRanges, [2]uint64{r.hdr.First, r.hdr.Last})

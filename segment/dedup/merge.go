@@ -1,6 +1,10 @@
 package dedup
 
-import "github.com/combmq/comb/index"
+import (
+	"slices"
+
+	"github.com/combmq/comb/index"
+)
 
 // Merging and rewriting runs in the background. A job (a merge of two
 // neighbouring runs, or the rewrite of the oldest run without the ids
@@ -24,23 +28,68 @@ import "github.com/combmq/comb/index"
 // without the bound). Jobs waiting for a slot hold nothing.
 var dedupJobSlots = make(chan struct{}, 2)
 
-// dedupJob is a merge of a and b (neighbours, a older) or, with b nil, the
-// rewrite of a (the oldest run) from offset from.
+// dedupJob is a merge of the runs in merge (neighbours, oldest first) or,
+// with merge nil, the rewrite of a (the oldest run) from offset from.
 type dedupJob struct {
-	a, b *dedupRun
-	from uint64
+	a      *dedupRun
+	merge  []*dedupRun
+	from   uint64
+	global bool // instead: build the partition's filter again (global.go)
 }
 
-// nextJobLocked returns the job due: the rewrite of the oldest run when
+// DefaultMergeFanout is how many runs of one tier a merge takes (issue 23:
+// merges that do not rewrite every id log2(ids/RunEntries) times). A run's
+// tier is about log_fanout of its ids over RunEntries, so with 4 each id is
+// rewritten about log4(ids/6,144) times (5 at 10 M ids, against 9.4 for
+// the binary counter of fanout 2) while a partition holds up to 3 runs a
+// tier; the partition's filter (global.go) keeps the lookups' probes from
+// growing with them.
+const DefaultMergeFanout = 4
+
+// tier is the size class of a run of count ids: runs of one tier are merged
+// fanout at a time into one of the next tier.
+func (d *Index) tier(count int) int {
+	t, c := 0, float64(count)/float64(d.cfg.RunEntries)+0.5
+	for f := float64(d.cfg.MergeFanout); c >= f; c /= f {
+		t++
+	}
+	return t
+}
+
+// nextJobLocked returns the job due: the rebuild of the partition's filter
+// once it holds more ids than it was sized for, the rewrite of the oldest run when
 // retention removed half of it, else the newest pair of neighbouring runs
 // whose older holds no more ids than the newer (the binary counter's rule).
 func (d *Index) nextJobLocked() (dedupJob, bool) {
+	if d.globalDueLocked() {
+		return dedupJob{global: true}, true
+	}
 	if d.rewriteDueLocked() {
 		return dedupJob{a: d.runs[0], from: d.trimmedAt}, true
 	}
-	for i := len(d.runs) - 2; i >= 0; i-- {
-		if d.runs[i].hdr.Count <= d.runs[i+1].hdr.Count {
-			return dedupJob{a: d.runs[i], b: d.runs[i+1]}, true
+	if d.cfg.MergeFanout <= 2 {
+		for i := len(d.runs) - 2; i >= 0; i-- {
+			if d.runs[i].hdr.Count <= d.runs[i+1].hdr.Count {
+				return dedupJob{merge: d.runs[i : i+2 : i+2]}, true
+			}
+		}
+		return dedupJob{}, false
+	}
+	// Size-tiered: the newest fanout neighbours of one tier (or whose
+	// older is of a lower tier than the newest, which only a rewrite
+	// shrinking a run leaves: merged up rather than kept small).
+	k := d.cfg.MergeFanout
+	for i := len(d.runs) - k; i >= 0; i-- {
+		top := d.tier(d.runs[i+k-1].hdr.Count)
+		ok := true
+		for _, r := range d.runs[i : i+k-1] {
+			if d.tier(r.hdr.Count) > top {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return dedupJob{merge: append([]*dedupRun(nil), d.runs[i:i+k]...)}, true
 		}
 	}
 	return dedupJob{}, false
@@ -75,19 +124,29 @@ func (d *Index) runJobs(job dedupJob) {
 			d.mu.Unlock()
 			return
 		}
+		if job.global {
+			if !d.runGlobalJob() {
+				return
+			}
+			job = d.nextJob
+			continue
+		}
 		var r *dedupRun
 		var err error
-		if job.b == nil {
+		if job.merge == nil {
 			r, err = d.rewriteRun(job.a, job.from)
 		} else {
-			r, err = d.mergeRunFiles(job.a, job.b)
+			r, err = d.mergeRunFiles(job.merge)
+		}
+		if err == nil {
+			d.mergedEntries.Add(uint64(r.hdr.Count))
 		}
 		<-dedupJobSlots
 		d.mu.Lock()
 		if err == nil {
 			d.swapLocked(job, r)
 			d.accountLocked()
-		} else if d.runIndexLocked(job.a) < 0 || (job.b != nil && d.runIndexLocked(job.b) < 0) {
+		} else if job.staleLocked(d) {
 			err = nil // stale: retention dropped a run (and its file) meanwhile; go on
 		}
 		next, ok := d.nextJobLocked()
@@ -101,27 +160,89 @@ func (d *Index) runJobs(job dedupJob) {
 	}
 }
 
+// runGlobalJob builds the partition's filter again (its slot taken) and
+// swaps it in, then picks the next job as runJobs does: it returns false
+// when runJobs must stop (no job due, stopped, dropped, or a failure), and
+// true with d.nextJob set otherwise.
+func (d *Index) runGlobalJob() bool {
+	d.mu.Lock()
+	if !d.loaded || !d.globalDueLocked() {
+		<-dedupJobSlots
+		return d.nextLocked(nil)
+	}
+	d.rebuilding, d.rebuildPending = true, nil
+	runs := append([]*dedupRun(nil), d.runs...)
+	d.mu.Unlock()
+	f, capacity, ids, err := d.rebuildGlobal(runs)
+	<-dedupJobSlots
+	d.mu.Lock()
+	if !d.rebuilding {
+		err = nil // dropped meanwhile: nothing to swap
+	} else if err == nil {
+		d.swapGlobalLocked(f, capacity, ids)
+		d.accountLocked()
+	} else {
+		d.rebuilding, d.rebuildPending = false, nil
+		for _, r := range runs {
+			if d.runIndexLocked(r) < 0 {
+				err = nil // stale: retention dropped a run (and its file) meanwhile; go on
+				break
+			}
+		}
+	}
+	return d.nextLocked(err)
+}
+
+// nextLocked ends a job (d.mu held, released here): after err, or when no
+// job is due, the index is dropped or stopped, it clears merging and
+// returns false; otherwise it sets d.nextJob and returns true.
+func (d *Index) nextLocked(err error) bool {
+	next, ok := d.nextJobLocked()
+	if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
+		d.merging = false
+		d.mu.Unlock()
+		return false
+	}
+	d.nextJob = next
+	d.mu.Unlock()
+	return true
+}
+
+// staleLocked reports whether a run of the job left memory meanwhile.
+func (job dedupJob) staleLocked(d *Index) bool {
+	if job.merge == nil {
+		return d.runIndexLocked(job.a) < 0
+	}
+	for _, r := range job.merge {
+		if d.runIndexLocked(r) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // swapLocked puts r in the place of the job's runs and removes their files,
 // or, when they changed meanwhile, removes r's file instead.
 func (d *Index) swapLocked(job dedupJob, r *dedupRun) {
-	i := d.runIndexLocked(job.a)
-	switch {
-	case !d.loaded || i < 0:
-	case job.b == nil:
-		d.closeRunsLocked(job.a)
-		d.runs[i] = r
-		if r.name() != job.a.name() {
-			_ = d.cfg.FS.Remove(d.path(job.a.name())) // the new run starts later: sorts after, redundant
+	if job.merge == nil {
+		if i := d.runIndexLocked(job.a); d.loaded && i >= 0 {
+			d.closeRunsLocked(job.a)
+			d.runs[i] = r
+			if r.name() != job.a.name() {
+				_ = d.cfg.FS.Remove(d.path(job.a.name())) // the new run starts later: sorts after, redundant
+			}
+			return
 		}
-		return
-	case i+1 < len(d.runs) && d.runs[i+1] == job.b:
-		d.closeRunsLocked(job.a, job.b)
-		d.runs = append(d.runs[:i:i], append([]*dedupRun{r}, d.runs[i+2:]...)...)
-		// The merged file sorts before the two it replaces (same first,
+	} else if i := d.runIndexLocked(job.merge[0]); d.loaded && i >= 0 && i+len(job.merge) <= len(d.runs) &&
+		slices.Equal(d.runs[i:i+len(job.merge)], job.merge) {
+		d.closeRunsLocked(job.merge...)
+		d.runs = slices.Concat(d.runs[:i:i], []*dedupRun{r}, d.runs[i+len(job.merge):])
+		// The merged file sorts before the runs it replaces (same first,
 		// later last), so a crash before these removes leaves redundant
 		// runs the load deletes.
-		_ = d.cfg.FS.Remove(d.path(job.a.name()))
-		_ = d.cfg.FS.Remove(d.path(job.b.name()))
+		for _, x := range job.merge {
+			_ = d.cfg.FS.Remove(d.path(x.name()))
+		}
 		return
 	}
 	if !d.runNamedLocked(r.name()) {
@@ -149,20 +270,23 @@ func (d *Index) runIndexLocked(r *dedupRun) int {
 	return -1
 }
 
-// mergeRunFiles writes the run merging a and b (neighbours, a older) and
+// mergeRunFiles writes the run merging runs (neighbours, oldest first) and
 // returns its in-memory part. Run files never change once written, so this
 // needs no lock.
-func (d *Index) mergeRunFiles(a, b *dedupRun) (*dedupRun, error) {
-	_, ea, err := d.readRun(a.hdr.First, a.hdr.Last)
-	if err != nil {
-		return nil, err
+func (d *Index) mergeRunFiles(runs []*dedupRun) (*dedupRun, error) {
+	var merged []index.RunEntry
+	for _, r := range runs {
+		_, e, err := d.readRun(r.hdr.First, r.hdr.Last)
+		if err != nil {
+			return nil, err
+		}
+		if merged == nil {
+			merged = e
+			continue
+		}
+		merged = index.MergeRunEntries(make([]index.RunEntry, 0, len(merged)+len(e)), merged, e)
 	}
-	_, eb, err := d.readRun(b.hdr.First, b.hdr.Last)
-	if err != nil {
-		return nil, err
-	}
-	merged := index.MergeRunEntries(make([]index.RunEntry, 0, len(ea)+len(eb)), ea, eb)
-	return d.writeRun(a.hdr.First, b.hdr.Last, merged)
+	return d.writeRun(runs[0].hdr.First, runs[len(runs)-1].hdr.Last, merged)
 }
 
 // WaitMerges waits for the job goroutine (tests, Drop, Undo).

@@ -18,16 +18,19 @@ import (
 // messages). The newest Config.RunEntries transaction ids of a loaded log sit
 // in the active table (and dedup.idx); when it fills they are sealed into a
 // run file, sorted by hash (index.EncodeRun), and memory keeps only the
-// run's Bloom filter (1.25 bytes an id) and the first hash of each of its
-// pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
+// run's Bloom filter (5 bits an id, asked only for the ids the partition's
+// filter may hold: global.go) and the first hash of each of its pages
+// (8 bytes a 256 ids). A filter hit reads one page and checks it, and
 // every hash match is still verified against the record (Find),
 // so a false positive costs a read, never a wrong answer.
 //
-// Runs are merged like a binary counter (two neighbours while the older is
-// no larger than the newer), in the background (merge.go), so a log
-// holds about log2(ids/RunEntries) runs and a lookup probes as many
-// filters. Retention drops runs wholly below the first offset and rewrites
-// one that is half expired, so memory follows the retained messages.
+// Runs are merged size-tiered, four neighbours of one tier at a time
+// (Config.MergeFanout; 2 is the binary counter), in the background
+// (merge.go), so a log holds up to 3 runs a tier of log4(ids/RunEntries);
+// a lookup probes the partition's filter once an id and the runs' filters
+// only for the ids it may hold. Retention drops runs wholly below the first
+// offset and rewrites one that is half expired, so memory follows the
+// retained messages.
 //
 // Run files are caches like dedup.idx: written once (temp file, rename),
 // never synced. A run that is missing, damaged or past the offsets a crash
@@ -55,8 +58,8 @@ const dedupTableMaxBytes = 16 * 8192
 type dedupRun struct {
 	hdr       index.RunHeader // First..Last, Count, Check
 	pageFirst []uint64        // the first hash of each page
-	filter    *index.Filter
-	f         vfs.File // nil until a page is read
+	filter    *index.KFilter  // narrows the partition filter's "maybe" down (global.go)
+	f         vfs.File        // nil until a page is read
 }
 
 // closeRunsLocked closes the files of runs leaving memory (dropped, replaced
@@ -103,7 +106,7 @@ func listRuns(fsys vfs.FS, dir string) ([][2]uint64, error) {
 
 // newDedupRun builds the in-memory part of a run from its verified entries.
 func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
-	r := &dedupRun{hdr: hdr, filter: index.NewFilter(len(entries)), pageFirst: make([]uint64, hdr.Pages())}
+	r := &dedupRun{hdr: hdr, filter: index.NewKFilter(len(entries), runFilterBits, runFilterK, runFilterSeed), pageFirst: make([]uint64, hdr.Pages())}
 	for i, e := range entries {
 		r.filter.Add(e.Hash)
 		if i%index.RunPageEntries == 0 {
@@ -128,6 +131,27 @@ func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, 
 		return hdr, nil, fmt.Errorf("%s: %w", runName(first, last), err)
 	}
 	return hdr, entries, nil
+}
+
+// readRunEach reads and verifies a whole run file, giving fn each entry
+// only once the whole file verified (fn never sees an entry of a bad file).
+func (d *Index) readRunEach(first, last uint64, fn func(index.RunEntry)) (index.RunHeader, error) {
+	b, err := d.cfg.FS.ReadFile(d.path(runName(first, last)))
+	if err != nil {
+		return index.RunHeader{}, err
+	}
+	hdr, err := CheckRun(b, first, last, nil)
+	if err != nil {
+		return hdr, fmt.Errorf("%s: %w", runName(first, last), err)
+	}
+	for k := range hdr.Pages() {
+		at, n := hdr.Page(k)
+		ents := b[at : at+int64(n*index.RunEntrySize)]
+		for j := range n {
+			fn(index.RunEntryAt(ents, j))
+		}
+	}
+	return hdr, nil
 }
 
 // writeRun writes a run file (a temp file renamed into place: a crash leaves
@@ -184,6 +208,7 @@ func (d *Index) sealLocked() error {
 		return err
 	}
 	d.runs = append(d.runs, r)
+	d.globalAddLocked(entries)
 	d.runsEnd, d.sealRetryAt = d.covered, 0
 	if d.table.Bytes() > dedupTableMaxBytes {
 		d.table = index.Table{}
@@ -256,9 +281,21 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 		return "", err
 	}
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	covered := first - 1
 	if first == 0 {
 		covered = 0
+	}
+	// The partition's filter is sized for the offsets the runs may cover
+	// (at least the ids they hold), so no rebuild follows the load at once.
+	est := 0
+	for _, fl := range names {
+		if fl[1] >= first && fl[1] < d.openNext {
+			est += int(fl[1] - max(fl[0], first) + 1)
+		}
+	}
+	if est > 0 {
+		d.newGlobalLocked(est)
 	}
 	gap := false
 	var top index.RunEntry // the newest kept run's entry with the highest offset
@@ -277,6 +314,7 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 				break
 			}
 			d.runs = append(d.runs, newDedupRun(hdr, entries))
+			d.globalAddLocked(entries)
 			d.runsEnd, covered = b, b
 			top = index.RunEntry{}
 			for _, e := range entries {
@@ -289,6 +327,7 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 		_ = d.cfg.FS.Remove(d.path(runName(a, b)))
 	}
 	if len(d.runs) == 0 {
+		d.dropGlobalLocked()
 		return why, nil
 	}
 	// Verified runs can still describe another log (files copied or restored
@@ -305,6 +344,7 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 		_ = d.cfg.FS.Remove(d.path(r.name()))
 	}
 	d.runs, d.runsEnd = nil, 0
+	d.dropGlobalLocked()
 	return "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log", nil
 }
 
@@ -328,6 +368,7 @@ func (d *Index) runCandidates(i int, h uint64, out []uint64) ([]uint64, error) {
 		return out, errors.Join(err, werr)
 	}
 	d.runs[i] = nr
+	d.globalAddLocked(entries) // the segments' ids for those offsets: keep the invariant whatever the file held
 	d.rebuilt(fmt.Sprintf("%v: rebuilt from the segments", err))
 	return nr.candidates(d, h, out)
 }

@@ -21,6 +21,9 @@ type synthSource struct {
 	gaps   [][2]uint64 // [from, to] offsets with no record
 	reads  int         // Read calls
 	failAt uint64      // a Read reaching this offset fails (0: never)
+	// maxRead caps the records of one Read (0: none): a benchmark's reads cost about what a
+	// segment's decode does, not 1,024 records' worth of formatting.
+	maxRead int
 }
 
 func txidAt(off uint64) string { return fmt.Sprintf("tx-%d", off) }
@@ -50,6 +53,9 @@ func (s *synthSource) Read(from uint64, maxMsgs, _ int, fn func(uint64, string, 
 	first, next := s.first, s.next
 	s.reads++
 	fail := s.failAt
+	if s.maxRead > 0 {
+		maxMsgs = min(maxMsgs, s.maxRead)
+	}
 	s.mu.Unlock()
 	from = max(from, first)
 	n := 0

@@ -1,0 +1,78 @@
+package dedup
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/vfs"
+)
+
+// pushRuns loads x empty, then appends n ids 10 at a time, waiting for the merges after
+// each append (so the shapes are deterministic).
+func pushRuns(t *testing.T, x *Index, src *synthSource, n int) {
+	t.Helper()
+	require.Empty(t, find(t, x, []string{"load"}))
+	for i := 0; i < n; i += 10 {
+		appendTo(x, src, 10)
+		x.WaitMerges()
+	}
+}
+
+// Issue 23: size-tiered merges take DefaultMergeFanout (4) runs of one tier at once, so each
+// id is rewritten once a tier (log4 of the ids over RunEntries) instead of once a doubling;
+// the runs still chain by offset and every id is found.
+func TestTieredMergesRewriteEachIDOnceATier(t *testing.T) {
+	src := &synthSource{first: 1, next: 1}
+	x := newTestIndex(t, vfs.NewMem(), src, 10)
+	pushRuns(t, x, src, 170) // 161..170 in the table
+	st := x.Stats()
+	assert.Equal(t, [][2]uint64{{1, 160}}, st.RunRanges, "16 runs of 10: four of 40, then one of 160")
+	assert.Equal(t, uint64(2*160), st.MergedEntries, "each id rewritten twice (the binary counter: 4 times)")
+
+	for range 7 {
+		appendTo(x, src, 10)
+		x.WaitMerges()
+	}
+	st = x.Stats()
+	assert.Equal(t, [][2]uint64{{1, 160}, {161, 200}, {201, 210}, {211, 220}, {221, 230}}, st.RunRanges, "231..240 in the table")
+	require.Len(t, find(t, x, txids(1, 240)), 240)
+	requireGlobalHoldsEveryRunID(t, x)
+}
+
+// Fanout 2 is the binary counter segment's tests predict: two neighbours merge while the
+// older holds no more ids than the newer.
+func TestFanoutTwoIsTheBinaryCounter(t *testing.T) {
+	src := &synthSource{first: 1, next: 1}
+	x := &Index{}
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("/p"))
+	x.Init(Config{FS: fs, Dir: "/p", Source: src, RunEntries: 10, MergeFanout: 2})
+	x.SetOpenNext(1)
+	t.Cleanup(func() { _ = x.Drop() })
+	pushRuns(t, x, src, 100)
+	assert.Equal(t, [][2]uint64{{1, 80}, {81, 90}}, x.Stats().RunRanges, "91..100 in the table")
+	require.Len(t, find(t, x, txids(1, 100)), 100)
+}
+
+// A run that retention shrank (the oldest, rewritten) is merged up with the newer runs of a
+// higher tier rather than left behind, and the chain of runs has no gap.
+func TestTieredMergesAfterRetention(t *testing.T) {
+	src := &synthSource{first: 1, next: 1}
+	x := newTestIndex(t, vfs.NewMem(), src, 10)
+	pushRuns(t, x, src, 200)
+	src.mu.Lock()
+	src.first = 150
+	src.mu.Unlock()
+	pushRuns(t, x, src, 400)
+	st := x.Stats()
+	next := uint64(150)
+	for _, r := range st.RunRanges {
+		require.LessOrEqual(t, r[0], next, "runs %v", st.RunRanges)
+		next = r[1] + 1
+	}
+	require.Len(t, find(t, x, txids(150, 600)), 451)
+	assert.Empty(t, find(t, x, txids(1, 149)))
+	requireGlobalHoldsEveryRunID(t, x)
+}
