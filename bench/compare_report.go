@@ -57,14 +57,18 @@ func (c *Comparison) WriteHeader(w io.Writer) {
 	if c.SyncMetric != "" {
 		fmt.Fprintf(w, "  syncs/req  growth of the server's %s over the window, per request\n", c.SyncMetric)
 	}
-	fmt.Fprintf(w, "%-5s %-9s %10s %8s %8s %8s %7s %8s %9s %6s %7s %7s\n",
-		"round", "side", "msg/s", "p50 ms", "p99 ms", "e2e p99", "srv CPU", "µs/req", "syncs/req", "errors", "others", "load 1m")
+	fmt.Fprintf(w, "%-5s %-9s %10s %8s %8s %8s %8s %7s %8s %9s %6s %7s %7s\n",
+		"round", "side", "msg/s", "p50 ms", "p99 ms", "push p99", "e2e p99", "srv CPU", "µs/req", "syncs/req", "errors", "others", "load 1m")
 }
 
 // WriteRun prints one run as a line under WriteHeader's heads. srv CPU and others are % of
 // one core; others is the host's busy CPU that neither server nor client used.
 func WriteRun(w io.Writer, r CompareRun) {
 	res := r.Result
+	pushP99 := "-"
+	if p, ok := res.RequestLatencyMs[string(OpPush)]; ok && p.Count > 0 {
+		pushP99 = fmt.Sprintf("%.2f", p.P99)
+	}
 	e2eP99 := "-"
 	if res.E2ELatencyMs != nil {
 		e2eP99 = fmt.Sprintf("%.2f", res.E2ELatencyMs.P99)
@@ -81,8 +85,8 @@ func WriteRun(w io.Writer, r CompareRun) {
 	if res.LoadAvg != nil {
 		load = fmt.Sprintf("%.2f", res.LoadAvg.One)
 	}
-	fmt.Fprintf(w, "%-5d %-9s %10.0f %8.2f %8.2f %8s %7s %8s %9s %6d %7s %7s\n",
-		r.Round, r.Side, res.MsgPerSec, res.LatencyMs.P50, res.LatencyMs.P99, e2eP99, cpu, perReq,
+	fmt.Fprintf(w, "%-5d %-9s %10.0f %8.2f %8.2f %8s %8s %7s %8s %9s %6d %7s %7s\n",
+		r.Round, r.Side, res.MsgPerSec, res.LatencyMs.P50, res.LatencyMs.P99, pushP99, e2eP99, cpu, perReq,
 		fmtOptional(res.ServerSyncsPerRequest, "%.3f"), res.ErrorsTotal, others, load)
 }
 

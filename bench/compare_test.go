@@ -183,11 +183,14 @@ func TestSummarizeLeavesOutRoundsWithoutTheFigure(t *testing.T) {
 }
 
 func TestSummarizeMixedWorkloadsReportPushRateAndEndToEnd(t *testing.T) {
-	e2e := func(rate, push, p99 float64) *Result {
+	e2e := func(rate, push, p99, pushP99 float64) *Result {
+		pop := Percentiles{Count: 1, P50: 1, P99: 100}
 		return &Result{Workload: WorkloadE2E, MsgPerSec: rate, PushMsgPerSec: push,
-			LatencyMs: Percentiles{Count: 1, P50: 1, P99: 1}, E2ELatencyMs: &Percentiles{Count: 5, P50: p99 / 4, P99: p99}}
+			LatencyMs:        pop,
+			RequestLatencyMs: map[string]Percentiles{string(OpPop): pop, string(OpPush): {Count: 3, P50: 1, P99: pushP99}},
+			E2ELatencyMs:     &Percentiles{Count: 5, P50: p99 / 4, P99: p99}}
 	}
-	runs := []CompareRun{{1, Baseline, e2e(100, 100, 80)}, {1, Candidate, e2e(100, 100, 8)}}
+	runs := []CompareRun{{1, Baseline, e2e(100, 100, 80, 40)}, {1, Candidate, e2e(100, 100, 8, 10)}}
 	got := map[string]MetricRatio{}
 	for _, m := range Summarize(runs) {
 		got[m.Metric] = m
@@ -195,6 +198,19 @@ func TestSummarizeMixedWorkloadsReportPushRateAndEndToEnd(t *testing.T) {
 	assert.InDelta(t, 1.0, got["push msg/s"].Median, 1e-12)
 	assert.InDelta(t, 0.1, got["e2e p99 ms"].Median, 1e-12)
 	assert.InDelta(t, 0.1, got["e2e p50 ms"].Median, 1e-12)
+	// The main request of e2e is the pop (a long-poll, its wait included): the pushes' p99 is
+	// reported beside it, not in its place.
+	assert.InDelta(t, 100, got["request p99 ms"].Baseline, 1e-12)
+	push := got["push request p99 ms"]
+	assert.InDelta(t, 40, push.Baseline, 1e-12)
+	assert.InDelta(t, 10, push.Candidate, 1e-12)
+	assert.InDelta(t, 0.25, push.Median, 1e-12)
+	assert.False(t, push.HigherIsBetter)
+
+	var text bytes.Buffer
+	WriteRun(&text, runs[0])
+	assert.Equal(t, strings.Fields("1 baseline 100 1.00 100.00 40.00 80.00 - - n/a 0 - -"), strings.Fields(text.String()),
+		"the run line: pop p50 and p99, then the push p99, then e2e p99")
 }
 
 func TestComparisonTextAndJSON(t *testing.T) {
@@ -220,7 +236,7 @@ func TestComparisonTextAndJSON(t *testing.T) {
 	assert.Contains(t, out, "syncs/req  growth of the server's comb_sync_latency_seconds_count over the window, per request")
 	lines := strings.Split(out, "\n")
 	require.GreaterOrEqual(t, len(lines), 9)
-	assert.Equal(t, strings.Fields("1 baseline 100000 5.00 10.00 - 100% 500 1.000 0 30% 2.50"), strings.Fields(lines[6]),
+	assert.Equal(t, strings.Fields("1 baseline 100000 5.00 10.00 - - 100% 500 1.000 0 30% 2.50"), strings.Fields(lines[6]),
 		"others = host 190 − server 100 − client 60")
 	assert.Contains(t, out, "msg/s                    2.50×  (2.50–2.50, 1 rounds)  100000 → 250000  higher is better")
 	assert.Contains(t, out, "server syncs/request     0.05×  (0.05–0.05, 1 rounds)  1.000 → 0.050  lower is better")
