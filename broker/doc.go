@@ -8,8 +8,8 @@
 //
 // It must not know about HTTP: httpapi parses requests into the types of
 // api.go and encodes the results; every rule of spec sections 1-8 and seed 000
-// lives here or below. The one subpackage, wake, holds the long-poll wake
-// gates and knows nothing of the broker.
+// lives here or below. Two subpackages know nothing of the broker: wake holds
+// the long-poll wake gates, ready the ready sets pops take candidates from.
 //
 // # Where a request is served
 //
@@ -19,8 +19,8 @@
 //	             waitGroups (own entries and what duplicates name) →
 //	             publishOrHold (meta_maint.go) → publish: visible mark, ready sets, wake.Waker.Signal
 //	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
-//	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.take,
-//	             read_ready.go) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
+//	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.Take,
+//	             package ready) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
 //	             → cursor.Engine.Wait; a group's first contact: groupReadyFor, seedCursorLocked
 //	             (read_seed.go); a failed checkpoint: undoCursorChanges (undo.go)
 //	long-poll    Broker.longPoll (read_longpoll.go): arms the queue's wake.Gate (popGate), popOnce,
@@ -143,7 +143,7 @@
 // Lock order: metadata (Broker.metaMu, held across the commit-log waits of
 // creating, configuring and deleting) → registry (Broker.mu, never across a
 // sync) → queue (queue.mu) → partition (partition.mu, several in id order for
-// a transaction) → ready structure (groupReady.mu) / DLQ log (queue.dlqMu).
+// a transaction) → ready structure (the ready.Set's mutex) / DLQ log (queue.dlqMu).
 // The partition lock guards appends and every read-modify-write of a
 // (partition, group) State; there is no global lock on the push, pop or ack
 // paths. Parked long-polls hold no lock.

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/notes"
@@ -49,7 +50,7 @@ func (b *Broker) dropDeletedLocked(pc *popCtx, p *partition, k cursor.Key, st le
 		}
 		from := st.Committed + 1
 		if from >= vis {
-			return nil, claimResult{verdict: verdictDone}, st, nil
+			return nil, claimResult{verdict: ready.Done}, st, nil
 		}
 		var err error
 		if msgs, cl, err = b.readSpanLocked(pc, p, from, vis, delay, buf); err != nil || len(msgs) == 0 {

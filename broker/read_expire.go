@@ -3,6 +3,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 )
@@ -54,7 +55,7 @@ func (b *Broker) readLiveSpanLocked(pc *popCtx, p *partition, from, vis uint64, 
 		return msgs, from, cl, nil
 	}
 	if from = max(from, next); from >= vis {
-		return nil, from, claimResult{verdict: verdictDone}, nil
+		return nil, from, claimResult{verdict: ready.Done}, nil
 	}
 	msgs, cl, err = b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
 	if again, ok := b.expiredAgainLocked(p, cutoff, msgs, vis); ok && err == nil {
@@ -156,7 +157,7 @@ func (b *Broker) expiredAgainLocked(p *partition, cutoff int64, msgs []segment.M
 		return claimResult{}, false
 	}
 	b.skipExpiredPrefix(p, cutoff, msgs, vis)
-	return claimResult{verdict: verdictAgain, key: msgs[0].TimestampMicros}, true
+	return claimResult{verdict: ready.Again, key: msgs[0].TimestampMicros}, true
 }
 
 // raiseCursorTo moves st's cursor up so that a claim starting at from

@@ -86,12 +86,12 @@ func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowM
 		switch {
 		case !ok:
 			if vis > p.log.FirstOffset() {
-				g.touchLocked(p, p.createdAt)
+				g.Add(p, p.createdAt)
 			}
 		case st.Lease.Live(nowMicros):
-			g.deferLocked(p, p.createdAt, st.Lease.ExpiresAtMicros)
+			g.Defer(p, p.createdAt, st.Lease.ExpiresAtMicros)
 		case st.Committed+1 < vis:
-			g.touchLocked(p, p.createdAt)
+			g.Add(p, p.createdAt)
 		}
 	}
 }

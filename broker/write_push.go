@@ -418,7 +418,7 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 	b.refreshPending(p)
 	p.q.mu.RLock()
 	for _, g := range p.q.groups {
-		g.pushed(p, ts)
+		g.Pushed(p, ts)
 	}
 	p.q.mu.RUnlock()
 	b.wake.Signal(p.q.gate)
