@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sort"
@@ -305,6 +306,24 @@ func (b *Broker) enterWrite() error {
 		return ErrNotLeader
 	}
 	return b.enter()
+}
+
+// enterConsume is enterWrite for the requests that claim, release or move
+// leases and cursors (pop, ack, lease extension, seeks, group deletion,
+// subscription rewrites, transactions, stream cycles): on a leader still in
+// its fencing wait it waits the rest (at most fence(); ctx cancelled or the
+// broker closing end the wait with their error). Pushes and queue
+// configuration are not fenced: the barrier before the first append already
+// holds everything committed.
+func (b *Broker) enterConsume(ctx context.Context) error {
+	if err := b.enterWrite(); err != nil {
+		return err
+	}
+	if err := b.waitFence(ctx); err != nil {
+		b.leave()
+		return err
+	}
+	return nil
 }
 
 // sortedQueues returns the live queues sorted by name.

@@ -17,7 +17,7 @@
 //	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored,
 //	             write_durable.go), appendLogged (segment file + commit-log entry, write_wal.go) →
 //	             waitGroups (own entries and what duplicates name) →
-//	             publishOrHold (meta_maint.go) → publish: visible mark, ready sets, wake.Waker.Signal
+//	             publishOrHold → publish: visible mark, ready sets, wake.Waker.Signal
 //	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
 //	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.Take,
 //	             package ready) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed

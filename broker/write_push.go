@@ -406,6 +406,35 @@ func (b *Broker) waitGroups(groups []*pushGroup) error {
 	return nil
 }
 
+// publishOrHold publishes p up to next, or holds it while push maintenance
+// is on. held reports the latter. The first hold of a partition rewrites the
+// maintenance file (its published mark) before returning; err is that
+// write's failure (the messages stay held in memory and durable in the log).
+func (b *Broker) publishOrHold(p *partition, next uint64, ts int64) (held bool, err error) {
+	b.mm.mu.RLock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		b.mm.mu.RUnlock()
+		return false, nil
+	}
+	b.mm.mu.RUnlock()
+	b.mm.mu.Lock()
+	defer b.mm.mu.Unlock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		return false, nil
+	}
+	prev, was := b.mm.held[p]
+	if b.mm.held == nil {
+		b.mm.held = make(map[*partition]uint64)
+	}
+	b.mm.held[p] = max(prev, next)
+	if !was {
+		return true, b.writeMaintLocked(true, b.mm.pop.Load())
+	}
+	return true, nil
+}
+
 // publish makes offsets below next visible to pops, tells the queue's group
 // ready structures and wakes parked long-polls (spec 1.4 "Wake-up").
 func (b *Broker) publish(p *partition, next uint64, ts int64) {
