@@ -56,7 +56,7 @@
 //	             Series, SeriesByQueue, LastMinute (report_series.go: the per-minute series, counted
 //	             in Push, addClaimed and Ack), StatusQueue, RecentMessages, StatusSummary
 //	             (report_status.go), per-partition DLQ counts (report_dlqcount.go)
-//	maintenance  maintain (maint_evict.go): idle eviction, expirePartition (read_expire.go),
+//	maintenance  maintain (maint_evict.go): idle eviction, expirePartition,
 //	             retainPartition (maint_retention.go), on RetentionInterval / EvictionInterval
 //	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
 //	             (readLiveSpanLocked, read_expire.go); readers start at partition.liveFrom

@@ -177,28 +177,3 @@ func raiseCursorTo(st *lease.State, from uint64) bool {
 	}
 	return true
 }
-
-// expirePartition is the maintenance sweep's share (maint_evict.go): it
-// raises p's mark for its queue's time rules at nowMicros without loading a
-// released log. When even the newest message is expired the mark goes to
-// the visible end; otherwise a loaded log is searched with its time index,
-// and a released one is left for its next pop (whole-file retention still
-// runs on it).
-func (b *Broker) expirePartition(p *partition, nowMicros int64) {
-	cutoff := expiryCutoff(p.q.options(), nowMicros)
-	if cutoff == 0 {
-		return
-	}
-	vis := p.visible.Load()
-	if p.liveFrom() >= vis {
-		return
-	}
-	if p.log.LastTimestamp() < cutoff {
-		p.raiseExpired(vis)
-		b.refreshPending(p)
-		return
-	}
-	if p.log.Loaded() {
-		b.expireTo(p, cutoff, vis) // on a failed lookup the next pop finds them
-	}
-}
