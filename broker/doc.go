@@ -140,13 +140,61 @@
 //
 // # Locks
 //
-// Lock order: metadata (Broker.metaMu, held across the commit-log waits of
-// creating, configuring and deleting) → registry (Broker.mu, never across a
-// sync) → queue (queue.mu) → partition (partition.mu, several in id order for
-// a transaction) → ready structure (the ready.Set's mutex) / DLQ log (queue.dlqMu).
-// The partition lock guards appends and every read-modify-write of a
-// (partition, group) State; there is no global lock on the push, pop or ack
-// paths. Parked long-polls hold no lock.
+// Every mutex of the broker and its subpackages, outermost first: a goroutine
+// holding one takes only locks listed after it, and a leaf takes none. Each
+// line gives the lock, in parentheses the spellings a …Locked function's doc
+// uses to say its caller holds it (locks_test.go checks both lists), and
+// what it guards.
+//
+//	flushState.mu (b.flush.mu)            one flush pass at a time (flush.go), and the files a
+//	                                      snapshot sends (follow_snapshot.go)
+//	streamState.regMu (regMu)             stream registrations (exclusive) against cycles and the
+//	                                      flush pass's registry file (shared; stream_store.go)
+//	Broker.readyMu (readyMu)              one pop rebuilds the ready sets for a new leader term
+//	                                      (follow_fence.go)
+//	maintenance.mu (b.maint.mu, m.mu)     one maintenance tick at a time: its partition list, rules
+//	                                      and partition.idleSince (maint_evict.go)
+//	Broker.metaMu (metaMu)                metadata changes: entries appended and applied in the order
+//	                                      they take effect, the metadata snapshot, tombstones; held
+//	                                      across their commit-log waits
+//	Broker.createMu (createMu)            the batch of partition creations the next holder of metaMu
+//	                                      makes (write_create.go); taken alone or inside metaMu
+//	maintMode.mu (b.mm.mu)                the push and pop maintenance modes and the held partitions;
+//	                                      shared by every publish; never taken with a partition lock
+//	                                      held (meta_maint.go)
+//	Broker.mu (b.mu)                      the registry: the queue and partition maps; never held
+//	                                      across a sync
+//	queue.mu (q.mu)                       a queue's partition map and list, and its ready sets
+//	                                      (queue.groups)
+//	dlqIndex.mu (d.mu)                    a queue's DLQ index of the message reports
+//	                                      (report_msgdlq.go); taken before queue.dlqMu
+//	partition.mu (p.mu)                   appends and every read-modify-write of a (partition, group)
+//	                                      State; several in id order for a transaction
+//	queue.dlqMu (q.dlqMu)                 a queue's DLQ log, its committed mark and per-partition
+//	                                      counts (ack_dlq.go)
+//	ready.Set.mu (s.mu)                   leaf: one (queue, group)'s ready set (package ready)
+//	partition.pendMu (p.pendMu)           leaf: the partition's share of the queue's pending depth
+//	                                      (pending.go)
+//	queue.namesMu (q.namesMu)             leaf: writers of the queue's copy-on-write group names
+//	                                      (pending.go)
+//	flushState.stateMu (b.flush.stateMu)  leaf but for the commit log's Append (appendInflight): new
+//	                                      directories, in-flight transactions, the last pass's
+//	                                      figures (flush.go)
+//	dlqIndexes.mu (x.mu)                  leaf: the map of per-queue DLQ indexes (report_msgdlq.go)
+//	rateSample.mu (b.rates.mu)            leaf: the throughput sample of the resources overview
+//	                                      (report_resources.go)
+//	cpuSaturation.mu (b.cpuSat.mu)        leaf, only tried: one goroutine reads the scheduler metrics
+//	                                      (saturation.go)
+//	Broker.gate (b.gate)                  leaf: enter's closed check and Add against Close
+//	                                      (broker.go)
+//	wake.Waker.mu (Waker.mu, w.mu)        leaf: the gates waiting for the next tick (package wake)
+//	wake.Gate.mu (g.mu)                   leaf: a gate's channel, replaced at each fire (package
+//	                                      wake)
+//
+// The partition lock is never held while taking the registry or a queue
+// lock: a push publishes and a transaction tells the ready sets about
+// released leases after letting go of its partition locks. There is no
+// global lock on the push, pop or ack paths. Parked long-polls hold no lock.
 //
 // # Durability
 //

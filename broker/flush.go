@@ -151,6 +151,7 @@ func (b *Broker) flushPass() error {
 	return err
 }
 
+// flushPassLocked is the pass itself; the caller holds b.flush.mu.
 func (b *Broker) flushPassLocked() error {
 	if b.isStale() {
 		return ErrStale

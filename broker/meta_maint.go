@@ -65,6 +65,8 @@ func (b *Broker) Maintenance() MaintenanceStatus {
 	return b.maintStatusLocked()
 }
 
+// maintStatusLocked is the modes as GET /api/v1/system/maintenance reports
+// them. The caller holds b.mm.mu (shared or exclusive).
 func (b *Broker) maintStatusLocked() MaintenanceStatus {
 	st := MaintenanceStatus{PushMaintenance: b.mm.push.Load(), PopMaintenance: b.mm.pop.Load()}
 	for p, next := range b.mm.held {

@@ -83,6 +83,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 // visible), none younger than delay seconds (delayedProcessing, spec 3.9).
 // With no messages, the claim result says why: nothing there (done), the
 // first one too young (later, until it is old enough), or a read error.
+// The caller holds p.mu.
 func (b *Broker) readSpanLocked(pc *popCtx, p *partition, from, vis uint64, delay int64, buf *segment.ReadBuffer) ([]segment.Message, claimResult, error) {
 	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), pc.bytesLeft, buf)
 	if err != nil {
@@ -110,6 +111,7 @@ func (b *Broker) readSpanLocked(pc *popCtx, p *partition, from, vis uint64, dela
 // request's lease on the span (leaseTime is the queue's default), or with
 // autoAck commits it at once, and records the change to wait for and to undo.
 // It returns the verdict for the ready structure and the new state.
+// The caller holds p.mu.
 func (b *Broker) takeSpanLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message, vis uint64, leaseTime int64) (claimResult, lease.State) {
 	end := msgs[len(msgs)-1].Offset
 	cl := claimResult{n: len(msgs), key: msgs[0].TimestampMicros}

@@ -17,6 +17,7 @@ import (
 // and those in between stay inside the leased span but are not delivered (an
 // ack of a later message commits past them, spec 4.6). Costs one atomic load
 // when no message is deleted, and one map lookup when none of p's is.
+// The caller holds p.mu.
 func (b *Broker) dropDeletedLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message,
 	vis uint64, delay int64, buf *segment.ReadBuffer, cl claimResult) ([]segment.Message, claimResult, lease.State, error) {
 	ns := b.msgNotes.store

@@ -44,6 +44,7 @@ import (
 // queue's horizon it skips to the first live offset and reads again. It
 // returns the messages, the offset the claim now starts at (the cursor goes
 // up to it), and the claim result and error of readSpanLocked.
+// The caller holds p.mu.
 func (b *Broker) readLiveSpanLocked(pc *popCtx, p *partition, from, vis uint64, opts QueueOptions, buf *segment.ReadBuffer) ([]segment.Message, uint64, claimResult, error) {
 	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
 	if err != nil || len(msgs) == 0 {
@@ -152,6 +153,7 @@ func (b *Broker) skipExpiredPrefix(p *partition, cutoff int64, msgs []segment.Me
 // starts with an expired message (only after a time-index failure): it
 // skips those too and tells the claim to deliver nothing from p in this
 // pop but keep it ready; the next pop reads on from the raised mark.
+// The caller holds p.mu.
 func (b *Broker) expiredAgainLocked(p *partition, cutoff int64, msgs []segment.Message, vis uint64) (claimResult, bool) {
 	if len(msgs) == 0 || cutoff == 0 || msgs[0].TimestampMicros >= cutoff {
 		return claimResult{}, false

@@ -21,7 +21,7 @@ func (v partView) OffsetAtOrAfterTime(ts int64) uint64 {
 // has never touched (seed 000 "Subscription modes are decided once"): queue
 // mode from the oldest retained offset; a named group from its stored
 // subscription as a partition born after it subscribed; a targeted pop with no
-// stored record from its own request's intent.
+// stored record from its own request's intent. The caller holds p.mu.
 func (b *Broker) seedCursorLocked(pc *popCtx, p *partition) uint64 {
 	if pc.queueMode {
 		return cursor.StartCursor(cursor.Subscription{Mode: cursor.SubAll}, partView{p}, true)

@@ -193,6 +193,7 @@ func (b *Broker) txAbortOrErr(t *txRun, at int, msg string, err error) (TxResult
 
 // txCheckLocked aborts a transaction that names a partition deleted since it
 // was looked up, and fails one on a damaged partition.
+// The caller holds p.mu of every partition in locked.
 func (b *Broker) txCheckLocked(t *txRun, locked []*partition) (int, string, error) {
 	for _, p := range locked {
 		if p.deleted {
