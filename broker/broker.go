@@ -211,7 +211,7 @@ type partition struct {
 	claimed []*claimedTxids
 
 	// tail is the ticket of the last commit-log entry that appended to log
-	// (appendLogged), under mu; nil when none did since Open. Once it is
+	// (appendLogged), under mu; zero when none did since Open. Once it is
 	// durable, so is every record below log.NextOffset() read in the same
 	// hold of mu: what a duplicate of a not yet published record waits for
 	// (write_durable.go). After an append whose entry failed it is a

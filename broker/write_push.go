@@ -19,7 +19,7 @@ type pushGroup struct {
 	first  uint64 // first offset appended (0 = nothing appended)
 	next   uint64 // offset after the last appended
 	ts     int64
-	ticket walTicket // its commit-log entry (nil = nothing appended)
+	ticket walTicket // its commit-log entry (zero = nothing appended)
 	// dupWait is what its duplicates' answers wait for (findStored; nil =
 	// nothing), dupNext the offset after the last record they name.
 	dupWait walTicket
@@ -239,7 +239,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 			}
 			if stored != nil && stored[k].ok {
 				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(stored[k].id)
-				if wait != nil {
+				if wait.Appended() {
 					g.dupWait, g.dupNext = wait, max(g.dupNext, stored[k].off+1)
 				}
 				continue
@@ -334,13 +334,13 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		// is published, so the partition stays in service meanwhile, and
 		// a duplicate of the segment fails as this push does.
 		err = fmt.Errorf("broker: queue %s partition %s: %w", p.q.name, p.name, err)
-		p.tail = failedTicket{err}
+		p.tail = failedTicket(err)
 		return 0, err
 	}
 	if err != nil {
 		err = fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
 		if uerr := p.log.Unappend(first); uerr != nil {
-			p.tail = failedTicket{err}
+			p.tail = failedTicket(err)
 			b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
 				Reason: "appended while the commit log refused its entry (" + err.Error() + ") and could not be cut back (" + uerr.Error() + "); restart the server to cut it"})
 			return 0, err
