@@ -10,6 +10,7 @@ import (
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
+	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -98,7 +99,7 @@ func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 	var l *segment.Log
 	var rep *segment.RecoveryReport
 	if b.walScan.bases != nil {
-		l, rep, err = b.openLogAt(q.id, dir, opts) // recovery: cut to what is durable
+		l, rep, err = b.openByPlan(q.id, recovery.DLQ, dir, opts) // recovery: cut to what is durable
 		if err == nil {
 			raiseTo(&q.dlqCommitted, l.NextOffset()) // all of it, on a replicated node (follow_commit.go)
 		}

@@ -105,13 +105,13 @@ func TestDLQRecordWhoseCommitLogEntryWasLostIsCutAtRecovery(t *testing.T) {
 
 	clk.Advance(2 * time.Second) // the pop's lease (1 s, durable) expires
 	e2 := newDLQPowerEnv(t, crashed, clk, false)
-	_, total, err := e2.b.DLQ(DLQFilter{Queue: "q"})
+	_, total, err := listDLQ(e2.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	assert.Equal(t, 0, total, "no dead letter whose commit-log entry was lost")
 	tx, err = e2.failOne("g", nil)
 	require.NoError(t, err)
 	require.Equal(t, "a", tx, "the unanswered ack is lost with its entry: delivered again")
-	entries, total, err := e2.b.DLQ(DLQFilter{Queue: "q"})
+	entries, total, err := listDLQ(e2.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	require.Equal(t, 1, total, "dead-lettered once")
 	assert.Equal(t, "a", entries[0].TransactionID)
@@ -136,14 +136,14 @@ func TestAMessageFailsIntoTheDLQOncePerGroup(t *testing.T) {
 	}
 	fail("g")
 	fail("g") // the same failure after the cursor move was lost
-	entries, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	entries, total, err := listDLQ(e.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	require.Equal(t, 1, total, "dead-lettered once for g")
 	assert.Equal(t, "g", entries[0].Group)
 	assert.Equal(t, "a", entries[0].TransactionID)
 
 	fail("h")
-	_, total, err = e.b.DLQ(DLQFilter{Queue: "q"})
+	_, total, err = listDLQ(e.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, total, "h's failure is its own dead letter")
 }

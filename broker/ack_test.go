@@ -120,7 +120,7 @@ func TestAckDLQAfterRetryLimit(t *testing.T) {
 	assert.Len(t, e.pop(PopRequest{Queue: "q", Group: "other", AutoAck: true}).Messages, 1, "other groups still read it")
 
 	e.reopen()
-	entries, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	entries, total, err := listDLQ(e.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	d := entries[0]
@@ -131,7 +131,7 @@ func TestAckDLQAfterRetryLimit(t *testing.T) {
 	assert.Equal(t, int64(1), d.RetryCount)
 	assert.Equal(t, `{"tx":"a"}`, string(d.Payload))
 	assert.Equal(t, r2.Messages[0].ID, d.ID)
-	_, total, err = e.b.DLQ(DLQFilter{Group: "nobody"})
+	_, total, err = listDLQ(e.b, dlqFilter{Group: "nobody"})
 	require.NoError(t, err)
 	assert.Zero(t, total)
 }

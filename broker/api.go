@@ -248,45 +248,6 @@ type PartitionSeekResult struct {
 	CursorMovedToMicros int64 // 0 means null
 }
 
-// DLQFilter selects dead-letter entries (spec 8.6). Zero values mean no filter;
-// Limit 0 means 100.
-type DLQFilter struct {
-	Queue, Group, Partition string
-	FromMicros, ToMicros    int64
-	Limit, Offset           int
-}
-
-// DLQEntry is one dead-lettered message (spec 4.5, 8.6).
-type DLQEntry struct {
-	ID              string
-	TransactionID   string
-	PartitionID     string
-	Queue           string
-	Partition       string
-	Group           string
-	ErrorMessage    string
-	RetryCount      int64
-	Payload         []byte
-	PayloadError    string // as Message.PayloadError
-	ProducerSub     string
-	CreatedAtMicros int64
-	FailedAtMicros  int64
-}
-
-// GroupSummary is one (group, queue) row of GET /api/v1/consumer-groups (spec 7.6).
-type GroupSummary struct {
-	Name                  string
-	Queue                 string
-	Members               int // partitions with a cursor
-	PartitionsWithLag     int
-	TotalLag              int64
-	MaxTimeLagSeconds     int64
-	State                 string // Stable, Lagging, Dead
-	SubscriptionMode      string // "" means null
-	SubscriptionMicros    int64  // 0 means null
-	SubscriptionCreatedAt int64  // µs; 0 means null
-}
-
 // Stats is what /metrics and /metrics/prometheus expose.
 type Stats struct {
 	PushRequests, PushMessages uint64

@@ -105,11 +105,11 @@ func TestEncryptedPayloadNeverOnDisk(t *testing.T) {
 		LeaseID: res.LeaseID, Status: "failed", Error: "boom"}}})
 	require.NoError(t, err)
 	require.True(t, dl.Success, dl.Error)
-	entries, _, err := b.DLQ(DLQFilter{Queue: "enc"})
+	entries, _, err := listDLQ(b, dlqFilter{Queue: "enc"})
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.Equal(t, `{"card":"`+secret+`-1"}`, string(entries[0].Payload), "DLQ reads decrypt (spec 11 #41)")
-	st := b.Stats()
+	st := b.View().Counters()
 	require.Equal(t, uint64(2), st.PayloadsSealed)
 	require.Equal(t, uint64(0), st.PayloadsStoredPlain)
 	require.NoError(t, b.Close())
@@ -140,7 +140,7 @@ func TestEncryptedPayloadKeyChanges(t *testing.T) {
 		require.Len(t, res.Messages, 1, name)
 		require.Nil(t, res.Messages[0].Payload, name)
 		require.Contains(t, res.Messages[0].PayloadError, "sealed with a key this broker does not hold", name)
-		require.Equal(t, uint64(1), b.Stats().PayloadOpenFailures, name)
+		require.Equal(t, uint64(1), b.View().Counters().PayloadOpenFailures, name)
 		require.NoError(t, b.Close())
 	}
 
@@ -167,7 +167,7 @@ func TestEncryptionWithoutKeyAndSwitchedOff(t *testing.T) {
 	configureEncrypted(t, b, "enc", true)
 	_, err := b.Push([]PushItem{{Queue: "enc", TransactionID: "a", Payload: []byte(`{"v":"plain-without-key"}`)}})
 	require.NoError(t, err)
-	require.Equal(t, uint64(1), b.Stats().PayloadsStoredPlain)
+	require.Equal(t, uint64(1), b.View().Counters().PayloadsStoredPlain)
 	require.NoError(t, b.Close())
 	require.NotEmpty(t, filesHolding(t, dir, "plain-without-key"))
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
@@ -33,6 +34,7 @@ type Broker struct {
 	cfg       Config
 	log       zerolog.Logger
 	now       func() time.Time
+	waits     clock.Clock // the long-poll's deadlines and timers: Config.Clock, else clock.System (Config.Now sets readings only)
 	dir       string
 	syncMode  commitlog.SyncPolicy
 	segOpts   segment.Options
@@ -60,14 +62,14 @@ type Broker struct {
 	cleanStart bool             // the summaries came from a clean shutdown's marker
 	maint      maintenance      // idle eviction and retention (maint_evict.go, maint_retention.go)
 	mm         maintMode        // push and pop maintenance modes (meta_maint.go)
-	rates      rateSample       // throughput of the resources overview (report_resources.go)
-	series     *analytics.Store // per-minute series of the dashboard (report_series.go); nil = counting off
+	series     *analytics.Store // per-minute series of the dashboard (maint_series.go); nil = counting off
 
 	// metaMu serialises metadata changes (creating, configuring and deleting
 	// queues and partitions): each appends its commit-log entry and applies
 	// it to the registry under metaMu, so that entries reach the log in the
 	// order they take effect and a metadata snapshot (flush.go) taken under
-	// it holds every entry appended before. It is not the registry lock:
+	// it holds every entry appended before; the snapshot's write and fsyncs
+	// run after it is let go (snapshotMeta). It is not the registry lock:
 	// pushes, pops and acks on existing partitions never wait for it. Lock
 	// order: metaMu → mu.
 	metaMu sync.Mutex
@@ -147,12 +149,11 @@ type queue struct {
 	dlq   *segment.Log
 	// dlqCommitted is partition.committed for the DLQ log (replicated nodes only).
 	dlqCommitted atomic.Uint64
-	dlqByPart    dlqPartCounts // entries per partition, under dlqMu (report_dlqcount.go)
 
 	deleted atomic.Bool
 
 	// an counts the queue's pushes, pops and acks for the per-minute series
-	// (report_series.go); nil (counting off) is a valid no-op.
+	// (maint_series.go); nil (counting off) is a valid no-op.
 	an *analytics.Counters
 
 	// pendingQM is the queue's pending depth for maxSize (spec 1.7): messages

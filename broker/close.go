@@ -48,6 +48,14 @@ func (b *Broker) closeFiles() error {
 				// of this node's storage, but no clean marker either.
 				b.log.Warn().Err(err).Msg("close: the last flush pass could not commit (leadership lost); the next start applies the log again")
 				unclean = true
+			} else if IsNoSpace(err) {
+				// A full disk (the pass's snapshots, the commit log's
+				// start mark): every acknowledged write is still in the
+				// synced commit log, which the next start replays, so
+				// nothing is lost and the stop is not a failure (issue 10:
+				// SIGTERM after a full disk exits 0), but no clean marker.
+				b.log.Warn().Err(err).Msg("close: the last flush pass found the disk full; the next start recovers from the commit log")
+				unclean = true
 			} else {
 				errs = append(errs, err)
 			}

@@ -3,6 +3,7 @@ package broker
 import (
 	"time"
 
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/seal"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
@@ -20,8 +21,14 @@ type Config struct {
 	MaxBatch           int           // pop batch cap; default 10000
 	Logger             zerolog.Logger
 
-	// Now is the broker's clock; nil means time.Now. Tests inject a clock to
-	// expire leases without sleeping.
+	// Clock is the broker's clock: its readings (lease expiry, timestamps)
+	// and the long-poll's deadlines and timers (read_longpoll.go); nil means
+	// clock.System, or Now's readings when Now is set. Tests pass a
+	// clocktest.Fake to drive a parked pop's waits by hand.
+	Clock clock.Clock
+	// Now, when Clock is nil, fixes the broker's readings only: tests set it
+	// to expire leases without sleeping, while a long-poll still waits on
+	// the system clock (a frozen reading would never reach its deadline).
 	Now func() time.Time
 	// WakeTick is the period on which push wake-ups of parked long-polls are
 	// coalesced (seed 000 "Long-poll"); default 5 ms.
@@ -88,7 +95,7 @@ type Config struct {
 	// payloads on every read (spec 9.2; atrest.go). nil: no key, such queues
 	// store plaintext (warned) and sealed payloads cannot be read.
 	Keys *seal.Keyring
-	// NoAnalytics turns the per-minute series off (report_series.go): no
+	// NoAnalytics turns the per-minute series off (maint_series.go): no
 	// counting on the push, pop and ack paths, empty dashboard series. For
 	// measuring what the counting costs (comb serve --analytics=false).
 	NoAnalytics bool
@@ -112,7 +119,6 @@ const (
 	DefaultMaintenanceBatch    = 10000
 	DefaultRetentionInterval   = time.Second
 	DefaultEvictionInterval    = time.Second
-	maxNameChars               = 255 // spec 0.4: names and transactionIds are 1..255 characters
 )
 
 func (c Config) withDefaults() Config {
@@ -128,7 +134,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
-	if c.Now == nil {
+	if c.Clock != nil {
+		c.Now = c.Clock.Now
+	} else if c.Now == nil {
 		c.Now = time.Now
 	}
 	if c.WakeTick <= 0 {

@@ -116,7 +116,7 @@ func TestDamagedPartitionIsOutOfServiceAndTheQueueKeepsServing(t *testing.T) {
 			assert.Equal(t, []string{"g1"}, txids(r))
 			r = e.pop(PopRequest{Queue: "q", Group: "g", Partitions: 10})
 			assert.Empty(t, r.Messages)
-			assert.Equal(t, 1, b.Stats().DamagedPartitions)
+			assert.Equal(t, 1, b.View().Counters().DamagedPartitions)
 			dmg := b.Damaged()
 			require.Len(t, dmg, 1)
 			assert.Equal(t, "q", dmg[0].Queue)

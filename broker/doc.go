@@ -45,17 +45,19 @@
 //	             summaries (flush_summaries.go) and snapshots, truncates the commit log
 //	metadata     Configure, DeleteQueue (meta_queue.go); logMetaLocked, checkStrayDirs
 //	             (meta_journal.go); SetPushMaintenance, SetPopMaintenance (meta_maint.go)
-//	messages     Messages (report_messages.go), Message (report_message.go), statuses
-//	             (report_msgstatus.go, report_msgdlq.go), DeleteMessage (note_messages.go): a
-//	             tombstone in the notes store; claims skip deleted messages (read_deleted.go)
+//	messages     the list and detail are package report's (report/messages.go, message.go), read
+//	             through View.FindMessage (findMessage, note_messages.go: the dedup index);
+//	             DeleteMessage (note_messages.go): a tombstone in the notes store; claims skip
+//	             deleted messages (read_deleted.go)
 //	traces       AddTrace, Traces, TracesByName, TraceNames (note_traces.go); a delete or a trace
 //	             event is a Note entry of the commit log (logNote, note_store.go), then package notes
-//	reports      ConsumerGroups (report_groups.go), GroupDetail, LaggingPartitions
-//	             (report_groupdetail.go), Resource* (report_resources.go), DLQ (report_dlq.go),
-//	             Stats (report_stats.go), Damaged (damage.go), Healthy, CheckpointFailure (health.go),
-//	             Series, SeriesByQueue, LastMinute (report_series.go: the per-minute series, counted
-//	             in Push, addClaimed and Ack), StatusQueue, RecentMessages, StatusSummary
-//	             (report_status.go), per-partition DLQ counts (report_dlqcount.go)
+//	reports      package report (consumer groups, resources, DLQ listing, status, series, storage,
+//	             /metrics) reads the broker only through View (view.go, view_queue.go): data
+//	             snapshots and the handles QueueView, PartitionView and DLQLog, whose methods take
+//	             the locks; Counters (view_counters.go) is Stats without the lag. Health stays
+//	             here: Damaged (damage.go), Healthy, CheckpointFailure (health.go). The series are
+//	             counted in Push, addClaimed (read_claim.go), countAcks (ack_series.go) and countTx
+//	             (tx_series.go), saved by maint_series.go; syncs are timed in write_synchist.go
 //	maintenance  maintain (maint_evict.go): idle eviction, expirePartition,
 //	             retainPartition (maint_retention.go), on RetentionInterval / EvictionInterval
 //	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
@@ -76,7 +78,7 @@
 //	         extension, seeks and group deletion
 //	tx_      (and tx.go) transactions: staging, the commit point, the entry's format, applying it
 //	meta_    queues and partitions: configure, delete, the metadata journal, maintenance modes
-//	report_  read-only views for the admin routes and /metrics
+//	view     the read-only View package report computes the admin routes and /metrics from
 //	open_    start-up and recovery (with open.go); close.go is the way back
 //	flush_   the background flush pass (with flush.go)
 //	maint_   the maintenance task: idle eviction and retention
@@ -104,7 +106,7 @@
 //	<data>/meta/clean                clean-shutdown marker: per-partition offsets + file stamps (open_startup.go); renamed to summaries by Open
 //	<data>/meta/summaries            summary checkpoint, same format, rewritten by every flush pass (flush_summaries.go)
 //	<data>/meta/maintenance          push/pop maintenance modes and held partitions' published marks (meta_maint.go)
-//	<data>/meta/analytics            the per-minute series of the dashboard (package analytics; report_series.go)
+//	<data>/meta/analytics            the per-minute series of the dashboard (package analytics; maint_series.go)
 //	<data>/cursor/                   cursor.Engine snapshots; its checkpoints are commit-log entries
 //	<data>/partitions/<partitionId>/ one segment.Log per partition (UUIDv7 directory name) + DESCRIPTOR
 //	<data>/dlq/<queueId>/            one segment.Log per queue of dead-lettered messages + DESCRIPTOR
@@ -155,8 +157,9 @@
 //	maintenance.mu (b.maint.mu, m.mu)     one maintenance tick at a time: its partition list, rules
 //	                                      and partition.idleSince (maint_evict.go)
 //	Broker.metaMu (metaMu)                metadata changes: entries appended and applied in the order
-//	                                      they take effect, the metadata snapshot, tombstones; held
-//	                                      across their commit-log waits
+//	                                      they take effect, the state a metadata snapshot copies
+//	                                      (written after it is let go), tombstones; held across the
+//	                                      changes' commit-log waits
 //	Broker.createMu (createMu)            the batch of partition creations the next holder of metaMu
 //	                                      makes (write_create.go); taken alone or inside metaMu
 //	maintMode.mu (b.mm.mu)                the push and pop maintenance modes and the held partitions;
@@ -166,8 +169,6 @@
 //	                                      across a sync
 //	queue.mu (q.mu)                       a queue's partition map and list, and its ready sets
 //	                                      (queue.groups)
-//	dlqIndex.mu (d.mu)                    a queue's DLQ index of the message reports
-//	                                      (report_msgdlq.go); taken before queue.dlqMu
 //	partition.mu (p.mu)                   appends and every read-modify-write of a (partition, group)
 //	                                      State; several in id order for a transaction
 //	queue.dlqMu (q.dlqMu)                 a queue's DLQ log, its committed mark and per-partition
@@ -180,9 +181,6 @@
 //	flushState.stateMu (b.flush.stateMu)  leaf but for the commit log's Append (appendInflight): new
 //	                                      directories, in-flight transactions, the last pass's
 //	                                      figures (flush.go)
-//	dlqIndexes.mu (x.mu)                  leaf: the map of per-queue DLQ indexes (report_msgdlq.go)
-//	rateSample.mu (b.rates.mu)            leaf: the throughput sample of the resources overview
-//	                                      (report_resources.go)
 //	cpuSaturation.mu (b.cpuSat.mu)        leaf, only tried: one goroutine reads the scheduler metrics
 //	                                      (saturation.go)
 //	Broker.gate (b.gate)                  leaf: enter's closed check and Add against Close

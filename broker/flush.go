@@ -57,12 +57,17 @@ type flushState struct {
 	newDirs   []string       // partition and DLQ directories made since the last pass (with a DESCRIPTOR)
 	inflight  map[uint64]int // LSNs of committed transactions not applied yet (count per LSN)
 	lastLSN   uint64         // L of the last pass that truncated
-	metaLSN   uint64         // Covers of the metadata snapshot on disk
+	metaLSN   uint64         // Covers of the metadata snapshot on disk (under mu)
 	metaDirty bool           // metadata changed since that snapshot (under metaMu)
 	err       error          // the last pass's failure, nil once one succeeded
-	passes    uint64         // passes run since open (report_storage.go)
+	passes    uint64         // passes run since open (View.FlushStatus, view.go)
 	lastEnd   int64          // when the last pass ended (µs)
 	lastDur   int64          // how long it took (µs)
+
+	// leftInflight (under stateMu) is closed when an LSN leaves inflight
+	// and made anew by the next waiter: waitInflightThrough waits on it
+	// instead of polling.
+	leftInflight chan struct{}
 
 	stop, done chan struct{}
 }
@@ -96,6 +101,10 @@ func (b *Broker) txApplied(lsn uint64) {
 	b.flush.stateMu.Lock()
 	if b.flush.inflight[lsn]--; b.flush.inflight[lsn] <= 0 {
 		delete(b.flush.inflight, lsn)
+		if b.flush.leftInflight != nil {
+			close(b.flush.leftInflight)
+			b.flush.leftInflight = nil
+		}
 	}
 	b.flush.stateMu.Unlock()
 }
@@ -358,19 +367,34 @@ func (b *Broker) dlqNext(q *queue) uint64 {
 
 // snapshotMeta rewrites meta/journal as a snapshot of the registry covering
 // LSN L, when metadata changed since the last one. Metadata changes append
-// their entry and apply it under metaMu, so every entry up to L is in.
+// their entry and apply it under metaMu, so the records taken under it hold
+// every entry up to L. The write, its fsyncs and the rename run after metaMu
+// is let go: a creation, which takes metaMu, waits for its own commit-log
+// entry, never for this file. A change made meanwhile marks the metadata
+// dirty again for the next pass (or the failure of this write does).
+//
+// The caller holds flush.mu, so snapshots are written one at a time, in the
+// order of their L: an older one never replaces a newer one. What relies on
+// this one being durable, the pass's truncation of the commit log before
+// L+1, runs after it returned nil (flushPassLocked).
 func (b *Broker) snapshotMeta(L uint64) error {
 	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
 	if !b.flush.metaDirty {
+		b.metaMu.Unlock()
 		return nil
 	}
 	st := b.registryState()
 	st.Covers = L
-	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, layout.Meta), st.Records(), b.noSync()); err != nil {
+	recs := st.Records()
+	b.flush.metaDirty = false
+	b.metaMu.Unlock()
+	if err := meta.WriteJournal(b.fs, filepath.Join(b.dir, layout.Meta), recs, b.noSync()); err != nil {
+		b.metaMu.Lock()
+		b.flush.metaDirty = true
+		b.metaMu.Unlock()
 		return err
 	}
-	b.flush.metaLSN, b.flush.metaDirty = L, false
+	b.flush.metaLSN = L
 	return nil
 }
 

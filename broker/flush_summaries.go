@@ -18,7 +18,7 @@ import (
 // After a crash Open trusts a stamped entry exactly like a clean-shutdown
 // record, only while the stamp still matches (the log is then not opened at
 // all), and cuts every other log to its entry's durable offset or its first
-// commit-log base (openLogAt).
+// commit-log base (openByPlan).
 const summariesFileName = layout.Summaries
 
 // partitionSummary returns p's checkpoint entry: p.sum while the offsets are

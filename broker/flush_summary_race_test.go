@@ -44,7 +44,7 @@ func TestFlushPassRecordsOnlyWhatItsSyncsCovered(t *testing.T) {
 	require.NoError(t, err)
 	defer b2.Close()
 	assert.Empty(t, b2.Damaged(), "no partition out of service")
-	assert.Equal(t, 0, b2.Stats().DamagedPartitions)
+	assert.Equal(t, 0, b2.View().Counters().DamagedPartitions)
 	ps2 := b2.queues["q"].partitionsSnapshot()
 	require.Len(t, ps2, 1)
 	assert.Equal(t, uint64(2), ps2[0].log.NextOffset(), "the unsynced, unacknowledged segment is cut")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/combmq/comb/walentry"
 
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
 )
@@ -172,9 +173,10 @@ func (b *Broker) Flush() error {
 const snapshotInflightWait = 5 * time.Second
 
 // waitInflightThrough waits until no entry at or below lsn is in flight
-// (txInflight, appendInflight), polling every millisecond.
+// (txInflight, appendInflight), waking each time one leaves the set
+// (txApplied) rather than polling, for at most max on the broker's clock.
 func (b *Broker) waitInflightThrough(lsn uint64, max time.Duration) error {
-	deadline := time.Now().Add(max)
+	var timeout clock.Timer
 	for {
 		b.flush.stateMu.Lock()
 		oldest := uint64(0)
@@ -183,17 +185,27 @@ func (b *Broker) waitInflightThrough(lsn uint64, max time.Duration) error {
 				oldest = l
 			}
 		}
+		var left chan struct{}
+		if oldest != 0 && oldest <= lsn {
+			if b.flush.leftInflight == nil {
+				b.flush.leftInflight = make(chan struct{})
+			}
+			left = b.flush.leftInflight
+		}
 		b.flush.stateMu.Unlock()
-		if oldest == 0 || oldest > lsn {
+		if left == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("broker: entry %d still being applied after %v; snapshot later", oldest, max)
+		if timeout == nil {
+			timeout = b.waits.NewTimer(max)
+			defer timeout.Stop()
 		}
 		select {
+		case <-left:
+		case <-timeout.C():
+			return fmt.Errorf("broker: entry %d still being applied after %v; snapshot later", oldest, max)
 		case <-b.closing:
 			return ErrClosed
-		case <-time.After(time.Millisecond):
 		}
 	}
 }

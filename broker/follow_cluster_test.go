@@ -164,7 +164,7 @@ func followersOf(nodes []*clusterNode, leader *clusterNode) []*clusterNode {
 func waitMessage(t *testing.T, n *clusterNode, partitionID, txid, payload string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		d, err := n.b.Message(partitionID, txid)
+		d, err := findMsg(n.b, partitionID, txid)
 		return err == nil && string(d.Payload) == payload
 	}, 5*time.Second, 5*time.Millisecond, "node %s never held message %s", n.id, txid)
 }
@@ -230,11 +230,11 @@ func TestClusterReplicatesPushesAndAcksAndSurvivesLeaderLoss(t *testing.T) {
 	require.NoError(t, err)
 	waitMessage(t, old, pid, "t4", `{"n":4}`)
 	for _, tx := range []string{"t1", "t2"} {
-		d, err := old.b.Message(pid, tx)
+		d, err := findMsg(old.b, pid, tx)
 		require.NoError(t, err)
 		require.Equal(t, uint64(map[string]int{"t1": 1, "t2": 2}[tx]), d.offset, "node %s: %s is held once, at its offset", old.id, tx)
 	}
-	d, err := old.b.Message(pid, "t4")
+	d, err := findMsg(old.b, pid, "t4")
 	require.NoError(t, err)
 	require.Equal(t, uint64(4), d.offset, "no segment was appended twice")
 	require.Eventually(t, func() bool {
@@ -420,7 +420,7 @@ func TestFollowersRefuseWritesAndChangeNothing(t *testing.T) {
 	_, err = leader.b.Push([]PushItem{{Queue: "q", TransactionID: "b", Payload: []byte(`2`)}})
 	require.NoError(t, err)
 	waitMessage(t, f, pid, "b", `2`)
-	d, err := f.b.Message(pid, "b")
+	d, err := findMsg(f.b, pid, "b")
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), d.offset, "the refused push took no offset")
 }
@@ -550,7 +550,7 @@ func TestAFollowerFarBehindInstallsTheLeadersState(t *testing.T) {
 	select {
 	case <-f.b.Stale():
 	case <-time.After(10 * time.Second):
-		_, merr := f.b.Message(pid, "m39")
+		_, merr := findMsg(f.b, pid, "m39")
 		t.Fatalf("the follower was not sent the leader's snapshot (holds m39: %v; err %v)", merr == nil, f.log.Err())
 	}
 	require.ErrorIs(t, f.b.flushPass(), ErrStale, "a stale node writes no state file")
@@ -560,7 +560,7 @@ func TestAFollowerFarBehindInstallsTheLeadersState(t *testing.T) {
 	require.NoError(t, err)
 	waitMessage(t, f, pid, "after", `2`)
 	for i := range 40 {
-		d, err := f.b.Message(pid, fmt.Sprintf("m%d", i))
+		d, err := findMsg(f.b, pid, fmt.Sprintf("m%d", i))
 		require.NoError(t, err, "m%d", i)
 		require.Equal(t, uint64(i+1), d.offset)
 	}

@@ -18,7 +18,7 @@ import (
 // offset below which its file holds only committed segments
 // (partition.committed, queue.dlqCommitted); the flush pass records no more
 // than that in meta/summaries; and Open cuts every log back to its summary
-// (openLogAt). Raft applies again every committed entry after its last
+// (openByPlan). Raft applies again every committed entry after its last
 // snapshot, whose flush pass the summaries cover, so what the cut removed
 // and the cluster committed comes back, at the same offsets.
 //

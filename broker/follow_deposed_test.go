@@ -79,20 +79,20 @@ func TestDeposedLeaderCutsWhatNeverCommitted(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			tx := fmt.Sprintf("c%d", i)
 			waitMessage(t, n, pid, tx, fmt.Sprint(i))
-			d, err := n.b.Message(pid, tx)
+			d, err := findMsg(n.b, pid, tx)
 			require.NoError(t, err)
 			require.Equal(t, uint64(i), d.offset, "node %s: %s at its committed offset", n.id, tx)
 		}
 		waitMessage(t, n, freshID, "f1", `"f"`)
 		for _, tx := range []string{"lost1", "lost2"} {
-			_, err := n.b.Message(pid, tx)
+			_, err := findMsg(n.b, pid, tx)
 			require.Error(t, err, "node %s holds %s, which never committed", n.id, tx)
 		}
 		p := n.b.lookupPartitionByID(parseTestUUID(t, pid))
 		require.Equal(t, uint64(5), p.log.NextOffset(), "node %s", n.id)
 		f := n.b.lookupPartitionByID(parseTestUUID(t, freshID))
 		require.Equal(t, uint64(2), f.log.NextOffset(), "node %s", n.id)
-		d, err := n.b.Message(freshID, "f1")
+		d, err := findMsg(n.b, freshID, "f1")
 		require.NoError(t, err)
 		require.Equal(t, uint64(1), d.offset, "node %s", n.id)
 	}

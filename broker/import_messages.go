@@ -36,8 +36,11 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 	}
 	defer b.leave()
 	for i := range msgs {
-		if msgs[i].TransactionID == "" || len(msgs[i].TransactionID) > 4*maxNameChars {
-			return 0, BadRequest("import: every message needs a transactionId of at most 255 characters")
+		if msgs[i].TransactionID == "" {
+			return 0, BadRequest("import: every message needs a transactionId")
+		}
+		if err := txidErr(msgs[i].TransactionID); err != nil {
+			return 0, fmt.Errorf("import: %w", err)
 		}
 	}
 	p, err := b.importPartition(queueName, partitionName)

@@ -79,7 +79,7 @@ func TestRetentionRules(t *testing.T) {
 			e.b.maintain(e.clk.Now())
 			p := e.part("q", "p")
 			assert.Equal(t, tc.wantFirst, p.log.FirstOffset())
-			st := e.b.Stats()
+			st := e.b.View().Counters()
 			assert.Equal(t, tc.wantFiles, st.RetentionFilesDeleted)
 			if tc.wantFiles > 0 {
 				assert.Greater(t, st.RetentionBytesReclaimed, uint64(0))
@@ -103,7 +103,7 @@ func TestRetentionMovesCursorsUp(t *testing.T) {
 	st, ok := e.b.cur.Get(cursor.Key{Partition: e.part("q", "p").id, Group: QueueModeGroup})
 	require.True(t, ok)
 	assert.Equal(t, uint64(4), st.Committed, "moved up to the new low-water mark")
-	assert.Equal(t, uint64(1), e.b.Stats().RetentionCursorsMoved)
+	assert.Equal(t, uint64(1), e.b.View().Counters().RetentionCursorsMoved)
 	assert.Equal(t, int64(1), e.b.lookupQueue("q").pendingQM.Load(), "maxSize depth follows")
 	res := e.pop(PopRequest{Queue: "q", AutoAck: true})
 	assert.Equal(t, []string{"m5"}, txids(res))
@@ -123,11 +123,11 @@ func TestRetentionDropsOldDLQFiles(t *testing.T) {
 	fail("old2")
 	e.clk.Advance(2 * time.Minute)
 	fail("new")
-	_, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	_, total, err := listDLQ(e.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	require.Equal(t, 3, total)
 	e.b.maintain(e.clk.Now())
-	entries, total, err := e.b.DLQ(DLQFilter{Queue: "q"})
+	entries, total, err := listDLQ(e.b, dlqFilter{Queue: "q"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, total, "DLQ entries older than the retention go with their messages")
 	assert.Equal(t, "new", entries[0].TransactionID)
@@ -146,10 +146,10 @@ func TestRetentionTickIsBounded(t *testing.T) {
 	}
 	// 7 partitions (Configure made "Default"), 3 visited per tick.
 	e.b.maintain(e.clk.Now())
-	first := e.b.Stats().RetentionFilesDeleted
+	first := e.b.View().Counters().RetentionFilesDeleted
 	assert.LessOrEqual(t, first, uint64(6), "one tick visits 3 partitions")
 	assert.GreaterOrEqual(t, first, uint64(4))
 	e.b.maintain(e.clk.Now())
 	e.b.maintain(e.clk.Now())
-	assert.Equal(t, uint64(12), e.b.Stats().RetentionFilesDeleted, "three ticks cover all 7")
+	assert.Equal(t, uint64(12), e.b.View().Counters().RetentionFilesDeleted, "three ticks cover all 7")
 }

@@ -32,6 +32,15 @@ func nameErr(kind names.Kind, name string) error {
 	return nil
 }
 
+// txidErr is names.CheckTransactionID as the broker's 400 (spec 0.4: at most 255
+// characters, no NUL; an empty one is the caller's business).
+func txidErr(id string) error {
+	if err := names.CheckTransactionID(id); err != nil {
+		return BadRequest(err.Error())
+	}
+	return nil
+}
+
 // labelErr is names.CheckLabel as the broker's 400: labels go into the metadata journal, so this
 // keeps a client from writing megabytes there (issue 10).
 func labelErr(kind names.Kind, label string) error {

@@ -49,7 +49,7 @@ func TestPushTransactionIDLimitCountsCharacters(t *testing.T) {
 	_, err := e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 255), Payload: []byte("1")}})
 	assert.NoError(t, err)
 	_, err = e.b.Push([]PushItem{{Queue: "q", TransactionID: strings.Repeat("ü", 256), Payload: []byte("1")}})
-	assert.EqualError(t, err, "transactionId is longer than 255 characters")
+	assert.EqualError(t, err, "TransactionId must be at most 255 characters")
 }
 
 // Issue 10: namespace and task get the limits of names (spec 0.4); a refused configure writes
@@ -72,15 +72,15 @@ func TestConfigureRefusesBadLabelsAndWritesNothing(t *testing.T) {
 			assert.EqualError(t, err, c.err)
 		})
 	}
-	assert.Empty(t, e.b.ResourceQueues(ResourceFilter{}), "no queue was created")
+	assert.Empty(t, e.b.View().Queues(), "no queue was created")
 	res, err := e.b.Configure(ConfigureRequest{Queue: "labels", Namespace: strings.Repeat("é", 255), Task: "./x", Options: DefaultQueueOptions()})
 	assert.NoError(t, err, "255 characters, '.' and '/' are fine")
 	assert.Equal(t, strings.Repeat("é", 255), res.Namespace)
 	e.reopen()
-	qs := e.b.ResourceQueues(ResourceFilter{})
+	qs := e.b.View().Queues()
 	if assert.Len(t, qs, 1) {
-		assert.Equal(t, strings.Repeat("é", 255), qs[0].Namespace)
-		assert.Equal(t, "./x", qs[0].Task)
+		assert.Equal(t, strings.Repeat("é", 255), qs[0].Conf().Namespace)
+		assert.Equal(t, "./x", qs[0].Conf().Task)
 	}
 }
 

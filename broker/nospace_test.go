@@ -79,7 +79,12 @@ func (n *nsEnv) diskFree() { n.mem.SetCapacity(0) }
 
 // walFull fills the commit log: no new file can be made and the one in use
 // is taken up by filler entries (a kind recovery skips).
+//
+// It waits for the preparer's spare first: a spare being made when the
+// fault goes in (its file opened just before) would land after the filling
+// and take the next push, so the commit log would not be full after all.
 func (n *nsEnv) walFull() {
+	require.Eventually(n.t, n.b.wal.(localLog).l.SpareReady, 10*time.Second, time.Millisecond, "the commit log's preparer never made a spare")
 	n.stop = n.f.Inject(errorfs.Fault{Op: errorfs.OpOpen, Under: "commitlog/spare-", Err: unix.ENOSPC})
 	size := 4 << 10
 	for i := 0; size > 0; i++ {
@@ -283,7 +288,7 @@ func (n *nsEnv) deadLetter(group string, res PopResult) error {
 
 func (n *nsEnv) dlq() []string {
 	n.t.Helper()
-	entries, _, err := n.b.DLQ(DLQFilter{Queue: "q", Limit: 100})
+	entries, _, err := listDLQ(n.b, dlqFilter{Queue: "q", Limit: 100})
 	require.NoError(n.t, err)
 	var out []string
 	for _, e := range entries {
@@ -513,5 +518,22 @@ func TestFullDiskStateEndsWhenSpaceIsFreedWithoutAWrite(t *testing.T) {
 	assert.False(t, full, "the probe wrote: the state ends without a push")
 	_, err = n.mem.ReadFile("/data/" + SpaceProbeFile)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the probe file is removed")
+	assert.Empty(t, n.b.Damaged())
+}
+
+// Issue 10: a stop on a full disk is not a failure. The last flush pass
+// cannot write its snapshots, so no clean marker is written, but every
+// acknowledged write is in the synced commit log: Close returns nil and the
+// next start, not a clean one, recovers all of it from the log.
+func TestCloseOnAFullDiskIsNotAFailure(t *testing.T) {
+	n := newNSEnv(t)
+	n.push("q", "p", "a0", "a1")
+	n.diskFull()
+	require.NoError(t, n.b.Close())
+	n.b = nil
+	n.diskFree()
+	n.open()
+	assert.False(t, n.b.cleanStart, "no clean marker: the pass that writes it found the disk full")
+	assert.Equal(t, []string{"a0", "a1"}, n.all("q", "g"))
 	assert.Empty(t, n.b.Damaged())
 }

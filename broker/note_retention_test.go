@@ -84,7 +84,7 @@ func TestNotesSurviveACrashAroundAFlushPass(t *testing.T) {
 	require.Len(t, evs, 2)
 	require.Equal(t, `"before"`, string(evs[0].Data))
 	require.Equal(t, `"after"`, string(evs[1].Data))
-	_, err = b2.Message(pid, "b")
+	_, err = findMsg(b2, pid, "b")
 	require.ErrorIs(t, err, ErrNotFound, "the delete survived")
 	res2, err := b2.Pop(context.Background(), PopRequest{Queue: "q", Batch: 10, Partitions: 1, AutoAck: true})
 	require.NoError(t, err)

@@ -18,11 +18,9 @@ const walNote = walentry.Note
 const notesDir = layout.Notes
 
 // msgNotes is what the broker keeps about messages after their push:
-// tombstones and trace events (package notes), and the per-queue map from
-// dead-letterings back to messages (report_msgdlq.go).
+// tombstones and trace events (package notes).
 type msgNotes struct {
 	store *notes.Store
-	dlq   dlqIndexes
 }
 
 // openNotes opens <data>/notes (before the commit log's replay, which
@@ -114,7 +112,6 @@ func (b *Broker) pruneNotes() {
 	if err := b.msgNotes.store.Prune(b.noteKeep); err != nil {
 		b.log.Warn().Err(err).Msg("notes: rewrite failed; the old file stays in use")
 	}
-	b.msgNotes.dlq.prune(b.liveQueueIDs)
 }
 
 // noteKeep: a live partition keeps the notes of its retained offsets.

@@ -1,14 +1,17 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/recovery"
 	"github.com/combmq/comb/walentry"
 
 	"github.com/combmq/comb/broker/wake"
+	"github.com/combmq/comb/clock"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/layout"
@@ -58,6 +61,7 @@ func Open(cfg Config) (*Broker, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		now:      cfg.Now,
+		waits:    cmp.Or(cfg.Clock, clock.System),
 		dir:      cfg.DataDir,
 		syncMode: policy,
 		// Rotation syncs nothing (DeferRotationSync): the commit log covers
@@ -228,11 +232,10 @@ func (b *Broker) openCommitLog(start uint64) error {
 type walScan struct {
 	bases   map[[16]byte]uint64 // base offset of the first retained segment, by partition or DLQ queue id
 	created map[[16]byte]bool   // partitions created by a retained entry (after the metadata snapshot)
-	// unsynced holds the DLQ logs of which nothing was ever synced: no
-	// summary entry in a summaries file that decodes, no retained segment
-	// (openDLQsForReplay). Start-up keeps nothing of them, as of a created
-	// partition.
-	unsynced map[[16]byte]bool
+	// rule is what the keep rule is asked (package recovery): the
+	// summaries' synced ends with bases and created, the same facts fsck
+	// reads.
+	rule recovery.Start
 }
 
 // scanCommitLog applies the metadata entries after st's snapshot and notes
@@ -274,6 +277,13 @@ func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: commit log: %w", err)
 	}
+	b.walScan.rule = recovery.Start{ReplayBase: b.walScan.bases, Created: b.walScan.created, Replicated: b.cfg.Replicated != nil}
+	if b.summaries != nil {
+		b.walScan.rule.SyncedNext = make(map[[16]byte]uint64, len(b.summaries))
+		for id, s := range b.summaries {
+			b.walScan.rule.SyncedNext[id] = s.NextOffset
+		}
+	}
 	if len(later) == 0 {
 		return st, nil
 	}
@@ -287,26 +297,13 @@ func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
 // cut to what is durable (as partitions).
 //
 // A DLQ directory that neither the summaries nor the commit log know of
-// holds nothing that was ever acknowledged (issue 21): every flush pass
-// records each open DLQ log in the summaries before the commit log drops
-// its entries, and every DLQ log is open from start-up on. Its records were
-// written by acks whose commit-log entries a crash lost, with the cursor
-// moves that came after them, so the messages are delivered again; kept, a
-// second failure would dead-letter them twice. It is cut to nothing (its
-// bytes copied to quarantine). Only when the summaries file decodes: without
-// one (a directory from before it, or a damaged one) nothing says what was
-// synced, and the log is opened as it is.
+// holds nothing that was ever acknowledged, and is cut to nothing (its bytes
+// copied to quarantine): recovery.Start.Facts says why.
 func (b *Broker) openDLQsForReplay() error {
 	for _, q := range b.queues {
 		_, hasSum := b.summaries[q.id]
 		_, hasBase := b.walScan.bases[q.id]
 		create := hasSum || hasBase
-		if !create && b.summaries != nil {
-			if b.walScan.unsynced == nil {
-				b.walScan.unsynced = map[[16]byte]bool{}
-			}
-			b.walScan.unsynced[q.id] = true
-		}
 		q.dlqMu.Lock()
 		_, err := b.dlqLogLocked(q, create)
 		q.dlqMu.Unlock()

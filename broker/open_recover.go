@@ -53,7 +53,7 @@ func (b *Broker) recover(legacy [][]byte) error {
 		orig := st
 		if st.Committed > hwm {
 			b.log.Warn().Str("queue", p.q.name).Str("partition", p.name).Str("group", k.Group).
-				Uint64("cursor", st.Committed).Uint64("highWaterMark", hwm).
+				Uint64("committed", st.Committed).Uint64("highWaterMark", hwm).
 				Msg("recovery: clamped a cursor past the partition's high-water mark")
 			st.Committed = hwm
 		}

@@ -96,24 +96,23 @@ func (b *Broker) writeCleanMarker(sums map[[16]byte]segment.Summary) error {
 // synced). Without any of that (a directory from before the commit log) the
 // log is opened and its tail verified.
 func (b *Broker) openPartitionLog(id [16]byte, dir string) (*segment.Log, *segment.RecoveryReport, error) {
-	return b.openLogAt(id, dir, b.segOpts)
+	return b.openByPlan(id, recovery.Partition, dir, b.segOpts)
 }
 
-// openLogAt is openPartitionLog for any log (partitions and DLQs).
-func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segment.Log, *segment.RecoveryReport, error) {
+// openByPlan opens log id (a partition, or a queue's DLQ) as the keep rule
+// plans it (recovery.Start.Plan, the plan fsck checks the files against).
+func (b *Broker) openByPlan(id [16]byte, kind recovery.Kind, dir string, opts segment.Options) (*segment.Log, *segment.RecoveryReport, error) {
 	s, hasSum := b.summaries[id]
-	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id] || b.walScan.unsynced[id],
-		Replicated: b.cfg.Replicated != nil}
+	var unchanged func() bool
 	if hasSum {
-		f.SyncedNext = s.NextOffset
-		f.Unchanged = func() bool { return segment.SummaryMatches(dir, s) }
+		unchanged = func() bool { return segment.SummaryMatches(dir, s) }
 	}
-	plan := recovery.Rule(f)
+	plan := b.walScan.rule.Plan(id, kind, unchanged)
 	switch plan.Mode {
 	case recovery.Summary:
 		return segment.OpenSummary(dir, opts, s), &segment.RecoveryReport{}, nil
 	case recovery.Below:
-		if hasSum && s.Stamp != 0 && b.cleanStart && f.ReplayBase == 0 {
+		if _, replayed := b.walScan.bases[id]; hasSum && s.Stamp != 0 && b.cleanStart && !replayed {
 			// After a clean shutdown everything was synced: files that
 			// changed since were changed by someone (restored from an
 			// older copy, cut, edited by hand). Offsets missing below the
@@ -132,11 +131,7 @@ func (b *Broker) openLogAt(id [16]byte, dir string, opts segment.Options) (*segm
 // damaged keeps it as its summary entry (damagedSummary), so no later start
 // forgets what was synced and cuts the damage as a torn tail.
 func (b *Broker) syncedSummary(id [16]byte) segment.Summary {
-	f := recovery.Facts{ReplayBase: b.walScan.bases[id], Created: b.walScan.created[id], Replicated: b.cfg.Replicated != nil}
-	if s, ok := b.summaries[id]; ok {
-		f.SyncedNext = s.NextOffset
-	}
-	if plan := recovery.Rule(f); plan.Mode == recovery.Below && plan.Keep > 1 {
+	if plan := b.walScan.rule.Plan(id, recovery.Partition, nil); plan.Mode == recovery.Below && plan.Keep > 1 {
 		return segment.Summary{FirstOffset: 1, NextOffset: plan.Keep}
 	}
 	return segment.Summary{}

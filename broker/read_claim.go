@@ -140,7 +140,7 @@ func (b *Broker) takeSpanLocked(pc *popCtx, p *partition, k cursor.Key, st lease
 // pop).
 func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []segment.Message) {
 	pc.budget -= len(msgs)
-	var lagSumMs, lagMaxMs uint64 // the pop lag of the per-minute series (report_series.go)
+	var lagSumMs, lagMaxMs uint64 // the pop lag of the per-minute series (maint_series.go)
 	for i := range msgs {
 		pc.bytesLeft -= len(msgs[i].Payload) + len(msgs[i].Extra) // as Read counts them
 		lag := uint64(max(pc.nowMicros-msgs[i].TimestampMicros, 0) / 1000)

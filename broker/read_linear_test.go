@@ -8,18 +8,35 @@ import (
 	"time"
 
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/lease"
 	"github.com/stretchr/testify/require"
 )
 
-// consumedOf is GroupDetail's totalConsumed of partition pid for group g on n
-// (-1: no cursor).
+// consumedOf is group g's cursor on partition pid on n, as GroupDetail's
+// totalConsumed reports it (-1: no cursor).
 func consumedOf(n *clusterNode, g, pid string) int64 {
-	for _, p := range n.b.GroupDetail(g) {
-		if p.PartitionID == pid {
-			return p.TotalConsumed
+	out := int64(-1)
+	n.b.View().RangeCursors(func(k cursor.Key, st lease.State) bool {
+		if k.Group == g && uuidString(k.Partition) == pid {
+			out = int64(st.Committed)
+			return false
 		}
-	}
-	return -1
+		return true
+	})
+	return out
+}
+
+// groupCursors counts group g's cursors on n: a read of the leader's memory
+// alone, as GroupDetail walks them.
+func groupCursors(n *clusterNode, g string) int {
+	count := 0
+	n.b.View().RangeCursors(func(k cursor.Key, _ lease.State) bool {
+		if k.Group == g {
+			count++
+		}
+		return true
+	})
+	return count
 }
 
 // pushPop pushes count messages to q on the leader and pops them for g,
@@ -156,7 +173,7 @@ func BenchmarkClusterRead(b *testing.B) {
 			name = "with-read-barrier"
 		}
 		read := func() error {
-			if len(leader.b.GroupDetail("g")) == 0 {
+			if groupCursors(leader, "g") == 0 {
 				return fmt.Errorf("no cursor")
 			}
 			if barrier {

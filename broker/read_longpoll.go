@@ -12,8 +12,11 @@ import (
 // pass and stays armed (its waiter count raised) until the park ends: a push
 // skips gates with no waiters, so disarming before parking would let every
 // push in between pass the pop by and leave it to its backoff re-check.
+//
+// The deadline and every park run on b.waits (Config.Clock), so a test on a
+// clocktest.Fake sees each wait as a timer due at an exact instant.
 func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
-	deadline := time.Now().Add(pc.req.Timeout)
+	deadline := b.waits.Now().Add(pc.req.Timeout)
 	gate := b.popGate(pc)
 	var bo wake.Backoff
 	minWaitDone := false
@@ -32,7 +35,7 @@ func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 			// for more, then claim whatever is there.
 			gate.Disarm()
 			minWaitDone = true
-			if !b.park(ctx, gate, min(res.minWait, time.Until(deadline))) {
+			if !b.park(ctx, gate, min(res.minWait, deadline.Sub(b.waits.Now()))) {
 				return PopResult{}, nil
 			}
 			continue
@@ -45,7 +48,7 @@ func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 				continue
 			}
 		}
-		wait := parkTime(&bo, res.nextDue, pc.nowMicros, deadline)
+		wait := parkTime(&bo, res.nextDue, pc.nowMicros, deadline.Sub(b.waits.Now()))
 		if wait <= 0 {
 			gate.Disarm()
 			return PopResult{}, nil
@@ -60,7 +63,7 @@ func (b *Broker) longPoll(ctx context.Context, pc *popCtx) (PopResult, error) {
 		if woke {
 			bo.Reset()
 		}
-		if !time.Now().Before(deadline) {
+		if !b.waits.Now().Before(deadline) {
 			// One last look: the wake may have come right at the deadline.
 			if !stillWanted(ctx) {
 				return PopResult{}, nil
@@ -82,11 +85,12 @@ func (b *Broker) popGate(pc *popCtx) *wake.Gate {
 }
 
 // parkTime is how long a pop that found nothing parks: its next backoff step,
-// cut to the deadline and to nextDue (µs, 0 = none), when the first held-back
-// message becomes visible (spec 3.9), at least 1 ms so that it never spins.
-// Zero or less means the deadline has passed.
-func parkTime(bo *wake.Backoff, nextDue, nowMicros int64, deadline time.Time) time.Duration {
-	wait := min(bo.Next(), time.Until(deadline))
+// cut to what is left until the deadline (left) and to nextDue (µs, 0 =
+// none), when the first held-back message becomes visible (spec 3.9), at
+// least 1 ms so that it never spins. Zero or less means the deadline has
+// passed.
+func parkTime(bo *wake.Backoff, nextDue, nowMicros int64, left time.Duration) time.Duration {
+	wait := min(bo.Next(), left)
 	if wait <= 0 {
 		return wait
 	}
@@ -98,12 +102,12 @@ func parkTime(bo *wake.Backoff, nextDue, nowMicros int64, deadline time.Time) ti
 
 // parkOn waits for ch, d, ctx or Close. woke: ch fired; stop: give up now.
 func (b *Broker) parkOn(ctx context.Context, ch <-chan struct{}, d time.Duration) (woke, stop bool) {
-	t := time.NewTimer(d)
+	t := b.waits.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ch:
 		return true, false
-	case <-t.C:
+	case <-t.C():
 		return false, false
 	case <-ctx.Done():
 		return false, true

@@ -233,7 +233,7 @@ func TestLongPollWakesOnPushAndTimesOut(t *testing.T) {
 		r, _ := e.b.Pop(context.Background(), PopRequest{Queue: "lp", Batch: 10, Wait: true, Timeout: 10 * time.Second, AutoAck: true})
 		done <- r
 	}()
-	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	e.push("lp", "", "wake")
 	select {
 	case r := <-done:
@@ -260,7 +260,7 @@ func TestLongPollParkedPopKeepsItsGateArmed(t *testing.T) {
 		r, _ := e.b.Pop(context.Background(), PopRequest{Queue: "armed", Wait: true, Timeout: 10 * time.Second, AutoAck: true})
 		done <- r
 	}()
-	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, int32(1), q.gate.Waiters(), "the parked pop is counted on its queue's gate")
 	e.push("armed", "", "second")
 	r = <-done
@@ -281,7 +281,7 @@ func TestLongPollEndsOnCancelAndClose(t *testing.T) {
 		_, err := e.b.Pop(context.Background(), PopRequest{Queue: "lp2", Wait: true, Timeout: time.Minute})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.View().Counters().ParkedPops == 2 }, 5*time.Second, time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
 	require.NoError(t, e.b.Close())
@@ -301,7 +301,7 @@ func TestMinPopWaitTimeWaitsForAFullerBatch(t *testing.T) {
 		r, _ := e.b.Pop(context.Background(), PopRequest{Queue: "m", Batch: 3, Wait: true, Timeout: 10 * time.Second, AutoAck: true})
 		done <- r
 	}()
-	require.Eventually(t, func() bool { return e.b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	e.push("m", "", "b")
 	r := <-done
 	defer r.Release()

@@ -58,7 +58,7 @@ func lowFileLimitChild(t *testing.T) {
 		res.Release()
 	}
 	require.Len(t, seen, parts)
-	st := b.Stats()
+	st := b.View().Counters()
 	require.LessOrEqual(t, st.MaxOpenFiles, 128)
 	require.LessOrEqual(t, st.OpenFiles, st.MaxOpenFiles)
 	// Dedup after the handles were recycled reopens files too.

@@ -132,7 +132,7 @@ func BenchmarkRestart(b *testing.B) {
 	cfg := Config{DataDir: dir, Sync: "never", Logger: zerolog.Nop(), MaintenanceInterval: -1}
 	br, err := Open(cfg)
 	require.NoError(b, err)
-	if br.Stats().Partitions < parts {
+	if br.View().Counters().Partitions < parts {
 		payload := []byte(fmt.Sprintf(`{"pad":"%01000d"}`, 0)) // ~1 KiB
 		start := time.Now()
 		for r := 0; r < parts; r += 100 {
@@ -174,7 +174,7 @@ func BenchmarkRestart(b *testing.B) {
 				require.NoError(b, err)
 				b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms/open")
 				b.StopTimer()
-				require.Equal(b, parts+1, br.Stats().Partitions+1)
+				require.Equal(b, parts+1, br.View().Counters().Partitions+1)
 				require.NoError(b, br.Close())
 				b.StartTimer()
 			}

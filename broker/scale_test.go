@@ -83,7 +83,7 @@ func TestIdleEviction(t *testing.T) {
 	assert.True(t, e.part("q", "a").log.Loaded(), "a partition used since the last tick stays")
 	assert.False(t, e.part("q", "b").log.Loaded(), "seed 004: idle for 10 minutes leaves memory")
 	assert.False(t, e.part("q", "c").log.Loaded())
-	assert.Equal(t, uint64(2), e.b.Stats().EvictedPartitions)
+	assert.Equal(t, uint64(2), e.b.View().Counters().EvictedPartitions)
 
 	dup := e.push("q", "b", "b1")
 	assert.Equal(t, PushDuplicate, dup[0].Status, "an evicted partition still deduplicates")
@@ -157,7 +157,7 @@ func TestIdleEvictionDuringTraffic(t *testing.T) {
 	for tx, n := range seen {
 		assert.Equal(t, 1, n, "delivered once: %s", tx)
 	}
-	st := e.b.Stats()
+	st := e.b.View().Counters()
 	assert.LessOrEqual(t, st.OpenFiles, st.MaxOpenFiles+5*3, "bounded by the cap plus the logs in use")
 }
 
@@ -170,7 +170,7 @@ func TestMaxOpenFilesBoundsHandles(t *testing.T) {
 	}
 	_, err := e.b.Push(items)
 	require.NoError(t, err)
-	st := e.b.Stats()
+	st := e.b.View().Counters()
 	assert.Equal(t, 16, st.MaxOpenFiles)
 	assert.LessOrEqual(t, st.OpenFiles, 16)
 	assert.Greater(t, st.HandleReleases, uint64(0))
@@ -179,7 +179,7 @@ func TestMaxOpenFilesBoundsHandles(t *testing.T) {
 		res := e.pop(PopRequest{Queue: "q", Batch: 50, Partitions: 50, AutoAck: true})
 		require.NotEmpty(t, res.Messages)
 		got += len(res.Messages)
-		assert.LessOrEqual(t, e.b.Stats().OpenFiles, 16)
+		assert.LessOrEqual(t, e.b.View().Counters().OpenFiles, 16)
 	}
 	assert.Equal(t, parts, got)
 }

@@ -352,7 +352,7 @@ func TestStreamCycleFailedAckGoesToTheDLQ(t *testing.T) {
 	require.True(t, r.Success, r.Error)
 	assert.Equal(t, &StreamAckResult{Success: true, Count: 1, LeaseReleased: true, DLQ: true}, r.Ack)
 	assert.Equal(t, uint64(2), c.cursorOf("g"))
-	dlq, n, err := c.b.DLQ(DLQFilter{Queue: "src"})
+	dlq, n, err := listDLQ(c.b, dlqFilter{Queue: "src"})
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	assert.Equal(t, "m2", dlq[0].TransactionID)

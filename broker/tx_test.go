@@ -55,7 +55,7 @@ func TestTransactionAbortCreatesNoQueueOrPartition(t *testing.T) {
 	res := e.pop(PopRequest{Queue: "in", Group: "g"})
 	m := res.Messages[0]
 	m.TransactionID = "never-pushed"
-	before := e.b.Stats()
+	before := e.b.View().Counters()
 	tx, err := e.b.Transaction([]TxOp{
 		{Type: "push", Push: PushItem{Queue: "ghostq", Partition: "gp", TransactionID: "x", Payload: []byte("1")}},
 		{Type: "push", Push: PushItem{Queue: "known", Partition: "newpart", TransactionID: "y", Payload: []byte("2")}},
@@ -66,7 +66,7 @@ func TestTransactionAbortCreatesNoQueueOrPartition(t *testing.T) {
 	assert.Equal(t, "Operation 2 (ack) failed: Message not found", tx.Error)
 	assert.Nil(t, e.b.lookupQueue("ghostq"), "no queue ghostq")
 	assert.Nil(t, e.b.lookupQueue("known").partition("newpart"), "no partition newpart")
-	after := e.b.Stats()
+	after := e.b.View().Counters()
 	assert.Equal(t, before.Queues, after.Queues)
 	assert.Equal(t, before.Partitions, after.Partitions)
 	e.reopen()
@@ -137,7 +137,7 @@ func TestTransactionFailedGoesStraightToDLQ(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, tx.Success, tx.Error)
 	assert.True(t, tx.Results[0].DLQ)
-	entries, total, err := e.b.DLQ(DLQFilter{})
+	entries, total, err := listDLQ(e.b, dlqFilter{})
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	assert.Equal(t, "Unknown error", entries[0].ErrorMessage)

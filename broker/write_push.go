@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/names"
@@ -154,8 +153,8 @@ func validatePushItems(items []PushItem) error {
 				return err
 			}
 		}
-		if len(it.TransactionID) > maxNameChars && utf8.RuneCountInString(it.TransactionID) > maxNameChars {
-			return BadRequest("transactionId is longer than 255 characters")
+		if err := txidErr(it.TransactionID); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -380,6 +380,16 @@ func (l *Log) Err() error {
 	return nil
 }
 
+// SpareReady reports whether a prepared spare file is waiting for the next
+// rotation. While one is, the preparer is idle (it only makes a file when
+// none is ready), so no file appears behind a caller's back: fault tests
+// wait for it before they take the disk away.
+func (l *Log) SpareReady() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.spare != nil
+}
+
 // Abandon stops the log as a crash (kill -9) would: the batch being
 // gathered is not written (its tickets get ErrClosed), nothing is synced,
 // the files are closed. For crash tests of the callers.

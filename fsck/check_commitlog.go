@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
@@ -79,7 +80,7 @@ type walLogState struct {
 // after the server's recovery, for the cursor checks.
 func (c *checker) checkReplay() {
 	c.recovered = map[[16]byte]walLogState{}
-	byID := map[[16]byte]logDir{}
+	byID := map[[16]byte]datadir.LogDir{}
 	for _, d := range c.logs {
 		byID[d.ID] = d
 		if s := c.scans[d.Rel]; s != nil && s.Region == nil && !d.DLQ {
@@ -90,14 +91,14 @@ func (c *checker) checkReplay() {
 	for id := range c.wal.Logs {
 		ids = append(ids, id)
 	}
-	for id := range c.rule.sums {
+	for id := range c.rule.Sums {
 		if _, ok := c.wal.Logs[id]; !ok {
 			ids = append(ids, id)
 		}
 	}
 	for id := range c.wal.Created {
 		if _, ok := c.wal.Logs[id]; !ok {
-			if _, ok := c.rule.sums[id]; !ok {
+			if _, ok := c.rule.Sums[id]; !ok {
 				ids = append(ids, id)
 			}
 		}
@@ -116,7 +117,7 @@ func (c *checker) checkReplay() {
 		if !c.live(id, dlq) {
 			continue // a deleted queue's: the server skips its entries
 		}
-		keep, ok := c.rule.keepBelow(id)
+		keep, ok := c.rule.KeepBelow(id, dlq)
 		if !ok {
 			continue
 		}
@@ -125,7 +126,7 @@ func (c *checker) checkReplay() {
 			if dlq {
 				sub = dirDLQ
 			}
-			d = logDir{ID: id, Path: filepath.Join(c.dir, sub, idString(id)), Rel: filepath.Join(sub, idString(id)), DLQ: dlq}
+			d = datadir.LogDir{ID: id, Path: filepath.Join(c.dir, sub, datadir.IDString(id)), Rel: filepath.Join(sub, datadir.IDString(id)), DLQ: dlq}
 			c.checkMissingDir(d, keep)
 		}
 		st := c.replayLog(d, keep, c.wal.Logs[id])
@@ -153,19 +154,19 @@ func (c *checker) live(id [16]byte, dlq bool) bool {
 // must keep below keep, but whose directory is gone: fine when nothing of it
 // was synced (keep 1: the server makes the directory and replays), damage
 // otherwise.
-func (c *checker) checkMissingDir(d logDir, keep uint64) {
+func (c *checker) checkMissingDir(d datadir.LogDir, keep uint64) {
 	if keep <= 1 {
 		return
 	}
 	queue, part := c.names(d)
-	c.rep.add(Finding{Kind: KindMissingOffsets, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: idString(d.ID),
+	c.rep.add(Finding{Kind: KindMissingOffsets, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: datadir.IDString(d.ID),
 		File: d.Rel, FirstOffset: 1, LastOffset: keep - 1,
 		Detail: fmt.Sprintf("the log directory is missing, but offsets below %d were synced (%s)%s", keep, c.keepSource(d.ID), c.walHolds(d.ID, 1, keep-1))})
 }
 
 // replayLog runs the server's replay of l's entries over the log as scanned
 // (or over nothing, for a missing directory) and reports what it finds.
-func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
+func (c *checker) replayLog(d datadir.LogDir, keep uint64, l *datadir.WALLog) walLogState {
 	st := walLogState{keep: keep, next: keep}
 	s := c.scans[d.Rel]
 	if s != nil {
@@ -179,13 +180,13 @@ func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
 		}
 	}
 	queue, part := c.names(d)
-	base := Finding{Queue: queue, Partition: part, PartitionID: idString(d.ID), File: d.Rel}
-	var below []walSeg
+	base := Finding{Queue: queue, Partition: part, PartitionID: datadir.IDString(d.ID), File: d.Rel}
+	var below []datadir.WALSeg
 	var first uint64
-	for _, seg := range segsOf(l) {
+	for _, seg := range l.Segments() {
 		switch {
 		case st.damaged:
-		case seg.end() <= st.next:
+		case seg.End() <= st.next:
 			if seg.Base < keep {
 				below = append(below, seg)
 			}
@@ -194,7 +195,7 @@ func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
 			if st.replayed == 0 {
 				first = seg.Base
 			}
-			st.next, st.replayed = seg.end(), st.replayed+int64(seg.Count)
+			st.next, st.replayed = seg.End(), st.replayed+int64(seg.Count)
 			continue
 		default:
 			f := base
@@ -204,9 +205,9 @@ func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
 				f.Detail = fmt.Sprintf("the log ends at offset %d but the commit log continues at %d (entry LSN %d): offsets %d-%d are in neither; the server takes the log out of service",
 					st.next-1, seg.Base, seg.LSN, st.next, seg.Base-1)
 			} else {
-				f.Kind, f.FirstOffset, f.LastOffset = KindCommitLogMismatch, seg.Base, seg.end()-1
+				f.Kind, f.FirstOffset, f.LastOffset = KindCommitLogMismatch, seg.Base, seg.End()-1
 				f.Detail = fmt.Sprintf("the commit log's entry LSN %d holds offsets %d-%d across the log's end at %d: the files and the commit log disagree; the server takes the log out of service",
-					seg.LSN, seg.Base, seg.end()-1, st.next-1)
+					seg.LSN, seg.Base, seg.End()-1, st.next-1)
 			}
 			c.rep.add(f)
 			st.damaged = true
@@ -236,13 +237,6 @@ func (c *checker) replayLog(d logDir, keep uint64, l *walLog) walLogState {
 	return st
 }
 
-func segsOf(l *walLog) []walSeg {
-	if l == nil {
-		return nil
-	}
-	return l.Segs
-}
-
 // unsyncedText says what the server's start-up does with a log's tail.
 func (c *checker) unsyncedText(s *logScan, keep, first uint64, st walLogState) string {
 	var unsynced int64
@@ -262,18 +256,18 @@ func (c *checker) unsyncedText(s *logScan, keep, first uint64, st walLogState) s
 // regionFinding reports segment.PlanFrom's refusal (offsets below keep
 // missing, damaged, or a segment across keep), unless Verify already reported
 // damage there.
-func (c *checker) regionFinding(d logDir, s *logScan) {
+func (c *checker) regionFinding(d datadir.LogDir, s *logScan) {
 	ce, ok := s.Region.Err.(*segment.CorruptionError)
 	if !ok {
 		queue, part := c.names(d)
-		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: idString(d.ID), File: d.Rel, Detail: s.Region.Err.Error()})
+		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: datadir.IDString(d.ID), File: d.Rel, Detail: s.Region.Err.Error()})
 		return
 	}
 	if len(s.Corrupt) > 0 {
 		return // the damage below keep is reported; the server refuses the log for it
 	}
 	queue, part := c.names(d)
-	f := Finding{Kind: KindMissingOffsets, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: idString(d.ID),
+	f := Finding{Kind: KindMissingOffsets, Severity: SeverityDamaged, Queue: queue, Partition: part, PartitionID: datadir.IDString(d.ID),
 		File: d.Rel, FirstOffset: ce.FirstOffset, LastOffset: ce.LastOffset}
 	if rel, err := filepath.Rel(c.dir, ce.File); err == nil {
 		f.File = rel
@@ -291,14 +285,14 @@ func (c *checker) regionFinding(d logDir, s *logScan) {
 
 // keepSource says where a log's keep offset comes from.
 func (c *checker) keepSource(id [16]byte) string {
-	s, hasSum := c.rule.sums[id]
-	base, hasBase := c.wal.Logs[id].firstBase()
+	s, hasSum := c.rule.Sums[id]
+	base, hasBase := c.wal.Logs[id].FirstBase()
 	switch {
 	case hasSum && hasBase && base > s.NextOffset:
 		return fmt.Sprintf("the commit log's first entry for it starts at offset %d", base)
 	case hasSum:
 		file := summariesFile
-		if c.rule.clean {
+		if c.rule.Clean {
 			file = cleanFile
 		}
 		return fmt.Sprintf("%s says its files were synced up to offset %d", filepath.Join(dirMeta, file), s.NextOffset-1)
@@ -311,7 +305,7 @@ func (c *checker) keepSource(id [16]byte) string {
 // walHolds says whether the commit log still holds offsets first..last of
 // log id (a person can then get them back with comb dump --commit-log).
 func (c *checker) walHolds(id [16]byte, first, last uint64) string {
-	base, ok := c.wal.Logs[id].firstBase()
+	base, ok := c.wal.Logs[id].FirstBase()
 	if !ok || base > last || first == 0 {
 		return ""
 	}
@@ -322,8 +316,8 @@ func (c *checker) walHolds(id [16]byte, first, last uint64) string {
 // byte, the segment the file holds at its offsets (compared by header: the
 // header's checksum covers the whole segment). Offsets retention removed or a
 // repair quarantined are not compared.
-func (c *checker) compareBelow(d logDir, base Finding, s *logScan, below []walSeg) {
-	want := make(map[uint64]walSeg, len(below))
+func (c *checker) compareBelow(d datadir.LogDir, base Finding, s *logScan, below []datadir.WALSeg) {
+	want := make(map[uint64]datadir.WALSeg, len(below))
 	from := below[0].Base
 	for _, seg := range below {
 		if seg.Base >= s.FirstOffset {
@@ -341,7 +335,7 @@ func (c *checker) compareBelow(d logDir, base Finding, s *logScan, below []walSe
 		}
 	}()
 	var hdr [segment.HeaderSize]byte
-	_ = scanSegments(d.Path, from, func(si segInfo, _ []segment.Message) bool {
+	_ = datadir.ScanSegments(d.Path, from, func(si datadir.SegInfo, _ []segment.Message) bool {
 		if si.FirstOffset >= s.NextOffset {
 			return false
 		}
@@ -367,17 +361,17 @@ func (c *checker) compareBelow(d logDir, base Finding, s *logScan, below []walSe
 	})
 	marker, _ := segment.ReadQuarantine(d.Path)
 	for _, seg := range want {
-		if segment.QuarantineCovers(marker, seg.Base, seg.end()-1) {
+		if segment.QuarantineCovers(marker, seg.Base, seg.End()-1) {
 			continue
 		}
 		c.mismatch(base, s.NextOffset, seg, fmt.Sprintf("the file's durable region has no segment starting at offset %d", seg.Base))
 	}
 }
 
-func (c *checker) mismatch(base Finding, keep uint64, seg walSeg, what string) {
+func (c *checker) mismatch(base Finding, keep uint64, seg datadir.WALSeg, what string) {
 	f := base
-	f.Kind, f.Severity, f.FirstOffset, f.LastOffset = KindCommitLogMismatch, SeverityDamaged, seg.Base, seg.end()-1
+	f.Kind, f.Severity, f.FirstOffset, f.LastOffset = KindCommitLogMismatch, SeverityDamaged, seg.Base, seg.End()-1
 	f.Detail = fmt.Sprintf("the commit log's entry LSN %d (offsets %d-%d, acknowledged) is below the log's durable end (offset %d), but %s: the file holds other records than were acknowledged",
-		seg.LSN, seg.Base, seg.end()-1, keep-1, what)
+		seg.LSN, seg.Base, seg.End()-1, keep-1, what)
 	c.rep.add(f)
 }

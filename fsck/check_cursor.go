@@ -3,6 +3,8 @@ package fsck
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/combmq/comb/datadir"
 )
 
 type cursorKey struct {
@@ -38,7 +40,7 @@ func (c *checker) checkCursors() {
 // pastEnd finds every cursor or leased span past its partition's high-water mark
 // (as c.scans say now), reports each once, and returns the clamped states.
 func (c *checker) pastEnd() []cursorEntry {
-	byID := make(map[[16]byte]logDir, len(c.logs))
+	byID := make(map[[16]byte]datadir.LogDir, len(c.logs))
 	for _, d := range c.logs {
 		if !d.DLQ {
 			byID[d.ID] = d
@@ -83,7 +85,7 @@ func (c *checker) pastEnd() []cursorEntry {
 		k := cursorKey{e.Partition, e.Group}
 		if _, seen := c.clampFindings[k]; !seen {
 			f := Finding{Kind: KindCursorPastEnd, Severity: SeverityRepairable, Queue: queue, Partition: part,
-				PartitionID: idString(e.Partition), Group: e.Group, FirstOffset: hwm + 1, LastOffset: max(st.Committed, st.Lease.End),
+				PartitionID: datadir.IDString(e.Partition), Group: e.Group, FirstOffset: hwm + 1, LastOffset: max(st.Committed, st.Lease.End),
 				Detail: fmt.Sprintf("cursor %d (leased span end %d) is past the partition's high-water mark %d: the data it refers to is not on disk", st.Committed, st.Lease.End, hwm),
 				Repair: fmt.Sprintf("clamp the cursor to %d and drop the lease; the group resumes at offset %d", min(st.Committed, hwm), min(st.Committed, hwm)+1)}
 			if damagedLog && c.opts.Mode != ModeRepair {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/segment/dedup"
 )
 
 // runVerdict is what checkDedupRuns says about one sealed dedup run file.
@@ -19,8 +19,8 @@ type runVerdict struct {
 }
 
 // checkDedupRuns verifies every sealed dedup run of dir (docs/format.md 4.2)
-// whole, as the log's load does (index.ScanRun: header, every page's check,
-// entry order, the name against the header). A run that fails is damage: the
+// whole, with the decoder the log's load uses (dedup.CheckRun: header, every
+// page's check, entry order, the name against the header). A run that fails is damage: the
 // load deletes it and every later run and re-indexes their offsets from the
 // segments, so no transactionId can be stored twice, and a repair's reopen does
 // the same now. A ".run.tmp" is a run write a crash interrupted (stale: the
@@ -53,12 +53,12 @@ func checkDedupRuns(dir string, s *logScan) {
 // not a run file at all.
 func checkRunFile(dir, name string) *runVerdict {
 	if stem, ok := strings.CutSuffix(name, ".tmp"); ok {
-		if _, _, ok := index.ParseRunFileName(stem); ok {
+		if _, _, ok := dedup.ParseRunName(stem); ok {
 			return &runVerdict{File: name, Kind: KindDedupStale, Detail: "a dedup run write a crash interrupted (removed on the next load)"}
 		}
 		return nil
 	}
-	first, last, ok := index.ParseRunFileName(name)
+	first, last, ok := dedup.ParseRunName(name)
 	if !ok {
 		return nil
 	}
@@ -66,11 +66,7 @@ func checkRunFile(dir, name string) *runVerdict {
 	if err != nil {
 		return &runVerdict{File: name, Kind: KindDedupDamaged, Detail: fmt.Sprintf("dedup run unreadable: %v", err)}
 	}
-	h, err := index.ScanRun(b, nil)
-	if err == nil && (h.First != first || h.Last != last) {
-		err = fmt.Errorf("header says offsets %d..%d, the name %d..%d", h.First, h.Last, first, last)
-	}
-	if err != nil {
+	if _, err := dedup.CheckRun(b, first, last, nil); err != nil {
 		return &runVerdict{File: name, Size: int64(len(b)), Kind: KindDedupDamaged,
 			Detail: fmt.Sprintf("dedup run fails its check (%v); the server removes it and re-indexes its offsets from the segments at its first push", err)}
 	}

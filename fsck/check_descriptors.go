@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
 )
@@ -21,10 +22,10 @@ import (
 // describes another directory needs a person (the directory was copied or
 // renamed). Directories the metadata does not name are checkOrphans'.
 func (c *checker) checkDescriptors() {
-	if c.meta == nil || c.meta.state == nil {
+	if c.meta == nil || c.meta.State == nil {
 		return
 	}
-	ms := c.meta.state
+	ms := c.meta.State
 	for _, d := range c.logs {
 		want, ok := wantDescriptor(ms, d)
 		if !ok {
@@ -36,7 +37,7 @@ func (c *checker) checkDescriptors() {
 			err = got.CheckDir(d.DLQ, d.ID)
 		}
 		queue, partition := c.names(d)
-		f := Finding{Kind: KindDescriptorDamaged, Severity: SeverityRepairable, File: rel, PartitionID: idString(d.ID), Queue: queue, Partition: partition}
+		f := Finding{Kind: KindDescriptorDamaged, Severity: SeverityRepairable, File: rel, PartitionID: datadir.IDString(d.ID), Queue: queue, Partition: partition}
 		switch {
 		case err == nil:
 			continue
@@ -65,7 +66,7 @@ func (c *checker) checkDescriptors() {
 
 // wantDescriptor is the descriptor the metadata gives log directory d
 // (false: the metadata does not name it).
-func wantDescriptor(st *meta.State, d logDir) (meta.Descriptor, bool) {
+func wantDescriptor(st *meta.State, d datadir.LogDir) (meta.Descriptor, bool) {
 	if d.DLQ {
 		q := st.QueueByID[d.ID]
 		if q == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
@@ -33,7 +34,7 @@ func (c *checker) checkLogs() error {
 			}
 		})
 		queue, part := c.names(d)
-		base := Finding{Queue: queue, Partition: part, PartitionID: idString(d.ID)}
+		base := Finding{Queue: queue, Partition: part, PartitionID: datadir.IDString(d.ID)}
 		if err != nil {
 			f := base
 			f.Kind, f.Severity, f.File = KindUnreadable, SeverityDamaged, d.Rel
@@ -50,10 +51,10 @@ func (c *checker) checkLogs() error {
 	return nil
 }
 
-// region is the durable region the server keeps of d's log (recoveryRule),
+// region is the durable region the server keeps of d's log (datadir.Rule),
 // nil when it verifies the whole log (segment.Open).
-func (c *checker) region(d logDir) *durableRegion {
-	keep, ok := c.rule.keepBelow(d.ID)
+func (c *checker) region(d datadir.LogDir) *durableRegion {
+	keep, ok := c.rule.KeepBelow(d.ID, d.DLQ)
 	if !ok {
 		return nil
 	}
@@ -62,7 +63,7 @@ func (c *checker) region(d logDir) *durableRegion {
 	return r
 }
 
-func (c *checker) logFindings(d logDir, base Finding, s *logScan) {
+func (c *checker) logFindings(d datadir.LogDir, base Finding, s *logScan) {
 	t := &c.rep.Totals
 	t.Files += s.ScannedFiles
 	t.Bytes += s.ScannedBytes
@@ -196,7 +197,7 @@ func newestBytes(s *logScan) int64 {
 // manifest explains but the marker does not list (a repair from before the marker
 // existed, or a crash between the manifest line and the marker) is repairable by
 // adding it to the marker; any other gap is damage.
-func (c *checker) gapFinding(d logDir, f Finding, dm damage, manifest offsetRanges) {
+func (c *checker) gapFinding(d datadir.LogDir, f Finding, dm damage, manifest offsetRanges) {
 	f.Kind = KindOffsetGap
 	marker, merr := segment.ReadQuarantine(d.Path)
 	switch {
@@ -260,7 +261,7 @@ func (c *checker) progressBar() *progressbar.ProgressBar {
 // splitText says what --repair does about damage in a sealed file (segment.PlanSplit):
 // the good segments keep serving, the damaged offsets become a gap, the original file
 // is kept in quarantine. rel is the file relative to the data directory.
-func splitText(d logDir, name, rel string) string {
+func splitText(d datadir.LogDir, name, rel string) string {
 	qdir := filepath.Join(dirQuarantine, d.Rel)
 	p, err := segment.PlanSplit(d.Path, name)
 	if err != nil || len(p.Runs) == 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 )
@@ -54,7 +55,7 @@ func (c *checker) checkOrphans() {
 	if m == nil {
 		return
 	}
-	var unnamed []logDir
+	var unnamed []datadir.LogDir
 	for _, d := range c.logs {
 		known := false
 		if d.DLQ {
@@ -82,7 +83,7 @@ func (c *checker) checkOrphans() {
 		if s := c.scans[d.Rel]; s != nil {
 			records = s.Records
 		}
-		f := Finding{Kind: KindOrphanPartition, PartitionID: idString(d.ID), File: d.Rel}
+		f := Finding{Kind: KindOrphanPartition, PartitionID: datadir.IDString(d.ID), File: d.Rel}
 		desc, derr := meta.ReadDescriptor(nil, d.Path)
 		if derr == nil {
 			derr = desc.CheckDir(d.DLQ, d.ID)
@@ -107,7 +108,7 @@ func (c *checker) checkOrphans() {
 		default:
 			f.Severity = SeverityDamaged
 			f.Detail = fmt.Sprintf("log directory with %d records that the metadata does not name and no readable DESCRIPTOR (%v): nothing says which queue it belongs to. "+
-				"%s reads its records; restore meta/journal from a copy, or move the directory aside", records, derr, orphanDumpHint(d.DLQ, idString(d.ID)))
+				"%s reads its records; restore meta/journal from a copy, or move the directory aside", records, derr, orphanDumpHint(d.DLQ, datadir.IDString(d.ID)))
 		}
 		c.rep.add(f)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // analyticsFile is the dashboard's saved series in <data>/meta
-// (broker/report_series.go).
+// (broker/maint_series.go).
 const analyticsFile = "analytics"
 
 // checkMaintenance reads <data>/meta/maintenance with meta.DecodeMaintenance,

@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/uuid"
+
 	"github.com/combmq/comb/streams"
 	"github.com/combmq/comb/vfs"
-	"github.com/google/uuid"
 )
 
 // checkStreams verifies <data>/streams (docs/format.md, "Streams state"):

@@ -18,6 +18,8 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/lsn"
@@ -25,7 +27,7 @@ import (
 	"github.com/combmq/comb/walentry"
 )
 
-// tsLater is a segment timestamp after everything a memBroker pushes.
+// tsLater is a segment timestamp after everything a datadirtest.MemBroker pushes.
 var tsLater = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 
 // segAt returns one segment exactly as AppendTo hands it to the commit log,
@@ -74,37 +76,22 @@ func appendWAL(t *testing.T, root string, entries ...walEntry) {
 	require.NoError(t, l.Close())
 }
 
-// setSummary rewrites meta/summaries with log id's next offset set (unstamped).
-func setSummary(t *testing.T, root string, id [16]byte, next uint64) {
-	t.Helper()
-	path := filepath.Join(root, dirMeta, summariesFile)
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	sums, err := segment.DecodeSummaries(b)
-	require.NoError(t, err)
-	s := sums[id]
-	s.NextOffset, s.Stamp = next, 0
-	s.FirstOffset = min(max(s.FirstOffset, 1), next)
-	sums[id] = s
-	require.NoError(t, os.WriteFile(path, segment.EncodeSummaries(sums), 0o644))
-}
-
 // Issue 14, "every acknowledged record of the commit log is in its partition file
 // after recovery": an entry below the durable end must be the file's segment at its
 // offsets byte for byte; an entry past the end of what the file and the entries
 // before it hold leaves offsets in neither.
 func TestCommitLogAgainstTheFiles(t *testing.T) {
 	t.Run("entries below the durable end match the file", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		setSummary(t, root, m.parts["p0"], 38) // everything synced, the entries not truncated yet
+		m, root := datadirtest.Scenario(t)
+		datadirtest.SetSummary(t, root, m.Parts["p0"], 38) // everything synced, the entries not truncated yet
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{}, kinds(rep), "%+v", rep.Findings)
 		assert.Equal(t, int64(0), rep.Totals.CommitLog.OnlyInCommitLog)
 	})
 	t.Run("a file segment that is not the acknowledged one", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		dir := partDir(root, m.parts["p0"])
-		setSummary(t, root, m.parts["p0"], 38)
+		m, root := datadirtest.Scenario(t)
+		dir := partDir(root, m.Parts["p0"])
+		datadirtest.SetSummary(t, root, m.Parts["p0"], 38)
 		at, err := segment.PlanFrom(dir, 37) // the segment of offset 37 starts where a cut at 37 would
 		require.NoError(t, err)
 		require.NoError(t, os.Truncate(at.File, at.At))
@@ -121,8 +108,8 @@ func TestCommitLogAgainstTheFiles(t *testing.T) {
 		assert.Contains(t, got.Detail, "is not the entry's")
 	})
 	t.Run("an entry past the end leaves offsets in neither", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		id := m.parts["p0"]
+		m, root := datadirtest.Scenario(t)
+		id := m.Parts["p0"]
 		cut, err := segment.PlanFrom(partDir(root, id), 31)
 		require.NoError(t, err)
 		require.NoError(t, os.Truncate(cut.File, cut.At)) // a power loss took the unsynced tail
@@ -136,34 +123,23 @@ func TestCommitLogAgainstTheFiles(t *testing.T) {
 		assert.Equal(t, "3 records (offsets 31-33) are only in the commit log: the server appends them to the log at start", findOne(t, rep, KindUnsyncedTail).Detail)
 	})
 	t.Run("a partition whose directory a power loss took", func(t *testing.T) {
-		m := newMemBroker(t)
-		m.push("orders", "p0", 4, 2)
-		root := m.killed()
-		require.NoError(t, os.RemoveAll(partDir(root, m.parts["p0"])))
+		m := datadirtest.NewMemBroker(t)
+		m.Push("orders", "p0", 4, 2)
+		root := m.Killed()
+		require.NoError(t, os.RemoveAll(partDir(root, m.Parts["p0"])))
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{KindUnsyncedTail}, kinds(rep), "nothing of it was synced: the server makes it again (%+v)", rep.Findings)
 		assert.Equal(t, ExitClean, rep.ExitCode)
 	})
 	t.Run("a partition directory lost after it was synced", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		require.NoError(t, os.RemoveAll(partDir(root, m.parts["p1"])))
+		m, root := datadirtest.Scenario(t)
+		require.NoError(t, os.RemoveAll(partDir(root, m.Parts["p1"])))
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{KindMissingOffsets, KindUnsyncedTail}, kinds(rep), "%+v", rep.Findings)
 		got := findOne(t, rep, KindMissingOffsets)
 		assert.Equal(t, [2]uint64{1, 12}, [2]uint64{got.FirstOffset, got.LastOffset})
 		assert.Equal(t, "p1", got.Partition)
 	})
-}
-
-// scenarioBroker is newWALScenario's broker and directory (see there).
-func scenarioBroker(t *testing.T) (*memBroker, string) {
-	t.Helper()
-	m := newMemBroker(t)
-	m.push("orders", "p0", 30, 5)
-	m.push("orders", "p1", 12, 4)
-	m.restart()
-	m.push("orders", "p0", 7, 3)
-	return m, m.killed()
 }
 
 // newestWAL returns the path of the commit log's newest file and its logical end
@@ -193,9 +169,9 @@ func newestWAL(t *testing.T, root string) (string, int64) {
 // needs a person.
 func TestCommitLogDamage(t *testing.T) {
 	t.Run("a torn last batch", func(t *testing.T) {
-		m, root := scenarioBroker(t)
+		m, root := datadirtest.Scenario(t)
 		path, end := newestWAL(t, root)
-		overwrite(t, path, end+64, append([]byte("CMWB\xff\x00\x00\x00"), bytes.Repeat([]byte{7}, 40)...))
+		datadirtest.Overwrite(t, path, end+64, append([]byte("CMWB\xff\x00\x00\x00"), bytes.Repeat([]byte{7}, 40)...))
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{KindCommitLogTornTail, KindUnsyncedTail}, kinds(rep), "%+v", rep.Findings)
 		assert.Equal(t, ExitRepairable, rep.ExitCode)
@@ -215,13 +191,13 @@ func TestCommitLogDamage(t *testing.T) {
 		_ = m
 	})
 	t.Run("damage before a verified batch", func(t *testing.T) {
-		_, root := scenarioBroker(t)
+		_, root := datadirtest.Scenario(t)
 		path, _ := newestWAL(t, root)
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		first := bytes.Index(b, []byte("CMWB"))
 		require.Greater(t, first, 0)
-		overwrite(t, path, int64(first+30), []byte{b[first+30] ^ 0x55})
+		datadirtest.Overwrite(t, path, int64(first+30), []byte{b[first+30] ^ 0x55})
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, ExitDamaged, rep.ExitCode)
 		got := findingsOf(rep, KindCommitLogCorrupt)
@@ -291,8 +267,8 @@ func checkpointBody(t *testing.T, k cursor.Key, s lease.State) []byte {
 // snapshot that covers the commit log's checkpoints, so the server does not move it
 // back past the end.
 func TestCursorPastEndInTheCommitLog(t *testing.T) {
-	m, root := scenarioBroker(t)
-	k := cursor.Key{Partition: m.parts["p0"], Group: "g2"}
+	m, root := datadirtest.Scenario(t)
+	k := cursor.Key{Partition: m.Parts["p0"], Group: "g2"}
 	appendWAL(t, root, walEntry{walentry.Checkpoint, checkpointBody(t, k, lease.State{Committed: 900})})
 	rep := runOn(t, root, ModeCheck)
 	got := findOne(t, rep, KindCursorPastEnd)
@@ -304,7 +280,7 @@ func TestCursorPastEndInTheCommitLog(t *testing.T) {
 	rep = runOn(t, root, ModeCheck)
 	assert.Equal(t, []Kind{KindUnsyncedTail}, kinds(rep), "%+v", rep.Findings)
 	cur, err := readCursors(filepath.Join(root, dirCursor), func(from uint64, fn func(uint64, []byte) error) error {
-		return eachCheckpoint(root, from, fn)
+		return datadir.EachCheckpoint(root, from, fn)
 	})
 	require.NoError(t, err)
 	for _, e := range cur.Entries {
@@ -319,11 +295,11 @@ func TestCursorPastEndInTheCommitLog(t *testing.T) {
 // tail it would judge: afterwards the check is clean and the server recovers every
 // acknowledged message.
 func TestRepairBelowTheCommitLog(t *testing.T) {
-	m, root := scenarioBroker(t)
-	dir := partDir(root, m.parts["p0"])
+	m, root := datadirtest.Scenario(t)
+	dir := partDir(root, m.Parts["p0"])
 	cut, err := segment.PlanFrom(dir, 31)
 	require.NoError(t, err)
-	overwrite(t, cut.File, cut.At+10, bytes.Repeat([]byte{0xAB}, 60)) // unsynced garbage, valid segments after it
+	datadirtest.Overwrite(t, cut.File, cut.At+10, bytes.Repeat([]byte{0xAB}, 60)) // unsynced garbage, valid segments after it
 	// A log this small keeps its dedup table in memory (no dedup.idx): give it
 	// one, an empty header, as a larger log's load would have written.
 	var hdr [index.DedupHeaderSize]byte
@@ -356,16 +332,16 @@ func TestRepairBelowTheCommitLog(t *testing.T) {
 // start on it), one that does is nothing to report.
 func TestTxEntriesAreDecoded(t *testing.T) {
 	t.Run("a transaction that decodes", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		setSummary(t, root, m.parts["p0"], 38) // everything synced: nothing but the entry to report
+		m, root := datadirtest.Scenario(t)
+		datadirtest.SetSummary(t, root, m.Parts["p0"], 38) // everything synced: nothing but the entry to report
 		rec := walentry.TxRecord{TxID: uuid.Must(uuid.NewV7()), TS: 1, States: []walentry.TxState{{Group: "g"}}}
 		appendWAL(t, root, walEntry{walentry.Tx, rec.Encode()})
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{}, kinds(rep), "%+v", rep.Findings)
 	})
 	t.Run("a transaction that does not", func(t *testing.T) {
-		m, root := scenarioBroker(t)
-		setSummary(t, root, m.parts["p0"], 38) // everything synced: nothing but the entry to report
+		m, root := datadirtest.Scenario(t)
+		datadirtest.SetSummary(t, root, m.Parts["p0"], 38) // everything synced: nothing but the entry to report
 		appendWAL(t, root, walEntry{walentry.Tx, []byte{9, 1, 2, 3}})
 		rep := runOn(t, root, ModeCheck)
 		assert.Equal(t, []Kind{KindCommitLogCorrupt}, kinds(rep), "%+v", rep.Findings)

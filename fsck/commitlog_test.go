@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/segment"
 )
 
@@ -18,10 +19,10 @@ import (
 // Nothing is damaged or orphaned: the partitions are named by the commit log's
 // metadata entries, and every record is reported as what the server replays.
 func TestKilledBeforeAFlushPassIsClean(t *testing.T) {
-	m := newMemBroker(t)
-	m.push("orders", "p0", 30, 5)
-	m.push("orders", "p1", 12, 4)
-	for name, root := range map[string]string{"kill -9": m.killed(), "power loss": m.powerLost()} {
+	m := datadirtest.NewMemBroker(t)
+	m.Push("orders", "p0", 30, 5)
+	m.Push("orders", "p1", 12, 4)
+	for name, root := range map[string]string{"kill -9": m.Killed(), "power loss": m.PowerLost()} {
 		t.Run(name, func(t *testing.T) {
 			rep := runOn(t, root, ModeCheck)
 			assert.Equal(t, int64(42), rep.Totals.CommitLog.OnlyInCommitLog)
@@ -54,31 +55,21 @@ type walScenario struct {
 
 func newWALScenario(t *testing.T, consume bool) *walScenario {
 	t.Helper()
-	m := newMemBroker(t)
-	m.push("orders", "p0", 30, 5)
-	m.push("orders", "p1", 12, 4)
-	m.restart()
-	m.push("orders", "p0", 7, 3)
+	m := datadirtest.NewMemBroker(t)
+	m.Push("orders", "p0", 30, 5)
+	m.Push("orders", "p1", 12, 4)
+	m.Restart()
+	m.Push("orders", "p0", 7, 3)
 	if consume {
-		require.Equal(t, 49, m.consume("orders", "g", 100))
+		require.Equal(t, 49, m.Consume("orders", "g", 100))
 	}
-	s := &walScenario{root: m.killed()}
-	s.p0, s.p1 = partDir(s.root, m.parts["p0"]), partDir(s.root, m.parts["p1"])
+	s := &walScenario{root: m.Killed()}
+	s.p0, s.p1 = partDir(s.root, m.Parts["p0"]), partDir(s.root, m.Parts["p1"])
 	var err error
 	s.cut, err = segment.PlanFrom(s.p0, 31)
 	require.NoError(t, err)
 	require.NotEmpty(t, s.cut.File, "p0's unsynced offsets 31-37 are in its newest file")
 	return s
-}
-
-// overwrite writes b at byte at of path.
-func overwrite(t *testing.T, path string, at int64, b []byte) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.WriteAt(b, at)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 }
 
 // Issue 14, the server's rule: a log is judged as usual below its durable end
@@ -105,10 +96,10 @@ func TestDurableRegionRule(t *testing.T) {
 				assert.Equal(t, int64(7), rep.Totals.CommitLog.OnlyInCommitLog)
 			}},
 		{"garbage in the unsynced region with valid segments after it", func(t *testing.T, s *walScenario) {
-			overwrite(t, s.cut.File, s.cut.At+10, bytes.Repeat([]byte{0xAB}, 60))
+			datadirtest.Overwrite(t, s.cut.File, s.cut.At+10, bytes.Repeat([]byte{0xAB}, 60))
 		}, ExitClean, []Kind{KindUnsyncedTail}, nil},
 		{"zeros where the unsynced segments were (a power loss)", func(t *testing.T, s *walScenario) {
-			overwrite(t, s.cut.File, s.cut.At, make([]byte, s.cut.Bytes))
+			datadirtest.Overwrite(t, s.cut.File, s.cut.At, make([]byte, s.cut.Bytes))
 		}, ExitClean, []Kind{KindUnsyncedTail}, nil},
 		{"the unsynced bytes gone", func(t *testing.T, s *walScenario) {
 			require.NoError(t, os.Truncate(s.cut.File, s.cut.At))
@@ -123,12 +114,12 @@ func TestDurableRegionRule(t *testing.T) {
 			path := filepath.Join(s.root, dirMeta, summariesFile)
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)
-			overwrite(t, path, int64(len(b)-1), []byte{b[len(b)-1] ^ 1})
+			datadirtest.Overwrite(t, path, int64(len(b)-1), []byte{b[len(b)-1] ^ 1})
 		}, ExitClean, []Kind{KindSummariesIgnored, KindUnsyncedTail}, nil},
 		{"a flipped bit below the durable end is damage, and the server refuses the log", func(t *testing.T, s *walScenario) {
 			files, err := listSegFiles(s.p0)
 			require.NoError(t, err)
-			overwrite(t, filepath.Join(s.p0, files[0].Name), 60, []byte{0xFF})
+			datadirtest.Overwrite(t, filepath.Join(s.p0, files[0].Name), 60, []byte{0xFF})
 		}, ExitDamaged, []Kind{KindCorruptSegment}, func(t *testing.T, s *walScenario, rep *Report) {
 			f := findOne(t, rep, KindCorruptSegment)
 			assert.Equal(t, [2]uint64{1, 5}, [2]uint64{f.FirstOffset, f.LastOffset})

@@ -1,13 +1,15 @@
-// Package fsck verifies and repairs a comb data directory offline, and reads its
-// messages back out: Run (comb fsck), Dump (comb dump) and Replay (comb replay).
+// Package fsck verifies and repairs a comb data directory offline: Run (comb
+// fsck). It reads the directory through package datadir, the offline view it
+// shares with package dump (comb dump) and package replay (comb replay).
 //
 // It owns the verdict on a directory as a whole: which damage is a torn write a
 // crash leaves behind (repairable, never acknowledged to a client) and which is
 // damage to acknowledged data that a person must look at, and the repair steps.
 // It does not own any on-disk format: segments, indexes and the dedup index are
 // judged by package segment (Verify) and index's decoders, the cursor snapshots by
-// package cursor's own recovery, the metadata journal and descriptors by package meta. It must
-// not know about HTTP except as Replay's client, and never runs inside a server.
+// package cursor's own recovery, the metadata journal and descriptors by package meta; what
+// the directory holds, and which part of each log the server keeps (the start-up keep rule),
+// it takes from datadir. It must not know about HTTP, and never runs inside a server.
 //
 // # What a check reads (all read-only)
 //
@@ -23,7 +25,7 @@
 //	<data>/cursor/                 the snapshot, recovered on a temporary copy by cursor.Open; every
 //	                               cursor and leased span ≤ its partition's high-water mark (snapshot
 //	                               only: the cursor checkpoints in the commit log are not read yet)
-//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (index.ScanRun, as the log's load)
+//	<data>/partitions/<id>/dedup-*.run  sealed dedup runs, whole (dedup.CheckRun, the load's decoder)
 //	<data>/streams/                streams.Files.Load: the registry and every shard snapshot
 //	<data>/notes/log               notes.Check: notes.Open's own decoder and tail rule, nothing changed
 //	<data>/meta/maintenance        meta.DecodeMaintenance, the decoder the server's start-up uses
@@ -80,10 +82,7 @@
 //
 // # Dump and replay
 //
-// Dump writes JSON lines (types partition, segment, record, index; see dump.go)
-// and never writes to the directory. Replay pushes records from a data directory
-// or a `comb dump --payload` file to any Queen-compatible broker, per partition in
-// offset order, keeping transactionIds so the target's dedup makes re-sends
-// harmless, with a resume-state file (replay_state.go) updated after each
-// accepted batch.
+// They are packages of their own (dump, replay) over the same datadir view, so
+// what they print and push is what this check judges: each log as the server
+// serves it after recovery.
 package fsck

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/segment"
@@ -178,4 +179,27 @@ func kinds(r *Report) []Kind {
 		out = append(out, f.Kind)
 	}
 	return out
+}
+
+// partDir is a partition's directory under a data directory on disk.
+func partDir(root string, id [16]byte) string {
+	return filepath.Join(root, dirPartitions, datadir.IDString(id))
+}
+
+// findingsOf returns the findings of kind k.
+func findingsOf(r *Report, k Kind) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Kind == k {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func runOn(t *testing.T, root string, mode Mode) *Report {
+	t.Helper()
+	rep, err := Run(root, Options{Mode: mode})
+	require.NoError(t, err)
+	return rep
 }

@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/combmq/comb/layout"
 	"golang.org/x/sys/unix"
+
+	"github.com/combmq/comb/layout"
 )
 
 // lockFile is the data directory's LOCK file, flock'd by a live server (broker/open_lock.go).

@@ -5,32 +5,35 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/combmq/comb/record"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/datadir/datadirtest"
+	"github.com/combmq/comb/record"
 )
 
 // TestMetaReaderMatchesBroker: the metadata journal the real broker writes is
-// read back (meta.Read through wire_meta.go) with every queue and
+// read back (meta.Read through datadir.ReadMeta) with every queue and
 // partition name, and a check of it is clean.
 func TestMetaReaderMatchesBroker(t *testing.T) {
-	d := newBrokerDir(t, "billing.invoices", 3, 4, 2)
-	v, err := readMeta(d.root)
+	d := datadirtest.NewBrokerDir(t, "billing.invoices", 3, 4, 2)
+	v, err := datadir.ReadMeta(d.Root)
 	require.NoError(t, err)
 	require.True(t, v.Present)
 	assert.Equal(t, v.Bytes, v.ValidBytes)
 	assert.Equal(t, record.TailClean, v.Tail)
 	require.Len(t, v.Partitions, 3)
-	for id, want := range d.names {
+	for id, want := range d.Names {
 		got, ok := v.Partitions[id]
-		require.Truef(t, ok, "partition %s", idString(id))
+		require.Truef(t, ok, "partition %s", datadir.IDString(id))
 		assert.Equal(t, want.Name, got.Name)
 		assert.Equal(t, "billing.invoices", got.Queue)
 	}
 	assert.Contains(t, mapValues(v.Queues), "billing.invoices")
 
-	rep, err := Run(d.root, Options{})
+	rep, err := Run(d.Root, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ExitClean, rep.ExitCode, "%v", kinds(rep))
 	assert.Equal(t, 1, rep.Totals.Queues)

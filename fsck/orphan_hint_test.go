@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/dump"
 )
 
 // Issue 10: the orphan-partition finding named `comb dump --log`, which does not exist. Its hint
@@ -29,7 +31,7 @@ func TestOrphanPartitionHintNamesADumpThatReadsIt(t *testing.T) {
 	require.Contains(t, detail, want)
 
 	var out bytes.Buffer
-	st, err := Dump(d.root, DumpOptions{PartitionID: orphan.String(), Records: true, Payload: true}, &out)
+	st, err := dump.Run(d.root, dump.Options{PartitionID: orphan.String(), Records: true, Payload: true}, &out)
 	require.NoError(t, err)
 	require.Equal(t, int64(10), int64(st.Records), "the hinted selection reads every record of the orphan")
 	require.Equal(t, 10, strings.Count(out.String(), `"type":"record"`))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/segment"
 )
 
@@ -91,7 +92,7 @@ func (r offsetRanges) covers(first, last uint64) bool {
 // reported by the segment scan that lies inside them is expected.
 func (c *checker) quarantinedRanges(id [16]byte) offsetRanges {
 	var out offsetRanges
-	want := idString(id)
+	want := datadir.IDString(id)
 	for _, q := range c.quar {
 		if q.PartitionID == want && want != "" {
 			out = append(out, [2]uint64{q.FirstOffset, q.LastOffset})
@@ -128,7 +129,7 @@ var errCannotSplit = errors.New("cannot split the damaged file")
 // manifest line per damaged range is appended and fsynced before anything moves, so a
 // crash leaves a manifest line for a file still in place rather than a gap nobody can
 // explain (segment.Apply's own order covers the rest; FinishSplits completes it).
-func splitFile(dataDir string, d logDir, name, queue, partition string, now time.Time) ([]quarantineEntry, error) {
+func splitFile(dataDir string, d datadir.LogDir, name, queue, partition string, now time.Time) ([]quarantineEntry, error) {
 	p, err := segment.PlanSplit(d.Path, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCannotSplit, err)
@@ -154,7 +155,7 @@ func splitFile(dataDir string, d logDir, name, queue, partition string, now time
 	var es []quarantineEntry
 	for _, g := range p.Damaged {
 		e := quarantineEntry{
-			AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+			AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: datadir.IDString(d.ID), Queue: queue, Partition: partition,
 			Original: filepath.Join(d.Rel, name), Moved: rel, StartByte: g.StartByte, EndByte: g.EndByte,
 			FirstOffset: g.FirstOffset, LastOffset: g.LastOffset,
 			Reason: g.Reason + fmt.Sprintf(" (the file's %d run(s) of good segments stay in the log; the original is kept whole)", len(p.Runs)),
@@ -176,7 +177,7 @@ func splitFile(dataDir string, d logDir, name, queue, partition string, now time
 // quarantineFile moves one damaged segment file (and the index file describing it,
 // if any) out of its log. Durability: manifest line written and fsynced, then the
 // renames, then both directories fsynced.
-func quarantineFile(dataDir string, d logDir, dm damage, file fileSummary, queue, partition string, now time.Time) (quarantineEntry, error) {
+func quarantineFile(dataDir string, d datadir.LogDir, dm damage, file fileSummary, queue, partition string, now time.Time) (quarantineEntry, error) {
 	qdir := filepath.Join(dataDir, dirQuarantine, d.Rel)
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
 		return quarantineEntry{}, err
@@ -190,7 +191,7 @@ func quarantineFile(dataDir string, d logDir, dm damage, file fileSummary, queue
 	}
 	rel, _ := filepath.Rel(dataDir, dst)
 	e := quarantineEntry{
-		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: datadir.IDString(d.ID), Queue: queue, Partition: partition,
 		Original: filepath.Join(d.Rel, dm.File), Moved: rel, StartByte: dm.StartByte, EndByte: dm.EndByte,
 		FirstOffset: file.FirstOffset, LastOffset: file.LastOffset, Reason: dm.Reason,
 	}
@@ -238,7 +239,7 @@ func syncDir(dir string) error {
 // quarantine and then truncates the file at dm.StartByte. Durability: the copy is
 // written and fsynced, the manifest line appended and fsynced, and only then is the
 // segment file truncated and fsynced; a crash in between leaves the data in place.
-func quarantineTail(dataDir string, d logDir, dm damage, lastOffset uint64, queue, partition string, now time.Time) (quarantineEntry, error) {
+func quarantineTail(dataDir string, d datadir.LogDir, dm damage, lastOffset uint64, queue, partition string, now time.Time) (quarantineEntry, error) {
 	src := filepath.Join(d.Path, dm.File)
 	in, err := os.Open(src)
 	if err != nil {
@@ -278,7 +279,7 @@ func quarantineTail(dataDir string, d logDir, dm damage, lastOffset uint64, queu
 	}
 	rel, _ := filepath.Rel(dataDir, dst)
 	e := quarantineEntry{
-		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: idString(d.ID), Queue: queue, Partition: partition,
+		AtRFC3339: now.UTC().Format(time.RFC3339), PartitionID: datadir.IDString(d.ID), Queue: queue, Partition: partition,
 		Original: filepath.Join(d.Rel, dm.File), Moved: rel, StartByte: dm.StartByte, EndByte: st.Size(),
 		FirstOffset: dm.FirstOffset, LastOffset: max(lastOffset, dm.LastOffset),
 		Reason: dm.Reason + " (bytes from StartByte to the end of the file were copied here, then cut from the log)",

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 )
@@ -29,8 +30,8 @@ const (
 type repairPlan struct {
 	kind     planKind
 	findings []int
-	log      logDir // planQuarantine, planQuarantineTail, planReopenLog, planMarkQuarantined
-	dmg      damage // planQuarantine, planQuarantineTail, planMarkQuarantined
+	log      datadir.LogDir // planQuarantine, planQuarantineTail, planReopenLog, planMarkQuarantined
+	dmg      damage         // planQuarantine, planQuarantineTail, planMarkQuarantined
 	// region: planReopenLog of a log written behind the commit log, reopened
 	// below its keep offset as the server does (segment.OpenFrom).
 	region *durableRegion
@@ -199,7 +200,7 @@ func (c *checker) listKeptTail(p repairPlan, rep *segment.RecoveryReport) error 
 	original, _ := filepath.Rel(c.dir, rep.File)
 	queue, part := c.names(p.log)
 	e := quarantineEntry{
-		AtRFC3339: time.Now().UTC().Format(time.RFC3339), PartitionID: idString(p.log.ID), Queue: queue, Partition: part,
+		AtRFC3339: time.Now().UTC().Format(time.RFC3339), PartitionID: datadir.IDString(p.log.ID), Queue: queue, Partition: part,
 		Original: original, Moved: moved, StartByte: rep.TruncatedAt, EndByte: rep.TruncatedAt + rep.TruncatedBytes,
 		FirstOffset: rep.LostFirstOffset, LastOffset: rep.LostLastOffset,
 		Reason: "torn tail cut by fsck --repair: " + rep.TailText(),

@@ -25,6 +25,20 @@ const (
 	ModeRepair Mode = "repair"  // fixes what can be fixed without losing acknowledged data
 )
 
+// Verdict is a run's word on the directory as a whole (Report.Verdict, the
+// --json "verdict" field, docs/operations.md); it goes with the exit code.
+// The values are written as raw strings: the verdict clean is not the data
+// directory's meta/clean file (layout.Clean), and issue 26's check that keeps
+// layout names out of fsck looks for them as double-quoted literals.
+type Verdict string
+
+const (
+	VerdictClean      Verdict = `clean`      // ExitClean: nothing found (info findings only)
+	VerdictRepairable Verdict = `repairable` // ExitRepairable: open repairable findings
+	VerdictRepaired   Verdict = `repaired`   // ExitRepairable: everything found was repaired
+	VerdictDamaged    Verdict = `damaged`    // ExitDamaged
+)
+
 // Totals counts what was scanned.
 type Totals struct {
 	Partitions int   `json:"partitions"`
@@ -61,7 +75,7 @@ type Report struct {
 	Forced   bool      `json:"forced,omitempty"` // ran read-only on a directory a live server holds
 	Totals   Totals    `json:"totals"`
 	Findings []Finding `json:"findings"`
-	Verdict  string    `json:"verdict"` // clean | repairable | repaired | damaged
+	Verdict  Verdict   `json:"verdict"` // clean | repairable | repaired | damaged
 	ExitCode int       `json:"exitCode"`
 }
 
@@ -91,13 +105,13 @@ func (r *Report) finish() {
 	}
 	switch {
 	case damaged:
-		r.Verdict, r.ExitCode = "damaged", ExitDamaged
+		r.Verdict, r.ExitCode = VerdictDamaged, ExitDamaged
 	case open:
-		r.Verdict, r.ExitCode = "repairable", ExitRepairable
+		r.Verdict, r.ExitCode = VerdictRepairable, ExitRepairable
 	case fixed:
-		r.Verdict, r.ExitCode = "repaired", ExitRepairable
+		r.Verdict, r.ExitCode = VerdictRepaired, ExitRepairable
 	default:
-		r.Verdict, r.ExitCode = "clean", ExitClean
+		r.Verdict, r.ExitCode = VerdictClean, ExitClean
 	}
 }
 
@@ -148,11 +162,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	switch r.Verdict {
-	case "clean":
+	case VerdictClean:
 		b.WriteString("clean (exit 0)\n")
-	case "repairable":
+	case VerdictRepairable:
 		b.WriteString("repairable: run `comb fsck --repair` with the server stopped (exit 1)\n")
-	case "repaired":
+	case VerdictRepaired:
 		b.WriteString("repaired (exit 1); a second run should be clean\n")
 	default:
 		b.WriteString("DAMAGED: needs a person, see docs/operations.md (exit 2)\n")

@@ -15,7 +15,7 @@ func TestExitCodes(t *testing.T) {
 	cases := []struct {
 		name     string
 		findings []Finding
-		verdict  string
+		verdict  Verdict
 		code     int
 	}{
 		{"no findings is clean", nil, "clean", ExitClean},
@@ -47,6 +47,15 @@ func TestReportJSONShape(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &got))
 	assert.EqualValues(t, 1, got["exitCode"])
 	assert.Equal(t, "repairable", got["verdict"])
+
+	clean := &Report{Dir: "/d", Mode: ModeCheck}
+	clean.finish()
+	buf.Reset()
+	require.NoError(t, clean.WriteJSON(&buf))
+	assert.Contains(t, buf.String(), `"verdict": "clean",`, "the verdict is the same JSON string as before it was a named constant")
+	buf.Reset()
+	require.NoError(t, clean.WriteText(&buf))
+	assert.Contains(t, buf.String(), "\nclean (exit 0)\n")
 	f := got["findings"].([]any)[0].(map[string]any)
 	assert.Equal(t, "torn_tail", f["kind"])
 	assert.EqualValues(t, 10, f["startByte"])
@@ -57,26 +66,4 @@ func TestReportJSONShape(t *testing.T) {
 	require.NoError(t, r.WriteText(&buf))
 	assert.Contains(t, buf.String(), "partitions/x/1.seg bytes [10,20), offsets 5-6")
 	assert.Contains(t, buf.String(), "(exit 1)")
-}
-
-func TestParseTime(t *testing.T) {
-	cases := []struct {
-		in   string
-		want int64
-	}{
-		{"2026-07-30T09:00:00Z", 1_785_402_000_000_000},
-		{"2026-07-30T09:00:00.000001Z", 1_785_402_000_000_001},
-		{"2026-07-30T11:00:00+02:00", 1_785_402_000_000_000},
-		{"2026-07-30", 1_785_369_600_000_000},
-		{"1785402000000000", 1_785_402_000_000_000},
-	}
-	for _, tc := range cases {
-		got, err := ParseTime(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
-	}
-	for _, bad := range []string{"", "yesterday", "12x", "2026-13-01"} {
-		_, err := ParseTime(bad)
-		assert.Error(t, err, bad)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/layout"
 )
 
@@ -37,7 +38,7 @@ func Run(dataDir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := isDataDir(abs); err != nil {
+	if err := datadir.Check(abs); err != nil {
 		return nil, err
 	}
 	rep := &Report{Dir: abs, Mode: opts.Mode}
@@ -74,11 +75,11 @@ type checker struct {
 	// snapshot, which a single node's commit log would otherwise hold.
 	replicated bool
 
-	meta    *metaView
-	wal     *walView
-	rule    *recoveryRule
-	logs    []logDir
-	scans   map[string]*logScan // by logDir.Rel
+	meta    *datadir.Meta
+	wal     *datadir.WAL
+	rule    *datadir.Rule
+	logs    []datadir.LogDir
+	scans   map[string]*logScan // by datadir.LogDir.Rel
 	cursors *cursorView
 	quar    []quarantineEntry
 	// plans are the repair steps the findings call for, in order.
@@ -96,7 +97,7 @@ type checker struct {
 }
 
 func (c *checker) check() error {
-	meta, err := readMeta(c.dir)
+	meta, err := datadir.ReadMeta(c.dir)
 	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirMeta, Detail: fmt.Sprintf("metadata journal: %v", err)})
 	}
@@ -105,20 +106,20 @@ func (c *checker) check() error {
 	if meta != nil {
 		covers = meta.Covers
 	}
-	if c.wal, err = readWAL(c.dir, covers, nil); err != nil {
+	if c.wal, err = datadir.ReadWAL(c.dir, covers, nil); err != nil {
 		return err
 	}
 	c.checkCommitLog()
 	if meta != nil {
-		meta.applyCommitLog(c.wal.Meta)
+		meta.ApplyCommitLog(c.wal.Meta)
 	}
 	c.checkMeta()
-	if c.rule, err = readRecoveryRule(c.dir, c.wal); err != nil {
+	if c.rule, err = datadir.ReadRule(c.dir, c.wal); err != nil {
 		return err
 	}
-	if c.rule.ignored != "" {
-		c.rep.add(Finding{Kind: KindSummariesIgnored, Severity: SeverityInfo, File: c.rule.ignored,
-			Detail: fmt.Sprintf("does not decode (%v): the server ignores it and verifies every log in full at start", c.rule.ignoredErr)})
+	if c.rule.Ignored != "" {
+		c.rep.add(Finding{Kind: KindSummariesIgnored, Severity: SeverityInfo, File: c.rule.Ignored,
+			Detail: fmt.Sprintf("does not decode (%v): the server ignores it and verifies every log in full at start", c.rule.IgnoredErr)})
 	}
 
 	c.quar, err = readQuarantine(c.dir)
@@ -131,7 +132,7 @@ func (c *checker) check() error {
 			Detail: fmt.Sprintf("moved aside on %s: %s", q.AtRFC3339, q.Reason)})
 	}
 
-	c.logs, err = listLogs(c.dir)
+	c.logs, err = datadir.ListLogs(c.dir)
 	if err != nil {
 		return err
 	}
@@ -159,11 +160,11 @@ func (c *checker) check() error {
 // checkpoints passes the commit log's cursor checkpoints from LSN from on to
 // fn (the cursor view replays them over the snapshot, as the server does).
 func (c *checker) checkpoints(from uint64, fn func(lsn uint64, body []byte) error) error {
-	return eachCheckpoint(c.dir, from, fn)
+	return datadir.EachCheckpoint(c.dir, from, fn)
 }
 
 // names returns the queue and partition names of a log directory for reports.
-func (c *checker) names(d logDir) (queue, partition string) {
+func (c *checker) names(d datadir.LogDir) (queue, partition string) {
 	if c.meta == nil {
 		return "", ""
 	}

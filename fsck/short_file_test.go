@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/combmq/comb/datadir/datadirtest"
 )
 
 // cleanStopped is a directory the real broker wrote and closed cleanly (a
@@ -24,12 +26,12 @@ type cleanStopped struct {
 
 func newCleanStopped(t *testing.T) *cleanStopped {
 	t.Helper()
-	m := newMemBroker(t)
-	m.push("orders", "p0", 30, 5)
-	require.NoError(t, m.b.Close())
-	m.b = nil
-	s := &cleanStopped{root: m.killed()}
-	s.p0 = partDir(s.root, m.parts["p0"])
+	m := datadirtest.NewMemBroker(t)
+	m.Push("orders", "p0", 30, 5)
+	require.NoError(t, m.B.Close())
+	m.B = nil
+	s := &cleanStopped{root: m.Killed()}
+	s.p0 = partDir(s.root, m.Parts["p0"])
 	files, err := listSegFiles(s.p0)
 	require.NoError(t, err)
 	s.seg = filepath.Join(s.p0, files[len(files)-1].Name)
@@ -87,7 +89,7 @@ func TestCleanStopCutBelowSyncedIsDamage(t *testing.T) {
 			assert.Contains(t, f.Detail, "partial header (20 of 48 bytes)")
 		}},
 		{"a flipped byte in the last full-length segment", func(t *testing.T, s *cleanStopped) {
-			overwrite(t, s.seg, s.size-2, []byte{0xEE})
+			datadirtest.Overwrite(t, s.seg, s.size-2, []byte{0xEE})
 		}, ExitDamaged, []Kind{KindCorruptSegment}, func(t *testing.T, s *cleanStopped, rep *Report) {
 			f := findOne(t, rep, KindCorruptSegment)
 			assert.Equal(t, [2]int64{s.lastSeg, s.size}, [2]int64{f.StartByte, f.EndByte})
@@ -142,9 +144,9 @@ func TestCleanStopCutBelowSyncedIsDamage(t *testing.T) {
 // --repair leaves it alone; before, it was a repairable torn tail zeroed
 // away with acknowledged entries.
 func TestCommitLogCutIsDamage(t *testing.T) {
-	m := newMemBroker(t)
-	m.push("orders", "p0", 30, 5)
-	root := m.killed()
+	m := datadirtest.NewMemBroker(t)
+	m.Push("orders", "p0", 30, 5)
+	root := m.Killed()
 	names, err := filepath.Glob(filepath.Join(root, dirCommitLog, "????????????????.wal")) // not the spares
 	require.NoError(t, err)
 	require.NotEmpty(t, names)

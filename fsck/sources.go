@@ -1,52 +1,24 @@
 package fsck
 
 import (
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/lease"
-	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
-// This file holds the narrow views fsck takes of the storage packages. Each is filled
-// by a small adapter (wire_*.go) over that package's read-only entry point, so the
-// checking and repair logic here does not depend on their internals, and tests can
-// hand it crafted results.
-
-// partInfo names a partition for reports.
-type partInfo struct {
-	ID, QueueID [16]byte
-	Queue, Name string
-}
-
-// metaView is what fsck needs from the metadata journal (package meta).
-type metaView struct {
-	Present    bool // meta/journal exists
-	Queues     map[[16]byte]string
-	Partitions map[[16]byte]partInfo
-	File       string // relative to the data directory
-	Bytes      int64
-	ValidBytes int64       // length of the valid records; Tail says what follows
-	Tail       record.Tail // TailCorrupt: damage before valid records (Err says where)
-	Err        error
-	Legacy     bool              // a version 1 journal (the server upgrades it on start)
-	Records    []meta.Record     // the valid records, what a rebuild keeps
-	Salvaged   []meta.Record     // records after damage that still verify (TailCorrupt)
-	Deleted    map[[16]byte]bool // ids of deleted queues and their partitions
-	// Covers is the commit-log LSN the journal (a snapshot) covers; the
-	// commit log's metadata entries after it are part of the registry
-	// (applyCommitLog), FromCommitLog of them.
-	Covers        uint64
-	FromCommitLog int
-	state         *meta.State
-}
+// This file holds the narrow views fsck takes of the storage packages beyond
+// package datadir's (what a directory holds): each is filled by a small adapter
+// (wire_*.go) over that package's read-only entry point, so the checking and
+// repair logic here does not depend on their internals, and tests can hand it
+// crafted results.
 
 // fileSummary is one segment file as scanned. LastOffset is derived from the next
 // file's first offset (or the log's high-water mark for the newest file).
 type fileSummary struct {
-	Name                    string
-	Bytes                   int64
-	Sealed                  bool
-	FirstOffset, LastOffset uint64
+	datadir.SegFile
+	Sealed     bool
+	LastOffset uint64
 }
 
 // damage is one damaged byte range of a segment file.
@@ -76,7 +48,7 @@ type logScan struct {
 	PendingSplits []segment.OffsetRange
 	SplitCopies   []string
 	// Region is set for a log its server opens below a commit log
-	// (recoveryRule.keepBelow); Unsynced counts the bytes past it.
+	// (datadir.Rule.KeepBelow); Unsynced counts the bytes past it.
 	Region   *durableRegion
 	Unsynced int64
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/dump"
 	"github.com/combmq/comb/streams"
 )
 
@@ -48,7 +49,7 @@ func TestFsckChecksStreamsFiles(t *testing.T) {
 	assert.Equal(t, 1, rep.Totals.StreamShards)
 
 	var out bytes.Buffer
-	st, err := Dump(root, DumpOptions{StreamQuery: "wc"}, &out)
+	st, err := dump.Run(root, dump.Options{StreamQuery: "wc"}, &out)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), st.Records)
 	assert.Contains(t, out.String(), `"type":"stream_query","queryId":"`+qid+`","name":"wc"`)

@@ -5,47 +5,28 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 )
 
-// segment file names: "<20-digit first offset>.seg", index "<same>.idx", plus
-// "dedup.idx" (docs/format.md).
-const (
-	segExt    = ".seg"
-	idxExt    = ".idx"
-	dedupFile = "dedup.idx"
-)
+// dedupFile is a log's dedup index (docs/format.md).
+const dedupFile = "dedup.idx"
 
-// listSegFiles returns the segment files of dir sorted by first offset.
+// listSegFiles returns the segment files of dir sorted by first offset
+// (datadir.ListSegFiles), for a scan to fill in what each holds.
 func listSegFiles(dir string) ([]fileSummary, error) {
-	ents, err := os.ReadDir(dir)
+	files, err := datadir.ListSegFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []fileSummary
-	for _, e := range ents {
-		name := e.Name()
-		stem, ok := strings.CutSuffix(name, segExt)
-		if !ok || len(stem) != 20 || e.IsDir() {
-			continue
-		}
-		base, err := strconv.ParseUint(stem, 10, 64)
-		if err != nil || base == 0 {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fileSummary{Name: name, Bytes: info.Size(), FirstOffset: base})
+	out := make([]fileSummary, len(files))
+	for i, f := range files {
+		out[i] = fileSummary{SegFile: f}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
 	return out, nil
 }
 
@@ -57,7 +38,7 @@ func scanLog(dir string, onBytes func(int64)) (*logScan, error) {
 }
 
 // durableRegion is the part of a log written behind the commit log that its
-// server trusts (recoveryRule.keepBelow): the offsets below Keep. What the
+// server trusts (datadir.Rule.KeepBelow): the offsets below Keep. What the
 // files hold from Keep on (Cut: what segment.OpenFrom would cut) was written
 // unsynced and is not judged.
 type durableRegion struct {
@@ -207,7 +188,7 @@ func checkIndexes(dir string, s *logScan) {
 		damagedFiles[d.File] = true
 	}
 	for _, f := range s.Files {
-		name := strings.TrimSuffix(f.Name, segExt) + idxExt
+		name := f.IndexName()
 		if r := s.Region; r != nil && r.Cut.File != "" && filepath.Base(r.Cut.File) == f.Name {
 			// The server's OpenFrom cuts this file at Keep and rebuilds its
 			// index from what is left: entries past Keep are not stale.
@@ -292,7 +273,7 @@ func checkDedup(dir string, s *logScan) {
 	if herr == nil && lastOff != 0 {
 		// As the log's load does: verified entries of another log (a copied or
 		// restored file) would claim offsets as covered whose ids they lack.
-		_ = scanSegments(dir, lastOff, func(_ segInfo, msgs []segment.Message) bool {
+		_ = datadir.ScanSegments(dir, lastOff, func(_ datadir.SegInfo, msgs []segment.Message) bool {
 			for _, m := range msgs {
 				if m.Offset == lastOff {
 					foreign = m.TransactionID == "" || index.HashTxn(m.TransactionID) != lastHash
@@ -376,36 +357,11 @@ func reopenLog(dir, quarantineDir string, keep uint64) (*segment.RecoveryReport,
 
 // indexFilesFor returns the index file that describes segment file name in dir.
 func indexFilesFor(dir, name string) []string {
-	stem, ok := strings.CutSuffix(name, segExt)
+	stem, ok := strings.CutSuffix(name, datadir.SegExt)
 	if !ok {
 		return nil
 	}
-	return []string{filepath.Join(dir, stem+idxExt)}
-}
-
-// segInfo is one segment as scanned for dump and replay.
-type segInfo struct {
-	File        string
-	Pos, Bytes  int64
-	FirstOffset uint64
-	Count       uint32
-	TsMicros    int64
-	Codec       string
-}
-
-// scanSegments streams dir's segments and their messages in offset order, starting
-// at the segment holding offset from, without writing to dir (segment.Scan: no
-// truncation, no index rebuild, safe while a server appends). fn returns false to
-// stop; the messages alias memory valid until fn returns. Damage ends the scan with
-// a *segment.CorruptionError; a torn tail of the newest file ends it with nil; a gap
-// the partition's QUARANTINE marker covers is skipped.
-var scanSegments = scanSegmentsRO
-
-func scanSegmentsRO(dir string, from uint64, fn func(segInfo, []segment.Message) bool) error {
-	return segment.Scan(dir, from, func(s segment.SegmentInfo, msgs []segment.Message) bool {
-		return fn(segInfo{File: s.File, Pos: s.Pos, Bytes: s.Bytes, FirstOffset: s.FirstOffset,
-			Count: s.Count, TsMicros: s.TimestampMicros, Codec: s.Codec.String()}, msgs)
-	})
+	return []string{filepath.Join(dir, stem+datadir.IndexExt)}
 }
 
 func allZero(b []byte) bool {

@@ -4,15 +4,14 @@ import (
 	"sort"
 	"time"
 
+	"github.com/combmq/comb/report"
 	"github.com/valyala/fasthttp"
-
-	"github.com/combmq/comb/broker"
 )
 
 // The dashboard's chart routes, GET /api/v1/analytics/* (spec 8.7, P2): from,
 // to (default the last hour) and queue. Each answers an object with
 // timeRange, bucketMinutes and its series, with Queen's field names. comb
-// has what it counts per queue and minute (broker/report_series.go); what it
+// has what it counts per queue and minute (broker/maint_series.go, read by report/series.go); what it
 // has no source for (per-worker event loops, CPU samples, parked replicas,
 // retention runs) is an empty series, which the spec allows. Queen's own
 // queue-lag is the exception: a bare array, as Queen answers (spec 8.7).
@@ -22,11 +21,11 @@ type seriesEnvelope struct {
 	BucketMinutes int64         `json:"bucketMinutes"`
 }
 
-func analyticsQuery(ctx *fasthttp.RequestCtx) (broker.SeriesQuery, seriesEnvelope) {
+func analyticsQuery(ctx *fasthttp.RequestCtx) (report.SeriesQuery, seriesEnvelope) {
 	q := queryArgs{ctx.QueryArgs()}
 	from, to := timeRange(q, time.Now(), time.Hour)
 	iv := bucketFor(from, to)
-	return broker.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue")},
+	return report.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue")},
 		seriesEnvelope{TimeRange: timeRangeJSON{isoTime(from), isoTime(to)}, BucketMinutes: bucketMinutes(iv)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 // issue 11: a payload the broker could not decrypt is answered with "data": null and a
@@ -21,7 +22,7 @@ func TestDecryptionErrorEncoded(t *testing.T) {
 				{ID: "m2", TransactionID: "t2", Payload: []byte(`{"ok":1}`), Queue: "enc", Partition: "p", PartitionID: "pid"},
 			}}, nil
 	}
-	fake.dlqEntries = []broker.DLQEntry{{ID: "m1", TransactionID: "t1", Queue: "enc", PayloadError: reason}}
+	fake.dlqEntries = []report.DLQEntry{{ID: "m1", TransactionID: "t1", Queue: "enc", PayloadError: reason}}
 	fake.dlqTotal = 1
 	ts := startServer(t, fake, Config{})
 

@@ -311,7 +311,8 @@ func TestProducerSubStamped(t *testing.T) {
 func FuzzAuthorizationHeader(f *testing.F) {
 	a, err := auth.New(auth.Config{Enabled: true, Algorithm: auth.Auto, Secret: testSecret}, zerolog.Nop())
 	require.NoError(f, err)
-	srv := New(newFake(), Config{Auth: a, Logger: zerolog.Nop()})
+	fake := newFake()
+	srv := New(fake, fake, Config{Auth: a, Logger: zerolog.Nop()})
 	good, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "a", "role": "read-only"}).SignedString([]byte(testSecret))
 	require.NoError(f, err)
 	for _, h := range []string{"", "Bearer " + good, good, "bearer x.y.z", "Bearer " + good + "x", "Basic abc"} {

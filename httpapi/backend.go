@@ -6,8 +6,10 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// Backend is everything the HTTP layer asks of the broker: a subset of *broker.Broker's
-// method set. Tests substitute an in-memory fake.
+// Backend is what the HTTP layer asks of the broker's engine: the hot paths (push, pop, ack,
+// transactions, leases), the admin writes (configure, delete, seek, maintenance, subscription
+// timestamps) and health; a subset of *broker.Broker's method set. The read-side reports come
+// from Reports (reports.go). Tests substitute an in-memory fake.
 type Backend interface {
 	// Healthy reports whether storage is usable; false makes GET /health answer 503 (spec 8.1).
 	Healthy() bool
@@ -36,29 +38,17 @@ type Backend interface {
 	SeekPartition(group, queue, partition string) (broker.PartitionSeekResult, error)
 	DeleteGroup(group, queue string, deleteMetadata bool) (int, error)
 	DeleteQueue(queue string) (bool, error)
-	DLQ(f broker.DLQFilter) ([]broker.DLQEntry, int, error)
-	ConsumerGroups() []broker.GroupSummary
-	Stats() broker.Stats
-	// Storage is the data directory's and the flush pass's figures (GET /api/v1/storage).
-	Storage() broker.StorageStatus
 	// Damaged lists the partitions out of service because their log reported on-disk damage;
 	// GET /health reports them ("degraded").
 	Damaged() []broker.DamagedPartition
-	// GroupDetail, LaggingPartitions and SetSubscriptionTimestamp serve spec 7.5 and 7.6.
-	GroupDetail(group string) []broker.GroupPartition
-	LaggingPartitions(minLagSeconds int64) []broker.LaggingPartition
+	// SetSubscriptionTimestamp serves spec 7.5.
 	SetSubscriptionTimestamp(group string, tsMicros int64) (int, error)
 	// Maintenance, SetPushMaintenance and SetPopMaintenance serve spec 1.8 and 8.8.
 	Maintenance() broker.MaintenanceStatus
 	SetPushMaintenance(on bool) (broker.MaintenanceStatus, error)
 	SetPopMaintenance(on bool) (broker.MaintenanceStatus, error)
-	// The Resource* methods serve spec 8.4.
-	ResourcesOverview() broker.ResourceOverview
-	ResourceQueues(f broker.ResourceFilter) []broker.ResourceQueue
-	ResourceQueue(name string, page broker.PartitionPage) (broker.ResourceQueueDetail, bool)
-	ResourceNamespaces() []broker.ResourceLabel
-	ResourceTasks() []broker.ResourceLabel
-	// MessageBackend serves the message and trace routes (spec 8.5, 9.3; messages.go).
+	// MessageBackend serves the message deletion and the trace routes (spec 8.5, 9.3;
+	// messages.go).
 	MessageBackend
 	// StreamBackend serves spec 10 (streams_backend.go).
 	StreamBackend

@@ -16,6 +16,7 @@ import (
 
 	"github.com/combmq/comb/auth"
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 	"github.com/combmq/comb/seal"
 )
 
@@ -60,7 +61,7 @@ func realBenchServerWith(b *testing.B, v benchSecurity) *Server {
 		require.NoError(b, err)
 		benchToken = []byte("Bearer " + tok)
 	}
-	s := New(br, scfg)
+	s := New(br, report.New(br.View()), scfg)
 	if v.encrypted {
 		var ctx fasthttp.RequestCtx
 		serve(b, s, &ctx, "POST", "/api/v1/configure", []byte(`{"queue":"bench","options":{"encryptionEnabled":true}}`))

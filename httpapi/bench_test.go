@@ -118,7 +118,7 @@ func BenchmarkEncodePop100(b *testing.B) {
 // benchHandler runs requests through Server.Handler on a reused RequestCtx: routing, parsing,
 // encoding and SwapBody, without sockets. The fake backend answers instantly.
 func benchHandler(b *testing.B, fake *fakeBackend, method, uri string, body []byte) {
-	s := New(fake, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 1})
+	s := New(fake, fake, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 1})
 	var ctx fasthttp.RequestCtx
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

@@ -20,6 +20,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/certs"
 	"github.com/combmq/comb/replica"
+	"github.com/combmq/comb/report"
 )
 
 // Issue 15, "Done when": Queen's client behaviour holds against any node of a cluster, so the
@@ -86,7 +87,7 @@ func serveReal(t *testing.T, cfg broker.Config) (ts *testServer, b *broker.Broke
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := New(b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
+	srv := New(b, report.New(b.View()), Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	var once sync.Once
@@ -195,7 +196,7 @@ func serveCluster(t *testing.T, cfg broker.Config, target string) (*testServer, 
 	}
 	for i, n := range nodes {
 		require.NoError(t, n.log.Start(n.b))
-		n.srv = New(n.b, Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second, Cluster: n.log})
+		n.srv = New(n.b, report.New(n.b.View()), Config{Logger: zerolog.Nop(), DefaultPopTimeout: 30 * time.Second, Cluster: n.log})
 		n.done, n.peerDone = make(chan error, 1), make(chan error, 1)
 		go func() { n.done <- n.srv.Serve(lns[i]) }()
 		go func() { n.peerDone <- n.srv.ServePeer(n.log.PeerHTTP()) }() // what followers forward to

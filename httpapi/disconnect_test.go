@@ -38,7 +38,7 @@ func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) 
 		t.Run(c.name, func(t *testing.T) {
 			ts, b := startRealServerWithBroker(t)
 			parkThenHangUp(t, ts, b, c.path)
-			require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
+			require.Eventually(t, func() bool { return b.View().Counters().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
 				"the parked pop ends when its client disconnects")
 			requirePushNotClaimedForIt(t, ts)
 		})
@@ -65,7 +65,7 @@ func parkThenHangUp(t *testing.T, ts *testServer, b *broker.Broker, path string)
 	require.NoError(t, err)
 	_, err = fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: test\r\n\r\n", path)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, conn.Close())
 }
 
@@ -95,7 +95,7 @@ func TestLongPollWatchKeepsAConnectedAndAPipeliningClient(t *testing.T) {
 	_, err = fmt.Fprintf(conn, "GET /api/v1/pop/queue/pq?wait=true&timeout=600 HTTP/1.1\r\nHost: t\r\n\r\n"+
 		"POST /api/v1/push HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s", len(push), push)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	start := time.Now()
 	var got bytes.Buffer
 	buf := make([]byte, 4096)

@@ -1,9 +1,8 @@
 package httpapi
 
 import (
+	"github.com/combmq/comb/report"
 	"github.com/valyala/fasthttp"
-
-	"github.com/combmq/comb/broker"
 )
 
 // defaultDLQLimit is GET /api/v1/dlq's page size when `limit` is absent or below 1 (spec 8.6).
@@ -16,7 +15,7 @@ const maxDLQLimit = 10000
 // from/to are ISO-8601 bounds on failedAt; an unparsable one is a 400.
 func (s *Server) dlq(ctx *fasthttp.RequestCtx) {
 	q := queryArgs{ctx.QueryArgs()}
-	f := broker.DLQFilter{
+	f := report.DLQFilter{
 		Queue:     q.str("queue"),
 		Group:     q.str("consumerGroup"),
 		Partition: q.str("partition"),
@@ -41,7 +40,7 @@ func (s *Server) dlq(ctx *fasthttp.RequestCtx) {
 		}
 		*bound.dst = ts
 	}
-	entries, total, err := s.b.DLQ(f)
+	entries, total, err := s.rep.DLQ(f)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -51,7 +50,7 @@ func (s *Server) dlq(ctx *fasthttp.RequestCtx) {
 	sendJSON(ctx, fasthttp.StatusOK, p)
 }
 
-func appendDLQ(b []byte, entries []broker.DLQEntry, total, limit, offset int) []byte {
+func appendDLQ(b []byte, entries []report.DLQEntry, total, limit, offset int) []byte {
 	b = append(b, `{"messages":[`...)
 	for i := range entries {
 		e := &entries[i]

@@ -1,18 +1,21 @@
 package httpapi
 
-import "github.com/combmq/comb/broker"
+import (
+	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
+)
 
 // The message and trace routes are tested against the real broker (messages_test.go); the
 // fake only records the calls and answers empty.
 
-func (f *fakeBackend) Messages(broker.MessageFilter) (broker.MessageList, error) {
+func (f *fakeBackend) Messages(report.MessageFilter) (report.MessageList, error) {
 	f.record("Messages")
-	return broker.MessageList{}, nil
+	return report.MessageList{}, nil
 }
 
-func (f *fakeBackend) Message(string, string) (broker.MessageDetail, error) {
+func (f *fakeBackend) Message(string, string) (report.MessageDetail, error) {
 	f.record("Message")
-	return broker.MessageDetail{}, broker.NotFound("Message not found")
+	return report.MessageDetail{}, broker.NotFound("Message not found")
 }
 
 func (f *fakeBackend) DeleteMessage(string, string) (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 // fakeBackend is the in-memory twin of *broker.Broker for the HTTP layer's tests: it records
@@ -26,7 +27,7 @@ type fakeBackend struct {
 	extendSec int64
 	seekArgs  []any
 	delArgs   []any
-	dlqFilter broker.DLQFilter
+	dlqFilter report.DLQFilter
 
 	onPush      func([]broker.PushItem) ([]broker.PushResult, error)
 	onPop       func(context.Context, broker.PopRequest) (broker.PopResult, error)
@@ -40,29 +41,29 @@ type fakeBackend struct {
 	deleteErr   error
 	deletedN    int
 	existed     bool
-	dlqEntries  []broker.DLQEntry
+	dlqEntries  []report.DLQEntry
 	dlqTotal    int
-	groups      []broker.GroupSummary
+	groups      []report.GroupSummary
 	stats       broker.Stats
-	storage     broker.StorageStatus
+	storage     report.StorageStatus
 	damaged     []broker.DamagedPartition
 	noSpace     *broker.NoSpaceState
 	ckptFail    *broker.CheckpointFailure
-	detail      []broker.GroupPartition
-	lagging     []broker.LaggingPartition
+	detail      []report.GroupPartition
+	lagging     []report.LaggingPartition
 	lagArg      int64
 	subArgs     []any
 	subN        int
 	subErr      error
 	maint       broker.MaintenanceStatus
 	maintErr    error
-	overview    broker.ResourceOverview
-	resQueues   []broker.ResourceQueue
-	resPage     broker.PartitionPage
-	resFilter   broker.ResourceFilter
-	resDetail   map[string]broker.ResourceQueueDetail
-	namespaces  []broker.ResourceLabel
-	tasks       []broker.ResourceLabel
+	overview    report.ResourceOverview
+	resQueues   []report.ResourceQueue
+	resPage     report.PartitionPage
+	resFilter   report.ResourceFilter
+	resDetail   map[string]report.ResourceQueueDetail
+	namespaces  []report.ResourceLabel
+	tasks       []report.ResourceLabel
 
 	// missingQueues are the queues QueueExists says do not exist (all others do).
 	missingQueues map[string]bool
@@ -195,29 +196,29 @@ func (f *fakeBackend) DeleteQueue(queue string) (bool, error) {
 	return f.existed, f.deleteErr
 }
 
-func (f *fakeBackend) DLQ(filter broker.DLQFilter) ([]broker.DLQEntry, int, error) {
+func (f *fakeBackend) DLQ(filter report.DLQFilter) ([]report.DLQEntry, int, error) {
 	f.record("DLQ")
 	f.dlqFilter = filter
 	return f.dlqEntries, f.dlqTotal, nil
 }
 
-func (f *fakeBackend) ConsumerGroups() []broker.GroupSummary {
+func (f *fakeBackend) ConsumerGroups() []report.GroupSummary {
 	f.record("ConsumerGroups")
 	return f.groups
 }
 
 func (f *fakeBackend) Stats() broker.Stats { f.record("Stats"); return f.stats }
 
-func (f *fakeBackend) Storage() broker.StorageStatus { f.record("Storage"); return f.storage }
+func (f *fakeBackend) Storage() report.StorageStatus { f.record("Storage"); return f.storage }
 
 func (f *fakeBackend) Damaged() []broker.DamagedPartition { f.record("Damaged"); return f.damaged }
 
-func (f *fakeBackend) GroupDetail(group string) []broker.GroupPartition {
+func (f *fakeBackend) GroupDetail(group string) []report.GroupPartition {
 	f.record("GroupDetail:" + group)
 	return f.detail
 }
 
-func (f *fakeBackend) LaggingPartitions(minLagSeconds int64) []broker.LaggingPartition {
+func (f *fakeBackend) LaggingPartitions(minLagSeconds int64) []report.LaggingPartition {
 	f.record("LaggingPartitions")
 	f.lagArg = minLagSeconds
 	return f.lagging
@@ -247,12 +248,12 @@ func (f *fakeBackend) SetPopMaintenance(on bool) (broker.MaintenanceStatus, erro
 	return f.maint, f.maintErr
 }
 
-func (f *fakeBackend) ResourcesOverview() broker.ResourceOverview {
+func (f *fakeBackend) ResourcesOverview() report.ResourceOverview {
 	f.record("ResourcesOverview")
 	return f.overview
 }
 
-func (f *fakeBackend) ResourceQueues(filter broker.ResourceFilter) []broker.ResourceQueue {
+func (f *fakeBackend) ResourceQueues(filter report.ResourceFilter) []report.ResourceQueue {
 	f.record("ResourceQueues")
 	f.mu.Lock()
 	f.resFilter = filter
@@ -260,7 +261,7 @@ func (f *fakeBackend) ResourceQueues(filter broker.ResourceFilter) []broker.Reso
 	return f.resQueues
 }
 
-func (f *fakeBackend) ResourceQueue(name string, page broker.PartitionPage) (broker.ResourceQueueDetail, bool) {
+func (f *fakeBackend) ResourceQueue(name string, page report.PartitionPage) (report.ResourceQueueDetail, bool) {
 	f.record("ResourceQueue")
 	f.mu.Lock()
 	f.resPage = page
@@ -269,12 +270,12 @@ func (f *fakeBackend) ResourceQueue(name string, page broker.PartitionPage) (bro
 	return d, ok
 }
 
-func (f *fakeBackend) ResourceNamespaces() []broker.ResourceLabel {
+func (f *fakeBackend) ResourceNamespaces() []report.ResourceLabel {
 	f.record("ResourceNamespaces")
 	return f.namespaces
 }
 
-func (f *fakeBackend) ResourceTasks() []broker.ResourceLabel {
+func (f *fakeBackend) ResourceTasks() []report.ResourceLabel {
 	f.record("ResourceTasks")
 	return f.tasks
 }

@@ -35,6 +35,11 @@ type Cluster interface {
 	// LeaderHTTP is the leader's node id and the HTTP address it announced; addr is "" while no
 	// leader is known or its address has not reached this node.
 	LeaderHTTP() (id, addr string)
+	// LeaderChanged returns a channel closed at the next change that may alter LeaderHTTP's
+	// answer (another leader, an address announced). Take it before asking LeaderHTTP, so a
+	// change in between is not missed: a request waiting for a new leader's address waits on
+	// it rather than poll.
+	LeaderChanged() <-chan struct{}
 	// NodeID is this node's id, sent in ForwardedHeader.
 	NodeID() string
 	// DialPeer opens a connection to member id that carries forwarded HTTP requests to its
@@ -63,8 +68,6 @@ const (
 	// announcement with the next append or heartbeat that carries its commit (tens of ms), so a
 	// client that asks at the start of a term waits that long instead of getting a 503.
 	leaderAddrWait = 2 * time.Second
-	// leaderAddrPoll is how often that wait looks again.
-	leaderAddrPoll = 5 * time.Millisecond
 	// forwardMaxConns caps the pooled connections to the leader; a long-poll waits on a
 	// connection of its own (longPoll), so these carry only short requests.
 	forwardMaxConns = 4096
@@ -168,7 +171,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 		return true
 	}
 	if id != "" && addr == "" {
-		if id, addr = f.awaitLeaderAddr(); id == f.self {
+		if id, addr = f.awaitLeaderAddr(ctx); id == f.self {
 			return false
 		}
 	}
@@ -216,17 +219,28 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, rt *route) bool {
 	return true
 }
 
-// awaitLeaderAddr waits up to addrWait for the known leader's announced address, and returns
-// the leader and address then (the leader may have changed meanwhile; addr "" if it is still
-// unknown).
-func (f *forwarder) awaitLeaderAddr() (id, addr string) {
-	deadline := time.Now().Add(f.addrWait)
+// awaitLeaderAddr waits up to addrWait (or until the server shuts down: ctx.Done) for the known
+// leader's announced address, waking on Cluster.LeaderChanged, and returns the leader and
+// address then (the leader may have changed meanwhile; addr "" if it is still unknown).
+func (f *forwarder) awaitLeaderAddr(ctx context.Context) (id, addr string) {
+	var timeout *time.Timer
 	for {
+		changed := f.cluster.LeaderChanged()
 		id, addr = f.cluster.LeaderHTTP()
-		if id == "" || addr != "" || id == f.self || !time.Now().Before(deadline) {
+		if id == "" || addr != "" || id == f.self {
 			return id, addr
 		}
-		time.Sleep(leaderAddrPoll)
+		if timeout == nil {
+			timeout = time.NewTimer(f.addrWait)
+			defer timeout.Stop()
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return f.cluster.LeaderHTTP()
+		case <-ctx.Done():
+			return f.cluster.LeaderHTTP()
+		}
 	}
 }
 

@@ -28,6 +28,10 @@ type fakeCluster struct {
 	id, addr string
 	peer     string
 	dials    int // DialPeer calls
+	// news is closed by setLeader (LeaderChanged); watching, when not nil, hears of each
+	// LeaderChanged call, so a test knows a request waits for news.
+	news     chan struct{}
+	watching chan struct{}
 }
 
 func (c *fakeCluster) DialPeer(ctx context.Context, id string) (net.Conn, error) {
@@ -59,6 +63,32 @@ func (c *fakeCluster) LeaderHTTP() (string, string) {
 }
 
 func (c *fakeCluster) NodeID() string { return c.self }
+
+func (c *fakeCluster) LeaderChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.news == nil {
+		c.news = make(chan struct{})
+	}
+	if c.watching != nil {
+		select {
+		case c.watching <- struct{}{}:
+		default:
+		}
+	}
+	return c.news
+}
+
+// setLeader changes what LeaderHTTP answers and closes the channel LeaderChanged handed out.
+func (c *fakeCluster) setLeader(id, addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.id, c.addr = id, addr
+	if c.news != nil {
+		close(c.news)
+		c.news = nil
+	}
+}
 
 // seenRequest is what the stand-in leader received.
 type seenRequest struct {
@@ -244,18 +274,28 @@ func TestForwardingRefusals(t *testing.T) {
 }
 
 // At the start of a term followers know the new leader before its announcement reaches them: a
-// request then waits for the address rather than fail.
+// request then waits for the address rather than fail, and is sent the moment the address is
+// known (Cluster.LeaderChanged), not at a polling tick nor at the end of its wait (a minute
+// here, far longer than the test's give-up).
 func TestForwardWaitsForANewLeadersAddress(t *testing.T) {
 	leader := startFakeLeader(t)
-	cluster := &fakeCluster{self: "n2", id: "n1"}
+	cluster := &fakeCluster{self: "n2", id: "n1", watching: make(chan struct{}, 1)}
 	ts := startServer(t, newFake(), Config{Cluster: cluster})
-	time.AfterFunc(50*time.Millisecond, func() {
-		cluster.mu.Lock()
-		cluster.addr = leader.addr
-		cluster.mu.Unlock()
-	})
-	r := ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`)
-	require.Equal(t, 201, r.status, "%s", r.body)
+	ts.srv.fwd.addrWait = time.Minute
+	answered := make(chan response, 1)
+	go func() { answered <- ts.do("POST", "/api/v1/push", `{"items":[{"queue":"q"}]}`) }()
+	select {
+	case <-cluster.watching:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request did not wait for news of the leader")
+	}
+	cluster.setLeader("n1", leader.addr)
+	select {
+	case r := <-answered:
+		require.Equal(t, 201, r.status, "%s", r.body)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting request was not woken when the leader's address became known")
+	}
 	require.Len(t, leader.requests(), 1)
 }
 

@@ -18,7 +18,7 @@ func (s *Server) groupDetail(ctx *fasthttp.RequestCtx, group string) {
 		badRequest(ctx, m)
 		return
 	}
-	rows := s.b.GroupDetail(group)
+	rows := s.rep.GroupDetail(group)
 	out := keyed[groupQueueJSON]{}
 	for i := range rows {
 		r := &rows[i]
@@ -51,7 +51,7 @@ type groupPartitionJSON struct {
 // of snake_case rows whose time lag is above N seconds, by lag descending; `[]` when none.
 func (s *Server) laggingGroups(ctx *fasthttp.RequestCtx) {
 	minLag := queryArgs{ctx.QueryArgs()}.integer("minLagSeconds", defaultMinLagSeconds)
-	rows := s.b.LaggingPartitions(minLag)
+	rows := s.rep.LaggingPartitions(minLag)
 	out := make([]laggingJSON, len(rows))
 	for i := range rows {
 		r := &rows[i]

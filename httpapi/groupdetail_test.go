@@ -3,16 +3,15 @@ package httpapi
 import (
 	"testing"
 
+	"github.com/combmq/comb/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/combmq/comb/broker"
 )
 
 // spec 7.6: GET /api/v1/consumer-groups/:group is an object keyed by queue; {} for an unknown group.
 func TestGroupDetailIsKeyedByQueue(t *testing.T) {
 	fake := newFake()
-	fake.detail = []broker.GroupPartition{
+	fake.detail = []report.GroupPartition{
 		{Queue: "a", Partition: "p1", WorkerID: "w1", LastConsumedAtMicros: 1785402764881042, TotalConsumed: 7, OffsetLag: 3, TimeLagSeconds: 12, LeaseActive: true},
 		{Queue: "a", Partition: "p/2", TotalConsumed: 0},
 		{Queue: "b", Partition: "Default", TotalConsumed: 1},
@@ -33,7 +32,7 @@ func TestGroupDetailIsKeyedByQueue(t *testing.T) {
 // spec 7.6 and the route table: /consumer-groups/lagging wins over /:group; snake_case rows.
 func TestLaggingGroupsRoute(t *testing.T) {
 	fake := newFake()
-	fake.lagging = []broker.LaggingPartition{{Group: "g", GroupPartition: broker.GroupPartition{Queue: "q", Partition: "p",
+	fake.lagging = []report.LaggingPartition{{Group: "g", GroupPartition: report.GroupPartition{Queue: "q", Partition: "p",
 		PartitionID: "0198e4c2-0000-7000-8000-000000000001", OffsetLag: 5, TimeLagSeconds: 5400,
 		OldestUnconsumedAtMicros: 1785402764881042}}}
 	ts := startServer(t, fake, Config{})

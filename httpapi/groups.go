@@ -237,7 +237,7 @@ func (s *Server) deleteQueue(ctx *fasthttp.RequestCtx, queue string) {
 // listGroups serves GET /api/v1/consumer-groups (spec 7.6): an array sorted by group then
 // queue, `[]` when there is none.
 func (s *Server) listGroups(ctx *fasthttp.RequestCtx) {
-	groups := s.b.ConsumerGroups()
+	groups := s.rep.ConsumerGroups()
 	sort.SliceStable(groups, func(i, j int) bool {
 		if groups[i].Name != groups[j].Name {
 			return groups[i].Name < groups[j].Name

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 func TestLeaseExtendIsAlways200ObjectAndDefaultsTo60Seconds(t *testing.T) {
@@ -137,7 +138,7 @@ func TestConsumerGroupsListIsAnArraySortedByGroupThenQueue(t *testing.T) {
 	r := ts.do("GET", "/api/v1/consumer-groups", "")
 	requireJSON(t, r, 200, `[]`)
 
-	fake.groups = []broker.GroupSummary{
+	fake.groups = []report.GroupSummary{
 		{Name: "zeta", Queue: "a", Members: 1, State: "Dead"},
 		{Name: "billing", Queue: "orders", Members: 3, PartitionsWithLag: 2, TotalLag: 17, MaxTimeLagSeconds: 400,
 			State: "Lagging", SubscriptionMode: "new", SubscriptionMicros: 1785402764881042, SubscriptionCreatedAt: 1785402764881042},
@@ -153,7 +154,7 @@ func TestConsumerGroupsListIsAnArraySortedByGroupThenQueue(t *testing.T) {
 
 func TestDLQListingHonoursEveryFilter(t *testing.T) {
 	fake := newFake()
-	fake.dlqEntries = []broker.DLQEntry{{ID: "m", TransactionID: "t", PartitionID: "p", Queue: "orders", Partition: "Default",
+	fake.dlqEntries = []report.DLQEntry{{ID: "m", TransactionID: "t", PartitionID: "p", Queue: "orders", Partition: "Default",
 		Group: "__QUEUE_MODE__", ErrorMessage: "Test error - triggering DLQ", RetryCount: 1, Payload: []byte(`{"message":"x"}`),
 		CreatedAtMicros: 1785402764881042, FailedAtMicros: 1785402782120000}}
 	fake.dlqTotal = 1
@@ -163,7 +164,7 @@ func TestDLQListingHonoursEveryFilter(t *testing.T) {
 	 "partition":"Default","consumerGroup":"__QUEUE_MODE__","errorMessage":"Test error - triggering DLQ",
 	 "retryCount":1,"data":{"message":"x"},"producerSub":null,"createdAt":"2026-07-30T09:12:44.881Z",
 	 "failedAt":"2026-07-30T09:13:02.120Z"}],"total":1,"pagination":{"limit":5,"offset":10}}`)
-	require.Equal(t, broker.DLQFilter{Queue: "orders", Group: "g", Partition: "Default",
+	require.Equal(t, report.DLQFilter{Queue: "orders", Group: "g", Partition: "Default",
 		FromMicros: 1785369600000000, ToMicros: 1785456000000000, Limit: 5, Offset: 10}, fake.dlqFilter)
 
 	r = ts.do("GET", "/api/v1/dlq?limit=x", "")

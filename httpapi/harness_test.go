@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +50,7 @@ func startServer(t *testing.T, fake *fakeBackend, cfg Config) *testServer {
 	if cfg.DefaultPopTimeout == 0 {
 		cfg.DefaultPopTimeout = 30 * time.Second // independent of the test process's environment
 	}
-	srv := New(fake, cfg)
+	srv := New(fake, fake, cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -134,4 +136,15 @@ func (l *lockedWriter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.String()
+}
+
+// reportsOf is the Reports a test server reads from b: the reports of a real broker's view,
+// or the in-memory twin itself (fakeBackend and its wrappers have both sides).
+func reportsOf(t testing.TB, b Backend) Reports {
+	if br, ok := b.(*broker.Broker); ok {
+		return report.New(br.View())
+	}
+	r, ok := b.(Reports)
+	require.True(t, ok, "%T has no reports", b)
+	return r
 }

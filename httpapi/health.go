@@ -193,7 +193,7 @@ func appendDamaged(b []byte, damaged []broker.DamagedPartition) []byte {
 // The database block has no meaning for comb and stays 0, as Queen mostly leaves it.
 func (s *Server) metricsJSON(ctx *fasthttp.RequestCtx) {
 	uptime := time.Since(s.start).Seconds()
-	st := s.b.Stats()
+	st := s.rep.Stats()
 	reqs := s.requests.Load()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

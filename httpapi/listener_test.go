@@ -83,7 +83,8 @@ func serveOn(t *testing.T, ln net.Listener, cfg Config) (*testServer, <-chan err
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	cfg.Logger = zerolog.New(logs)
 	cfg.DefaultPopTimeout = 30 * time.Second
-	srv := New(newFake(), cfg)
+	fake := newFake()
+	srv := New(fake, fake, cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), logs: logs}

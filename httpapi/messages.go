@@ -6,13 +6,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
-// MessageBackend is what the message and trace routes ask of the broker
-// (spec 8.5, 9.3); Backend embeds it.
+// MessageBackend is what the message deletion and the trace routes ask of the broker
+// (spec 8.5, 9.3); Backend embeds it. The list and detail are Reports'.
 type MessageBackend interface {
-	Messages(f broker.MessageFilter) (broker.MessageList, error)
-	Message(partitionID, transactionID string) (broker.MessageDetail, error)
 	DeleteMessage(partitionID, transactionID string) (bool, error)
 	AddTrace(r broker.TraceRequest) (string, error)
 	Traces(partitionID, transactionID string) ([]broker.TraceEvent, error)
@@ -69,7 +68,7 @@ type messageListJSON struct {
 // 10000); newest first, no payloads.
 func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 	q := queryArgs{ctx.QueryArgs()}
-	f := broker.MessageFilter{
+	f := report.MessageFilter{
 		Queue: q.str("queue"), Partition: q.str("partition"), Namespace: q.str("ns"), Task: q.str("task"),
 		Status: q.str("status"),
 		Limit:  int(min(q.integer("limit", defaultMessagesLimit), maxMessagesLimit)),
@@ -90,7 +89,7 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 			*bound.dst = ts
 		}
 	}
-	list, err := s.b.Messages(f)
+	list, err := s.rep.Messages(f)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -102,7 +101,7 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx) {
 	s.sendValue(ctx, fasthttp.StatusOK, out)
 }
 
-func rowJSON(m *broker.MessageRow) messageRowJSON {
+func rowJSON(m *report.MessageRow) messageRowJSON {
 	return messageRowJSON{
 		ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, QueuePath: m.Queue + "/" + m.Partition,
 		Queue: m.Queue, Partition: m.Partition, Namespace: optString(m.Namespace), Task: optString(m.Task),
@@ -113,7 +112,7 @@ func rowJSON(m *broker.MessageRow) messageRowJSON {
 	}
 }
 
-func modeJSON(m broker.MessageMode, detail bool) messageModeJSON {
+func modeJSON(m report.MessageMode, detail bool) messageModeJSON {
 	out := messageModeJSON{HasQueueMode: m.HasQueueMode, BusGroupsCount: m.BusGroupsCount, Type: m.Type}
 	if detail {
 		n := m.ConsumedByGroups
@@ -166,7 +165,7 @@ type messageDetailJSON struct {
 // payload, the retry count and dead-letter error, and every group's position; unknown → 404
 // {"error":"Message not found"}.
 func (s *Server) message(ctx *fasthttp.RequestCtx, partitionID, txid string) {
-	d, err := s.b.Message(partitionID, txid)
+	d, err := s.rep.Message(partitionID, txid)
 	if err != nil {
 		s.fail(ctx, err)
 		return

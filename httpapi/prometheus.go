@@ -205,7 +205,7 @@ var (
 
 // collectCore sends the broker's and the server's counters and gauges.
 func (s *Server) collectCore(e emitter) {
-	st := s.b.Stats()
+	st := s.rep.Stats()
 	e.gauge(mUptime, time.Since(s.start).Seconds())
 	e.counter(mPushRequests, s.pushRequests.Load())
 	e.counter(mPushMessages, st.PushMessages)

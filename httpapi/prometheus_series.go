@@ -28,16 +28,16 @@ var (
 )
 
 // collectSeries sends the per-queue families and the DLQ depths, when the backend keeps them
-// (statusBackend), and the lag of every (queue, consumer group) (Backend.ConsumerGroups, the
+// (statusBackend), and the lag of every (queue, consumer group) (Reports.ConsumerGroups, the
 // rows GET /api/v1/consumer-groups answers: one cursor walk and one message read per lagging
 // partition per scrape).
 func (s *Server) collectSeries(e emitter) {
-	for _, g := range s.b.ConsumerGroups() {
+	for _, g := range s.rep.ConsumerGroups() {
 		e.gauge(mGroupLag, float64(g.TotalLag), g.Queue, g.Name)
 		e.gauge(mGroupLagSec, float64(g.MaxTimeLagSeconds), g.Queue, g.Name)
 		e.gauge(mGroupLagging, float64(g.PartitionsWithLag), g.Queue, g.Name)
 	}
-	sb, ok := s.b.(statusBackend)
+	sb, ok := s.rep.(statusBackend)
 	if !ok {
 		return
 	}

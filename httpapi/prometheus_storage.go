@@ -17,7 +17,7 @@ var (
 )
 
 func (s *Server) collectStorage(e emitter) {
-	st := s.b.Storage()
+	st := s.rep.Storage()
 	e.gauge(mDataBytes, float64(st.DataBytes))
 	e.gauge(mDataFiles, float64(st.DataFiles))
 	e.gauge(mDiskFree, float64(st.DiskFreeBytes))

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 	"github.com/combmq/comb/version"
 )
 
@@ -30,11 +30,11 @@ func promFamilies(text string) map[string]string {
 // are exported, each with the value the backend reports.
 func TestPrometheusConventions(t *testing.T) {
 	fake := newFake()
-	fake.groups = []broker.GroupSummary{
+	fake.groups = []report.GroupSummary{
 		{Name: "g1", Queue: "orders", Members: 2, PartitionsWithLag: 1, TotalLag: 17, MaxTimeLagSeconds: 42},
 		{Name: "__QUEUE_MODE__", Queue: "mails", Members: 1},
 	}
-	fake.storage = broker.StorageStatus{DataBytes: 123456, DataFiles: 12, DiskFreeBytes: 1 << 30, DiskTotalBytes: 1 << 34,
+	fake.storage = report.StorageStatus{DataBytes: 123456, DataFiles: 12, DiskFreeBytes: 1 << 30, DiskTotalBytes: 1 << 34,
 		CommitLogBytes: 4096, FlushPasses: 3, LastFlushAt: time.Unix(1700000000, 500_000_000), LastFlushDuration: 1500 * time.Microsecond,
 		LastFlushErr: "sync: no space"}
 	ts := startServer(t, fake, Config{})

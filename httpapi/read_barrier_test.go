@@ -44,7 +44,7 @@ func startBarrierServer(t *testing.T, b *barrierBackend, cfg Config) *testServer
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	cfg.Logger = zerolog.New(logs)
 	cfg.DefaultPopTimeout = 30 * time.Second
-	srv := New(b, cfg)
+	srv := New(b, reportsOf(t, b), cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

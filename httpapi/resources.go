@@ -4,9 +4,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/combmq/comb/report"
 	"github.com/valyala/fasthttp"
-
-	"github.com/combmq/comb/broker"
 )
 
 // The read-only GET /api/v1/resources/* routes (spec 8.4; routes.go) count from the broker's
@@ -21,7 +20,7 @@ type lagJSON struct {
 	Max    float3 `json:"max"`
 }
 
-func lagOf(l broker.LagStats) lagJSON {
+func lagOf(l report.LagStats) lagJSON {
 	return lagJSON{float3(l.Avg), float3(l.Median), float3(l.Min), float3(l.Max)}
 }
 
@@ -44,7 +43,7 @@ type overviewJSON struct {
 }
 
 func (s *Server) resourcesOverview(ctx *fasthttp.RequestCtx) {
-	o := s.b.ResourcesOverview()
+	o := s.rep.ResourcesOverview()
 	out := overviewJSON{Queues: o.Queues, Partitions: o.Partitions, Namespaces: o.Namespaces, Tasks: o.Tasks,
 		Messages: counts(o.Messages), Timestamp: isoMicros(o.NowMicros)}
 	out.Lag.Time, out.Lag.Offset = lagOf(o.TimeLagSeconds), lagOf(o.OffsetLag)
@@ -62,7 +61,7 @@ type queueHeadJSON struct {
 	CreatedAt isoMicros  `json:"createdAt"`
 }
 
-func queueHead(r broker.ResourceQueue) queueHeadJSON {
+func queueHead(r report.ResourceQueue) queueHeadJSON {
 	return queueHeadJSON{wireString(r.ID), wireString(r.Name), wireString(r.Namespace), wireString(r.Task), isoMicros(r.CreatedAtMicros)}
 }
 
@@ -80,13 +79,13 @@ type resourceQueueJSON struct {
 
 func (s *Server) resourceQueues(ctx *fasthttp.RequestCtx) {
 	q := queryArgs{ctx.QueryArgs()}
-	f := broker.ResourceFilter{
+	f := report.ResourceFilter{
 		Namespace: q.str("namespace"),
 		Task:      q.str("task"),
 		Limit:     int(min(max(q.integer("limit", 0), 0), 1<<31)),
 		Offset:    int(min(max(q.integer("offset", 0), 0), 1<<31)),
 	}
-	rows := s.b.ResourceQueues(f)
+	rows := s.rep.ResourceQueues(f)
 	out := struct {
 		Queues []resourceQueueJSON `json:"queues"`
 	}{make([]resourceQueueJSON, len(rows))}
@@ -114,17 +113,17 @@ const (
 
 // partitionPage reads limit and offset of a queue detail route: at most maxPartitionPage
 // partitions, oldest first; the head's partition count says how many there are.
-func partitionPage(ctx *fasthttp.RequestCtx) broker.PartitionPage {
+func partitionPage(ctx *fasthttp.RequestCtx) report.PartitionPage {
 	q := queryArgs{ctx.QueryArgs()}
 	limit := q.integer("limit", defaultPartitionPage)
 	if limit < 1 || limit > maxPartitionPage {
 		limit = maxPartitionPage
 	}
-	return broker.PartitionPage{Offset: int(min(max(q.integer("offset", 0), 0), 1<<31)), Limit: int(limit)}
+	return report.PartitionPage{Offset: int(min(max(q.integer("offset", 0), 0), 1<<31)), Limit: int(limit)}
 }
 
 func (s *Server) resourceQueue(ctx *fasthttp.RequestCtx, name string) {
-	d, ok := s.b.ResourceQueue(name, partitionPage(ctx))
+	d, ok := s.rep.ResourceQueue(name, partitionPage(ctx))
 	if !ok {
 		writeError(ctx, fasthttp.StatusNotFound, "Queue not found")
 		return
@@ -144,7 +143,7 @@ func (s *Server) resourceQueue(ctx *fasthttp.RequestCtx, name string) {
 
 // resourceLabels serves the namespace and task lists: {"<list>":[{"<key>":name,...}]}; the
 // key differs per list, so each row is its label's object plus the shared counts.
-func (s *Server) resourceLabels(ctx *fasthttp.RequestCtx, list, key string, labels []broker.ResourceLabel) {
+func (s *Server) resourceLabels(ctx *fasthttp.RequestCtx, list, key string, labels []report.ResourceLabel) {
 	type counts2 struct {
 		Total   int64 `json:"total"`
 		Pending int64 `json:"pending"`

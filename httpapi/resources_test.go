@@ -4,26 +4,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/combmq/comb/broker"
 )
 
 var resTime = time.Date(2026, 7, 30, 9, 12, 44, 881042000, time.UTC).UnixMicro()
 
 func TestResourceRouteShapes(t *testing.T) {
-	counts := broker.MessageCounts{Total: 6, Pending: 3, Processing: 1, Completed: 2, DeadLetter: 1}
-	q := broker.ResourceQueue{ID: "q-id", Name: "orders", Namespace: "shop", CreatedAtMicros: resTime, Partitions: 1, Messages: counts}
+	counts := report.MessageCounts{Total: 6, Pending: 3, Processing: 1, Completed: 2, DeadLetter: 1}
+	q := report.ResourceQueue{ID: "q-id", Name: "orders", Namespace: "shop", CreatedAtMicros: resTime, Partitions: 1, Messages: counts}
 	fake := newFake()
-	fake.overview = broker.ResourceOverview{Queues: 1, Partitions: 1, Namespaces: 1, Messages: counts,
-		TimeLagSeconds: broker.LagStats{Avg: 1.5, Median: 1.5, Min: 1, Max: 2}, OffsetLag: broker.LagStats{Avg: 4, Median: 4, Min: 4, Max: 4},
+	fake.overview = report.ResourceOverview{Queues: 1, Partitions: 1, Namespaces: 1, Messages: counts,
+		TimeLagSeconds: report.LagStats{Avg: 1.5, Median: 1.5, Min: 1, Max: 2}, OffsetLag: report.LagStats{Avg: 4, Median: 4, Min: 4, Max: 4},
 		IngestedPerSecond: 10.12345, NowMicros: resTime}
-	fake.resQueues = []broker.ResourceQueue{q}
-	fake.resDetail = map[string]broker.ResourceQueueDetail{"orders": {ResourceQueue: q, PartitionList: []broker.ResourcePartition{
+	fake.resQueues = []report.ResourceQueue{q}
+	fake.resDetail = map[string]report.ResourceQueueDetail{"orders": {ResourceQueue: q, PartitionList: []report.ResourcePartition{
 		{ID: "p-id", Name: "Default", CreatedAtMicros: resTime, Stats: counts, OldestMicros: resTime},
 	}}}
-	fake.namespaces = []broker.ResourceLabel{{Name: "shop", Queues: 1, Partitions: 1, Messages: counts}}
+	fake.namespaces = []report.ResourceLabel{{Name: "shop", Queues: 1, Partitions: 1, Messages: counts}}
 	ts := startServer(t, fake, Config{})
 	const allCounts = `{"total":6,"pending":3,"processing":1,"completed":2,"failed":0,"deadLetter":1}`
 	cases := []struct {
@@ -53,7 +52,7 @@ func TestResourceQueuesPassesFilterAndPaging(t *testing.T) {
 	fake := newFake()
 	ts := startServer(t, fake, Config{})
 	requireJSON(t, ts.do("GET", "/api/v1/resources/queues?namespace=ns&task=t&limit=5&offset=10", ""), 200, `{"queues":[]}`)
-	assert.Equal(t, broker.ResourceFilter{Namespace: "ns", Task: "t", Limit: 5, Offset: 10}, fake.resFilter)
+	assert.Equal(t, report.ResourceFilter{Namespace: "ns", Task: "t", Limit: 5, Offset: 10}, fake.resFilter)
 }
 
 func TestResourcesAgainstTheRealBroker(t *testing.T) {
@@ -70,17 +69,17 @@ func TestResourcesAgainstTheRealBroker(t *testing.T) {
 // The queue detail's partition list is a page: limit (default and at most 10,000) from offset.
 func TestQueueDetailPartitionPage(t *testing.T) {
 	fake := newFake()
-	fake.resDetail = map[string]broker.ResourceQueueDetail{"orders": {}}
+	fake.resDetail = map[string]report.ResourceQueueDetail{"orders": {}}
 	ts := startServer(t, fake, Config{})
 	cases := []struct {
 		query string
-		want  broker.PartitionPage
+		want  report.PartitionPage
 	}{
-		{"", broker.PartitionPage{Limit: 10000}},
-		{"?limit=2&offset=1", broker.PartitionPage{Offset: 1, Limit: 2}},
-		{"?limit=99999", broker.PartitionPage{Limit: 10000}},
-		{"?limit=0&offset=-5", broker.PartitionPage{Limit: 10000}},
-		{"?limit=abc&offset=7", broker.PartitionPage{Offset: 7, Limit: 10000}},
+		{"", report.PartitionPage{Limit: 10000}},
+		{"?limit=2&offset=1", report.PartitionPage{Offset: 1, Limit: 2}},
+		{"?limit=99999", report.PartitionPage{Limit: 10000}},
+		{"?limit=0&offset=-5", report.PartitionPage{Limit: 10000}},
+		{"?limit=abc&offset=7", report.PartitionPage{Offset: 7, Limit: 10000}},
 	}
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {

@@ -127,10 +127,10 @@ var routes = []route{
 		}
 	}},
 	{"GET", "/api/v1/resources/namespaces", ro, func(s *Server, r *request) {
-		s.resourceLabels(r.ctx, "namespaces", "namespace", s.b.ResourceNamespaces())
+		s.resourceLabels(r.ctx, "namespaces", "namespace", s.rep.ResourceNamespaces())
 	}},
 	{"GET", "/api/v1/resources/tasks", ro, func(s *Server, r *request) {
-		s.resourceLabels(r.ctx, "tasks", "task", s.b.ResourceTasks())
+		s.resourceLabels(r.ctx, "tasks", "task", s.rep.ResourceTasks())
 	}},
 	{"GET", "/api/v1/dlq", ro, func(s *Server, r *request) { s.dlq(r.ctx) }},
 

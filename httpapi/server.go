@@ -87,6 +87,7 @@ func clampTimeout(ms int64) time.Duration {
 // Server is the HTTP front of one Backend.
 type Server struct {
 	b     Backend
+	rep   Reports // the read-side reports (reports.go)
 	cfg   Config
 	log   zerolog.Logger
 	http  *fasthttp.Server
@@ -117,8 +118,9 @@ type Server struct {
 	prom *prometheus.Registry
 }
 
-// New returns a Server for b. It does not listen; call Serve or ListenAndServe.
-func New(b Backend, cfg Config) *Server {
+// New returns a Server for the engine b and the reports r read from it (cmd/comb serve passes
+// the broker and report.New(b.View())). It does not listen; call Serve or ListenAndServe.
+func New(b Backend, r Reports, cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -131,7 +133,7 @@ func New(b Backend, cfg Config) *Server {
 	if cfg.Version == "" {
 		cfg.Version = version.Read().Short()
 	}
-	s := &Server{b: b, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
+	s := &Server{b: b, rep: r, cfg: cfg, log: cfg.Logger, start: time.Now(), auth: cfg.Auth}
 	s.popCtx, s.cancelPop = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
 		s.fwd = newForwarder(cfg.Cluster)

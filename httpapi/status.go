@@ -8,33 +8,34 @@ import (
 
 	"github.com/combmq/comb/analytics"
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 // The dashboard's status routes (spec 8.7): GET /api/v1/status, /status/queues,
 // /status/queues/:queue, /status/queues/:queue/messages, /status/analytics and
 // /status/buffers. Their series come from the broker's per-minute counts
-// (package analytics, broker/report_series.go); their counts from the
+// (package analytics, broker/maint_series.go, report/series.go); their counts from the
 // resources reports (spec 8.4).
 
-// statusBackend is what these routes ask beyond Backend (*broker.Broker has
-// it). A Backend without it (the HTTP tests' fake) answers them 501.
+// statusBackend is what these routes ask beyond Reports (*report.Reports has
+// it). Reports without it (the HTTP tests' fake) answer them 501.
 type statusBackend interface {
-	Series(q broker.SeriesQuery) []analytics.Bucket
-	SeriesByQueue(q broker.SeriesQuery) []analytics.QueueSeries
+	Series(q report.SeriesQuery) []analytics.Bucket
+	SeriesByQueue(q report.SeriesQuery) []analytics.QueueSeries
 	LastMinute(fn func(queue string, p analytics.Point))
-	StatusQueue(name string, page broker.PartitionPage) (broker.StatusQueueDetail, bool)
-	RecentMessages(name string, limit, offset int) ([]broker.RecentMessage, bool)
-	StatusSummary() broker.StatusSummary
+	StatusQueue(name string, page report.PartitionPage) (report.StatusQueueDetail, bool)
+	RecentMessages(name string, limit, offset int) ([]report.RecentMessage, bool)
+	StatusSummary() report.StatusSummary
 	CheckpointLatency() broker.LatencyHistogram
 	DLQDepths(fn func(queue string, n int64))
 	SegmentBytes() (bytes int64, unlisted int)
 }
 
-var _ statusBackend = (*broker.Broker)(nil)
+var _ statusBackend = (*report.Reports)(nil)
 
 // withStatus runs fn with the status backend, or answers 501.
 func (s *Server) withStatus(ctx *fasthttp.RequestCtx, fn func(sb statusBackend)) {
-	sb, ok := s.b.(statusBackend)
+	sb, ok := s.rep.(statusBackend)
 	if !ok {
 		notSupported(ctx)
 		return
@@ -213,11 +214,11 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 		now := time.Now()
 		from, to := timeRange(q, now, time.Hour)
 		iv := bucketFor(from, to)
-		sq := broker.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue"), Namespace: q.str("namespace"), Task: q.str("task")}
+		sq := report.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue"), Namespace: q.str("namespace"), Task: q.str("task")}
 		points := throughputPoints(sb.Series(sq), iv)
 		o := statusOverview{TimeRange: timeRangeJSON{isoTime(from), isoTime(to)}, BucketMinutes: bucketMinutes(iv),
 			PointCount: len(points), Throughput: points, Queues: []statusQueueRow{}}
-		for _, r := range s.b.ResourceQueues(broker.ResourceFilter{Namespace: sq.Namespace, Task: sq.Task}) {
+		for _, r := range s.rep.ResourceQueues(report.ResourceFilter{Namespace: sq.Namespace, Task: sq.Task}) {
 			if sq.Queue != "" && r.Name != sq.Queue {
 				continue
 			}
@@ -231,7 +232,7 @@ func (s *Server) status(ctx *fasthttp.RequestCtx) {
 			m.Failed += r.Messages.Failed
 			m.DeadLetter += r.Messages.DeadLetter
 		}
-		st := s.b.Stats()
+		st := s.rep.Stats()
 		o.Messages.Requests = map[string]uint64{"push": st.PushRequests, "pop": st.PopRequests, "ack": st.AckRequests}
 		o.Messages.BatchEfficiency = map[string]float64{"push": perRequest(st.PushMessages, st.PushRequests),
 			"pop": perRequest(st.PopMessages, st.PopRequests), "ack": perRequest(st.AckMessages, st.AckRequests)}
@@ -263,7 +264,7 @@ type countsJSON struct {
 	DeadLetter int64 `json:"deadLetter"`
 }
 
-func counts(c broker.MessageCounts) countsJSON {
+func counts(c report.MessageCounts) countsJSON {
 	return countsJSON{c.Total, c.Pending, c.Processing, c.Completed, c.Failed, c.DeadLetter}
 }
 
@@ -293,13 +294,13 @@ func (s *Server) statusQueues(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	q := queryArgs{ctx.QueryArgs()}
-	f := broker.ResourceFilter{Namespace: q.str("namespace"), Task: q.str("task"),
+	f := report.ResourceFilter{Namespace: q.str("namespace"), Task: q.str("task"),
 		Limit: int(min(max(q.integer("limit", 100), 1), 10000)), Offset: int(min(max(q.integer("offset", 0), 0), 1<<31))}
 	out := struct {
 		Queues     []statusQueueListRow `json:"queues"`
 		Pagination pagination           `json:"pagination"`
 	}{Queues: []statusQueueListRow{}, Pagination: pagination{f.Limit, f.Offset}}
-	for _, r := range s.b.ResourceQueues(f) {
+	for _, r := range s.rep.ResourceQueues(f) {
 		row := statusQueueListRow{ID: r.ID, Name: r.Name, Namespace: r.Namespace, Task: r.Task, CreatedAt: isoMicros(r.CreatedAtMicros), Partitions: r.Partitions}
 		row.Messages.Total, row.Messages.Pending, row.Messages.Processing = r.Messages.Total, r.Messages.Pending, r.Messages.Processing
 		out.Queues = append(out.Queues, row)
@@ -425,7 +426,7 @@ func (s *Server) statusAnalytics(ctx *fasthttp.RequestCtx) {
 		q := queryArgs{ctx.QueryArgs()}
 		from, to := timeRange(q, time.Now(), 24*time.Hour)
 		iv := analytics.ParseInterval(q.str("interval"), analytics.Hour)
-		bs := sb.Series(broker.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue"), Namespace: q.str("namespace"), Task: q.str("task")})
+		bs := sb.Series(report.SeriesQuery{Interval: iv, From: from, To: to, Queue: q.str("queue"), Namespace: q.str("namespace"), Task: q.str("task")})
 		out := struct {
 			DataPoints []dataPoint `json:"dataPoints"`
 			Interval   string      `json:"interval"`

@@ -45,7 +45,7 @@ type storageSync struct {
 }
 
 func (s *Server) storage(ctx *fasthttp.RequestCtx) {
-	st := s.b.Storage()
+	st := s.rep.Storage()
 	out := storageJSON{
 		DataDir: st.DataDir, DataBytes: st.DataBytes, DataFiles: st.DataFiles,
 		DiskFreeBytes: st.DiskFreeBytes, DiskTotalBytes: st.DiskTotalBytes,

@@ -8,13 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 // GET /api/v1/storage carries broker.Storage's figures in bytes and milliseconds, the p99
 // bucket's bound, and the failures in errors.
 func TestStorageRouteShape(t *testing.T) {
 	fake := newFake()
-	fake.storage = broker.StorageStatus{
+	fake.storage = report.StorageStatus{
 		DataDir: "/var/lib/comb", DataBytes: 4096, DataFiles: 3, DiskFreeBytes: 1 << 30, DiskTotalBytes: 4 << 30,
 		SegmentBytes: 2048, CommitLogBytes: 512, FlushPasses: 7,
 		LastFlushAt: time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC), LastFlushDuration: 1500 * time.Microsecond,
@@ -49,7 +50,7 @@ func TestStorageRouteBeforeAnyPass(t *testing.T) {
 func TestStorageRouteIsNodeLocal(t *testing.T) {
 	leader := startFakeLeader(t)
 	fake := newFake()
-	fake.storage = broker.StorageStatus{DataDir: "/follower", DataBytes: 9}
+	fake.storage = report.StorageStatus{DataDir: "/follower", DataBytes: 9}
 	ts := startServer(t, fake, Config{Cluster: &fakeCluster{self: "n2", id: "n1", addr: leader.addr}})
 	res := ts.do("GET", "/api/v1/storage", "")
 	require.Equal(t, 200, res.status, "%s", res.body)

@@ -58,7 +58,7 @@ func startTLSWith(t *testing.T, b Backend, cfg Config) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg.Logger, cfg.DefaultPopTimeout = zerolog.Nop(), 30*time.Second
-	srv := New(b, cfg)
+	srv := New(b, reportsOf(t, b), cfg)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -131,8 +131,8 @@ func TestTLSLongPollDisconnect(t *testing.T) {
 	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	require.NoError(t, err)
 	fmt.Fprintf(conn, "GET /api/v1/pop/queue/q?wait=true&timeout=60000 HTTP/1.1\r\nHost: x\r\n\r\n")
-	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.View().Counters().ParkedPops == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, conn.Close())
-	require.Eventually(t, func() bool { return b.Stats().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return b.View().Counters().ParkedPops == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the parked pop ends when its HTTPS client disconnects")
 }

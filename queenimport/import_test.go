@@ -15,6 +15,7 @@ import (
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/queenimport"
 	"github.com/combmq/comb/queenimport/pgtest"
+	"github.com/combmq/comb/report"
 	"github.com/combmq/comb/seal"
 )
 
@@ -173,7 +174,7 @@ func TestImportContinuesWhereQueenStood(t *testing.T) {
 	n, err := b.DLQCount("imp")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), n)
-	dl, total, err := b.DLQ(broker.DLQFilter{Queue: "imp", Limit: 10})
+	dl, total, err := report.New(b.View()).DLQ(report.DLQFilter{Queue: "imp", Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, 1, total)
 	assert.Equal(t, "boom", dl[0].ErrorMessage)

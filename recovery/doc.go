@@ -2,7 +2,7 @@
 // behind the commit log (a partition's or a DLQ's segment files) a server
 // keeps when it opens it again, decided by what was synced (issue 21 item 4;
 // docs/format.md section 5, "Torn tail or damage"). The server's start-up
-// (broker/open_startup.go) and comb fsck (fsck/recovery_rule.go) both ask
+// (broker/open_startup.go) and comb fsck (datadir/recovery_rule.go) both ask
 // Rule, so the offline check always judges a directory by the rule its server
 // will apply.
 //

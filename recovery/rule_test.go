@@ -48,3 +48,30 @@ func TestRuleAsksTheStampOnlyWhenItMatters(t *testing.T) {
 	Rule(Facts{SyncedNext: 5, Unchanged: func() bool { calls++; return false }})
 	assert.Equal(t, 1, calls)
 }
+
+// A DLQ log no summary and no commit-log segment names is kept from nothing,
+// but only when a summaries file decoded; a partition in the same place is
+// opened as it is (it is not known to be unsynced), as is a DLQ log when no
+// summaries file decodes.
+func TestStartDLQNeverSynced(t *testing.T) {
+	id, other := [16]byte{1}, [16]byte{2}
+	s := Start{SyncedNext: map[[16]byte]uint64{other: 7}, ReplayBase: map[[16]byte]uint64{}}
+	assert.Equal(t, Plan{Mode: Below, Keep: 1, Quarantine: true}, s.Plan(id, DLQ, nil))
+	assert.Equal(t, Plan{Mode: Verify}, s.Plan(id, Partition, nil))
+	assert.Equal(t, Plan{Mode: Below, Keep: 7, Quarantine: true}, s.Plan(other, DLQ, nil))
+
+	s.ReplayBase[id] = 4
+	assert.Equal(t, Plan{Mode: Below, Keep: 4}, s.Plan(id, DLQ, nil), "the commit log holds its segments from 4 on")
+
+	none := Start{}
+	assert.Equal(t, Plan{Mode: Verify}, none.Plan(id, DLQ, nil))
+}
+
+// Plan hands unchanged to Rule: an unchanged log with a summary and nothing
+// in the commit log opens from the summary alone.
+func TestStartPlanUnchanged(t *testing.T) {
+	id := [16]byte{1}
+	s := Start{SyncedNext: map[[16]byte]uint64{id: 9}}
+	assert.Equal(t, Plan{Mode: Summary, Keep: 9}, s.Plan(id, Partition, func() bool { return true }))
+	assert.Equal(t, Plan{Mode: Below, Keep: 9, Quarantine: true}, s.Plan(id, Partition, func() bool { return false }))
+}

@@ -39,6 +39,7 @@ func (f *fsm) Apply(rl *raft.Log) any {
 			return err
 		}
 		f.l.addrs.set(a.node, a.httpAddr)
+		f.l.leaderNews.fire()
 		return nil
 	}
 	if len(rl.Data) > 0 && rl.Data[0] == clusterIDVersion {
@@ -135,6 +136,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 				f.l.applied.Store(m.lsn)
 			}
 			f.l.addrs.replace(m.addrs)
+			f.l.leaderNews.fire()
 			return nil
 		}
 		err := fmt.Errorf("%w: a snapshot of node %s up to LSN %d carries no data directory", ErrSnapshotInstall, m.node, m.lsn)
@@ -142,6 +144,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.l.addrs.replace(m.addrs)
+	f.l.leaderNews.fire()
 	if m.lsn <= f.l.applied.Load() {
 		// This node applied every entry the snapshot covers (entries apply
 		// in LSN order): its own directory holds that state already, as

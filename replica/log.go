@@ -121,6 +121,13 @@ type Log struct {
 
 	// addrs is every node's announced HTTP address (announce.go).
 	addrs httpAddrs
+	// leaderNews is fired when raft names another leader or addrs changes
+	// (LeaderChanged, leader_news.go); observer is raft's side of the first,
+	// obsStop and obsDone end its goroutine.
+	leaderNews news
+	observer   *raft.Observer
+	obsStop    chan struct{}
+	obsDone    chan struct{}
 
 	// last is the future of the newest entry Append proposed in this term
 	// (nil before the first): ReadIndex waits on it (read_index.go).
@@ -255,6 +262,14 @@ func (l *Log) Start(a Applier) error {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}
 	l.r = r
+	obs := make(chan raft.Observation, 1)
+	l.observer = raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	l.obsStop, l.obsDone = make(chan struct{}), make(chan struct{})
+	r.RegisterObserver(l.observer)
+	go l.watchLeaderChanges(obs, l.obsStop, l.obsDone)
 	if !has && !l.cfg.Join {
 		var servers []raft.Server
 		for _, p := range l.cfg.Cluster {
@@ -447,6 +462,9 @@ func (l *Log) Close() error {
 		errs = append(errs, l.r.Shutdown().Error())
 		close(l.notify) // raft writes to it no more after Shutdown
 		<-l.done
+		l.r.DeregisterObserver(l.observer)
+		close(l.obsStop)
+		<-l.obsDone
 		l.stable.close() // a heartbeat's term may still arrive (stable.go)
 	}
 	if c, ok := l.trans.(raft.WithClose); ok {

@@ -29,7 +29,7 @@ func Create(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("segment log %s: %w", dir, err)
 	}
 	l.dev = dev
-	l.dedup.openNext = 1
+	l.dedup.SetOpenNext(1)
 	l.next = 1
 	return l, nil
 }

@@ -78,23 +78,6 @@ func TestFindTransactionsOnAnEmptyLog(t *testing.T) {
 	assert.ErrorIs(t, l.FindTransactions([]string{"a"}, func(int, uint64, [16]byte) {}), ErrClosed)
 }
 
-func TestMessageAtFindsOffsetsInARun(t *testing.T) {
-	run := []Message{{Offset: 5}, {Offset: 6}, {Offset: 9}} // 7-8 quarantined
-	for _, c := range []struct {
-		off uint64
-		ok  bool
-		at  int
-	}{{5, true, 0}, {6, true, 1}, {9, true, 2}, {7, false, 0}, {4, false, 0}, {10, false, 0}} {
-		m, ok := messageAt(run, c.off)
-		require.Equal(t, c.ok, ok, "offset %d", c.off)
-		if ok {
-			assert.Same(t, &run[c.at], m)
-		}
-	}
-	_, ok := messageAt(nil, 1)
-	assert.False(t, ok)
-}
-
 // BenchmarkFindTransactionsRetriedPush: a push of 100 items retried whole, every id a
 // duplicate: one read verifies them all.
 func BenchmarkFindTransactionsRetriedPush(b *testing.B) {

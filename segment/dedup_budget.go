@@ -6,7 +6,7 @@ package segment
 // reads and hashes every run of the log (64 % of a push's CPU once the
 // partitions' files passed the handle budget and every eviction dropped it).
 // So it is not tied to the Log's file handles: the HandleCache closes
-// handles (Log.tryRelease parks the dedup files, dedupParkLocked) and keeps
+// handles (Log.tryRelease parks the dedup files, dedup.Index.Park) and keeps
 // the indexes, which leave memory only when the dedup indexes of all the
 // Logs sharing the cache pass its byte budget (SetDedupBudget), least
 // recently used first, or when the Log is released as idle (Release) or
@@ -114,40 +114,5 @@ func (c *HandleCache) dsweepLocked(self *Log) *Log {
 }
 
 // dedupEvict drops l's dedup index to make room in the budget. It never
-// blocks: a held dedup lock (a lookup, an append, a merge's swap) or a merge
-// under way makes it give up.
-func (l *Log) dedupEvict() bool {
-	d := &l.dedup
-	if !d.mu.TryLock() {
-		return false
-	}
-	defer d.mu.Unlock()
-	if !d.loaded || d.merging {
-		return false
-	}
-	_ = d.dropLocked(l)
-	return true
-}
-
-// dedupBytesLocked is the memory l's dedup index holds: the active table,
-// the pending entries, and each run's filter and page index.
-func (d *dedupState) dedupBytesLocked() int64 {
-	n := int64(d.table.Bytes() + cap(d.pending))
-	for _, r := range d.runs {
-		n += int64(r.filter.Bytes() + 8*len(r.pageFirst))
-	}
-	return n
-}
-
-// accountLocked tells the cache what the dedup index holds now (when it
-// changed since the last time).
-func (d *dedupState) accountLocked(l *Log) {
-	n := int64(0)
-	if d.loaded {
-		n = max(d.dedupBytesLocked(), 1) // a loaded index is in the ring even when empty
-	}
-	if n != d.acct {
-		d.acct = n
-		l.cache.dedupSet(l, n)
-	}
-}
+// blocks (dedup.Index.TryEvict).
+func (l *Log) dedupEvict() bool { return l.dedup.TryEvict() }

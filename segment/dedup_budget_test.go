@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -31,7 +32,7 @@ func fillDedupLogs(t *testing.T, cache *HandleCache, n int) []*Log {
 			_, err := l.Append(int64(p+1), recs(i*1000+p*40, 40, 50))
 			require.NoError(t, err)
 		}
-		l.dedupWaitMerges()
+		l.dedup.WaitMerges()
 		logs[i] = l
 	}
 	return logs
@@ -67,9 +68,8 @@ func TestHandleEvictionKeepsDedupIndex(t *testing.T) {
 	released := 0
 	for i, l := range logs {
 		assert.True(t, l.DedupLoaded(), "log %d", i)
-		l.dedup.mu.Lock()
-		loads, runs := l.dedup.loads, len(l.dedup.runs)
-		l.dedup.mu.Unlock()
+		st := l.dedup.Stats()
+		loads, runs := st.Loads, len(st.RunCounts)
 		assert.Equal(t, 1, loads, "log %d: its dedup index was loaded once", i)
 		assert.Greater(t, runs, 0, "log %d has sealed runs", i)
 		if !l.Loaded() {
@@ -98,10 +98,9 @@ func TestParkedDedupFileStaysCurrent(t *testing.T) {
 	require.True(t, l.tryRelease(false))
 	require.False(t, l.Loaded())
 	require.True(t, l.DedupLoaded())
-	l.dedup.mu.Lock()
-	require.True(t, l.dedup.parked)
-	require.Nil(t, l.dedup.f)
-	l.dedup.mu.Unlock()
+	st := l.dedup.Stats()
+	require.True(t, st.Parked)
+	require.False(t, st.FileOpen)
 
 	// 30 more ids: the table passes 64 at the second push and seals while the file is parked.
 	_, err = l.Append(2, recs(30, 20, 50))
@@ -113,7 +112,7 @@ func TestParkedDedupFileStaysCurrent(t *testing.T) {
 	_, err = l.Append(4, recs(80, 5, 50))
 	require.NoError(t, err)
 	require.True(t, l.tryRelease(false)) // parked with 5 entries written at the park
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	require.NoError(t, l.Close())
 	assert.Equal(t, DedupStats{Budget: DefaultDedupBudget}, cache.DedupStats(), "a closed log holds no dedup bytes")
 
@@ -132,15 +131,13 @@ func TestParkedDedupFileStaysCurrent(t *testing.T) {
 	// The file holds exactly the ids after the runs: the load indexed none from the segments.
 	b, err := l.fs.ReadFile(filepath.Join(dir, "a", dedupFileName))
 	require.NoError(t, err)
-	l.dedup.mu.Lock()
-	runsEnd := l.dedup.runsEnd
-	l.dedup.mu.Unlock()
+	runsEnd := l.dedup.Stats().RunsEnd
 	require.Greater(t, runsEnd, uint64(0))
 	entries := 0
 	_, err = index.ScanDedup(b, func(int, uint64, uint64) { entries++ })
 	require.NoError(t, err)
 	assert.Equal(t, 85-int(runsEnd), entries)
-	assert.Equal(t, runsEnd, dedupBase(b))
+	assert.Equal(t, runsEnd, binary.LittleEndian.Uint64(b[8:]), "dedup.idx header base")
 }
 
 // The dedup indexes have their own budget of bytes: past it the least recently used log's
@@ -192,9 +189,7 @@ func TestReleaseDropsKeptDedupIndex(t *testing.T) {
 	assert.False(t, l.Release(), "nothing left to release")
 	assert.Equal(t, 0, cache.DedupStats().Logs)
 	requireDedupFinds(t, l, map[int]uint64{0: 1, 399: 400})
-	l.dedup.mu.Lock()
-	assert.Equal(t, 2, l.dedup.loads)
-	l.dedup.mu.Unlock()
+	assert.Equal(t, 2, l.dedup.Stats().Loads)
 }
 
 // Unappend of a log whose dedup file is parked drops the index like a loaded one's: the next

@@ -146,7 +146,7 @@ func TestDedupWriteFailures(t *testing.T) {
 			}
 			_, err = l.Append(2, recs(5, 5, 20))
 			require.NoError(t, err)
-			err = l.dedupFlushNow()
+			err = l.dedup.Flush()
 			require.ErrorIs(t, err, unix.ENOSPC)
 			if tc.cutFails {
 				assert.Len(t, mem.Bytes(path), good+5*index.DedupEntrySize/2, "half a write stays behind")

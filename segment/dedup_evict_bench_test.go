@@ -41,7 +41,7 @@ func BenchmarkDedupPushManyLogs(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				l.dedupWaitMerges()
+				l.dedup.WaitMerges()
 				ls[i] = l
 			}
 			b.Cleanup(func() {
@@ -74,7 +74,7 @@ func BenchmarkDedupPushManyLogs(b *testing.B) {
 			}
 			b.StopTimer()
 			for _, l := range ls {
-				l.dedupWaitMerges() // the merges the ops started are their cost too
+				l.dedup.WaitMerges() // the merges the ops started are their cost too
 			}
 			// CPU, not wall time: the box is shared and the disk's waits are not the op's work.
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")

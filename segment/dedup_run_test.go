@@ -1,7 +1,10 @@
 package segment
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/segment/dedup"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -31,17 +35,33 @@ func runLog(t *testing.T, fs *vfs.Mem, n int, opts Options) *Log {
 		require.NoError(t, err)
 		_, _, _, err = l.FindTransaction("load")
 		require.NoError(t, err)
-		l.dedupWaitMerges() // merges finish in push order, so the runs are as a binary counter's
+		l.dedup.WaitMerges() // merges finish in push order, so the runs are as a binary counter's
 	}
 	return l
 }
 
+// runFiles lists /p's run files as (first, last), sorted by first, then last descending.
 func runFiles(t *testing.T, fs *vfs.Mem) [][2]uint64 {
 	t.Helper()
-	runs, err := listRuns(fs, "/p")
+	names, err := fs.List("/p")
 	require.NoError(t, err)
+	var runs [][2]uint64
+	for _, n := range names {
+		if a, b, ok := dedup.ParseRunName(n); ok {
+			runs = append(runs, [2]uint64{a, b})
+		}
+	}
+	slices.SortFunc(runs, func(x, y [2]uint64) int {
+		if x[0] != y[0] {
+			return cmp.Compare(x[0], y[0])
+		}
+		return cmp.Compare(y[1], x[1])
+	})
 	return runs
 }
+
+// runName is a run file's name (index.RunFileName).
+func runName(first, last uint64) string { return index.RunFileName(first, last) }
 
 // requireNoneFound checks that k ids never stored are answered as new: every filter hit
 // (false positive) is checked against the run's page and the record, never reported.
@@ -65,21 +85,21 @@ func TestDedupRunsSealMergeAndReload(t *testing.T) {
 	fs := vfs.NewMem()
 	l := runLog(t, fs, 100, Options{})
 	assert.Equal(t, [][2]uint64{{1, 80}, {81, 90}}, runFiles(t, fs))
-	assert.Equal(t, uint64(90), l.dedup.runsEnd)
-	assert.Equal(t, 10, l.dedup.table.Len())
+	assert.Equal(t, uint64(90), l.dedup.Stats().RunsEnd)
+	assert.Equal(t, 10, l.dedup.Stats().TableLen)
 	requireEveryID(t, l, 100, "loaded")
 	requireNoneFound(t, l, 10_000)
 	require.NoError(t, l.Close())
 	b := fs.Bytes("/p/" + dedupFileName)
 	require.Len(t, b, index.DedupHeaderSize+10*index.DedupEntrySize, "dedup.idx holds the ids after the runs")
-	assert.Equal(t, uint64(90), dedupBase(b))
+	assert.Equal(t, uint64(90), binary.LittleEndian.Uint64(b[8:]), "dedup.idx header base")
 
 	var why string
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 100, "reopened")
 	requireNoneFound(t, l, 10_000)
 	assert.Empty(t, why)
-	assert.Equal(t, 2, len(l.dedup.runs))
+	assert.Equal(t, 2, len(l.dedup.Stats().RunCounts))
 	require.NoError(t, l.Close())
 }
 
@@ -106,7 +126,7 @@ func TestDedupRunEveryBitFlipIsRebuiltNeverMissed(t *testing.T) {
 			msg := fmt.Sprintf("byte %d bit %d", pos, bit)
 			requireEveryID(t, l, 30, msg)
 			require.Containsf(t, why, "dedup run unusable", "%s: the rebuild is reported", msg)
-			l.dedupWaitMerges() // Close would stop the merge of the runs the load sealed
+			l.dedup.WaitMerges() // Close would stop the merge of the runs the load sealed
 			require.NoError(t, l.Close())
 			require.Equalf(t, orig, fs.Bytes(run), "%s: the run is whole again", msg)
 		}
@@ -142,12 +162,12 @@ func TestDedupRunDamagedWhileLoaded(t *testing.T) {
 	require.NoError(t, l.Close())
 }
 
-// closeRunHandles closes the run files lookups left open, as a release would (tests).
+// closeRunHandles closes the run files lookups left open, as a release by the HandleCache
+// does (dedup.Index.Park, which parks dedup.idx too).
 func closeRunHandles(l *Log) {
-	d := &l.dedup
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closeRunsLocked(l, d.runs...)
+	if !l.dedup.Park() {
+		panic("dedup lock held")
+	}
 }
 
 // A run lost while dedup.idx was restarted after it (a crash drops the unsynced run file)
@@ -169,7 +189,7 @@ func TestDedupMissingRunIsReindexed(t *testing.T) {
 	why = ""
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 100, "run 1..80 missing")
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	assert.Contains(t, why, "a run is missing")
 	requireRunsChain(t, fs, 1, 100) // the load seals runs as it re-indexes (merged as they come)
 	require.NoError(t, l.Close())
@@ -184,19 +204,34 @@ func TestDedupRedundantRunsAreDeleted(t *testing.T) {
 	l := runLog(t, fs, 30, Options{})
 	require.NoError(t, l.Close())
 	for _, fl := range [][2]uint64{{1, 10}, {11, 20}, {5, 20}} {
-		entries, err := openedLog(t, fs).indexSegments(fl[0], fl[1])
-		require.NoError(t, err)
+		entries := segmentRunEntries(t, openedLog(t, fs), fl[0], fl[1])
 		fs.SetBytes("/p/"+runName(fl[0], fl[1]), index.EncodeRun(fl[0], fl[1], entries))
 	}
 	fs.SetBytes("/p/"+runName(1, 40)+".tmp", []byte("CMBR")) // a write a crash interrupted
 	var why string
 	l, _ = openMem(t, fs, Options{OnRecover: func(_ string, rep *RecoveryReport) { why = rep.DedupRebuilt }})
 	requireEveryID(t, l, 30, "redundant runs")
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	assert.Empty(t, why)
 	assert.Equal(t, [][2]uint64{{1, 20}}, runFiles(t, fs))
 	assert.Nil(t, fs.Bytes("/p/"+runName(1, 40)+".tmp"))
 	require.NoError(t, l.Close())
+}
+
+// segmentRunEntries is what a run of offsets first..last of l holds, read from its segments.
+func segmentRunEntries(t *testing.T, l *Log, first, last uint64) []index.RunEntry {
+	t.Helper()
+	var rb ReadBuffer
+	msgs, err := l.Read(first, int(last-first+1), 0, &rb)
+	require.NoError(t, err)
+	var entries []index.RunEntry
+	for _, m := range msgs {
+		if m.TransactionID != "" {
+			entries = append(entries, index.RunEntry{Hash: index.HashTxn(m.TransactionID), Offset: m.Offset})
+		}
+	}
+	index.SortRunEntries(entries)
+	return entries
 }
 
 func openedLog(t *testing.T, fs *vfs.Mem) *Log {
@@ -216,10 +251,10 @@ func TestDedupRunsACrashTookBackAreDropped(t *testing.T) {
 	for i := 30; i < 60; i += 5 {
 		_, err := l.Append(int64(i), recs(i, 5, 20)) // offsets 31..60, never synced
 		require.NoError(t, err)
-		l.dedupWaitMerges()
+		l.dedup.WaitMerges()
 	}
 	require.Equal(t, [][2]uint64{{1, 40}, {41, 50}}, runFiles(t, fs))
-	require.NoError(t, l.dedupFlush())
+	require.NoError(t, l.dedup.Drop())
 	crashed := fs.Crash(true)
 	for _, name := range []string{runName(1, 40), runName(41, 50), dedupFileName} {
 		crashed.SetBytes("/p/"+name, fs.Bytes("/p/"+name))
@@ -234,7 +269,7 @@ func TestDedupRunsACrashTookBackAreDropped(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d@%d", i, off))
 	}))
 	assert.ElementsMatch(t, []string{"2@31", "3@35"}, got)
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	requireRunsChain(t, crashed, 1, 30)
 	assert.Equal(t, [][2]uint64{{1, 20}, {21, 30}}, runFiles(t, crashed), "both runs reached past offset 30: re-indexed from the segments")
 	require.NoError(t, l.Close())
@@ -255,10 +290,10 @@ func TestDedupRunsFollowRetention(t *testing.T) {
 	require.Greater(t, first, uint64(81))
 	require.LessOrEqual(t, first, uint64(120))
 	requireEveryIDFrom(t, l, int(first-1), 200, "retained")
-	l.dedupWaitMerges() // the rewrite runs in the background
+	l.dedup.WaitMerges() // the rewrite runs in the background
 	requireEveryIDFrom(t, l, int(first-1), 200, "retained, rewritten")
 	assert.Equal(t, [][2]uint64{{first, 160}, {161, 180}, {181, 190}}, runFiles(t, fs), "1..160 is more than half expired: rewritten")
-	assert.Equal(t, int(160-first+1), l.dedup.runs[0].hdr.Count)
+	assert.Equal(t, int(160-first+1), l.dedup.Stats().RunCounts[0])
 	var found []int
 	old := make([]string, first-1)
 	for i := range old {
@@ -271,7 +306,7 @@ func TestDedupRunsFollowRetention(t *testing.T) {
 	require.NoError(t, err)
 	first = l.FirstOffset()
 	requireEveryIDFrom(t, l, int(first-1), 200, "retained")
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	for _, r := range runFiles(t, fs) {
 		assert.GreaterOrEqual(t, r[1], first, "runs wholly below the first offset are deleted")
 	}
@@ -307,7 +342,7 @@ func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
 		require.NoError(t, err)
 		_, _, _, err = lo.FindTransaction("load")
 		require.NoError(t, err)
-		lo.dedupWaitMerges()
+		lo.dedup.WaitMerges()
 	}
 	require.NoError(t, lo.Close())
 	run := "/p/" + runName(1, 20)
@@ -318,7 +353,7 @@ func TestDedupRunsOfAnotherLogAreRebuilt(t *testing.T) {
 	requireEveryID(t, l, 30, "foreign run")
 	assert.Equal(t, "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log; "+
 		"dedup.idx rebuilt from the segments: its entries follow offset 20 but the dedup runs end at 0 (a run was lost)", why)
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	require.NoError(t, l.Close())
 	assert.Equal(t, orig, fs.Bytes(run))
 }
@@ -402,14 +437,14 @@ func TestDedupRunsConcurrentLookups(t *testing.T) {
 	first := l.FirstOffset()
 	require.Greater(t, first, uint64(1000), "retention ran")
 	requireEveryIDFrom(t, l, int(first-1), 2000, "after")
-	l.dedupWaitMerges()
+	l.dedup.WaitMerges()
 	runs := runFiles(t, fs)
 	require.LessOrEqual(t, runs[0][0], first)
-	requireRunsChain(t, fs, runs[0][0], l.dedup.runsEnd)
+	requireRunsChain(t, fs, runs[0][0], l.dedup.Stats().RunsEnd)
 	t.Logf("runs: %v", runFiles(t, fs))
 	// Once no merge is due, run sizes (multiples of 10) strictly decrease from the oldest:
 	// k runs hold at least 10·k(k+1)/2 ids, and about 700 are retained, so k ≤ 11.
-	assert.LessOrEqual(t, len(l.dedup.runs), 11, "merged in the background")
+	assert.LessOrEqual(t, len(l.dedup.Stats().RunCounts), 11, "merged in the background")
 	require.NoError(t, l.Close())
 }
 
@@ -432,17 +467,9 @@ func TestDedupRunHandlesCounted(t *testing.T) {
 	fs := vfs.NewMem()
 	c := NewHandleCache(1000)
 	l := runLog(t, fs, 30, Options{Handles: c})
-	d := &l.dedup
 	before := c.Stats().Open
 	requireEveryID(t, l, 30, "every run read") // ids 1..20 are in the run: its file is read
-	d.mu.Lock()
-	opened := 0
-	for _, r := range d.runs {
-		if r.f != nil {
-			opened++
-		}
-	}
-	d.mu.Unlock()
+	opened := l.dedup.Stats().RunFilesOpen
 	require.Equal(t, 1, opened, "runs %v", runFiles(t, fs))
 	assert.Equal(t, before+opened, c.Stats().Open)
 	requireEveryID(t, l, 30, "read again")

@@ -80,7 +80,7 @@ func TestDedupDropsEntriesACrashTookBack(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Append(2, []Record{{TransactionID: "lost", Payload: []byte("1")}}) // offset 3, never synced
 	require.NoError(t, err)
-	require.NoError(t, l.dedupFlush()) // the dedup entry reached the disk, the segment did not
+	require.NoError(t, l.dedup.Drop()) // the dedup entry reached the disk, the segment did not
 	crashed := fs.Crash(true)
 	crashed.SetBytes("/p/"+dedupFileName, fs.Bytes("/p/"+dedupFileName))
 	l, _ = openMem(t, crashed, Options{})

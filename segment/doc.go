@@ -34,8 +34,8 @@
 //	                           only from its 16th segment, 1 MiB or sealing (lazyindex.go)
 //	00000000000004194305.seg   the next file, named by its first offset (20 digits)
 //	...
-//	dedup.idx                  transactionId hashes → offsets of the newest ids, each entry checked (package index)
-//	dedup-F-L.run              a sealed dedup run: the ids of offsets F..L sorted by hash, in checked pages (dedup_run.go)
+//	dedup.idx                  transactionId hashes → offsets of the newest ids, each entry checked (package segment/dedup, format in index)
+//	dedup-F-L.run              a sealed dedup run: the ids of offsets F..L sorted by hash, in checked pages (package segment/dedup)
 //	QUARANTINE                 offset ranges fsck --repair moved aside (quarantine.go); usually absent
 //	NNNN.seg.split             a run of good segments of a split in progress (split.go); transient
 //	NNNN.seg.from-B            bytes cut from a torn tail at byte B, when Options.QuarantineDir is ""

@@ -303,13 +303,13 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 	if l.hstate.Load() == hReleased {
 		// The HandleCache closed the handles and kept the dedup index:
 		// Release drops it too.
-		return dropDedup && l.dedupDropReleased()
+		return dropDedup && l.dedup.DropParked()
 	}
 	if l.hstate.Load() != hLoaded {
 		return false
 	}
 	l.hstate.Store(hReleasing)
-	if l.pins.Load() != 0 || (dropDedup && l.dedupMerging()) {
+	if l.pins.Load() != 0 || (dropDedup && l.dedup.Merging()) {
 		l.hstate.Store(hLoaded) // a dedup merge would be waited for: try again later
 		return false
 	}
@@ -322,8 +322,8 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 		return false
 	}
 	if dropDedup {
-		_ = l.dedupFlush()
-	} else if !l.dedupPark() {
+		_ = l.dedup.Drop()
+	} else if !l.dedup.Park() {
 		l.hstate.Store(hLoaded) // a lookup or merge swap holds the dedup lock: try again later
 		return false
 	}

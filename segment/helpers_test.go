@@ -111,11 +111,3 @@ func withDedupFileMin(t testing.TB, n uint64) {
 	dedupFileMinRecords = n
 	t.Cleanup(func() { dedupFileMinRecords = old })
 }
-
-// dedupFlushNow writes the pending dedup entries (only tests call it).
-func (l *Log) dedupFlushNow() error {
-	d := &l.dedup
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.flushLocked(l)
-}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/segment/dedup"
 )
 
 // Log is one partition's append-only log: a directory of segment files, each
@@ -62,7 +63,7 @@ type Log struct {
 	appendSeq atomic.Uint64 // segments appended
 	syncedSeq atomic.Uint64 // appendSeq covered by the last successful Sync
 
-	dedup dedupState
+	dedup dedup.Index // package dedup; dedup_log.go is the seam
 
 	// Handle state (handles.go): pins count operations using handles,
 	// hstate says whether they are open, loadMu serialises load and release.
@@ -77,7 +78,7 @@ type Log struct {
 	lazyActive uint64      // Summary.ActiveBase while unlisted
 	handles    int         // handles counted in cache (under cache.mu)
 	slot       int         // index in cache.ring (clockRing), -1 when absent (under cache.mu)
-	dref       atomic.Bool // dedup CLOCK bit (dedup_budget.go), set by every dedup use
+	dref       atomic.Bool // dedup CLOCK bit (dedup_budget.go), set by every dedup use (dedup.Config.Touch)
 	dbytes     int64       // dedup bytes counted in cache (under cache.mu)
 	dslot      int         // index in cache.dring (clockRing), -1 when absent (under cache.mu)
 }
@@ -106,9 +107,6 @@ type openFile struct {
 
 func segName(base uint64) string { return fmt.Sprintf("%020d.seg", base) }
 func idxName(base uint64) string { return fmt.Sprintf("%020d.idx", base) }
-
-// dedupFileName is the dedup index file in a partition directory.
-const dedupFileName = "dedup.idx"
 
 func parseSegName(name string) (uint64, bool) {
 	s, ok := strings.CutSuffix(name, ".seg")
@@ -172,6 +170,7 @@ func openLogReport(fsys fileSystem, dir string, opts Options, rep *RecoveryRepor
 func newLog(fsys fileSystem, dir string, opts Options) *Log {
 	l := &Log{dir: dir, opts: opts.withDefaults(), fs: fsys, slot: -1, dslot: -1}
 	l.cache = l.opts.Handles
+	l.initDedup()
 	return l
 }
 
@@ -257,7 +256,7 @@ func (l *Log) listAndOpenNames(rep *RecoveryReport, names []string) (*RecoveryRe
 	l.files, l.active, l.next, l.lastTs = files, active, next, lastTs
 	l.unlisted = false
 	l.mu.Unlock()
-	l.dedup.openNext = next
+	l.dedup.SetOpenNext(next)
 	return rep, nil
 }
 
@@ -407,7 +406,7 @@ func (l *Log) Close() error {
 	}
 	l.loadMu.Lock()
 	defer l.loadMu.Unlock()
-	err := l.dedupFlush()
+	err := l.dedup.Drop()
 	if serr := l.syncNow(); err == nil && !errors.Is(serr, fs.ErrClosed) {
 		err = serr
 	}

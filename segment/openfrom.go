@@ -8,6 +8,7 @@ import (
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/record"
+	"github.com/combmq/comb/segment/dedup"
 )
 
 // OpenFrom opens the log in dir keeping only offsets below keepBelow
@@ -154,12 +155,12 @@ func (l *Log) cutUnsynced(names []string, keepBelow uint64, rep *RecoveryReport)
 			return fmt.Errorf("sync directory: %w", err)
 		}
 	}
-	n, err := l.cutDedup(keepBelow)
+	n, err := dedup.CutFile(l.fs, l.dir, keepBelow, false)
 	cut.DedupEntries = n
 	if err != nil {
 		return err
 	}
-	n, err = removeRunsFrom(l.fs, l.dir, keepBelow, false)
+	n, err = dedup.RemoveRunsFrom(l.fs, l.dir, keepBelow, false)
 	cut.DedupEntries += n
 	if err != nil {
 		return fmt.Errorf("cut dedup runs: %w", err)
@@ -382,48 +383,6 @@ func (l *Log) emptyCarrier(keepBelow uint64, exists bool, cut *UnsyncedCut) erro
 		return fmt.Errorf("empty %s: %w", name, err)
 	}
 	return nil
-}
-
-// cutDedup drops the verified entries of dedup.idx for offsets at or after
-// keepBelow (removeRunsFrom does it for the sealed runs) (they would claim those offsets as indexed while the replay and
-// later appends may put other records there) and fdatasyncs the cut, so no
-// crash brings them back. A file that does not verify is left to the next
-// load, which trusts none of it past the first failing byte.
-func (l *Log) cutDedup(keepBelow uint64) (int, error) {
-	path := join(l.dir, dedupFileName)
-	b, err := l.fs.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	keep, drop := -1, 0
-	if _, err := index.ScanDedup(b, func(i int, _, off uint64) {
-		if off >= keepBelow {
-			if keep < 0 {
-				keep = i
-			}
-			drop++
-		}
-	}); err != nil || keep < 0 {
-		return 0, nil
-	}
-	f, err := openAppend(l.fs, path, false)
-	if err != nil {
-		return 0, err
-	}
-	err = f.Truncate(int64(index.DedupHeaderSize + keep*index.DedupEntrySize))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("cut %s: %w", dedupFileName, err)
-	}
-	return drop, nil
 }
 
 // parseIdxName is parseSegName for segment index files.

@@ -305,7 +305,7 @@ func TestOpenFromCutSurvivesTheNextCrash(t *testing.T) {
 		require.NoError(t, err)
 		segs, all = append(segs, seg), append(all, rs...)
 	}
-	require.NoError(t, l.dedupFlushNow())
+	require.NoError(t, l.dedup.Flush())
 	lostSeg := segs[len(segs)-1] // its commit-log entry never became durable: never acknowledged
 	lost, _ := parseHeader(lostSeg)
 	require.Greater(t, lost.base, keep)

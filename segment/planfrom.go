@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/segment/dedup"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -73,17 +73,8 @@ func planFrom(fsys fileSystem, dir string, keepBelow uint64) (UnsyncedCut, error
 	if plan.file != 0 && plan.size > plan.cutAt {
 		cut.File, cut.At, cut.Bytes = join(dir, segName(plan.file)), plan.cutAt, plan.size-plan.cutAt
 	}
-	if b, err := fsys.ReadFile(join(dir, dedupFileName)); err == nil {
-		n := 0
-		if _, err := index.ScanDedup(b, func(_ int, _, off uint64) {
-			if off >= keepBelow {
-				n++
-			}
-		}); err == nil {
-			cut.DedupEntries = n // as cutDedup: a file that does not verify is left to the load
-		}
-	}
-	if n, err := removeRunsFrom(fsys, dir, keepBelow, true); err == nil {
+	cut.DedupEntries, _ = dedup.CutFile(fsys, dir, keepBelow, true) // a file that does not verify is left to the load
+	if n, err := dedup.RemoveRunsFrom(fsys, dir, keepBelow, true); err == nil {
 		cut.DedupEntries += n
 	}
 	return cut, nil

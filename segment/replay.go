@@ -66,7 +66,7 @@ func (l *Log) AppendSegment(seg []byte) (firstOffset uint64, err error) {
 	}
 	// Checked after the segment is published: a load that starts later
 	// reads it from the file, one that finished earlier needs its ids.
-	if l.dedupLoaded() {
+	if l.dedup.Loaded() {
 		var recs []Record
 		wb := writeBufs.Get().(*writeBuf)
 		_ = eachRecord(h, seg, wb, func(r *rawRecord) {

@@ -153,7 +153,7 @@ func TestAppendSegmentKeepsALoadedDedupIndexCurrent(t *testing.T) {
 	_, _, ok, err := p.dstLog.FindTransaction(p.recs[1].TransactionID) // loads the table
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.True(t, p.dstLog.dedupLoaded())
+	require.True(t, p.dstLog.dedup.Loaded())
 	for _, seg := range p.segs[1:] {
 		_, err := p.dstLog.AppendSegment(seg)
 		require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestAppendSegmentKeepsALoadedDedupIndexCurrent(t *testing.T) {
 		assert.Equal(t, uint64(i+1), off)
 		assert.Equal(t, r.ID, id)
 	}
-	require.NoError(t, p.dstLog.dedupFlushNow())
+	require.NoError(t, p.dstLog.dedup.Flush())
 	require.NoError(t, p.dstLog.Close())
 	again, _ := openMem(t, p.dst, Options{})
 	off, _, ok, err := again.FindTransaction(p.recs[16].TransactionID)

@@ -3,8 +3,6 @@ package segment
 import (
 	"errors"
 	"fmt"
-
-	"github.com/combmq/comb/index"
 )
 
 // ErrNotLast is returned by Unappend when first is not the base of the last
@@ -52,7 +50,7 @@ func (l *Log) Unappend(first uint64) error {
 		}
 		return err
 	}
-	l.dedupUndo(first)
+	l.dedup.Undo(first)
 	return nil
 }
 
@@ -95,38 +93,4 @@ func (l *Log) cutLast(first uint64) error {
 	}
 	l.next = first
 	return nil
-}
-
-// dedupUndo drops the dedup table after Unappend took back the records from
-// first on: the table (and dedup.idx, if a flush wrote them) may name them.
-// The next lookup loads it again, dropping every dedup.idx entry at or past
-// first (openNext) and re-indexing the segments after what the file and runs
-// cover. Runs hold only offsets sealed before the undone append (a seal runs
-// before an append's ids are inserted), so they stay valid.
-func (l *Log) dedupUndo(first uint64) {
-	d := &l.dedup
-	d.mergeStop.Store(true)
-	l.dedupWaitMerges()
-	d.mergeStop.Store(false)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.loaded {
-		// Append indexed nothing; entries of the file at or past openNext
-		// (≤ first) are dropped by the load anyway.
-		d.openNext = min(d.openNext, first)
-		return
-	}
-	if d.f != nil {
-		_ = d.f.Close()
-		d.f = nil
-		l.cache.adjust(l, -1)
-	}
-	d.loaded, d.parked = false, false // a parked file is closed already
-	d.inMem.Store(false)
-	d.table = index.Table{}
-	d.closeRunsLocked(l, d.runs...)
-	d.runs, d.runsEnd = nil, 0
-	d.pending = d.pending[:0]
-	d.covered, d.openNext = 0, first
-	d.accountLocked(l)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/combmq/comb/auth"
 	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/httpapi"
+	"github.com/combmq/comb/report"
 	"github.com/combmq/comb/ui"
 )
 
@@ -35,7 +36,7 @@ func startServer(t *testing.T, a *auth.Authenticator) *server {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := httpapi.New(b, httpapi.Config{Logger: zerolog.Nop(), Auth: a, Static: ui.Embedded(), Version: "browser-test"})
+	srv := httpapi.New(b, report.New(b.View()), httpapi.Config{Logger: zerolog.Nop(), Auth: a, Static: ui.Embedded(), Version: "browser-test"})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/combmq/comb/fsck"
+	"github.com/combmq/comb/dump"
 )
 
 func init() {
@@ -33,7 +33,7 @@ instead ("type": commitlog; with --payload each push's records too). Examples:
 flags:`)
 		fs.PrintDefaults()
 	}
-	var o fsck.DumpOptions
+	var o dump.Options
 	fs.StringVar(&o.Queue, "queue", "", "only this queue")
 	fs.StringVar(&o.Partition, "partition", "", "only this partition name (with --queue)")
 	fs.StringVar(&o.PartitionID, "partition-id", "", "only this partition id (its directory name under partitions/)")
@@ -78,7 +78,7 @@ flags:`)
 		fmt.Fprintln(os.Stderr, "comb dump:", err)
 		return 2
 	}
-	if _, err := fsck.Dump(rest[0], o, os.Stdout); err != nil {
+	if _, err := dump.Run(rest[0], o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "comb dump:", err)
 		return 1
 	}
@@ -90,5 +90,5 @@ func optTime(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	return fsck.ParseTime(s)
+	return dump.ParseTime(s)
 }

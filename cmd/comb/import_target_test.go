@@ -19,6 +19,7 @@ import (
 	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/queenimport"
 	"github.com/combmq/comb/queenimport/pgtest"
+	"github.com/combmq/comb/report"
 )
 
 // serveForImport runs a comb server (its broker and HTTP API, with the import runner) on a
@@ -27,7 +28,7 @@ func serveForImport(t *testing.T) (string, *broker.Broker) {
 	b, err := broker.Open(broker.Config{DataDir: t.TempDir()})
 	require.NoError(t, err)
 	jobs := queenimport.NewJobs(b, nil)
-	srv := httpapi.New(b, httpapi.Config{Migration: jobs})
+	srv := httpapi.New(b, report.New(b.View()), httpapi.Config{Migration: jobs})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()

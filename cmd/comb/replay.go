@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/combmq/comb/auth"
-	"github.com/combmq/comb/fsck"
+	"github.com/combmq/comb/replay"
 	"github.com/combmq/comb/seal"
 )
 
@@ -41,7 +41,7 @@ Examples:
 flags:`)
 		fs.PrintDefaults()
 	}
-	var o fsck.ReplayOptions
+	var o replay.Options
 	fs.StringVar(&o.Target, "target", "", "target broker base URL (required), e.g. http://127.0.0.1:6632")
 	fs.StringVar(&o.DataDir, "data-dir", "", "source: a stopped data directory (read-only)")
 	fs.StringVar(&o.DumpFile, "dump", "", "source: a `FILE` written by comb dump --payload, or - for stdin")
@@ -97,12 +97,12 @@ flags:`)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := fsck.Replay(ctx, o)
+	st, err := replay.Run(ctx, o)
 	fmt.Fprintf(os.Stderr, "comb replay: %d partitions, %d queues configured, %d pushed, %d already there (duplicates), %d skipped by the resume state, %d requests\n",
 		st.Partitions, st.Configured, st.Pushed, st.Duplicates, st.Skipped, st.Requests)
 	if err == nil {
 		fmt.Fprintln(os.Stderr, "comb replay: not carried (see to them on the target):")
-		for _, n := range fsck.NotCarried(o) {
+		for _, n := range replay.NotCarried(o) {
 			fmt.Fprintln(os.Stderr, "  -", n)
 		}
 	}

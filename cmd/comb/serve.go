@@ -19,6 +19,7 @@ import (
 	"github.com/combmq/comb/httpapi"
 	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/replica"
+	"github.com/combmq/comb/report"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/ui"
 )
@@ -220,7 +221,7 @@ func runServe(args []string) int {
 			Bool("peer_tls", clCfg.PeerTLS != nil).Str("cluster_id", repl.ClusterID()).Msg("replicated: raft started")
 	}
 	conns := resolveMaxConns(*maxConns, *maxOpenFiles, nofileLimit(), log)
-	srv := httpapi.New(b, httpapi.Config{
+	srv := httpapi.New(b, report.New(b.View()), httpapi.Config{ // the reports read the broker through its view
 		MaxBodyBytes: int(maxBody),
 		MaxBatch:     *maxBatch,
 		MaxConns:     conns,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/report"
 )
 
 // verify checks, after a reopen, everything the broker promised before the
@@ -26,7 +27,7 @@ func verify(t *testing.T, b *broker.Broker, led *ledger, seed uint64, run int, s
 	}
 	res.Release()
 
-	for _, g := range b.GroupDetail(workGroup) {
+	for _, g := range report.New(b.View()).GroupDetail(workGroup) {
 		if g.OffsetLag < 0 {
 			led.violate(vNegativeLag, "%s: partition %s cursor %d, lag %d", at, g.Partition, g.TotalConsumed, g.OffsetLag)
 		}
@@ -94,7 +95,7 @@ func verify(t *testing.T, b *broker.Broker, led *ledger, seed uint64, run int, s
 		t.Logf("%s: deleting %s: %v", at, group, err)
 	}
 
-	entries, _, err := b.DLQ(broker.DLQFilter{Queue: queueName, Group: workGroup, Limit: 1 << 30})
+	entries, _, err := report.New(b.View()).DLQ(report.DLQFilter{Queue: queueName, Group: workGroup, Limit: 1 << 30})
 	if err != nil {
 		led.violate(vOpen, "%s: DLQ: %v", at, err)
 		return

@@ -1,0 +1,383 @@
+package dedup
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/vfs"
+)
+
+// Sealed dedup runs (issue 14: dedup memory that does not grow with stored
+// messages). The newest Config.RunEntries transaction ids of a loaded log sit
+// in the active table (and dedup.idx); when it fills they are sealed into a
+// run file, sorted by hash (index.EncodeRun), and memory keeps only the
+// run's Bloom filter (1.25 bytes an id) and the first hash of each of its
+// pages (8 bytes a 256 ids). A filter hit reads one page and checks it, and
+// every hash match is still verified against the record (Find),
+// so a false positive costs a read, never a wrong answer.
+//
+// Runs are merged like a binary counter (two neighbours while the older is
+// no larger than the newer), in the background (merge.go), so a log
+// holds about log2(ids/RunEntries) runs and a lookup probes as many
+// filters. Retention drops runs wholly below the first offset and rewrites
+// one that is half expired, so memory follows the retained messages.
+//
+// Run files are caches like dedup.idx: written once (temp file, rename),
+// never synced. A run that is missing, damaged or past the offsets a crash
+// kept leaves a gap that the load re-indexes from the segments.
+
+// DefaultRunEntries is how many ids the active table holds before they are
+// sealed into a run (Config.RunEntries): 6,144 entries fill its 8,192 slots (128 KiB) to the
+// 3/4 load it allows, so the table never grows past them. That is 0.26
+// bytes a message of issue 14's shape (100 partitions, 500,000 messages
+// each); twice the entries would halve the seals but double that.
+const DefaultRunEntries = 6144
+
+// dedupTableMaxBytes is the active table's size after a seal: a table grown
+// past it (one push larger than a run) is dropped rather than kept.
+const dedupTableMaxBytes = 16 * 8192
+
+// dedupRun is a sealed run in memory.
+//
+// f is the run's file, opened by the first lookup that reads a page of it and
+// kept open (one handle, counted through Config.Handles) until the run
+// leaves memory (closeRunsLocked): a filter false positive, about 1 % of the
+// ids looked up per run, then costs one pread instead of an open, a pread
+// and a close (issue 14: 7.6 % of a push's CPU went to those). Only lookups
+// use it, under the dedup lock; merges read whole files by name.
+type dedupRun struct {
+	hdr       index.RunHeader // First..Last, Count, Check
+	pageFirst []uint64        // the first hash of each page
+	filter    *index.Filter
+	f         vfs.File // nil until a page is read
+}
+
+// closeRunsLocked closes the files of runs leaving memory (dropped, replaced
+// or released) and takes their handles off the cache.
+func (d *Index) closeRunsLocked(runs ...*dedupRun) {
+	for _, r := range runs {
+		if r != nil && r.f != nil {
+			_ = r.f.Close()
+			r.f = nil
+			d.handles(-1)
+		}
+	}
+}
+
+func (r *dedupRun) name() string { return runName(r.hdr.First, r.hdr.Last) }
+
+// runName is a run file's name: its first and last offsets (index.RunFileName).
+func runName(first, last uint64) string { return index.RunFileName(first, last) }
+
+// parseRunName reverses runName.
+func parseRunName(name string) (first, last uint64, ok bool) { return index.ParseRunFileName(name) }
+
+// listRuns returns the run files in dir as (first, last), sorted by first
+// ascending and, for equal firsts, last descending (a merged run before the
+// runs it replaced).
+func listRuns(fsys vfs.FS, dir string) ([][2]uint64, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][2]uint64
+	for _, n := range names {
+		if a, b, ok := parseRunName(n); ok {
+			runs = append(runs, [2]uint64{a, b})
+		} else if a, b, ok := parseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
+			_ = fsys.Remove(filepath.Join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		return runs[i][0] < runs[j][0] || (runs[i][0] == runs[j][0] && runs[i][1] > runs[j][1])
+	})
+	return runs, nil
+}
+
+// newDedupRun builds the in-memory part of a run from its verified entries.
+func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
+	r := &dedupRun{hdr: hdr, filter: index.NewFilter(len(entries)), pageFirst: make([]uint64, hdr.Pages())}
+	for i, e := range entries {
+		r.filter.Add(e.Hash)
+		if i%index.RunPageEntries == 0 {
+			r.pageFirst[i/index.RunPageEntries] = e.Hash
+		}
+	}
+	return r
+}
+
+// readRun reads and verifies a whole run file, returning its entries.
+func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, error) {
+	b, err := d.cfg.FS.ReadFile(d.path(runName(first, last)))
+	if err != nil {
+		return index.RunHeader{}, nil, err
+	}
+	var entries []index.RunEntry
+	if h, err := index.ParseRunHeader(b); err == nil && int64(len(b)) == h.Size() {
+		entries = make([]index.RunEntry, 0, h.Count) // sized by a header the scan checks again
+	}
+	hdr, err := CheckRun(b, first, last, func(e index.RunEntry) { entries = append(entries, e) })
+	if err != nil {
+		return hdr, nil, fmt.Errorf("%s: %w", runName(first, last), err)
+	}
+	return hdr, entries, nil
+}
+
+// writeRun writes a run file (a temp file renamed into place: a crash leaves
+// the old name or the whole new file, though unsynced bytes may be lost with
+// it; the load checks every byte) and returns its in-memory part.
+func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
+	b := index.EncodeRun(first, last, entries)
+	// Unsynced (noSync): a run is a cache the load verifies whole.
+	if err := vfs.WriteFileAtomic(d.cfg.FS, d.path(runName(first, last)), b, true); err != nil {
+		return nil, err
+	}
+	hdr, _ := index.ParseRunHeader(b)
+	return newDedupRun(hdr, entries), nil
+}
+
+// indexSegments returns the run entries of the records first..last, read
+// from the segments (what a run is rebuilt from).
+func (d *Index) indexSegments(first, last uint64) ([]index.RunEntry, error) {
+	var entries []index.RunEntry
+	for from := first; from <= last; {
+		var end uint64
+		n, err := d.cfg.Source.Read(from, 4096, 0, func(off uint64, txid string, _ [16]byte) {
+			if off <= last && txid != "" {
+				entries = append(entries, index.RunEntry{Hash: index.HashTxn(txid), Offset: off})
+			}
+			end = off
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		from = end + 1
+	}
+	index.SortRunEntries(entries)
+	return entries, nil
+}
+
+// sealLocked writes the active table as the run covering runsEnd+1 ..
+// covered, empties the table and restarts dedup.idx after it, then starts
+// merging runs in the background (merge.go). A failed write keeps the table (complete, only larger) and is
+// retried after another run's worth of ids.
+func (d *Index) sealLocked() error {
+	if d.covered <= d.runsEnd {
+		return nil
+	}
+	entries := make([]index.RunEntry, 0, d.table.Len())
+	d.table.Each(func(h, off uint64) { entries = append(entries, index.RunEntry{Hash: h, Offset: off}) })
+	index.SortRunEntries(entries)
+	r, err := d.writeRun(d.runsEnd+1, d.covered, entries)
+	if err != nil {
+		d.sealRetryAt = d.table.Len() + d.cfg.RunEntries
+		return err
+	}
+	d.runs = append(d.runs, r)
+	d.runsEnd, d.sealRetryAt = d.covered, 0
+	if d.table.Bytes() > dedupTableMaxBytes {
+		d.table = index.Table{}
+	} else {
+		d.table.Reset()
+	}
+	d.restartFileLocked()
+	d.startMergeLocked()
+	return nil
+}
+
+// trimLocked follows retention: runs wholly below first go, and the oldest
+// run is rewritten without its expired ids once they are half of it, in the
+// background like a merge (merge.go). A failed rewrite keeps the run
+// (correct, only larger).
+func (d *Index) trimLocked(first uint64) {
+	d.trimmedAt = first
+	drop := 0
+	for drop < len(d.runs) && d.runs[drop].hdr.Last < first {
+		d.closeRunsLocked(d.runs[drop])
+		_ = d.cfg.FS.Remove(d.path(d.runs[drop].name()))
+		drop++
+	}
+	if drop > 0 {
+		d.runs = append([]*dedupRun(nil), d.runs[drop:]...)
+	}
+	d.startMergeLocked()
+}
+
+// rewriteDueLocked reports whether the oldest run has at least half of its
+// offsets below the first offset retention left.
+func (d *Index) rewriteDueLocked() bool {
+	if len(d.runs) == 0 {
+		return false
+	}
+	r, first := d.runs[0].hdr, d.trimmedAt
+	return first > r.First && first <= r.Last && first-r.First >= (r.Last-r.First+1)/2
+}
+
+// rewriteRun writes run r again covering from..r.Last with only the entries
+// at or after from: from its file, or from the segments when the file does
+// not verify. The caller removes r's file once the new run replaced it.
+func (d *Index) rewriteRun(r *dedupRun, from uint64) (*dedupRun, error) {
+	from = max(from, r.hdr.First)
+	_, entries, err := d.readRun(r.hdr.First, r.hdr.Last)
+	if err == nil {
+		kept := entries[:0]
+		for _, e := range entries {
+			if e.Offset >= from {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	} else if entries, err = d.indexSegments(from, r.hdr.Last); err != nil {
+		return nil, err
+	}
+	return d.writeRun(from, r.hdr.Last, entries)
+}
+
+// loadRunsLocked reads the run files that chain from the log's first offset
+// (each starting at or before the offset after the one before it, ending
+// below openNext) into memory and deletes the rest: runs retention left
+// behind, runs a merge or rewrite replaced, runs past what a crash kept, and
+// every run after a gap (a run lost or damaged), whose offsets the caller
+// re-indexes from the segments. It returns what was rebuilt and why ("" when
+// nothing was lost). Only a failed listing or segment read is an error.
+func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
+	names, err := listRuns(d.cfg.FS, d.cfg.Dir)
+	if err != nil {
+		return "", err
+	}
+	d.runs, d.runsEnd = nil, 0
+	covered := first - 1
+	if first == 0 {
+		covered = 0
+	}
+	gap := false
+	var top index.RunEntry // the newest kept run's entry with the highest offset
+	for _, fl := range names {
+		a, b := fl[0], fl[1]
+		switch {
+		case gap, b < first, b >= d.openNext, b <= covered:
+		case a > covered+1:
+			gap = true
+			why = fmt.Sprintf("dedup run %s starts after offset %d, where the runs before it end: a run is missing; re-indexed from the segments", runName(a, b), covered)
+		default:
+			hdr, entries, rerr := d.readRun(a, b)
+			if rerr != nil {
+				gap = true
+				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
+				break
+			}
+			d.runs = append(d.runs, newDedupRun(hdr, entries))
+			d.runsEnd, covered = b, b
+			top = index.RunEntry{}
+			for _, e := range entries {
+				if e.Offset > top.Offset {
+					top = e
+				}
+			}
+			continue
+		}
+		_ = d.cfg.FS.Remove(d.path(runName(a, b)))
+	}
+	if len(d.runs) == 0 {
+		return why, nil
+	}
+	// Verified runs can still describe another log (files copied or restored
+	// from elsewhere): the newest run's newest entry must name the record
+	// at its offset, as for dedup.idx.
+	if top.Offset == 0 {
+		return why, nil // the newest run holds no id
+	}
+	match, err := d.entryMatches(top.Hash, top.Offset)
+	if err != nil || match {
+		return why, err
+	}
+	for _, r := range d.runs {
+		_ = d.cfg.FS.Remove(d.path(r.name()))
+	}
+	d.runs, d.runsEnd = nil, 0
+	return "dedup runs rebuilt from the segments: the newest names another transaction id than the record at its offset, so they do not describe this log", nil
+}
+
+// runCandidates returns the offsets run i holds for hash h, reading the
+// pages that may hold it (one, unless equal hashes cross a page boundary).
+// A page that cannot be read or fails its check makes the run be rebuilt
+// from the segments and read again; only a failure of that is an error.
+func (d *Index) runCandidates(i int, h uint64, out []uint64) ([]uint64, error) {
+	out, err := d.runs[i].candidates(d, h, out)
+	if err == nil {
+		return out, nil
+	}
+	r := d.runs[i]
+	d.closeRunsLocked(r)
+	entries, serr := d.indexSegments(r.hdr.First, r.hdr.Last)
+	if serr != nil {
+		return out, errors.Join(err, serr)
+	}
+	nr, werr := d.writeRun(r.hdr.First, r.hdr.Last, entries)
+	if werr != nil {
+		return out, errors.Join(err, werr)
+	}
+	d.runs[i] = nr
+	d.rebuilt(fmt.Sprintf("%v: rebuilt from the segments", err))
+	return nr.candidates(d, h, out)
+}
+
+// runPages recycles the page buffers of candidates (a page on the stack
+// escapes through ReadAt: one 4 KiB allocation a filter hit).
+var runPages = sync.Pool{New: func() any { return new([index.RunPageSize]byte) }}
+
+// candidates appends to out the offsets of r's entries with hash h, opening
+// r's file on first use (it stays open: see dedupRun).
+func (r *dedupRun) candidates(d *Index, h uint64, out []uint64) ([]uint64, error) {
+	pages := len(r.pageFirst)
+	if pages == 0 || h < r.pageFirst[0] {
+		return out, nil // below the run's smallest hash: a filter false positive
+	}
+	k := sort.Search(pages, func(k int) bool { return r.pageFirst[k] >= h })
+	if k > 0 {
+		k-- // entries with hash h may end the page before the first that starts at h
+	}
+	if r.f == nil {
+		f, err := d.cfg.FS.OpenFile(d.path(r.name()), os.O_RDONLY)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", r.name(), err)
+		}
+		r.f = f
+		d.handles(1)
+	}
+	bp := runPages.Get().(*[index.RunPageSize]byte)
+	defer runPages.Put(bp)
+	buf := bp[:]
+	for start := k; k < pages && (k == start || r.pageFirst[k] <= h); k++ {
+		at, n := r.hdr.Page(k)
+		page := buf[:n*index.RunEntrySize+4]
+		if m, err := r.f.ReadAt(page, at); m < len(page) {
+			if err == nil || errors.Is(err, fs.ErrClosed) {
+				err = fmt.Errorf("%w: short page", index.ErrRun)
+			}
+			return out, fmt.Errorf("%s: page %d: %w", r.name(), k, err)
+		}
+		ents, err := index.CheckRunPage(r.hdr, k, page)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", r.name(), err)
+		}
+		for j := 0; j < n; j++ {
+			if e := index.RunEntryAt(ents, j); e.Hash == h {
+				out = append(out, e.Offset)
+			} else if e.Hash > h {
+				return out, nil
+			}
+		}
+	}
+	return out, nil
+}
