@@ -145,3 +145,11 @@ func (b *Broker) ensurePartitionsDir() error {
 	}
 	return nil
 }
+
+// syncDir fsyncs a directory so that entries created in it survive a crash.
+func (b *Broker) syncDir(dir string) error {
+	if err := b.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
