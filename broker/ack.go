@@ -169,6 +169,7 @@ const fewAcksSpanMax = 1024
 // acks that span is read once and matched first: one read instead of one
 // dedup lookup (and its verifying read) per message. One or two acks read it
 // only when it is no longer than that verifying read (fewAcksSpanMax).
+// The caller holds p.mu.
 func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(i int) string, span lease.Lease) error {
 	vis := p.visible.Load()
 	var inSpan map[string]uint64

@@ -113,6 +113,7 @@ func (p *partition) claimedForLocked(group string) *claimedTxids {
 // returns the acks it did not resolve (their positions in acks), nil when it
 // resolved them all. Acks of a popped batch come in the batch's order, so each
 // is tried against the entry after the previous match before a map is built.
+// The caller holds p.mu.
 func resolveClaimedLocked(p *partition, group string, acks []lease.Ack, txid func(i int) string, span lease.Lease) (rest []int) {
 	c := p.claimedForLocked(group)
 	if c == nil || !span.Held() {

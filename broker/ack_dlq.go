@@ -26,7 +26,7 @@ type dlqItem struct {
 // buildDLQRecordsLocked reads the messages of items from p and returns their
 // DLQ records. keyPrefix "" gives every entry the key of its (partition,
 // offset, group), ackDLQKey; a transaction passes its id so that a replay
-// finds what it already wrote.
+// finds what it already wrote. The caller holds p.mu.
 func (b *Broker) buildDLQRecordsLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) ([]segment.Record, error) {
 	buf := readBufPool.Get().(*segment.ReadBuffer)
 	defer func() { buf.Reset(); readBufPool.Put(buf) }()
@@ -67,6 +67,7 @@ func ackDLQKey(partition [16]byte, offset uint64, group string) string {
 // writeDLQLocked dead-letters items of p (spec 4.5), each once per (offset,
 // group): an item whose dead letter is stored already (ackDLQKey) is skipped.
 // The flush pass syncs the DLQ log; its commit-log entry is the durability.
+// The caller holds p.mu.
 func (b *Broker) writeDLQLocked(p *partition, items []dlqItem, failedAt int64, defaultErr, keyPrefix string) error {
 	recs, err := b.buildDLQRecordsLocked(p, items, failedAt, defaultErr, keyPrefix)
 	if err != nil {
@@ -75,8 +76,8 @@ func (b *Broker) writeDLQLocked(p *partition, items []dlqItem, failedAt int64, d
 	return b.appendDLQ(p.q, failedAt, recs, true, false)
 }
 
-// dlqLog returns q's DLQ log, opening it (creating it if create) on first use.
-// The caller holds q.dlqMu.
+// dlqLogLocked returns q's DLQ log, opening it (creating it if create) on
+// first use. The caller holds q.dlqMu.
 func (b *Broker) dlqLogLocked(q *queue, create bool) (*segment.Log, error) {
 	if q.dlq != nil {
 		return q.dlq, nil
@@ -201,7 +202,7 @@ func (b *Broker) appendDLQ(q *queue, ts int64, recs []segment.Record, dedup, rep
 	return nil
 }
 
-// readMessageLocked reads the message at off into buf.
+// readMessageLocked reads the message at off into buf. The caller holds p.mu.
 func readMessageLocked(p *partition, off uint64, buf *segment.ReadBuffer) (segment.Message, error) {
 	msgs, err := p.log.Read(off, 1, maxReadBytes, buf)
 	if err != nil {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"sort"
@@ -211,7 +212,7 @@ type partition struct {
 	claimed []*claimedTxids
 
 	// tail is the ticket of the last commit-log entry that appended to log
-	// (appendLogged), under mu; nil when none did since Open. Once it is
+	// (appendLogged), under mu; zero when none did since Open. Once it is
 	// durable, so is every record below log.NextOffset() read in the same
 	// hold of mu: what a duplicate of a not yet published record waits for
 	// (write_durable.go). After an append whose entry failed it is a
@@ -306,6 +307,24 @@ func (b *Broker) enterWrite() error {
 		return ErrNotLeader
 	}
 	return b.enter()
+}
+
+// enterConsume is enterWrite for the requests that claim, release or move
+// leases and cursors (pop, ack, lease extension, seeks, group deletion,
+// subscription rewrites, transactions, stream cycles): on a leader still in
+// its fencing wait it waits the rest (at most fence(); ctx cancelled or the
+// broker closing end the wait with their error). Pushes and queue
+// configuration are not fenced: the barrier before the first append already
+// holds everything committed.
+func (b *Broker) enterConsume(ctx context.Context) error {
+	if err := b.enterWrite(); err != nil {
+		return err
+	}
+	if err := b.waitFence(ctx); err != nil {
+		b.leave()
+		return err
+	}
+	return nil
 }
 
 // sortedQueues returns the live queues sorted by name.

@@ -8,8 +8,8 @@
 //
 // It must not know about HTTP: httpapi parses requests into the types of
 // api.go and encodes the results; every rule of spec sections 1-8 and seed 000
-// lives here or below. The one subpackage, wake, holds the long-poll wake
-// gates and knows nothing of the broker.
+// lives here or below. Two subpackages know nothing of the broker: wake holds
+// the long-poll wake gates, ready the ready sets pops take candidates from.
 //
 // # Where a request is served
 //
@@ -17,10 +17,10 @@
 //	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored,
 //	             write_durable.go), appendLogged (segment file + commit-log entry, write_wal.go) →
 //	             waitGroups (own entries and what duplicates name) →
-//	             publishOrHold (meta_maint.go) → publish: visible mark, ready sets, wake.Waker.Signal
+//	             publishOrHold → publish: visible mark, ready sets, wake.Waker.Signal
 //	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
-//	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.take,
-//	             read_ready.go) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
+//	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.Take,
+//	             package ready) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
 //	             → cursor.Engine.Wait; a group's first contact: groupReadyFor, seedCursorLocked
 //	             (read_seed.go); a failed checkpoint: undoCursorChanges (undo.go)
 //	long-poll    Broker.longPoll (read_longpoll.go): arms the queue's wake.Gate (popGate), popOnce,
@@ -58,7 +58,7 @@
 //	             here: Damaged (damage.go), Healthy, CheckpointFailure (health.go). The series are
 //	             counted in Push, addClaimed (read_claim.go), countAcks (ack_series.go) and countTx
 //	             (tx_series.go), saved by maint_series.go; syncs are timed in write_synchist.go
-//	maintenance  maintain (maint_evict.go): idle eviction, expirePartition (read_expire.go),
+//	maintenance  maintain (maint_evict.go): idle eviction, expirePartition,
 //	             retainPartition (maint_retention.go), on RetentionInterval / EvictionInterval
 //	expiry       a claim skips messages past retentionSeconds / maxWaitTimeSeconds
 //	             (readLiveSpanLocked, read_expire.go); readers start at partition.liveFrom
@@ -142,13 +142,57 @@
 //
 // # Locks
 //
-// Lock order: metadata (Broker.metaMu, held across the commit-log waits of
-// creating, configuring and deleting) → registry (Broker.mu, never across a
-// sync) → queue (queue.mu) → partition (partition.mu, several in id order for
-// a transaction) → ready structure (groupReady.mu) / DLQ log (queue.dlqMu).
-// The partition lock guards appends and every read-modify-write of a
-// (partition, group) State; there is no global lock on the push, pop or ack
-// paths. Parked long-polls hold no lock.
+// Every mutex of the broker and its subpackages, outermost first: a goroutine
+// holding one takes only locks listed after it, and a leaf takes none. Each
+// line gives the lock, in parentheses the spellings a …Locked function's doc
+// uses to say its caller holds it (locks_test.go checks both lists), and
+// what it guards.
+//
+//	flushState.mu (b.flush.mu)            one flush pass at a time (flush.go), and the files a
+//	                                      snapshot sends (follow_snapshot.go)
+//	streamState.regMu (regMu)             stream registrations (exclusive) against cycles and the
+//	                                      flush pass's registry file (shared; stream_store.go)
+//	Broker.readyMu (readyMu)              one pop rebuilds the ready sets for a new leader term
+//	                                      (follow_fence.go)
+//	maintenance.mu (b.maint.mu, m.mu)     one maintenance tick at a time: its partition list, rules
+//	                                      and partition.idleSince (maint_evict.go)
+//	Broker.metaMu (metaMu)                metadata changes: entries appended and applied in the order
+//	                                      they take effect, the state a metadata snapshot copies
+//	                                      (written after it is let go), tombstones; held across the
+//	                                      changes' commit-log waits
+//	Broker.createMu (createMu)            the batch of partition creations the next holder of metaMu
+//	                                      makes (write_create.go); taken alone or inside metaMu
+//	maintMode.mu (b.mm.mu)                the push and pop maintenance modes and the held partitions;
+//	                                      shared by every publish; never taken with a partition lock
+//	                                      held (meta_maint.go)
+//	Broker.mu (b.mu)                      the registry: the queue and partition maps; never held
+//	                                      across a sync
+//	queue.mu (q.mu)                       a queue's partition map and list, and its ready sets
+//	                                      (queue.groups)
+//	partition.mu (p.mu)                   appends and every read-modify-write of a (partition, group)
+//	                                      State; several in id order for a transaction
+//	queue.dlqMu (q.dlqMu)                 a queue's DLQ log, its committed mark and per-partition
+//	                                      counts (ack_dlq.go)
+//	ready.Set.mu (s.mu)                   leaf: one (queue, group)'s ready set (package ready)
+//	partition.pendMu (p.pendMu)           leaf: the partition's share of the queue's pending depth
+//	                                      (pending.go)
+//	queue.namesMu (q.namesMu)             leaf: writers of the queue's copy-on-write group names
+//	                                      (pending.go)
+//	flushState.stateMu (b.flush.stateMu)  leaf but for the commit log's Append (appendInflight): new
+//	                                      directories, in-flight transactions, the last pass's
+//	                                      figures (flush.go)
+//	cpuSaturation.mu (b.cpuSat.mu)        leaf, only tried: one goroutine reads the scheduler metrics
+//	                                      (saturation.go)
+//	Broker.gate (b.gate)                  leaf: enter's closed check and Add against Close
+//	                                      (broker.go)
+//	wake.Waker.mu (Waker.mu, w.mu)        leaf: the gates waiting for the next tick (package wake)
+//	wake.Gate.mu (g.mu)                   leaf: a gate's channel, replaced at each fire (package
+//	                                      wake)
+//
+// The partition lock is never held while taking the registry or a queue
+// lock: a push publishes and a transaction tells the ready sets about
+// released leases after letting go of its partition locks. There is no
+// global lock on the push, pop or ack paths. Parked long-polls hold no lock.
 //
 // # Durability
 //

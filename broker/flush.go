@@ -88,12 +88,12 @@ func (b *Broker) appendInflight(kind byte, payload []byte) (walTicket, error) {
 	defer b.flush.stateMu.Unlock()
 	tk, err := b.wal.Append(kind, payload)
 	if err != nil {
-		return nil, err
+		return walTicket{}, err
 	}
 	if b.flush.inflight == nil {
 		b.flush.inflight = map[uint64]int{}
 	}
-	b.flush.inflight[tk.LSN()]++
+	b.flush.inflight[uint64(tk.LSN)]++
 	return tk, nil
 }
 
@@ -160,6 +160,7 @@ func (b *Broker) flushPass() error {
 	return err
 }
 
+// flushPassLocked is the pass itself; the caller holds b.flush.mu.
 func (b *Broker) flushPassLocked() error {
 	if b.isStale() {
 		return ErrStale

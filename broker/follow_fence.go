@@ -22,24 +22,6 @@ func (b *Broker) fence() time.Duration {
 	return max(minFence, b.cfg.Replicated.LeaderLeaseTimeout()+b.cfg.CheckpointInterval)
 }
 
-// enterConsume is enterWrite for the requests that claim, release or move
-// leases and cursors (pop, ack, lease extension, seeks, group deletion,
-// subscription rewrites, transactions, stream cycles): on a leader still in
-// its fencing wait it waits the rest (at most fence(); ctx cancelled or the
-// broker closing end the wait with their error). Pushes and queue
-// configuration are not fenced: the barrier before the first append already
-// holds everything committed.
-func (b *Broker) enterConsume(ctx context.Context) error {
-	if err := b.enterWrite(); err != nil {
-		return err
-	}
-	if err := b.waitFence(ctx); err != nil {
-		b.leave()
-		return err
-	}
-	return nil
-}
-
 func (b *Broker) waitFence(ctx context.Context) error {
 	r := b.cfg.Replicated
 	if r == nil {

@@ -121,7 +121,7 @@ func (b *Broker) ImportMessages(queueName, partitionName string, msgs []ImportMe
 	if err != nil {
 		return added, err
 	}
-	if last == nil {
+	if !last.Appended() {
 		return 0, nil
 	}
 	if err := last.Wait(); err != nil {

@@ -119,6 +119,31 @@ func (b *Broker) maintain(now time.Time) {
 	b.tickSeries(now)
 }
 
+// expirePartition is the maintenance sweep's share of expiry (a claim's is
+// readLiveSpanLocked, read_expire.go): it raises p's mark for its queue's
+// time rules at nowMicros without loading a released log. When even the
+// newest message is expired the mark goes to the visible end; otherwise a
+// loaded log is searched with its time index, and a released one is left for
+// its next pop (whole-file retention still runs on it).
+func (b *Broker) expirePartition(p *partition, nowMicros int64) {
+	cutoff := expiryCutoff(p.q.options(), nowMicros)
+	if cutoff == 0 {
+		return
+	}
+	vis := p.visible.Load()
+	if p.liveFrom() >= vis {
+		return
+	}
+	if p.log.LastTimestamp() < cutoff {
+		p.raiseExpired(vis)
+		b.refreshPending(p)
+		return
+	}
+	if p.log.Loaded() {
+		b.expireTo(p, cutoff, vis) // on a failed lookup the next pop finds them
+	}
+}
+
 // dueRulesLocked is which retention rules this cycle applies. A node
 // following a replicated log applies them too, to its files only
 // (retainPartition): the rules read message timestamps, cursors and leases,

@@ -104,6 +104,7 @@ type groupState struct {
 }
 
 // groupStatesLocked returns the states of the groups with a cursor on p.
+// The caller holds p.mu.
 func (b *Broker) groupStatesLocked(p *partition) []groupState {
 	var rows []groupState
 	for g := range p.q.groupList() {
@@ -139,6 +140,7 @@ func capRetentionCut(p *partition, rows []groupState, cut, completed, first uint
 // raiseCursorsLocked moves the cursors below the new low-water mark low up to
 // it, dropping an expired lease over deleted messages; live leases were kept
 // clear of the cut. It reports whether a cursor moved.
+// The caller holds p.mu of the rows' partition.
 func (b *Broker) raiseCursorsLocked(rows []groupState, low uint64, nowMicros int64) bool {
 	moved := false
 	for _, r := range rows {

@@ -207,11 +207,11 @@ func (b *Broker) describeAll(st *meta.State) error {
 func (b *Broker) logMetaLocked(recs ...meta.Record) (walTicket, error) {
 	payload, err := walentry.EncodeMeta(recs...)
 	if err != nil {
-		return nil, err
+		return walTicket{}, err
 	}
 	t, err := b.wal.Append(walMeta, payload)
 	if err != nil {
-		return nil, fmt.Errorf("broker: commit log: %w", err)
+		return walTicket{}, fmt.Errorf("broker: commit log: %w", err)
 	}
 	b.flush.metaDirty = true
 	return t, nil

@@ -65,6 +65,8 @@ func (b *Broker) Maintenance() MaintenanceStatus {
 	return b.maintStatusLocked()
 }
 
+// maintStatusLocked is the modes as GET /api/v1/system/maintenance reports
+// them. The caller holds b.mm.mu (shared or exclusive).
 func (b *Broker) maintStatusLocked() MaintenanceStatus {
 	st := MaintenanceStatus{PushMaintenance: b.mm.push.Load(), PopMaintenance: b.mm.pop.Load()}
 	for p, next := range b.mm.held {
@@ -125,35 +127,6 @@ func (b *Broker) SetPopMaintenance(on bool) (MaintenanceStatus, error) {
 		b.mm.pop.Store(on)
 	}
 	return b.maintStatusLocked(), nil
-}
-
-// publishOrHold publishes p up to next, or holds it while push maintenance
-// is on. held reports the latter. The first hold of a partition rewrites the
-// maintenance file (its published mark) before returning; err is that
-// write's failure (the messages stay held in memory and durable in the log).
-func (b *Broker) publishOrHold(p *partition, next uint64, ts int64) (held bool, err error) {
-	b.mm.mu.RLock()
-	if !b.mm.push.Load() {
-		b.publish(p, next, ts)
-		b.mm.mu.RUnlock()
-		return false, nil
-	}
-	b.mm.mu.RUnlock()
-	b.mm.mu.Lock()
-	defer b.mm.mu.Unlock()
-	if !b.mm.push.Load() {
-		b.publish(p, next, ts)
-		return false, nil
-	}
-	prev, was := b.mm.held[p]
-	if b.mm.held == nil {
-		b.mm.held = make(map[*partition]uint64)
-	}
-	b.mm.held[p] = max(prev, next)
-	if !was {
-		return true, b.writeMaintLocked(true, b.mm.pop.Load())
-	}
-	return true, nil
 }
 
 func sortedHeld(held map[*partition]uint64) []*partition {

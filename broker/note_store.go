@@ -54,13 +54,13 @@ func (b *Broker) logNote(body []byte) (applied bool, err error) {
 		if b.flush.inflight == nil {
 			b.flush.inflight = map[uint64]int{}
 		}
-		b.flush.inflight[tk.LSN()]++
+		b.flush.inflight[uint64(tk.LSN)]++
 	}
 	b.flush.stateMu.Unlock()
 	if err != nil {
 		return false, b.noSpace("the commit log", fmt.Errorf("commit log: %w", err))
 	}
-	defer b.txApplied(tk.LSN())
+	defer b.txApplied(uint64(tk.LSN))
 	if err := tk.Wait(); err != nil {
 		return false, fmt.Errorf("commit log: %w", err)
 	}

@@ -5,13 +5,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 )
 
 type claimResult struct {
-	verdict    int
+	verdict    ready.Verdict
 	key, until int64
 	n          int
 }
@@ -28,10 +29,10 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
-		return claimResult{verdict: verdictDone}, nil
+		return claimResult{verdict: ready.Done}, nil
 	}
 	if err := p.damagedErr(); err != nil {
-		return claimResult{verdict: verdictDone}, err
+		return claimResult{verdict: ready.Done}, err
 	}
 	st, ok := b.cur.Get(k)
 	if !ok {
@@ -43,17 +44,17 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	}
 	if !lease.CanClaim(st, now) {
 		// seed 000: a leased partition is skipped without blocking.
-		return claimResult{verdict: verdictLater, until: st.Lease.ExpiresAtMicros}, nil
+		return claimResult{verdict: ready.Later, until: st.Lease.ExpiresAtMicros}, nil
 	}
 	vis := p.visible.Load()
 	from := max(st.Committed+1, p.liveFrom())
 	if from >= vis {
-		return claimResult{verdict: verdictDone}, nil
+		return claimResult{verdict: ready.Done}, nil
 	}
 	if wb := opts.WindowBuffer; wb > 0 {
 		// spec 3.9: held back while the newest message is younger than the window.
 		if hold := p.log.LastTimestamp() + wb*1_000_000; hold > now {
-			return claimResult{verdict: verdictLater, until: hold}, nil
+			return claimResult{verdict: ready.Later, until: hold}, nil
 		}
 	}
 	buf := readBufPool.Get().(*segment.ReadBuffer)
@@ -82,13 +83,14 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 // visible), none younger than delay seconds (delayedProcessing, spec 3.9).
 // With no messages, the claim result says why: nothing there (done), the
 // first one too young (later, until it is old enough), or a read error.
+// The caller holds p.mu.
 func (b *Broker) readSpanLocked(pc *popCtx, p *partition, from, vis uint64, delay int64, buf *segment.ReadBuffer) ([]segment.Message, claimResult, error) {
 	msgs, err := p.log.Read(from, int(min(uint64(pc.budget), vis-from)), pc.bytesLeft, buf)
 	if err != nil {
 		if b.markDamaged(p, err) {
-			return nil, claimResult{verdict: verdictDone}, p.damagedErr()
+			return nil, claimResult{verdict: ready.Done}, p.damagedErr()
 		}
-		return nil, claimResult{verdict: verdictAgain}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
+		return nil, claimResult{verdict: ready.Again}, fmt.Errorf("queue %s partition %s: read from offset %d: %w", p.q.name, p.name, from, err)
 	}
 	for len(msgs) > 0 && msgs[len(msgs)-1].Offset >= vis {
 		msgs = msgs[:len(msgs)-1]
@@ -98,32 +100,33 @@ func (b *Broker) readSpanLocked(pc *popCtx, p *partition, from, vis uint64, dela
 		cutoff := pc.nowMicros - delay*1_000_000
 		i := sort.Search(len(msgs), func(i int) bool { return msgs[i].TimestampMicros > cutoff })
 		if i == 0 {
-			return nil, claimResult{verdict: verdictLater, key: msgs[0].TimestampMicros, until: msgs[0].TimestampMicros + delay*1_000_000}, nil
+			return nil, claimResult{verdict: ready.Later, key: msgs[0].TimestampMicros, until: msgs[0].TimestampMicros + delay*1_000_000}, nil
 		}
 		msgs = msgs[:i]
 	}
-	return msgs, claimResult{verdict: verdictDone}, nil
+	return msgs, claimResult{verdict: ready.Done}, nil
 }
 
 // takeSpanLocked claims msgs (non-empty) for pc from state st: it grants the
 // request's lease on the span (leaseTime is the queue's default), or with
 // autoAck commits it at once, and records the change to wait for and to undo.
 // It returns the verdict for the ready structure and the new state.
+// The caller holds p.mu.
 func (b *Broker) takeSpanLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message, vis uint64, leaseTime int64) (claimResult, lease.State) {
 	end := msgs[len(msgs)-1].Offset
 	cl := claimResult{n: len(msgs), key: msgs[0].TimestampMicros}
 	before := st
 	if pc.req.AutoAck {
 		lease.AutoAck(&st, end)
-		cl.verdict = verdictDone
+		cl.verdict = ready.Done
 		if end+1 < vis {
-			cl.verdict, cl.key = verdictAgain, msgs[len(msgs)-1].TimestampMicros
+			cl.verdict, cl.key = ready.Again, msgs[len(msgs)-1].TimestampMicros
 		}
 	} else {
 		secs := lease.EffectiveSeconds(pc.req.LeaseSeconds, leaseTime)
 		exp := pc.nowMicros + secs*1_000_000
 		lease.Grant(&st, pc.leaseID, pc.req.WorkerID, end, exp)
-		cl.verdict, cl.until = verdictLater, exp
+		cl.verdict, cl.until = ready.Later, exp
 	}
 	b.cur.Set(k, st)
 	b.cursorChanged(p, pc.group)
@@ -180,7 +183,7 @@ func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []seg
 // pendingEstimate is how many messages the oldest ready partition holds for
 // the group (0 when leased or unknown); minPopWaitTime uses it.
 func (b *Broker) pendingEstimate(pc *popCtx, g *groupReady) int64 {
-	p := g.peekPartition()
+	p := g.Peek()
 	if p == nil {
 		return 0
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/notes"
@@ -16,6 +17,7 @@ import (
 // and those in between stay inside the leased span but are not delivered (an
 // ack of a later message commits past them, spec 4.6). Costs one atomic load
 // when no message is deleted, and one map lookup when none of p's is.
+// The caller holds p.mu.
 func (b *Broker) dropDeletedLocked(pc *popCtx, p *partition, k cursor.Key, st lease.State, msgs []segment.Message,
 	vis uint64, delay int64, buf *segment.ReadBuffer, cl claimResult) ([]segment.Message, claimResult, lease.State, error) {
 	ns := b.msgNotes.store
@@ -49,7 +51,7 @@ func (b *Broker) dropDeletedLocked(pc *popCtx, p *partition, k cursor.Key, st le
 		}
 		from := st.Committed + 1
 		if from >= vis {
-			return nil, claimResult{verdict: verdictDone}, st, nil
+			return nil, claimResult{verdict: ready.Done}, st, nil
 		}
 		var err error
 		if msgs, cl, err = b.readSpanLocked(pc, p, from, vis, delay, buf); err != nil || len(msgs) == 0 {

@@ -3,6 +3,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/lease"
 	"github.com/combmq/comb/segment"
 )
@@ -43,6 +44,7 @@ import (
 // queue's horizon it skips to the first live offset and reads again. It
 // returns the messages, the offset the claim now starts at (the cursor goes
 // up to it), and the claim result and error of readSpanLocked.
+// The caller holds p.mu.
 func (b *Broker) readLiveSpanLocked(pc *popCtx, p *partition, from, vis uint64, opts QueueOptions, buf *segment.ReadBuffer) ([]segment.Message, uint64, claimResult, error) {
 	msgs, cl, err := b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
 	if err != nil || len(msgs) == 0 {
@@ -54,7 +56,7 @@ func (b *Broker) readLiveSpanLocked(pc *popCtx, p *partition, from, vis uint64, 
 		return msgs, from, cl, nil
 	}
 	if from = max(from, next); from >= vis {
-		return nil, from, claimResult{verdict: verdictDone}, nil
+		return nil, from, claimResult{verdict: ready.Done}, nil
 	}
 	msgs, cl, err = b.readSpanLocked(pc, p, from, vis, opts.DelayedProcessing, buf)
 	if again, ok := b.expiredAgainLocked(p, cutoff, msgs, vis); ok && err == nil {
@@ -151,12 +153,13 @@ func (b *Broker) skipExpiredPrefix(p *partition, cutoff int64, msgs []segment.Me
 // starts with an expired message (only after a time-index failure): it
 // skips those too and tells the claim to deliver nothing from p in this
 // pop but keep it ready; the next pop reads on from the raised mark.
+// The caller holds p.mu.
 func (b *Broker) expiredAgainLocked(p *partition, cutoff int64, msgs []segment.Message, vis uint64) (claimResult, bool) {
 	if len(msgs) == 0 || cutoff == 0 || msgs[0].TimestampMicros >= cutoff {
 		return claimResult{}, false
 	}
 	b.skipExpiredPrefix(p, cutoff, msgs, vis)
-	return claimResult{verdict: verdictAgain, key: msgs[0].TimestampMicros}, true
+	return claimResult{verdict: ready.Again, key: msgs[0].TimestampMicros}, true
 }
 
 // raiseCursorTo moves st's cursor up so that a claim starting at from
@@ -175,29 +178,4 @@ func raiseCursorTo(st *lease.State, from uint64) bool {
 		st.Retries = 0
 	}
 	return true
-}
-
-// expirePartition is the maintenance sweep's share (maint_evict.go): it
-// raises p's mark for its queue's time rules at nowMicros without loading a
-// released log. When even the newest message is expired the mark goes to
-// the visible end; otherwise a loaded log is searched with its time index,
-// and a released one is left for its next pop (whole-file retention still
-// runs on it).
-func (b *Broker) expirePartition(p *partition, nowMicros int64) {
-	cutoff := expiryCutoff(p.q.options(), nowMicros)
-	if cutoff == 0 {
-		return
-	}
-	vis := p.visible.Load()
-	if p.liveFrom() >= vis {
-		return
-	}
-	if p.log.LastTimestamp() < cutoff {
-		p.raiseExpired(vis)
-		b.refreshPending(p)
-		return
-	}
-	if p.log.Loaded() {
-		b.expireTo(p, cutoff, vis) // on a failed lookup the next pop finds them
-	}
 }

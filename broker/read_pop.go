@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/segment"
 )
@@ -253,7 +254,7 @@ func (b *Broker) popWildcard(pc *popCtx, mayMinWait bool) (time.Duration, error)
 	}
 	err = b.claimFrom(pc, q, g)
 	if pc.res.PartitionsClaimed == 0 {
-		pc.noteDue(g.nextDeferred())
+		pc.noteDue(g.NextDeferred())
 	}
 	return 0, err
 }
@@ -263,12 +264,12 @@ func (b *Broker) popWildcard(pc *popCtx, mayMinWait bool) (time.Duration, error)
 func (b *Broker) claimFrom(pc *popCtx, q *queue, g *groupReady) error {
 	var skip map[*partition]bool
 	for pc.room() {
-		p, seq, ok := g.take(pc.nowMicros, skip)
+		p, seq, ok := g.Take(pc.nowMicros, skip)
 		if !ok {
 			return nil
 		}
 		cl, err := b.claim(pc, p)
-		g.finish(p, seq, cl.verdict, cl.key, cl.until)
+		g.Finish(p, seq, cl.verdict, cl.key, cl.until)
 		if errors.Is(err, ErrDamaged) {
 			// Out of service (damage.go): the queue's other partitions keep
 			// serving; the verdict dropped p from the candidates.
@@ -277,7 +278,7 @@ func (b *Broker) claimFrom(pc *popCtx, q *queue, g *groupReady) error {
 		if err != nil {
 			return err
 		}
-		if cl.verdict == verdictAgain && cl.n == 0 {
+		if cl.verdict == ready.Again && cl.n == 0 {
 			if skip == nil {
 				skip = make(map[*partition]bool)
 			}
@@ -313,7 +314,7 @@ func (b *Broker) popDiscovery(pc *popCtx) error {
 			if exhausted[i] {
 				continue
 			}
-			k, ok := g.peekKey(pc.nowMicros)
+			k, ok := g.PeekKey(pc.nowMicros)
 			if !ok {
 				exhausted[i] = true
 				continue
@@ -325,7 +326,7 @@ func (b *Broker) popDiscovery(pc *popCtx) error {
 		if best < 0 {
 			if pc.res.PartitionsClaimed == 0 {
 				for _, g := range gs {
-					pc.noteDue(g.nextDeferred())
+					pc.noteDue(g.NextDeferred())
 				}
 			}
 			return nil
@@ -359,7 +360,7 @@ func (b *Broker) popTargeted(pc *popCtx) error {
 		return nil
 	}
 	cl, err := b.claim(pc, p)
-	if cl.verdict == verdictLater {
+	if cl.verdict == ready.Later {
 		pc.noteDue(cl.until)
 	}
 	return err

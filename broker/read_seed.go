@@ -21,7 +21,7 @@ func (v partView) OffsetAtOrAfterTime(ts int64) uint64 {
 // has never touched (seed 000 "Subscription modes are decided once"): queue
 // mode from the oldest retained offset; a named group from its stored
 // subscription as a partition born after it subscribed; a targeted pop with no
-// stored record from its own request's intent.
+// stored record from its own request's intent. The caller holds p.mu.
 func (b *Broker) seedCursorLocked(pc *popCtx, p *partition) uint64 {
 	if pc.queueMode {
 		return cursor.StartCursor(cursor.Subscription{Mode: cursor.SubAll}, partView{p}, true)
@@ -86,12 +86,12 @@ func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowM
 		switch {
 		case !ok:
 			if vis > p.log.FirstOffset() {
-				g.touchLocked(p, p.createdAt)
+				g.Add(p, p.createdAt)
 			}
 		case st.Lease.Live(nowMicros):
-			g.deferLocked(p, p.createdAt, st.Lease.ExpiresAtMicros)
+			g.Defer(p, p.createdAt, st.Lease.ExpiresAtMicros)
 		case st.Committed+1 < vis:
-			g.touchLocked(p, p.createdAt)
+			g.Add(p, p.createdAt)
 		}
 	}
 }

@@ -52,7 +52,7 @@ func (b *Broker) StreamRegister(req StreamQueryRequest) (StreamQueryResult, erro
 	if err != nil {
 		return StreamQueryResult{}, b.noSpace("the commit log", fmt.Errorf("broker: register stream query %s: commit log: %w", req.Name, err))
 	}
-	dropped := b.streams.store.ApplyQuery(t.LSN(), q, res.Reset)
+	dropped := b.streams.store.ApplyQuery(uint64(t.LSN), q, res.Reset)
 	if err := b.streams.files.RemoveShards(dropped); err != nil {
 		// The reset is durable: a file left behind is older than it and
 		// is dropped at the next start.

@@ -108,7 +108,7 @@ type txRun struct {
 	sets     []txStateSet      // the states the entry changes, set after the commit point
 	pubs     []published       // partitions to publish once unlocked
 	// dupWait is what the push duplicates' answers wait for (findStored;
-	// nil = nothing), dupPubs what they name, published with pubs.
+	// zero = nothing), dupPubs what they name, published with pubs.
 	dupWait  walTicket
 	dupPubs  []published
 	releases []partKeyed // leases released, for the ready structures once unlocked
@@ -193,6 +193,7 @@ func (b *Broker) txAbortOrErr(t *txRun, at int, msg string, err error) (TxResult
 
 // txCheckLocked aborts a transaction that names a partition deleted since it
 // was looked up, and fails one on a damaged partition.
+// The caller holds p.mu of every partition in locked.
 func (b *Broker) txCheckLocked(t *txRun, locked []*partition) (int, string, error) {
 	for _, p := range locked {
 		if p.deleted {
@@ -292,7 +293,7 @@ func (b *Broker) txStoredID(t *txRun, p *partition, txid string, seen map[string
 	if !st.ok {
 		return "", false, nil
 	}
-	if wait != nil {
+	if wait.Appended() {
 		t.dupWait = later(t.dupWait, wait)
 		t.dupPubs = append(t.dupPubs, published{p, st.off + 1, t.now})
 	}
@@ -306,7 +307,7 @@ func (b *Broker) txStoredID(t *txRun, p *partition, txid string, seen map[string
 // transaction's pushes. Nothing to wait for is the common case: a retried
 // transaction whose first try was answered.
 func (b *Broker) txWaitDuplicates(t *txRun) error {
-	if t.dupWait == nil {
+	if !t.dupWait.Appended() {
 		return nil
 	}
 	if err := t.dupWait.Wait(); err != nil {
@@ -383,7 +384,7 @@ func (b *Broker) txCommit(t *txRun) error {
 	if err != nil {
 		return b.noSpace("the commit log", fmt.Errorf("broker: commit log: %w", err))
 	}
-	lsn := tk.LSN()
+	lsn := uint64(tk.LSN)
 	if err := tk.Wait(); err != nil {
 		return fmt.Errorf("broker: commit log: %w", err)
 	}

@@ -304,33 +304,3 @@ func (b *Broker) discardPartitionDirs(parts []*partition) {
 		}
 	}
 }
-
-// ensurePartitionsDir creates <data>/partitions and <data>/dlq at Open (and
-// syncs the data directory when it made one), so creating a partition or a
-// DLQ is a single mkdir whose parent is durable.
-func (b *Broker) ensurePartitionsDir() error {
-	made := false
-	for _, sub := range []string{meta.PartitionsDir, meta.DLQDir} {
-		dir := filepath.Join(b.dir, sub)
-		ok, err := existsDir(b.fs, dir)
-		if err == nil && !ok {
-			err = b.fs.MkdirAll(dir)
-			made = true
-		}
-		if err != nil {
-			return fmt.Errorf("broker: %w", err)
-		}
-	}
-	if made && !b.noSync() {
-		return b.syncDir(b.dir)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so that entries created in it survive a crash.
-func (b *Broker) syncDir(dir string) error {
-	if err := b.fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/combmq/comb/index"
+	"github.com/combmq/comb/lsn"
 )
 
 // The one rule of every answer that says "stored" (issue 21): an item is
@@ -39,7 +40,8 @@ type storedTx struct {
 // overlapping cache misses, one read to verify a whole retried batch).
 // stored[k] answers txids[k] ("" is never stored); stored is nil when none
 // is. hashes[k] is index.HashTxn(txids[k]) (0 for ""), or nil to compute
-// them. wait is what a hit's answer waits for (see above): nil when nothing.
+// them. wait is what a hit's answer waits for (see above): the zero ticket
+// when nothing.
 // The caller holds p.mu, so nothing is appended between the lookup and its
 // use.
 //
@@ -57,7 +59,7 @@ func (b *Broker) findStored(p *partition, txids []string, hashes []uint64) (stor
 		}
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
+		return nil, walTicket{}, fmt.Errorf("queue %s partition %s: dedup lookup: %w", p.q.name, p.name, err)
 	}
 	return stored, wait, nil
 }
@@ -66,7 +68,7 @@ func (b *Broker) findStored(p *partition, txids []string, hashes []uint64) (stor
 func (b *Broker) findStoredOne(p *partition, txid string) (storedTx, walTicket, error) {
 	stored, wait, err := b.findStored(p, []string{txid}, []uint64{index.HashTxn(txid)})
 	if err != nil || stored == nil {
-		return storedTx{}, nil, err
+		return storedTx{}, walTicket{}, err
 	}
 	return stored[0], wait, nil
 }
@@ -74,7 +76,7 @@ func (b *Broker) findStoredOne(p *partition, txid string) (storedTx, walTicket, 
 // later returns whichever of a and b has the higher LSN (nil counts as
 // none): waiting for it covers both.
 func later(a, b walTicket) walTicket {
-	if a == nil || b != nil && b.LSN() > a.LSN() {
+	if !a.Appended() || b.Appended() && b.LSN > a.LSN {
 		return b
 	}
 	return a
@@ -84,7 +86,9 @@ func later(a, b walTicket) walTicket {
 // no commit-log entry to cover it (appendLogged): a duplicate of that record
 // must never be answered `duplicate`, so its wait fails, and it sorts after
 // every real ticket (later) so no other wait hides it.
-type failedTicket struct{ err error }
+func failedTicket(err error) walTicket { return lsn.NewTicket(math.MaxUint64, failedWait{err}) }
 
-func (t failedTicket) Wait() error { return t.err }
-func (t failedTicket) LSN() uint64 { return math.MaxUint64 }
+// failedWait is a failedTicket's Waiter.
+type failedWait struct{ err error }
+
+func (w failedWait) Wait() error { return w.err }

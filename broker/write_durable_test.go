@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
 )
@@ -82,16 +83,16 @@ func (h gatedFile) Sync() error {
 	return h.File.Sync()
 }
 
-// countedTicket counts the callers blocked in its Wait.
-type countedTicket struct {
-	walTicket
+// countedWait counts the callers blocked in its ticket's Wait.
+type countedWait struct {
+	t       walTicket
 	waiting *atomic.Int32
 }
 
-func (t countedTicket) Wait() error {
-	t.waiting.Add(1)
-	defer t.waiting.Add(-1)
-	return t.walTicket.Wait()
+func (w countedWait) Wait() error {
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
+	return w.t.Wait()
 }
 
 // dupScene is issue 21's first finding in a test: a push of X is stuck in
@@ -161,8 +162,8 @@ func (s *dupScene) pushFirst() {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		s.p.mu.Lock()
-		if s.p.tail != nil && (before == nil || s.p.tail.LSN() > before.LSN()) {
-			s.p.tail = countedTicket{s.p.tail, &s.waiting}
+		if s.p.tail.Appended() && (!before.Appended() || s.p.tail.LSN > before.LSN) {
+			s.p.tail = lsn.NewTicket(s.p.tail.LSN, countedWait{s.p.tail, &s.waiting})
 			s.p.mu.Unlock()
 			return
 		}
@@ -382,7 +383,7 @@ func TestDuplicateOfUncoveredRecordFails(t *testing.T) {
 	require.NoError(t, err)
 	cause := errors.New("no entry")
 	p.mu.Lock()
-	p.tail = failedTicket{cause}
+	p.tail = failedTicket(cause)
 	p.mu.Unlock()
 	_, err = e.b.Push([]PushItem{{Queue: "q", Partition: "p", TransactionID: "b"}})
 	require.ErrorIs(t, err, cause)

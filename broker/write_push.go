@@ -18,7 +18,7 @@ type pushGroup struct {
 	first  uint64 // first offset appended (0 = nothing appended)
 	next   uint64 // offset after the last appended
 	ts     int64
-	ticket walTicket // its commit-log entry (nil = nothing appended)
+	ticket walTicket // its commit-log entry (zero = nothing appended)
 	// dupWait is what its duplicates' answers wait for (findStored; nil =
 	// nothing), dupNext the offset after the last record they name.
 	dupWait walTicket
@@ -238,7 +238,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 			}
 			if stored != nil && stored[k].ok {
 				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, uuidString(stored[k].id)
-				if wait != nil {
+				if wait.Appended() {
 					g.dupWait, g.dupNext = wait, max(g.dupNext, stored[k].off+1)
 				}
 				continue
@@ -333,13 +333,13 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		// is published, so the partition stays in service meanwhile, and
 		// a duplicate of the segment fails as this push does.
 		err = fmt.Errorf("broker: queue %s partition %s: %w", p.q.name, p.name, err)
-		p.tail = failedTicket{err}
+		p.tail = failedTicket(err)
 		return 0, err
 	}
 	if err != nil {
 		err = fmt.Errorf("broker: queue %s partition %s: commit log: %w", p.q.name, p.name, err)
 		if uerr := p.log.Unappend(first); uerr != nil {
-			p.tail = failedTicket{err}
+			p.tail = failedTicket(err)
 			b.markDamaged(p, &segment.CorruptionError{File: p.log.Dir(), FirstOffset: first, LastOffset: first + uint64(len(recs)) - 1,
 				Reason: "appended while the commit log refused its entry (" + err.Error() + ") and could not be cut back (" + uerr.Error() + "); restart the server to cut it"})
 			return 0, err
@@ -405,6 +405,35 @@ func (b *Broker) waitGroups(groups []*pushGroup) error {
 	return nil
 }
 
+// publishOrHold publishes p up to next, or holds it while push maintenance
+// is on. held reports the latter. The first hold of a partition rewrites the
+// maintenance file (its published mark) before returning; err is that
+// write's failure (the messages stay held in memory and durable in the log).
+func (b *Broker) publishOrHold(p *partition, next uint64, ts int64) (held bool, err error) {
+	b.mm.mu.RLock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		b.mm.mu.RUnlock()
+		return false, nil
+	}
+	b.mm.mu.RUnlock()
+	b.mm.mu.Lock()
+	defer b.mm.mu.Unlock()
+	if !b.mm.push.Load() {
+		b.publish(p, next, ts)
+		return false, nil
+	}
+	prev, was := b.mm.held[p]
+	if b.mm.held == nil {
+		b.mm.held = make(map[*partition]uint64)
+	}
+	b.mm.held[p] = max(prev, next)
+	if !was {
+		return true, b.writeMaintLocked(true, b.mm.pop.Load())
+	}
+	return true, nil
+}
+
 // publish makes offsets below next visible to pops, tells the queue's group
 // ready structures and wakes parked long-polls (spec 1.4 "Wake-up").
 func (b *Broker) publish(p *partition, next uint64, ts int64) {
@@ -417,7 +446,7 @@ func (b *Broker) publish(p *partition, next uint64, ts int64) {
 	b.refreshPending(p)
 	p.q.mu.RLock()
 	for _, g := range p.q.groups {
-		g.pushed(p, ts)
+		g.Pushed(p, ts)
 	}
 	p.q.mu.RUnlock()
 	b.wake.Signal(p.q.gate)

@@ -3,15 +3,17 @@ package broker
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/combmq/comb/lsn"
 )
 
 // ReplicatedLog is a commit log replicated across nodes (package replica's
 // *Log): the same contract as the local one (write_wal.go's commitLog), with
-// the ticket spelled as an LSN and a wait. Append fails on a node that is not
+// the same ticket (package lsn's). Append fails on a node that is not
 // the leader; Read visits nothing (raft applies a node's missing entries
 // again after a start, through ApplyReplicated).
 type ReplicatedLog interface {
-	Append(kind byte, payload []byte) (lsn uint64, wait func() error, err error)
+	Append(kind byte, payload []byte) (lsn.Ticket, error)
 	Read(from uint64, fn func(lsn uint64, kind byte, payload []byte) error) error
 	DurableLSN() uint64
 	FirstLSN() uint64
@@ -51,29 +53,28 @@ type replicatedLog struct {
 	hist *syncHist
 }
 
-type replicatedTicket struct {
-	lsn   uint64
-	wait  func() error
+// timedWait is the Waiter of a replicated entry's ticket: the log's own
+// wait, its first success timed into hist from the append.
+type timedWait struct {
+	t     lsn.Ticket
 	start time.Time
 	hist  *syncHist
-	timed *atomic.Bool
+	timed atomic.Bool
 }
 
-func (t replicatedTicket) Wait() error {
-	err := t.wait()
-	if err == nil && t.timed.CompareAndSwap(false, true) {
-		t.hist.observe(time.Since(t.start).Microseconds())
+func (w *timedWait) Wait() error {
+	err := w.t.Wait()
+	if err == nil && w.timed.CompareAndSwap(false, true) {
+		w.hist.observe(time.Since(w.start).Microseconds())
 	}
 	return err
 }
 
-func (t replicatedTicket) LSN() uint64 { return t.lsn }
-
 func (r replicatedLog) Append(kind byte, payload []byte) (walTicket, error) {
 	start := time.Now()
-	lsn, wait, err := r.ReplicatedLog.Append(kind, payload)
+	t, err := r.ReplicatedLog.Append(kind, payload)
 	if err != nil {
-		return nil, err
+		return walTicket{}, err
 	}
-	return replicatedTicket{lsn: lsn, wait: wait, start: start, hist: r.hist, timed: new(atomic.Bool)}, nil
+	return lsn.NewTicket(t.LSN, &timedWait{t: t, start: start, hist: r.hist}), nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/combmq/comb/commitlog"
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/walentry"
 )
 
@@ -38,26 +39,16 @@ type commitLog interface {
 	Close() error
 }
 
-// walTicket is what Append returns.
-type walTicket interface {
-	Wait() error
-	LSN() uint64
-}
+// walTicket is what Append returns: package lsn's Ticket, the one "append,
+// then wait" shape of the local and the replicated log (and of the cursor
+// engine's checkpoints, cursorLog). The zero ticket is nothing appended.
+type walTicket = lsn.Ticket
 
 // localLog is the single-node commit log.
 type localLog struct{ l *commitlog.Log }
 
-type localTicket struct{ t commitlog.Ticket }
-
-func (t localTicket) Wait() error { return t.t.Wait() }
-func (t localTicket) LSN() uint64 { return uint64(t.t.LSN) }
-
 func (w localLog) Append(kind byte, payload []byte) (walTicket, error) {
-	t, err := w.l.Append(kind, payload)
-	if err != nil {
-		return nil, err
-	}
-	return localTicket{t}, nil
+	return w.l.Append(kind, payload)
 }
 
 func (w localLog) Read(from uint64, fn func(lsn uint64, kind byte, payload []byte) error) error {
@@ -75,20 +66,19 @@ func (w localLog) Close() error                    { return w.l.Close() }
 // (set once Open has opened it; the engine writes none before Start).
 type cursorLog struct{ b *Broker }
 
-func (c cursorLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
+func (c cursorLog) AppendCheckpoint(body []byte) (lsn.Ticket, error) {
 	start := time.Now()
 	t, err := c.b.wal.Append(walCheckpoint, body)
 	if err != nil {
-		return 0, nil, err
+		return lsn.Ticket{}, err
 	}
 	// The wait is timed into the checkpoint histogram (Prometheus
 	// comb_checkpoint_latency_seconds): from the append to durable.
-	wait := func() error {
+	return lsn.NewTicket(t.LSN, lsn.WaitFunc(func() error {
 		err := t.Wait()
 		c.b.ckptHist.observe(time.Since(start).Microseconds())
 		return err
-	}
-	return t.LSN(), wait, nil
+	})), nil
 }
 
 // splitLogEntry reads the 16-byte id that starts a walPush or walDLQ payload.
@@ -99,14 +89,11 @@ func splitLogEntry(payload []byte) ([16]byte, []byte, error) { return walentry.S
 func waitLast(ts []walTicket) error {
 	var last walTicket
 	for _, t := range ts {
-		if t != nil && (last == nil || t.LSN() > last.LSN()) {
+		if t.Appended() && (!last.Appended() || t.LSN > last.LSN) {
 			last = t
 		}
 	}
-	if last == nil {
-		return nil
-	}
-	return last.Wait()
+	return last.Wait() // nil for none
 }
 
 // Retryable: a full disk leaves the commit log usable (commitlog.ErrNoSpace:

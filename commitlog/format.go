@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/record"
 )
 
-// LSN numbers the log's entries from 1.
-type LSN uint64
+// LSN numbers the log's entries from 1 (package lsn's type, shared with
+// the replicated log, the cursor engine and the broker).
+type LSN = lsn.LSN
 
 const (
 	headerVersion = 1

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -148,19 +149,18 @@ type chunk struct {
 	pool  *[]byte // the pool's holder of buf, handed back once written
 }
 
-// Ticket is what Append returns: Wait blocks until the entry is durable.
-type Ticket struct {
-	b   *batch
-	LSN LSN
-}
+// Ticket is what Append returns (package lsn's, the one "append, then wait"
+// shape every log of comb hands back): its LSN, and a Wait that blocks until
+// the entry is durable (batch.Wait).
+type Ticket = lsn.Ticket
 
-// Wait blocks until the ticket's entry is durable per the sync policy (or
-// written, for SyncInterval and SyncNever).
+// Wait blocks until the batch, and so each entry of it, is durable per the
+// sync policy (or written, for SyncInterval and SyncNever): the Waiter of
+// the batch's tickets.
 //
 // Errors: ErrFailed (wrapped with the cause) when the batch could not be
 // written or synced; ErrClosed when the log closed first.
-func (t Ticket) Wait() error {
-	b := t.b
+func (b *batch) Wait() error {
 	select {
 	case <-b.done:
 		return b.err
@@ -275,7 +275,7 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	w.reserved += over
 	c.buf = appendEntry(c.buf, kind, payload)
 	c.count++
-	lsn := l.next
+	n := l.next
 	l.next++
 	if urgent && !b.urgent.Swap(true) {
 		l.group.nudge() // a committer gathering for b writes it now
@@ -284,7 +284,7 @@ func (l *Log) Append(kind byte, payload []byte) (Ticket, error) {
 	case l.kick <- struct{}{}:
 	default:
 	}
-	return Ticket{b: b, LSN: lsn}, nil
+	return lsn.NewTicket(n, b), nil
 }
 
 // rotateLocked makes the spare the file appends go to, preparing one now if

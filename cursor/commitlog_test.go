@@ -11,23 +11,21 @@ import (
 
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/vfs"
 )
 
 // commitLog adapts a *commitlog.Log to Log as the broker does: a checkpoint
 // is an entry of kind kindCheckpoint, a full disk (ErrNoSpace) is retryable,
 // anything else (ErrFailed, ErrClosed) sticky. (A test of the seam, not a
-// dependency: package cursor itself never imports commitlog.)
+// dependency: package cursor itself never imports commitlog; both share
+// package lsn's Ticket.)
 type commitLog struct{ l *commitlog.Log }
 
 const kindCheckpoint = 4 // the design's entry kinds: 1 meta, 2 push, 3 dlq, 4 checkpoint, 5 tx
 
-func (c commitLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
-	tk, err := c.l.Append(kindCheckpoint, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	return uint64(tk.LSN), tk.Wait, nil
+func (c commitLog) AppendCheckpoint(body []byte) (lsn.Ticket, error) {
+	return c.l.Append(kindCheckpoint, body)
 }
 
 func (commitLog) Retryable(err error) bool { return errors.Is(err, commitlog.ErrNoSpace) }

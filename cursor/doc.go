@@ -22,7 +22,7 @@
 // commit log's fdatasync with whatever else that group commit carries
 // (pushes, transactions).
 //
-// A checkpoint the log refuses (AppendCheckpoint fails, or its wait does)
+// A checkpoint the log refuses (AppendCheckpoint fails, or its Wait does)
 // fails only its own generation: its Wait callers get a *CheckpointError (the
 // broker answers 5xx and undoes what it changed for them), the changed keys
 // are handed back, and the next Wait (or the ticker, retryDelay later) writes

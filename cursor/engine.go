@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -25,11 +26,11 @@ const retryDelay = 250 * time.Millisecond
 type Log interface {
 	// AppendCheckpoint hands one checkpoint body to the log; the log must
 	// not keep body after it returns (the engine reuses the buffer). The
-	// checkpoint is durable once wait returns nil; lsn (>= 1) orders it
-	// among everything in the log, and later checkpoints get higher ones.
-	// After a crash, every checkpoint whose wait returned nil is in the log;
-	// any other may or may not be.
-	AppendCheckpoint(body []byte) (lsn uint64, wait func() error, err error)
+	// checkpoint is durable once the ticket's Wait returns nil; its LSN
+	// (>= 1) orders it among everything in the log, and later checkpoints
+	// get higher ones. After a crash, every checkpoint whose Wait returned
+	// nil is in the log; any other may or may not be.
+	AppendCheckpoint(body []byte) (lsn.Ticket, error)
 	// Retryable reports whether err, from AppendCheckpoint or a wait,
 	// leaves the log usable, so that the same checkpoint may be tried again
 	// (a full disk: commitlog.ErrNoSpace). Otherwise the failure is sticky:

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -55,21 +56,21 @@ func newMemLog(first uint64, survivors []memEntry) *memLog {
 	return l
 }
 
-func (l *memLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
+func (l *memLog) AppendCheckpoint(body []byte) (lsn.Ticket, error) {
 	l.mu.Lock()
 	if err := l.appendErr; err != nil {
 		l.mu.Unlock()
-		return 0, nil, fmt.Errorf("append: %w", err)
+		return lsn.Ticket{}, fmt.Errorf("append: %w", err)
 	}
-	lsn := l.next
+	n := l.next
 	l.next++
-	l.entries = append(l.entries, memEntry{LSN: lsn, Body: append([]byte(nil), body...), Checkpoint: true})
+	l.entries = append(l.entries, memEntry{LSN: n, Body: append([]byte(nil), body...), Checkpoint: true})
 	hook := l.onAppend
 	l.mu.Unlock()
 	if hook != nil {
-		hook(lsn)
+		hook(n)
 	}
-	return lsn, func() error {
+	return lsn.NewTicket(lsn.LSN(n), lsn.WaitFunc(func() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.waitErr != nil {
@@ -78,12 +79,12 @@ func (l *memLog) AppendCheckpoint(body []byte) (uint64, func() error, error) {
 		// Found by LSN, not by index: truncateBefore may have dropped
 		// entries in front of it since the append.
 		for i := range l.entries {
-			if l.entries[i].LSN == lsn {
+			if l.entries[i].LSN == n {
 				l.entries[i].durable = true
 			}
 		}
 		return nil
-	}, nil
+	})), nil
 }
 
 func (l *memLog) Retryable(err error) bool { return errors.Is(err, errLogFull) }

@@ -118,16 +118,16 @@ func (e *Engine) writeGeneration() error {
 		if enc.entries == 0 && !mark {
 			return nil
 		}
-		lsn, wait, err := e.opts.Log.AppendCheckpoint(enc.body())
+		t, err := e.opts.Log.AppendCheckpoint(enc.body())
 		if err == nil {
 			if mark {
 				e.mu.Lock()
 				if e.snapActive && e.snapFrom == 0 {
-					e.snapFrom = lsn
+					e.snapFrom = uint64(t.LSN)
 				}
 				e.mu.Unlock()
 			}
-			err = wait()
+			err = t.Wait()
 		}
 		if err != nil {
 			e.requeue(enc)

@@ -22,6 +22,7 @@ import (
 	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -235,10 +236,10 @@ type captureLog struct {
 	bodies [][]byte
 }
 
-func (l *captureLog) AppendCheckpoint(b []byte) (uint64, func() error, error) {
+func (l *captureLog) AppendCheckpoint(b []byte) (lsn.Ticket, error) {
 	l.lsn++
 	l.bodies = append(l.bodies, append([]byte(nil), b...))
-	return l.lsn, func() error { return nil }, nil
+	return lsn.Durable(lsn.LSN(l.lsn)), nil
 }
 
 func (*captureLog) Retryable(error) bool { return false }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
+	"github.com/combmq/comb/lsn"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -89,8 +90,8 @@ func readCursors(dir string, checkpoints checkpointSource) (*cursorView, error) 
 // replay exactly what the old one did.
 type snapshotOnlyLog struct{ lsn uint64 }
 
-func (l *snapshotOnlyLog) AppendCheckpoint([]byte) (uint64, func() error, error) {
-	return l.lsn, func() error { return nil }, nil
+func (l *snapshotOnlyLog) AppendCheckpoint([]byte) (lsn.Ticket, error) {
+	return lsn.Durable(lsn.LSN(l.lsn)), nil
 }
 
 func (*snapshotOnlyLog) Retryable(error) bool { return false }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
 )
@@ -135,10 +136,10 @@ func TestEveryNodeLearnsTheLeadersHTTPAddress(t *testing.T) {
 	nodes := startNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
 	requireLeaderHTTP(t, nodes, leader)
-	lsn, wait, err := leader.log.Append(1, []byte("x"))
+	tk, err := leader.log.Append(1, []byte("x"))
 	require.NoError(t, err)
-	require.Equal(t, uint64(1), lsn, "the announcement took no LSN")
-	require.NoError(t, wait())
+	require.Equal(t, lsn.LSN(1), tk.LSN, "the announcement took no LSN")
+	require.NoError(t, tk.Wait())
 
 	require.NoError(t, leader.log.Close())
 	next := leaderOf(t, nodes, leader)
@@ -149,10 +150,10 @@ func TestEveryNodeLearnsTheLeadersHTTPAddress(t *testing.T) {
 		}
 	}
 	requireLeaderHTTP(t, live, next)
-	lsn, wait, err = next.log.Append(1, []byte("y"))
+	tk, err = next.log.Append(1, []byte("y"))
 	require.NoError(t, err)
-	require.Equal(t, uint64(2), lsn)
-	require.NoError(t, wait())
+	require.Equal(t, lsn.LSN(2), tk.LSN)
+	require.NoError(t, tk.Wait())
 }
 
 // requireLeaderHTTP waits until every node names leader and the HTTP address

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
@@ -361,35 +362,36 @@ func (l *Log) announce() {
 	l.r.Apply(encodeAnnounce(announcement{node: l.cfg.NodeID, httpAddr: l.cfg.HTTPAddr}), 0)
 }
 
-// Append proposes one entry and returns its LSN and a wait that returns nil
-// once the entry is committed on a quorum and applied here. The payload is
-// copied.
+// Append proposes one entry and returns its ticket (package lsn's): its LSN
+// and a Wait that returns nil once the entry is committed on a quorum and
+// applied here. The payload is copied.
 //
 // Errors: ErrNotLeader (nothing proposed), ErrClosed, or the sticky error
-// of Err. A wait's error is raft's: ErrLeadershipLost leaves the entry's
-// fate unknown (it may still commit under the next leader).
-func (l *Log) Append(kind byte, payload []byte) (uint64, func() error, error) {
+// of Err. A Wait's error is a *CommitError carrying raft's: ErrLeadershipLost
+// leaves the entry's fate unknown (it may still commit under the next
+// leader).
+func (l *Log) Append(kind byte, payload []byte) (lsn.Ticket, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.closed:
-		return 0, nil, ErrClosed
+		return lsn.Ticket{}, ErrClosed
 	case l.Err() != nil:
-		return 0, nil, l.Err()
+		return lsn.Ticket{}, l.Err()
 	case l.next == 0:
-		return 0, nil, ErrNotLeader
+		return lsn.Ticket{}, ErrNotLeader
 	}
-	lsn := l.next
-	f := l.r.Apply(encodeEntry(entry{lsn: lsn, origin: l.origin, kind: kind, payload: payload}), 0)
-	l.last.Store(&lastAppend{lsn: lsn, f: f})
+	n := l.next
+	f := l.r.Apply(encodeEntry(entry{lsn: n, origin: l.origin, kind: kind, payload: payload}), 0)
+	l.last.Store(&lastAppend{lsn: n, f: f})
 	l.next++
 	wait := func() error {
 		if err := f.Error(); err != nil {
-			return &CommitError{LSN: lsn, Err: err}
+			return &CommitError{LSN: n, Err: err}
 		}
 		return nil
 	}
-	return lsn, wait, nil
+	return lsn.NewTicket(lsn.LSN(n), lsn.WaitFunc(wait)), nil
 }
 
 // NumberFrom raises the LSN this node counts as applied to start-1 (the

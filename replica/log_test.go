@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/combmq/comb/lsn"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
@@ -140,15 +141,15 @@ func leaderOf(t *testing.T, nodes []*testNode, except *testNode) *testNode {
 func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 	nodes := startNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
-	var waits []func() error
+	var waits []lsn.Ticket
 	for i := range 20 {
-		lsn, wait, err := leader.log.Append(byte(i%3), []byte{byte(i)})
+		tk, err := leader.log.Append(byte(i%3), []byte{byte(i)})
 		require.NoError(t, err)
-		require.Equal(t, uint64(i+1), lsn)
-		waits = append(waits, wait)
+		require.Equal(t, lsn.LSN(i+1), tk.LSN)
+		waits = append(waits, tk)
 	}
 	for _, w := range waits {
-		require.NoError(t, w())
+		require.NoError(t, w.Wait())
 	}
 	require.Equal(t, uint64(20), leader.log.DurableLSN())
 	require.Empty(t, leader.rec.entries(), "the proposer applies nothing twice")
@@ -167,17 +168,17 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 		for i, e := range got {
 			require.Equal(t, entry{lsn: uint64(i + 1), kind: byte(i % 3), payload: []byte{byte(i)}}, e)
 		}
-		_, _, err := n.log.Append(1, nil)
+		_, err := n.log.Append(1, nil)
 		require.True(t, errors.Is(err, ErrNotLeader), "a follower refuses: %v", err)
 		require.Equal(t, "follower", n.log.Role())
 	}
 
 	require.NoError(t, leader.log.Close())
 	next := leaderOf(t, nodes, leader)
-	lsn, wait, err := next.log.Append(9, []byte("after"))
+	tk, err := next.log.Append(9, []byte("after"))
 	require.NoError(t, err)
-	require.Equal(t, uint64(21), lsn, "LSNs continue across leaders")
-	require.NoError(t, wait())
+	require.Equal(t, lsn.LSN(21), tk.LSN, "LSNs continue across leaders")
+	require.NoError(t, tk.Wait())
 }
 
 // TestLeaderThatStepsDownIsDeposed: a leader that hands its leadership over
@@ -187,9 +188,9 @@ func TestLogOrdersAppliesAndSkipsTheProposer(t *testing.T) {
 func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 	nodes := startNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
-	_, wait, err := leader.log.Append(1, []byte("x"))
+	tk, err := leader.log.Append(1, []byte("x"))
 	require.NoError(t, err)
-	require.NoError(t, wait())
+	require.NoError(t, tk.Wait())
 	require.NoError(t, leader.log.HandOver())
 	require.NoError(t, leader.log.HandOver(), "a node that no longer leads has nothing to hand over")
 	select {
@@ -223,9 +224,9 @@ func TestLeaderThatStepsDownIsDeposed(t *testing.T) {
 func TestMembersJoinAndLeave(t *testing.T) {
 	nodes := startNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
-	_, wait, err := leader.log.Append(1, []byte("before"))
+	tk, err := leader.log.Append(1, []byte("before"))
 	require.NoError(t, err)
-	require.NoError(t, wait())
+	require.NoError(t, tk.Wait())
 
 	peers := make([]Peer, 0, 4)
 	for _, n := range nodes {

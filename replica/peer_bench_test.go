@@ -59,9 +59,9 @@ func BenchmarkCommitOverPeerTLS(b *testing.B) {
 			b.SetBytes(int64(len(payload)))
 			b.ResetTimer()
 			for range b.N {
-				_, wait, err := leader.log.Append(1, payload)
+				tk, err := leader.log.Append(1, payload)
 				if err == nil {
-					err = wait()
+					err = tk.Wait()
 				}
 				if err != nil {
 					b.Fatal(err)

@@ -102,9 +102,9 @@ func TestStrangersRaftRPCsChangeNothing(t *testing.T) {
 	nodes := startTLSNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
 	awaitClusterID(t, nodes)
-	_, wait, err := leader.log.Append(1, []byte("before"))
+	tk, err := leader.log.Append(1, []byte("before"))
 	require.NoError(t, err)
-	require.NoError(t, wait())
+	require.NoError(t, tk.Wait())
 	var followers []*testNode
 	for _, n := range nodes {
 		if n != leader {
@@ -178,9 +178,9 @@ func TestStrangersRaftRPCsChangeNothing(t *testing.T) {
 		require.Eventually(t, func() bool { return f.log.peers.refusals.count() >= refusedBefore[f]+uint64(3*len(strangers)) },
 			5*time.Second, time.Millisecond, f.log.cfg.NodeID)
 	}
-	_, wait, err = leader.log.Append(1, []byte("after"))
+	tk, err = leader.log.Append(1, []byte("after"))
 	require.NoError(t, err)
-	require.NoError(t, wait(), "the cluster commits after the strangers")
+	require.NoError(t, tk.Wait(), "the cluster commits after the strangers")
 }
 
 // A TLS cluster forms, and a member's own connections carry requests to the leader's
@@ -279,8 +279,8 @@ func TestAnEmptiedMemberTakesTheClusterID(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool {
-		_, wait, err := leaderOf(t, live, nil).log.Append(1, []byte("x"))
-		return err == nil && wait() == nil
+		tk, err := leaderOf(t, live, nil).log.Append(1, []byte("x"))
+		return err == nil && tk.Wait() == nil
 	}, 20*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return l.ClusterID() == id && len(rec.entries()) >= 1 }, 10*time.Second, 5*time.Millisecond)
 }
@@ -340,8 +340,8 @@ func TestADirectoryOfAnotherClusterIsRefused(t *testing.T) {
 	}
 	// Under load the two may elect again meanwhile: append through whichever leads.
 	require.Eventually(t, func() bool {
-		_, wait, err := leaderOf(t, live, nil).log.Append(1, []byte("A's"))
-		return err == nil && wait() == nil
+		tk, err := leaderOf(t, live, nil).log.Append(1, []byte("A's"))
+		return err == nil && tk.Wait() == nil
 	}, 20*time.Second, 5*time.Millisecond, "A commits with its two members")
 	require.Eventually(t, func() bool { return l.peers.refusals.count() >= refused+6 }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, bLast, l.r.LastIndex(), "nothing of A's log reached B's directory")

@@ -74,9 +74,9 @@ func TestAFarBehindNodeInstallsTheLeadersDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(leader.data, "partitions", "p1", "00000001.seg"), seg, 0o600))
 	big := bytes.Repeat([]byte{'x'}, 1024)
 	for i := range 60 { // several raft-wal segments of 8 KiB
-		_, wait, err := leader.log.Append(1, append([]byte{byte(i)}, big...))
+		tk, err := leader.log.Append(1, append([]byte{byte(i)}, big...))
 		require.NoError(t, err)
-		require.NoError(t, wait())
+		require.NoError(t, tk.Wait())
 	}
 	require.NoError(t, leader.log.Snapshot())
 	first, err := leader.log.store.FirstIndex()
@@ -107,9 +107,9 @@ func TestAFarBehindNodeInstallsTheLeadersDirectory(t *testing.T) {
 	require.Empty(t, again, "installed once")
 
 	behind.start(t, peers)
-	_, wait, err := leader.log.Append(2, []byte("after"))
+	tk, err := leader.log.Append(2, []byte("after"))
 	require.NoError(t, err)
-	require.NoError(t, wait())
+	require.NoError(t, tk.Wait())
 	require.Eventually(t, func() bool {
 		got := behind.rec.entries()
 		return len(got) > 0 && string(got[len(got)-1].payload) == "after"
