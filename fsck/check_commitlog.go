@@ -224,7 +224,12 @@ func (c *checker) replayLog(d datadir.LogDir, keep uint64, l *datadir.WALLog) wa
 			f.LastOffset = st.next - 1
 		}
 		f.Detail = c.unsyncedText(s, keep, first, st)
-		if s != nil && s.Unsynced > 0 && st.replayed == 0 && s.Region != nil {
+		if s != nil && s.Unsynced > 0 && st.replayed == 0 && c.walUnread() {
+			// The commit log's entries past its damage are unread: they may well
+			// hold these bytes, acknowledged. Cutting them would lose them; the
+			// server refuses to start until the commit log is seen to.
+			f.Detail = fmt.Sprintf("%d bytes written unsynced past offset %d; the commit log is damaged (above), so whether its unread entries hold them is unknown: left as they are", s.Unsynced, keep-1)
+		} else if s != nil && s.Unsynced > 0 && st.replayed == 0 && s.Region != nil {
 			// Bytes no commit-log entry holds (never acknowledged; after a clean
 			// stop, not comb's at all): the server's start cuts them, so does
 			// --repair, both keeping them in quarantine.
@@ -235,6 +240,14 @@ func (c *checker) replayLog(d datadir.LogDir, keep uint64, l *datadir.WALLog) wa
 		c.rep.add(f)
 	}
 	return st
+}
+
+// walUnread reports whether the commit log holds entries fsck could not
+// read: damage that is not a torn tail the server zeroes (what follows it,
+// or an entry that does not decode, may hold any log's records).
+func (c *checker) walUnread() bool {
+	w := c.wal
+	return w.Err != nil || w.Tail == record.TailCorrupt || len(w.BadEntries) > 0
 }
 
 // unsyncedText says what the server's start-up does with a log's tail.
