@@ -54,7 +54,11 @@ func (c *checker) checkCommitLog() {
 		c.plan(f, repairPlan{kind: planCommitLogTail})
 	case record.TailCorrupt:
 		f.Kind, f.Severity = KindCommitLogCorrupt, SeverityDamaged
-		f.Detail = fmt.Sprintf("the commit log's newest file is damaged at bytes [%d,%d) and a verified batch follows: not a torn write under --sync always, so acknowledged entries after LSN %d are unreadable; the server refuses to start (under --sync interval or never it cuts them: those policies may lose acknowledged writes)", w.TailStart, w.TailEnd, w.Last)
+		after := fmt.Sprintf("after LSN %d", w.Last)
+		if w.Last == 0 {
+			after = "from the damage on" // none before it was read
+		}
+		f.Detail = fmt.Sprintf("the commit log's newest file is damaged at bytes [%d,%d) and a verified batch follows: not a torn write under --sync always, so acknowledged entries %s are unreadable; the server refuses to start (under --sync interval or never it cuts them: those policies may lose acknowledged writes)", w.TailStart, w.TailEnd, after)
 		c.rep.add(f)
 	}
 }

@@ -231,6 +231,8 @@ func TestCommitLogDamageKeepsUnsyncedTails(t *testing.T) {
 
 	rep := runOn(t, root, ModeCheck)
 	assert.Equal(t, ExitDamaged, rep.ExitCode)
+	damage := findOne(t, rep, KindCommitLogCorrupt)
+	assert.Contains(t, damage.Detail, "so acknowledged entries from the damage on are unreadable", "no entry before the damage was read: not \"after LSN 0\"")
 	tails := findingsOf(rep, KindUnsyncedTail)
 	require.NotEmpty(t, tails, "%+v", rep.Findings)
 	for _, f := range tails {
