@@ -93,6 +93,25 @@ func ReadWAL(dataDir string, covers uint64, keepSegBytes func(id [16]byte, base,
 	return v, nil
 }
 
+// Unread says why some of the commit log's entries were not read, wrapping
+// ErrCommitLogDamaged, or is nil when every entry it keeps was: damage that
+// is not a tail (Err), a damaged batch a verified one follows (Tail
+// Corrupt), entries that do not decode. A recovered read (View.EachRecovered)
+// then lacks whatever records only those entries hold, with no way to tell
+// which logs they belong to, so dump and replay report it after what they
+// could read.
+func (v *WAL) Unread() error {
+	switch {
+	case v.Err != nil:
+		return fmt.Errorf("%w: %v", ErrCommitLogDamaged, v.Err)
+	case v.Tail == record.TailCorrupt:
+		return fmt.Errorf("%w: %s bytes [%d,%d) are damaged and a verified batch follows them", ErrCommitLogDamaged, v.TailFile, v.TailStart, v.TailEnd)
+	case len(v.BadEntries) > 0:
+		return fmt.Errorf("%w: %s", ErrCommitLogDamaged, v.BadEntries[0])
+	}
+	return nil
+}
+
 // add takes one entry, as scanCommitLog does.
 func (v *WAL) add(e commitlog.Entry) error {
 	v.Entries++

@@ -11,4 +11,8 @@ var (
 	// ErrNotRecoverable wraps what stops a recovered read (View.EachRecovered):
 	// offsets the server could not serve either (comb fsck says why).
 	ErrNotRecoverable = errors.New("offsets missing from both the log's files and the commit log (run comb fsck)")
+	// ErrCommitLogDamaged wraps WAL.Unread: some of the commit log's entries
+	// could not be read, so the records only they hold are missing from a
+	// recovered read (the server refuses to start on such a log).
+	ErrCommitLogDamaged = errors.New("the commit log is damaged: records only its unread entries hold are missing (run comb fsck)")
 )

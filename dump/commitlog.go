@@ -8,6 +8,7 @@ import (
 	"github.com/combmq/comb/commitlog"
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/record"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
@@ -91,6 +92,11 @@ func dumpCommitLog(dataDir string, v *datadir.View, logs []datadir.LogDir, names
 	}
 	if in.Err != nil {
 		return fmt.Errorf("commit log: %w (entries after the damage are not printed; run comb fsck)", in.Err)
+	}
+	if in.Tail == record.TailCorrupt {
+		// Inspect reports damage with a verified batch after it as the tail
+		// (the server refuses to start on it): the entries past it are unread.
+		return fmt.Errorf("commit log: %s: bytes [%d,%d) are damaged and a verified batch follows them (entries after the damage are not printed; run comb fsck)", in.TailFile, in.TailStart, in.TailEnd)
 	}
 	return nil
 }

@@ -2,6 +2,9 @@ package dump
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +94,63 @@ func TestDumpCommitLogEntries(t *testing.T) {
 			assert.Equal(t, false, e["replay"])
 		}
 	})
+}
+
+// A flipped byte in the commit log with a verified batch after it (not a
+// torn tail) stops --commit-log with an error naming the damage, after the
+// entries before it; before, the dump ended there and exited 0, as if the
+// log had no more entries.
+func TestDumpCommitLogDamageIsAnError(t *testing.T) {
+	_, root := datadirtest.Scenario(t)
+	var out bytes.Buffer
+	_, err := Run(root, Options{CommitLog: true}, &out)
+	require.NoError(t, err)
+	all := len(datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "commitlog"))
+
+	names, err := filepath.Glob(filepath.Join(root, layout.CommitLog, "????????????????.wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	wal := names[len(names)-1]
+	b, err := os.ReadFile(wal)
+	require.NoError(t, err)
+	first := bytes.Index(b, []byte("CMWB"))
+	require.Greater(t, first, 0)
+	datadirtest.Overwrite(t, wal, int64(first+30), []byte{b[first+30] ^ 0x55})
+
+	out.Reset()
+	_, err = Run(root, Options{CommitLog: true}, &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("commit log: %s: bytes [%d,", filepath.Base(wal), first))
+	assert.Contains(t, err.Error(), "are damaged and a verified batch follows them (entries after the damage are not printed; run comb fsck)")
+	assert.Less(t, len(datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "commitlog")), all, "the entries after the damage are not printed")
+}
+
+// flipCommitLogByte damages the commit log's first batch with verified
+// batches after it: its later entries are unread (commitlog.Inspect).
+func flipCommitLogByte(t *testing.T, root string) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(root, layout.CommitLog, "????????????????.wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	wal := names[len(names)-1]
+	b, err := os.ReadFile(wal)
+	require.NoError(t, err)
+	first := bytes.Index(b, []byte("CMWB"))
+	require.Greater(t, first, 0)
+	datadirtest.Overwrite(t, wal, int64(first+30), []byte{b[first+30] ^ 0x55})
+}
+
+// With the commit log damaged, the records only its unread entries hold
+// (p0's 31-37 here, acknowledged) cannot be printed; dump prints what it can
+// read and fails with ErrCommitLogDamaged, where it used to exit 0 with the
+// records silently missing.
+func TestDumpRecordsWithADamagedCommitLog(t *testing.T) {
+	_, root := datadirtest.Scenario(t)
+	flipCommitLogByte(t, root)
+	var out bytes.Buffer
+	st, err := Run(root, Options{Queue: "orders"}, &out)
+	require.ErrorIs(t, err, datadir.ErrCommitLogDamaged)
+	assert.Contains(t, err.Error(), "are damaged and a verified batch follows them")
+	assert.Equal(t, int64(42), st.Records, "the 30+12 records the files hold below their durable end")
+	assert.Len(t, datadirtest.ByType(datadirtest.DecodeLines(t, out.Bytes()), "record"), 42)
 }

@@ -187,7 +187,12 @@ func Run(dataDir string, opts Options, w io.Writer) (Stats, error) {
 			return st, fmt.Errorf("%s: %w", d.Rel, err)
 		}
 	}
-	return st, bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return st, err
+	}
+	// Not silent: records only the commit log's unread entries hold are
+	// missing from what was printed.
+	return st, v.WAL.Unread()
 }
 
 func dumpLog(v *datadir.View, d datadir.LogDir, n datadir.PartInfo, opts Options, enc *json.Encoder, st *Stats) error {

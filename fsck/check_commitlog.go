@@ -54,7 +54,11 @@ func (c *checker) checkCommitLog() {
 		c.plan(f, repairPlan{kind: planCommitLogTail})
 	case record.TailCorrupt:
 		f.Kind, f.Severity = KindCommitLogCorrupt, SeverityDamaged
-		f.Detail = fmt.Sprintf("the commit log's newest file is damaged at bytes [%d,%d) and a verified batch follows: not a torn write under --sync always, so acknowledged entries after LSN %d are unreadable; the server refuses to start (under --sync interval or never it cuts them: those policies may lose acknowledged writes)", w.TailStart, w.TailEnd, w.Last)
+		after := fmt.Sprintf("after LSN %d", w.Last)
+		if w.Last == 0 {
+			after = "from the damage on" // none before it was read
+		}
+		f.Detail = fmt.Sprintf("the commit log's newest file is damaged at bytes [%d,%d) and a verified batch follows: not a torn write under --sync always, so acknowledged entries %s are unreadable; the server refuses to start (under --sync interval or never it cuts them: those policies may lose acknowledged writes)", w.TailStart, w.TailEnd, after)
 		c.rep.add(f)
 	}
 }
@@ -224,7 +228,12 @@ func (c *checker) replayLog(d datadir.LogDir, keep uint64, l *datadir.WALLog) wa
 			f.LastOffset = st.next - 1
 		}
 		f.Detail = c.unsyncedText(s, keep, first, st)
-		if s != nil && s.Unsynced > 0 && st.replayed == 0 && s.Region != nil {
+		if s != nil && s.Unsynced > 0 && st.replayed == 0 && c.walUnread() {
+			// The commit log's entries past its damage are unread: they may well
+			// hold these bytes, acknowledged. Cutting them would lose them; the
+			// server refuses to start until the commit log is seen to.
+			f.Detail = fmt.Sprintf("%d bytes written unsynced past offset %d; the commit log is damaged (above), so whether its unread entries hold them is unknown: left as they are", s.Unsynced, keep-1)
+		} else if s != nil && s.Unsynced > 0 && st.replayed == 0 && s.Region != nil {
 			// Bytes no commit-log entry holds (never acknowledged; after a clean
 			// stop, not comb's at all): the server's start cuts them, so does
 			// --repair, both keeping them in quarantine.
@@ -235,6 +244,14 @@ func (c *checker) replayLog(d datadir.LogDir, keep uint64, l *datadir.WALLog) wa
 		c.rep.add(f)
 	}
 	return st
+}
+
+// walUnread reports whether the commit log holds entries fsck could not
+// read: damage that is not a torn tail the server zeroes (what follows it,
+// or an entry that does not decode, may hold any log's records).
+func (c *checker) walUnread() bool {
+	w := c.wal
+	return w.Err != nil || w.Tail == record.TailCorrupt || len(w.BadEntries) > 0
 }
 
 // unsyncedText says what the server's start-up does with a log's tail.

@@ -127,8 +127,14 @@ func (c *checker) logFindings(d datadir.LogDir, base Finding, s *logScan) {
 			// The file ends inside a segment below its synced length: cut, not
 			// torn (package recovery).
 			f.Kind = KindShortFile
+			if dm.LastOffset != 0 && s.Region.Keep > dm.LastOffset+1 {
+				// The whole segments that followed the cut one went with the cut:
+				// every synced offset from the cut segment on is lost, as the
+				// server reports it (package recovery), not just the cut segment's.
+				f.LastOffset = s.Region.Keep - 1
+			}
 			f.Detail = fmt.Sprintf("the file ends at byte %d inside a segment (%s) below offset %d, which was synced (%s): a crash cannot make a synced file shorter, so this is damage, not a torn tail; offsets %s are lost unless recovered from a copy; the server takes the log out of service and cuts nothing",
-				dm.EndByte, dm.Reason, s.Region.Keep, c.keepSource(d.ID), offsetsText(dm.FirstOffset, dm.LastOffset))
+				dm.EndByte, dm.Reason, s.Region.Keep, c.keepSource(d.ID), offsetsText(f.FirstOffset, f.LastOffset))
 			c.rep.add(f)
 		case dm.File == newest && s.Region != nil:
 			// Below a commit log these bytes were synced, and the server keeps the

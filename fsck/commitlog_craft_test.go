@@ -207,6 +207,51 @@ func TestCommitLogDamage(t *testing.T) {
 	})
 }
 
+// A flipped byte in the commit log (not its torn tail) leaves its later
+// entries unread, so fsck cannot tell whether they hold the bytes a log's
+// files have past their synced length: those are acknowledged pushes the
+// commit log would replay, not a tail to cut. --repair must leave every
+// partition file as it is (before, it cut them as "never acknowledged").
+func TestCommitLogDamageKeepsUnsyncedTails(t *testing.T) {
+	_, root := datadirtest.Scenario(t)
+	segs, err := filepath.Glob(filepath.Join(root, dirPartitions, "*", "*.seg"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	before := map[string][]byte{}
+	for _, p := range segs {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		before[p] = b
+	}
+	path, _ := newestWAL(t, root)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	first := bytes.Index(b, []byte("CMWB"))
+	require.Greater(t, first, 0)
+	datadirtest.Overwrite(t, path, int64(first+30), []byte{b[first+30] ^ 0x55})
+
+	rep := runOn(t, root, ModeCheck)
+	assert.Equal(t, ExitDamaged, rep.ExitCode)
+	damage := findOne(t, rep, KindCommitLogCorrupt)
+	assert.Contains(t, damage.Detail, "so acknowledged entries from the damage on are unreadable", "no entry before the damage was read: not \"after LSN 0\"")
+	tails := findingsOf(rep, KindUnsyncedTail)
+	require.NotEmpty(t, tails, "%+v", rep.Findings)
+	for _, f := range tails {
+		assert.Equal(t, SeverityInfo, f.Severity, "%+v", f)
+		assert.Empty(t, f.Repair)
+		assert.Contains(t, f.Detail, "the commit log is damaged")
+		assert.NotContains(t, f.Detail, "never acknowledged")
+	}
+
+	rep = runOn(t, root, ModeRepair)
+	assert.Equal(t, ExitDamaged, rep.ExitCode)
+	for p, want := range before {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "--repair keeps %s as it is", p)
+	}
+}
+
 // assertServerHolds opens the real broker on root (the server's own recovery) and
 // drains queue q from the start, checking how many messages each partition has.
 func assertServerHolds(t *testing.T, root, q string, want map[string]int) {

@@ -81,6 +81,16 @@ func TestCleanStopCutBelowSyncedIsDamage(t *testing.T) {
 				s.size-1, s.size-1-s.lastSeg, s.size-s.lastSeg), f.Detail)
 			assert.Empty(t, f.Repair)
 		}},
+		{"the newest segment file cut inside an earlier segment: every synced offset from it on is lost", func(t *testing.T, s *cleanStopped) {
+			require.NoError(t, os.Truncate(s.seg, s.lastSeg-1))
+		}, ExitDamaged, []Kind{KindShortFile}, func(t *testing.T, s *cleanStopped, rep *Report) {
+			f := findOne(t, rep, KindShortFile)
+			assert.Equal(t, s.lastSeg-1, f.EndByte)
+			// The cut segment held 21-25; 26-30 were synced in the whole segment
+			// after it, gone with the cut: the server reports 21-30 (recovery).
+			assert.Equal(t, [2]uint64{21, 30}, [2]uint64{f.FirstOffset, f.LastOffset})
+			assert.Contains(t, f.Detail, "; offsets 21-30 are lost unless recovered from a copy;")
+		}},
 		{"the newest segment file cut inside its header", func(t *testing.T, s *cleanStopped) {
 			require.NoError(t, os.Truncate(s.seg, s.lastSeg+20))
 		}, ExitDamaged, []Kind{KindShortFile}, func(t *testing.T, s *cleanStopped, rep *Report) {

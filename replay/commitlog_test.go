@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/dump"
+	"github.com/combmq/comb/layout"
 )
 
 // Issue 14: records only the commit log holds were acknowledged: comb replay
@@ -43,4 +45,31 @@ func TestReplayIncludesTheCommitLog(t *testing.T) {
 			assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
 		})
 	}
+}
+
+// With the commit log damaged (a flipped byte in its first batch, verified
+// batches after it), p0's records 31-37 exist only in unread entries: replay
+// pushes the 42 records it can read and then fails with
+// datadir.ErrCommitLogDamaged, where it used to report success with those
+// acknowledged records missing on the target.
+func TestReplayWithADamagedCommitLogFails(t *testing.T) {
+	m, root := datadirtest.Scenario(t)
+	names, err := filepath.Glob(filepath.Join(root, layout.CommitLog, "????????????????.wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	wal := names[len(names)-1]
+	b, err := os.ReadFile(wal)
+	require.NoError(t, err)
+	first := bytes.Index(b, []byte("CMWB"))
+	require.Greater(t, first, 0)
+	datadirtest.Overwrite(t, wal, int64(first+30), []byte{b[first+30] ^ 0x55})
+
+	target := newFakeTarget()
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+	st, err := Run(context.Background(), Options{Target: srv.URL, Batch: 4, DataDir: root})
+	require.ErrorIs(t, err, datadir.ErrCommitLogDamaged)
+	assert.Equal(t, int64(42), st.Pushed)
+	assert.Equal(t, m.Pushed["p0"][:30], target.order["orders/p0"])
+	assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
 }

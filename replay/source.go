@@ -86,7 +86,12 @@ feed:
 	if firstErr != nil {
 		return firstErr
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// What could be read was pushed; records only the commit log's unread
+	// entries hold were not, and the run must not look complete.
+	return v.WAL.Unread()
 }
 
 func (r *replayer) replayLog(ctx context.Context, v *datadir.View, d datadir.LogDir, n datadir.PartInfo) error {
