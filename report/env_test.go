@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,45 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/combmq/comb/broker"
+	"github.com/combmq/comb/clock/clocktest"
 )
 
 // The reports' tests drive a real broker through its public API (package
 // broker's own tests cover the engine) and read it back through Reports.
 
-// testClock is an injectable clock (Config.Now) so lease expiry and lags are
-// tested without sleeping.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	t   *testing.T
 	dir string
-	clk *testClock
+	clk *clocktest.Fake // Config.Now: lease expiry and lags are tested without sleeping
 	b   *broker.Broker
 	r   *Reports
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clk: newTestClock()}
+	e := &env{t: t, dir: t.TempDir(), clk: clocktest.NewFake(time.Date(2026, 7, 30, 9, 0, 0, 0, time.UTC))}
 	e.open()
 	t.Cleanup(func() {
 		if e.b != nil {
