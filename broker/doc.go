@@ -43,8 +43,9 @@
 //	             (open_recover.go) → flushPass
 //	flush        startFlusher, flushPass (flush.go): syncs the materialized files, writes the
 //	             summaries (flush_summaries.go) and snapshots, truncates the commit log
-//	metadata     Configure, DeleteQueue (meta_queue.go); logMetaLocked, checkStrayDirs
-//	             (meta_journal.go); SetPushMaintenance, SetPopMaintenance (meta_maint.go)
+//	metadata     Configure, DeleteQueue (meta_queue.go); logMetaLocked (meta_journal.go);
+//	             checkStrayDirs at start-up (open_partitions.go); SetPushMaintenance,
+//	             SetPopMaintenance (meta_maint.go)
 //	messages     the list and detail are package report's (report/messages.go, message.go), read
 //	             through View.FindMessage (findMessage, note_messages.go: the dedup index);
 //	             DeleteMessage (note_messages.go): a tombstone in the notes store; claims skip

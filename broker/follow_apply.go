@@ -46,7 +46,7 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		// queue's pending depth, known to the groups' ready structures (a
 		// node that led before and leads again finds the partition there)
 		// and parked pops woken.
-		id, seg, _ := splitLogEntry(payload)
+		id, seg, _ := walentry.SplitLog(payload)
 		_, _, ts, err := segment.PeekSegment(seg)
 		if p := b.lookupPartitionByID(id); p != nil && err == nil && !p.isDamaged() {
 			next := p.log.NextOffset()
@@ -55,7 +55,7 @@ func (b *Broker) ApplyReplicated(lsn uint64, kind byte, payload []byte) error {
 		}
 	}
 	if kind == walDLQ {
-		if id, _, err := splitLogEntry(payload); err == nil {
+		if id, _, err := walentry.SplitLog(payload); err == nil {
 			if q := b.queueByID(id); q != nil {
 				raiseTo(&q.dlqCommitted, b.dlqNext(q))
 			}

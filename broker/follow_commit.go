@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/walentry"
 )
 
 // What a replicated node keeps of its files, and a deposed leader (issue 15,
@@ -44,7 +45,7 @@ func (b *Broker) CommittedOwn(lsn uint64, kind byte, payload []byte) {
 	if kind != walPush && kind != walDLQ {
 		return
 	}
-	id, seg, err := splitLogEntry(payload)
+	id, seg, err := walentry.SplitLog(payload)
 	if err != nil {
 		return
 	}

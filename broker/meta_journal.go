@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/meta"
@@ -55,92 +53,6 @@ func (b *Broker) openMeta() (*meta.State, error) {
 		b.log.Info().Int("from", rep.UpgradedFrom).Msg("metadata journal: upgraded to the current format (the old file is kept as meta/journal.v1)")
 	}
 	return meta.Apply(rep.Records), nil
-}
-
-// checkStrayDirs applies the start-up rule to every partition and DLQ
-// directory the journal does not name (doc.go, docs/operations.md): a
-// directory of a queue the journal deleted is removed (finishing the delete),
-// one that holds no record is removed (a creation a crash interrupted before
-// its journal record), and one that holds records makes Open refuse with
-// ErrStrayData. Names that are not ids are left alone.
-func (b *Broker) checkStrayDirs(st *meta.State) error {
-	var stray []string
-	for _, sub := range []string{meta.PartitionsDir, meta.DLQDir} {
-		dir := filepath.Join(b.dir, sub)
-		names, err := b.fs.List(dir)
-		if err != nil {
-			if isNotExist(err) {
-				continue
-			}
-			return fmt.Errorf("broker: %w", err)
-		}
-		for _, name := range names {
-			path := filepath.Join(dir, name)
-			id, ok := meta.ParseID(name)
-			if !ok {
-				if !strings.HasSuffix(name, ".tmp") {
-					b.log.Warn().Str("dir", path).Msg("start-up: not a partition id; left alone")
-				}
-				continue
-			}
-			// Names are matched by parsed id against the registry's maps:
-			// no per-partition string at 100,000 partitions (issue 7).
-			if sub == meta.PartitionsDir && b.parts[id] != nil || sub == meta.DLQDir && st.QueueByID[id] != nil {
-				continue
-			}
-			has, err := b.holdsRecords(path)
-			if err != nil {
-				return fmt.Errorf("broker: %w", err)
-			}
-			switch {
-			case has && b.cfg.Replicated != nil:
-				// A creation after the metadata snapshot: raft applies it and
-				// the pushes that followed again, and what the directory
-				// holds past them may never have committed (follow_commit.go).
-				b.log.Info().Str("dir", path).Msg("start-up: removing a directory the metadata snapshot does not name; the replicated log creates it again")
-			case st.Deleted[id]:
-				b.log.Warn().Str("dir", path).Msg("start-up: removing the data of a deleted queue (finishing its delete)")
-			case !has:
-				b.log.Info().Str("dir", path).Msg("start-up: removing a directory without records that the metadata does not name (a creation interrupted by a crash)")
-			default:
-				stray = append(stray, path)
-				continue
-			}
-			if err := b.fs.RemoveAll(path); err != nil {
-				return fmt.Errorf("broker: %w", err)
-			}
-		}
-	}
-	if len(stray) > 0 {
-		return fmt.Errorf("%w: %d directories hold messages that meta/journal does not name (first: %s). "+
-			"Was meta/journal lost, cut, or replaced by an older copy? Nothing was deleted. "+
-			"Stop here and run `comb fsck --repair %s` to rebuild the journal from the data, then start again",
-			ErrStrayData, len(stray), stray[0], b.dir)
-	}
-	return nil
-}
-
-// holdsRecords reports whether a log directory has a non-empty segment file.
-func (b *Broker) holdsRecords(dir string) (bool, error) {
-	names, err := b.fs.List(dir)
-	if err != nil {
-		return false, err
-	}
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".seg") {
-			continue
-		}
-		f, err := b.fs.OpenFile(filepath.Join(dir, n), os.O_RDONLY)
-		if err != nil {
-			return true, err
-		}
-		size, err := f.Size()
-		f.Close()
-		if err != nil || size > 0 {
-			return true, err
-		}
-	}
-	return false, nil
 }
 
 // describeAll upgrades a data directory made before descriptors: every live

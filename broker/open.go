@@ -260,7 +260,7 @@ func (b *Broker) scanCommitLog(st *meta.State) (*meta.State, error) {
 			}
 			later = append(later, recs...)
 		case walPush, walDLQ:
-			id, seg, err := splitLogEntry(payload)
+			id, seg, err := walentry.SplitLog(payload)
 			if err != nil {
 				return fmt.Errorf("commit log entry %d: %w", lsn, err)
 			}
@@ -345,7 +345,7 @@ func (b *Broker) replayCommitLog(replayFrom uint64) error {
 func (b *Broker) replayEntry(lsn uint64, kind byte, payload []byte, replayFrom uint64, applyCkpt func([]byte) error) (bool, error) {
 	switch kind {
 	case walPush:
-		id, seg, _ := splitLogEntry(payload)
+		id, seg, _ := walentry.SplitLog(payload)
 		p := b.lookupPartitionByID(id)
 		if p == nil || p.isDamaged() {
 			return false, nil // its queue was deleted since, or the log is out of service
@@ -359,7 +359,7 @@ func (b *Broker) replayEntry(lsn uint64, kind byte, payload []byte, replayFrom u
 		}
 		return ok, nil
 	case walDLQ:
-		id, seg, _ := splitLogEntry(payload)
+		id, seg, _ := walentry.SplitLog(payload)
 		q := b.queueByID(id)
 		if q == nil {
 			return false, nil

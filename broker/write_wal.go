@@ -81,9 +81,6 @@ func (c cursorLog) AppendCheckpoint(body []byte) (lsn.Ticket, error) {
 	})), nil
 }
 
-// splitLogEntry reads the 16-byte id that starts a walPush or walDLQ payload.
-func splitLogEntry(payload []byte) ([16]byte, []byte, error) { return walentry.SplitLog(payload) }
-
 // waitLast waits for the ticket with the highest LSN of ts: entries become
 // durable in LSN order, so it covers them all.
 func waitLast(ts []walTicket) error {
