@@ -286,35 +286,78 @@ type pageQuery func(first bool, afterTime time.Time, afterID [16]byte) (string, 
 // own REPEATABLE READ, READ ONLY transaction, fn outside it) from (afterTime, afterID) (zero
 // time: the first page) until a page is short. A read error is wrapped with what; fn's error is
 // returned as it is.
+//
+// The next page is read while fn works on the one before (conn is used by the reading
+// goroutine only, fn runs on the caller's, in page order): PostgreSQL's side of a read and
+// comb's side of an import then run on two cores at once instead of taking turns. A page
+// handed to fn is not touched again until fn returned.
 func readPages(ctx context.Context, conn *pgx.Conn, query pageQuery, afterTime time.Time, afterID [16]byte,
 	fn func([]Message) error, what string) error {
-	var page []Message
-	for {
-		page = page[:0]
-		err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
-			sql, args := query(afterTime.IsZero(), afterTime, afterID)
-			rows, err := tx.Query(ctx, sql, args...)
+	type result struct {
+		page []Message
+		err  error
+	}
+	pages := make(chan result, 1) // one page read ahead
+	free := make(chan []Message, 2)
+	free <- nil
+	free <- nil
+	// quit stops the reader after fn failed. Not a cancelled context: pgx closes a
+	// connection whose query a context cancels, and conn is the caller's again afterwards
+	// (a follow pass that failed is retried on it), so a read in flight finishes first.
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(pages)
+		for {
+			var page []Message
+			select {
+			case page = <-free:
+			case <-quit:
+				return
+			}
+			page = page[:0]
+			err := pgx.BeginTxFunc(ctx, conn, readOnly, func(tx pgx.Tx) error {
+				sql, args := query(afterTime.IsZero(), afterTime, afterID)
+				rows, err := tx.Query(ctx, sql, args...)
+				if err != nil {
+					return err
+				}
+				page, err = collectMessages(rows, page)
+				return err
+			})
+			r := result{page: page}
 			if err != nil {
+				r = result{err: fmt.Errorf("%s: %w", what, err)}
+			}
+			select {
+			case pages <- r:
+			case <-quit: // fn failed: nobody reads on
+				return
+			}
+			if err != nil || len(page) < PageSize {
+				return
+			}
+			last := page[len(page)-1]
+			afterTime, afterID = last.CreatedAt, last.ID
+		}
+	}()
+	defer func() {
+		close(quit)
+		<-done // conn is the caller's again only once the reader has let it go
+	}()
+	for r := range pages {
+		if r.err != nil {
+			return r.err
+		}
+		if len(r.page) > 0 {
+			if err := fn(r.page); err != nil {
 				return err
 			}
-			page, err = collectMessages(rows, page)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
 		}
-		if len(page) == 0 {
-			return nil
-		}
-		if err := fn(page); err != nil {
-			return err
-		}
-		last := page[len(page)-1]
-		afterTime, afterID = last.CreatedAt, last.ID
-		if len(page) < PageSize {
-			return nil
-		}
+		free <- r.page
 	}
+	return nil
 }
 
 // collectMessages appends the rows of a messages query (id, transaction_id, trace_id,
