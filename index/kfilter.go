@@ -8,11 +8,10 @@ import (
 // KFilter is a blocked Bloom filter whose size a key and number of bits a
 // key (k, 1..8) are chosen by the caller: a key sets k bits of one 512-bit
 // block (one cache line), so a query costs one cache miss however large the
-// filter is. Filter is the special case of 10 bits a key with one bit in
-// each of the block's 8 words; a KFilter trades that for memory: the dedup
-// index's per-partition filter at ~6 bits a key (k = 4, a few % false
-// positives) and its per-run filters at 2 bits a key (k = 1), consulted
-// only after the partition's filter said "maybe".
+// filter is. The dedup index (segment/dedup) sizes its per-partition filter
+// and its per-run filters, the latter consulted only after the partition's
+// said "maybe", with its own bits a key and k (segment/dedup/global.go,
+// run.go).
 //
 // seed rotates the key before use, so that two filters over the same keys
 // (the partition's and a run's) pick independent blocks and bits and their

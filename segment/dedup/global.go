@@ -92,8 +92,11 @@ func (d *Index) globalDueLocked() bool {
 // rebuildGlobal builds the partition's filter again from the run files of
 // runs (a snapshot taken under the lock, with d.rebuilding set), sized for
 // the entries they hold. It needs no lock: run files never change once
-// written. A run that fails to read or verify fails the rebuild (the old
-// filter stays: complete, only fuller).
+// written. A run whose file fails to read or verify is read from the
+// segments instead, as rewriteRun does: they are the truth, and a damaged run
+// file must not fail every rebuild (the job loop stops at a failed job, so
+// one would also stop every merge while the filter overfills). Only a failed
+// segment read fails the rebuild (the old filter stays: complete, only fuller).
 func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error) {
 	ids := 0
 	for _, r := range runs {
@@ -102,9 +105,15 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 	capacity := max(d.globalMin(), int(globalHeadroom*float64(ids)))
 	f := index.NewKFilter(capacity, globalBitsPerKey, globalK, 0)
 	for _, r := range runs {
-		_, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { f.Add(e.Hash) })
+		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { f.Add(e.Hash) }); err == nil {
+			continue
+		}
+		entries, err := d.indexSegments(r.hdr.First, r.hdr.Last)
 		if err != nil {
 			return nil, 0, 0, err
+		}
+		for _, e := range entries {
+			f.Add(e.Hash)
 		}
 	}
 	return f, capacity, ids, nil
