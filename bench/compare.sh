@@ -31,7 +31,8 @@
 #                    the leader's, "followers CPU µs/request" the two others' summed, and
 #                    "cluster ÷ one node msg/s" (≥ 0.6) and "leader ÷ one node CPU/req"
 #                    (≤ 1.3) each build's own, whose medians per side the summary prints;
-#                    about 4 × (BENCH_WARMUP + BENCH_DURATION + ~5 s of starts) per round
+#                    about 4 × (BENCH_WARMUP + BENCH_DURATION + ~5 s of starts) per round;
+#                    the cluster's nodes are killed (-9) after their window, not stopped
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -103,7 +103,8 @@ func (c BinaryCompare) runPair(ctx context.Context, bin string, side Side, round
 			return err
 		}
 		res, runErr := c.runOn(ctx, cl.Leader, cl.FollowerPIDs(), progress)
-		if err := finishRun(ctx, runErr, cl.Stop()); err != nil {
+		cl.Stop()
+		if err := finishRun(ctx, runErr, nil); err != nil {
 			return fmt.Errorf("%d-node cluster: %w", c.Cluster, err)
 		}
 		clustered = res

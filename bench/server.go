@@ -196,6 +196,13 @@ func (s *Server) Stop() error {
 	}
 }
 
+// Kill ends the process with SIGKILL, waits for it and removes the run's data directory.
+func (s *Server) Kill() {
+	defer os.RemoveAll(s.dir)
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
 func (s *Server) stopOutcome(killed bool) error {
 	if killed {
 		return fmt.Errorf("%s (pid %d) did not exit within %v of SIGTERM and was killed; output: %s", s.cmd.Path, s.PID, serverStopTimeout, s.out)
