@@ -91,9 +91,11 @@ func (d *Index) globalAddLocked(entries []index.RunEntry) {
 	if d.global == nil {
 		d.newGlobalLocked(len(entries))
 	}
+	a := filterAdder{f: d.global}
 	for _, e := range entries {
-		d.global.Add(e.Hash)
+		a.add(e.Hash)
 	}
+	a.flush()
 	d.globalAdded += len(entries)
 	if d.rebuilding {
 		for _, e := range entries {
@@ -122,8 +124,10 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 		ids += r.hdr.Count
 	}
 	f, capacity := d.newGlobal(ids)
+	a := &filterAdder{f: f}
 	for _, r := range runs {
-		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { f.Add(e.Hash) }); err == nil {
+		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { a.add(e.Hash) }); err == nil {
+			a.flush()
 			continue
 		}
 		entries, err := d.indexSegments(r.hdr.First, r.hdr.Last)
@@ -131,10 +135,38 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 			return nil, 0, 0, err
 		}
 		for _, e := range entries {
-			f.Add(e.Hash)
+			a.add(e.Hash)
 		}
+		a.flush()
 	}
 	return f, capacity, ids, nil
+}
+
+// filterAdder adds hashes to a filter a batch at a time, touching the
+// batch's blocks first (KFilter.Prefetch) so that their cache misses
+// overlap: an add into a filter larger than the caches is one miss, and
+// the rebuilds and seals add every id of the partition.
+type filterAdder struct {
+	f   *index.KFilter
+	buf [64]uint64
+	n   int
+}
+
+func (a *filterAdder) add(h uint64) {
+	a.buf[a.n] = h
+	if a.n++; a.n == len(a.buf) {
+		a.flush()
+	}
+}
+
+// flush adds the hashes buffered.
+func (a *filterAdder) flush() {
+	hs := a.buf[:a.n]
+	a.f.Prefetch(hs)
+	for _, h := range hs {
+		a.f.Add(h)
+	}
+	a.n = 0
 }
 
 // swapGlobalLocked puts a rebuilt filter in place, with the ids sealed

@@ -80,6 +80,8 @@ type Index struct {
 	finds    uint64    // lookups that asked the runs (reverifyEvery)
 	best     []hit     // Find's scratch: what each id found
 	probes   []probe   // Find's scratch: the runs each id is asked of
+	ver      verifier  // verifyCandidates' state, and its read callback:
+	verFn    func(offset uint64, txid string, id [16]byte)
 }
 
 // DefaultFileMinRecords is how many retained records a log holds before it

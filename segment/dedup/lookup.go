@@ -201,6 +201,28 @@ type probe struct{ ri, i int32 }
 
 var touchSink atomic.Uint64
 
+// verifier is verifyCandidates' state across the records one read returns.
+type verifier struct {
+	txids []string
+	cands []candidate // sorted by offset
+	best  []hit
+	k     int    // the first candidate not before the record seen last
+	last  uint64 // the offset of the record seen last
+}
+
+// record matches the record at off against the candidates at off.
+func (v *verifier) record(off uint64, txid string, id [16]byte) {
+	v.last = off
+	for v.k < len(v.cands) && v.cands[v.k].off < off {
+		v.k++
+	}
+	for ; v.k < len(v.cands) && v.cands[v.k].off == off; v.k++ {
+		if i := v.cands[v.k].i; txid == v.txids[i] {
+			v.best[i] = hit{off, id, true} // candidates ascend: the last match is the newest
+		}
+	}
+}
+
 // candidate is an offset the dedup index holds for txids[i]'s hash.
 type candidate struct {
 	off uint64
@@ -231,6 +253,15 @@ func (d *Index) verifyCandidates(txids []string, cands []candidate, best []hit) 
 		}
 		return 0
 	})
+	// The read's callback is one method value of the index, made once and
+	// reused under its lock: a closure over this call's variables would cost
+	// three allocations a read (the closure and the two it moves to the heap).
+	v := &d.ver
+	if d.verFn == nil {
+		d.verFn = v.record
+	}
+	v.txids, v.cands, v.best = txids, cands, best
+	defer func() { v.txids, v.cands, v.best = nil, nil, nil }() // hold no caller's slices
 	first := d.cfg.Source.FirstOffset()
 	for j := 0; j < len(cands); {
 		c := cands[j]
@@ -241,19 +272,8 @@ func (d *Index) verifyCandidates(txids []string, cands []candidate, best []hit) 
 		// One read from c's offset answers every candidate up to the last
 		// record it returns; a candidate with no record there (a gap: a
 		// quarantined file) has none to match.
-		var last uint64
-		k := j
-		n, err := d.cfg.Source.Read(c.off, verifyReadMsgs, verifyReadBytes, func(off uint64, txid string, id [16]byte) {
-			last = off
-			for k < len(cands) && cands[k].off < off {
-				k++
-			}
-			for ; k < len(cands) && cands[k].off == off; k++ {
-				if txid == txids[cands[k].i] {
-					best[cands[k].i] = hit{off, id, true} // candidates ascend: the last match is the newest
-				}
-			}
-		})
+		v.k, v.last = j, 0
+		n, err := d.cfg.Source.Read(c.off, verifyReadMsgs, verifyReadBytes, d.verFn)
 		if err != nil {
 			return err
 		}
@@ -261,7 +281,7 @@ func (d *Index) verifyCandidates(txids []string, cands []candidate, best []hit) 
 			j++
 			continue
 		}
-		for j < len(cands) && cands[j].off <= last {
+		for j < len(cands) && cands[j].off <= v.last {
 			j++ // the read's first record is at c.off or after: j moves
 		}
 	}

@@ -75,15 +75,16 @@ func (r *dedupRun) mapLocked(d *Index) error {
 		return errNoMap
 	}
 	_ = unix.Madvise(m, unix.MADV_RANDOM) // a touch reads one page: no read-ahead around it
+	// Kept before the header is read: a fault there (the file cut short
+	// since Size) leaves it for closeRunsLocked to unmap.
+	r.m, r.verified = m, make([]uint64, (r.hdr.Pages()+63)/64)
 	if h, err := index.ParseRunHeader(m); err != nil || h != r.hdr {
-		_ = unix.Munmap(m)
+		r.unmap()
 		if err == nil {
 			err = fmt.Errorf("%w: header changed since the load", index.ErrRun)
 		}
 		return fmt.Errorf("%s: %w", r.name(), err)
 	}
-	r.m = m
-	r.verified = make([]uint64, (r.hdr.Pages()+63)/64)
 	return nil
 }
 
