@@ -157,7 +157,7 @@ func (d *Index) tryFindRunsLocked(hashes []uint64, maybe []int, cands []candidat
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			if !isFault(p) || d.touching == nil {
+			if !isFault(p, d.touching) {
 				panic(p)
 			}
 			err = &faultError{run: d.touching, p: p}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -124,11 +125,16 @@ func (e *faultError) Error() string {
 
 func (e *faultError) Unwrap() error { return index.ErrRun }
 
-// isFault reports whether a recovered panic is a memory fault
-// (debug.SetPanicOnFault's runtime.Error carries the address).
-func isFault(p any) bool {
-	_, ok := p.(interface{ Addr() uintptr })
-	return ok
+// isFault reports whether a recovered panic is a memory fault inside r's
+// mapping (debug.SetPanicOnFault's runtime.Error carries the address; any
+// other fault, a nil dereference included, is a bug and panics on).
+func isFault(p any, r *dedupRun) bool {
+	f, ok := p.(interface{ Addr() uintptr })
+	if !ok || r == nil || len(r.m) == 0 {
+		return false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(r.m)))
+	return f.Addr() >= base && f.Addr() < base+uintptr(len(r.m))
 }
 
 // touch reads the word of r's mapping where an entry with hash h would be
