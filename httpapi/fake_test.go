@@ -144,9 +144,9 @@ func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.Po
 	return broker.PopResult{}, nil
 }
 
-func (f *fakeBackend) Ack(group string, items []broker.AckItem) ([]broker.AckResult, error) {
+func (f *fakeBackend) AckInto(_ []broker.AckResult, group string, items []broker.AckItem) ([]broker.AckResult, error) {
 	f.record("Ack")
-	f.ackGroup, f.acked = group, items
+	f.ackGroup, f.acked = group, append([]broker.AckItem(nil), items...) // items is reused after AckInto (Backend.AckInto)
 	if f.onAck != nil {
 		return f.onAck(group, items)
 	}
