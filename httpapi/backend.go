@@ -25,7 +25,9 @@ type Backend interface {
 	// Push: items (the slice, not the strings and payload bytes it names) is the caller's again
 	// once Push returns: the push handler reuses it for the next request (push_scratch.go), so
 	// a Backend copies the slice if it keeps it.
-	Push(items []broker.PushItem) ([]broker.PushResult, error)
+	// PushInto writes the results into dst's memory when it has room (the handler lends the
+	// slice of its previous request); dst is the caller's again once it returns, too.
+	PushInto(dst []broker.PushResult, items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
 	// cancelled (server shutdown), with no messages claimed.
 	Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error)

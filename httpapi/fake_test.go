@@ -117,7 +117,7 @@ func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureRe
 		Namespace: req.Namespace, Task: req.Task, Options: req.Options}, nil
 }
 
-func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error) {
+func (f *fakeBackend) PushInto(_ []broker.PushResult, items []broker.PushItem) ([]broker.PushResult, error) {
 	f.record("Push")
 	f.pushed = append([]broker.PushItem(nil), items...) // items is reused after Push (Backend.Push)
 	if f.onPush != nil {
