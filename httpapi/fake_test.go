@@ -85,7 +85,18 @@ func (f *fakeBackend) callList() []string {
 
 func (f *fakeBackend) Healthy() bool { f.record("Healthy"); return f.healthy }
 
+// setRepl sets what Replication answers. Under the lock: the test and a handler share it, and
+// a response sent with writev (over 4 KiB, as /metrics/prometheus is) gives the race detector
+// no happens-before edge with the client's read, as a write(2) does.
+func (f *fakeBackend) setRepl(r *broker.ReplicationStatus) {
+	f.mu.Lock()
+	f.repl = r
+	f.mu.Unlock()
+}
+
 func (f *fakeBackend) Replication() (broker.ReplicationStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.repl == nil {
 		return broker.ReplicationStatus{}, false
 	}
