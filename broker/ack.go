@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/combmq/comb/cursor"
 	"github.com/combmq/comb/lease"
@@ -13,6 +14,80 @@ import (
 type ackBatch struct {
 	p    *partition
 	acks []lease.Ack
+}
+
+// ackScratch is one Ack call's working memory, pooled (ackScratches): the
+// per-partition batches with their lease.Ack slices, ApplyAcks's outcomes and
+// the undo log. A batch of 100 acks allocated ~12 KB of them per request
+// (issue 23: no per-request allocation on the hot paths). release clears
+// everything that names a request string or a partition before pooling.
+type ackScratch struct {
+	batches []ackBatch // batches[:n] in use; the rest keep their acks' capacity
+	byPart  map[*partition]int
+	lease   lease.Scratch
+	undo    undoLog
+}
+
+var ackScratches = sync.Pool{New: func() any { return new(ackScratch) }}
+
+// maxPooledAcks keeps one huge ack request from pinning its slices in the pool.
+const maxPooledAcks = 4096
+
+// manyAckBatches is the batch count past which groupAcks finds a partition's batch
+// through a map instead of a scan (an ack request is nearly always one pop's:
+// one partition).
+const manyAckBatches = 8
+
+func (sc *ackScratch) release() {
+	for i := range sc.batches {
+		ab := &sc.batches[i]
+		if cap(ab.acks) > maxPooledAcks {
+			return
+		}
+		clear(ab.acks[:cap(ab.acks)]) // RawStatus aliases the request
+		ab.p, ab.acks = nil, ab.acks[:0]
+	}
+	sc.batches, sc.byPart = sc.batches[:0], nil
+	clear(sc.undo[:cap(sc.undo)])
+	sc.undo = sc.undo[:0]
+	ackScratches.Put(sc)
+}
+
+// batchFor is p's batch, a new one (at index n of the batches in use) when it has
+// none; sizeHint is the capacity a new batch's acks start with at least.
+func (sc *ackScratch) batchFor(p *partition, sizeHint int) *ackBatch {
+	n := len(sc.batches)
+	if sc.byPart != nil {
+		if j, ok := sc.byPart[p]; ok {
+			return &sc.batches[j]
+		}
+	} else {
+		for j := range sc.batches {
+			if sc.batches[j].p == p {
+				return &sc.batches[j]
+			}
+		}
+	}
+	if n < cap(sc.batches) {
+		sc.batches = sc.batches[:n+1]
+	} else {
+		sc.batches = append(sc.batches, ackBatch{})
+	}
+	ab := &sc.batches[n]
+	ab.p = p
+	if cap(ab.acks) < sizeHint {
+		ab.acks = make([]lease.Ack, 0, sizeHint)
+	}
+	ab.acks = ab.acks[:0]
+	if sc.byPart != nil {
+		sc.byPart[p] = n
+	} else if n+1 > manyAckBatches {
+		sc.byPart = make(map[*partition]int, 2*(n+1))
+		for j := range sc.batches {
+			sc.byPart[sc.batches[j].p] = j
+		}
+	}
+	return ab
 }
 
 // Ack applies acknowledgements for one consumer group (spec 4): items are
@@ -30,6 +105,15 @@ type ackBatch struct {
 // Errors: ErrClosed, storage errors (HTTP 500; acks are idempotent, a retry is
 // harmless). Per-item problems are in the results, not the error.
 func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
+	return b.AckInto(nil, group, items)
+}
+
+// AckInto is Ack with the results written into dst's memory (dst[:0], a new
+// slice when its capacity is short of len(items); nil always makes one): the
+// ack handler passes the slice of its previous request, so the results of a
+// batch of 100 (~9 KB) are not allocated on every request. Neither items nor
+// dst is kept once AckInto returns. On an error the result is nil.
+func (b *Broker) AckInto(dst []AckResult, group string, items []AckItem) ([]AckResult, error) {
 	if err := b.enterConsume(context.Background()); err != nil {
 		return nil, err
 	}
@@ -37,19 +121,26 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 	if group == "" {
 		group = QueueModeGroup
 	}
-	results := make([]AckResult, len(items))
+	var results []AckResult
+	if dst != nil && cap(dst) >= len(items) {
+		results = dst[:len(items)]
+	} else {
+		results = make([]AckResult, len(items))
+	}
 	if len(items) == 0 {
 		return results, nil
 	}
 	b.stats.ackRequests.Add(1)
 	b.stats.ackMessages.Add(uint64(len(items)))
-	batches := b.groupAcks(items, results)
+	sc := ackScratches.Get().(*ackScratch)
+	defer sc.release()
+	batches := b.groupAcks(sc, items, results)
 	now := b.now().UnixMicro()
 	changed := false
 	var firstErr error
-	var undo undoLog
-	for _, ab := range batches {
-		ch, released, err := b.ackPartition(ab, group, items, results, now, &undo)
+	for i := range batches {
+		ab := &batches[i]
+		ch, released, err := b.ackPartition(ab, group, items, results, now, sc)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -62,7 +153,7 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		if err := b.cur.Wait(); err != nil {
 			// Not durable, so not acknowledged: put the states back (issue
 			// 10). The client's retry applies the acks again.
-			b.undoCursorChanges(undo)
+			b.undoCursorChanges(sc.undo)
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -72,21 +163,21 @@ func (b *Broker) Ack(group string, items []AckItem) ([]AckResult, error) {
 		return nil, b.closedErr(firstErr)
 	}
 	countAcks(batches, results)
+	var ok uint64
 	for i := range results {
 		if results[i].Success {
-			b.stats.ackSuccess.Add(1)
-		} else {
-			b.stats.ackFailed.Add(1)
+			ok++
 		}
 	}
+	b.stats.ackSuccess.Add(ok)
+	b.stats.ackFailed.Add(uint64(len(results)) - ok)
 	return results, nil
 }
 
 // groupAcks fills every result's echo fields and splits the items by
-// partition; unknown partitions get "Message not found" at once.
-func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
-	var batches []*ackBatch
-	byPart := make(map[*partition]*ackBatch, 1)
+// partition into sc's batches; unknown partitions get "Message not found" at
+// once.
+func (b *Broker) groupAcks(sc *ackScratch, items []AckItem, results []AckResult) []ackBatch {
 	// The items of a popped batch share one partition id and one lease id: parse and look each
 	// up once per run instead of once per item.
 	var lastPart, lastLease string
@@ -109,17 +200,13 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 			results[i].Error = "Message not found"
 			continue
 		}
-		ab := byPart[p]
-		if ab == nil {
-			ab = &ackBatch{p: p}
-			if len(batches) == 0 {
-				// A popped batch is one partition's: its acks all land here,
-				// with no growing copies.
-				ab.acks = make([]lease.Ack, 0, len(items)-i)
-			}
-			byPart[p] = ab
-			batches = append(batches, ab)
+		// A popped batch is one partition's: its acks all land in the first batch, sized
+		// for all of them, with no growing copies. Others grow as they fill.
+		hint := 0
+		if len(sc.batches) == 0 {
+			hint = len(items) - i
 		}
+		ab := sc.batchFor(p, hint)
 		a := lease.Ack{Index: i, Status: lease.ParseStatus(it.Status), RawStatus: it.Status}
 		if it.LeaseID != "" {
 			// An unparsable lease id is never live (contract of lease.Ack).
@@ -133,7 +220,7 @@ func (b *Broker) groupAcks(items []AckItem, results []AckResult) []*ackBatch {
 		ab.acks = append(ab.acks, a)
 	}
 	b.mu.RUnlock()
-	return batches
+	return sc.batches
 }
 
 // resolveAckOffsetsLocked sets each ack's Offset from its transactionId: from
@@ -219,7 +306,7 @@ func (b *Broker) resolveOffsetsLocked(p *partition, acks []lease.Ack, txid func(
 // are durable already, so putting the cursor back would make a retried ack
 // dead-letter them twice; that change stays in memory and is written with a
 // later checkpoint.
-func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64, undo *undoLog) (changed, released bool, err error) {
+func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, results []AckResult, now int64, sc *ackScratch) (changed, released bool, err error) {
 	p := ab.p
 	q := p.q
 	p.mu.Lock()
@@ -239,7 +326,7 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		return false, false, b.storageErr(p, err)
 	}
 	before := st
-	out, ch, _ := lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
+	out, ch, _ := sc.lease.ApplyAcks(&st, ab.acks, q.options().RetryLimit, now, false)
 	var dlq []dlqItem
 	for j, o := range out {
 		if o.DLQ {
@@ -257,7 +344,7 @@ func (b *Broker) ackPartition(ab *ackBatch, group string, items []AckItem, resul
 		b.cur.Set(k, st)
 		b.cursorChanged(p, group)
 		if len(dlq) == 0 {
-			undo.note(p, k, before, st)
+			sc.undo.note(p, k, before, st)
 		}
 	}
 	for _, o := range out {

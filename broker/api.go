@@ -161,17 +161,20 @@ type PopResult struct {
 	Messages          []Message
 	PartitionsClaimed int
 
-	release func()
+	hold *popHold // what Release recycles (read_hold.go); nil once released
+	gen  uint64   // hold's generation when this result was handed out
 }
 
-// Release returns the buffers the messages' payloads alias, and the Messages
-// slice itself, to their pools. Call it once the response has been written;
-// the result (and every copy of it) must not be used afterwards. A second
-// call, on this result or a copy, does nothing.
+// Release returns the buffers the messages' payloads alias, the text their
+// ids view and the Messages slice itself to their pools. Call it once the
+// response has been written; the result (and every copy of it) must not be
+// used afterwards: Payload and ID are then invalid (TransactionID, TraceID,
+// ProducerSub and the names stay valid). A second call, on this result or a
+// copy, does nothing.
 func (r *PopResult) Release() {
-	if r.release != nil {
-		r.release()
-		r.release = nil
+	if h := r.hold; h != nil {
+		r.hold = nil
+		h.release(r.gen, r.Messages)
 	}
 }
 

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/combmq/comb/broker/ready"
 	"github.com/combmq/comb/cursor"
@@ -76,7 +75,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 	} else {
 		b.rememberClaimedLocked(p, pc.group, msgs)
 	}
-	pc.bufs = append(pc.bufs, buf)
+	pc.hold.bufs = append(pc.hold.bufs, buf)
 	b.addClaimed(pc, p, st, msgs)
 	return cl, nil
 }
@@ -160,18 +159,12 @@ func (b *Broker) addClaimed(pc *popCtx, p *partition, st lease.State, msgs []seg
 	}
 	res.PartitionsClaimed++
 	if res.Messages == nil {
-		res.Messages = getMessages(min(pc.req.Batch, maxPooledMessages))
+		res.Messages = pc.hold.messages(min(pc.req.Batch, maxPooledMessages))
 	}
 	retries := int64(st.Retries)
-	// The span's message ids as one string, each Message.ID a slice of it:
-	// one allocation instead of one per message.
-	var idb strings.Builder
-	idb.Grow(36 * len(msgs))
-	var one [36]byte
-	for i := range msgs {
-		idb.Write(appendUUID(one[:0], msgs[i].ID))
-	}
-	ids := idb.String()
+	// The span's message ids as one string in the hold, each Message.ID a
+	// slice of it.
+	ids := pc.hold.appendIDs(msgs)
 	for i := range msgs {
 		m := &msgs[i]
 		payload, payloadErr := b.readPayload(p.q, m.ID, m.Payload)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/combmq/comb/broker/ready"
@@ -25,9 +24,9 @@ type popCtx struct {
 	bytesLeft int // payload bytes still allowed in the response (maxPopBytes)
 	parts     int
 	res       *PopResult
-	bufs      []*segment.ReadBuffer
-	dirty     bool    // something changed in the cursor engine: Wait before answering
-	undo      undoLog // the claims of this pass, released if they cannot be made durable
+	hold      *popHold // this pass's buffers, Messages and id text (read_hold.go)
+	dirty     bool     // something changed in the cursor engine: Wait before answering
+	undo      undoLog  // the claims of this pass, released if they cannot be made durable
 	// early are the partitions this pass claimed from past their visible
 	// mark, earlyTail the ticket its answer waits for besides the
 	// checkpoint (write_early.go).
@@ -48,34 +47,6 @@ func (pc *popCtx) noteDue(until int64) {
 }
 
 var readBufPool = sync.Pool{New: func() any { return new(segment.ReadBuffer) }}
-
-// messagesPool recycles the Messages of released pop results (*[]Message):
-// 100 messages are ~17.6 KB of pointer-bearing memory a pop would otherwise
-// allocate, zero and hand to the garbage collector.
-var messagesPool sync.Pool
-
-// maxPooledMessages is the capacity a pop's Messages start with at most, and
-// the largest one the pool keeps.
-const maxPooledMessages = 1024
-
-// getMessages is an empty Messages slice with room for n (n <= maxPooledMessages).
-func getMessages(n int) []Message {
-	if p, ok := messagesPool.Get().(*[]Message); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]Message, 0, n)
-}
-
-// putMessages recycles ms once nothing uses it; its elements are cleared
-// first so that the pool holds no payloads or strings.
-func putMessages(ms []Message) {
-	if cap(ms) == 0 || cap(ms) > maxPooledMessages {
-		return
-	}
-	clear(ms)
-	ms = ms[:0]
-	messagesPool.Put(&ms)
-}
 
 // maxReadBytes bounds one read of an ack's span; at least one message is
 // always returned whatever its size.
@@ -188,10 +159,11 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	pc.nowMicros = now.UnixMicro()
 	pc.leaseID = newV7()
 	pc.budget, pc.bytesLeft, pc.parts = pc.req.Batch, maxPopBytes, pc.req.Partitions
-	pc.bufs, pc.dirty, pc.nextDue, pc.undo = nil, false, 0, pc.undo[:0]
+	pc.dirty, pc.nextDue, pc.undo = false, 0, pc.undo[:0]
 	pc.early, pc.earlyTail = pc.early[:0], walTicket{}
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
-	pc.res = &res
+	res.hold, res.gen = getPopHold()
+	pc.res, pc.hold = &res, res.hold
 	var out popOutcome
 	var err error
 	switch {
@@ -221,20 +193,6 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	}
 	if len(res.Messages) > 0 && !pc.req.AutoAck {
 		res.LeaseID = uuidString(pc.leaseID)
-	}
-	bufs, msgs := pc.bufs, res.Messages
-	var released atomic.Bool
-	res.release = func() {
-		// Copies of the result share this func: recycle once whichever
-		// copy releases (a second Put would hand one buffer to two pops).
-		if released.Swap(true) {
-			return
-		}
-		for _, rb := range bufs {
-			rb.Reset()
-			readBufPool.Put(rb)
-		}
-		putMessages(msgs)
 	}
 	if err != nil || len(res.Messages) == 0 {
 		res.Release()

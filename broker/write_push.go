@@ -93,6 +93,15 @@ func putRecs(groups []*pushGroup) {
 // Errors: ErrBadRequest (names, transactionId over 255 bytes; nothing stored),
 // ErrClosed, or a storage error (HTTP 500; a retry is safe thanks to dedup).
 func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
+	return b.PushInto(nil, items)
+}
+
+// PushInto is Push with the results written into dst's memory (dst[:0],
+// zeroed; a new slice when its capacity is short of len(items), or dst is
+// nil): the push handler passes the slice of its previous request, so the
+// results of 100 items (~12 KB) are not allocated on every request. Neither
+// items nor dst is kept once PushInto returns. On an error the result is nil.
+func (b *Broker) PushInto(dst []PushResult, items []PushItem) ([]PushResult, error) {
 	if err := b.enterWrite(); err != nil {
 		return nil, err
 	}
@@ -100,7 +109,13 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 	if err := validatePushItems(items); err != nil {
 		return nil, err
 	}
-	results := make([]PushResult, len(items))
+	var results []PushResult
+	if dst != nil && cap(dst) >= len(items) {
+		results = dst[:len(items)]
+		clear(results)
+	} else {
+		results = make([]PushResult, len(items))
+	}
 	if len(items) == 0 {
 		return results, nil
 	}
@@ -183,16 +198,24 @@ func (b *Broker) groupPush(items []PushItem) ([]*pushGroup, error) {
 	keys := make([]partKey, 0, 1)
 	index := make(map[partKey]int, 1)
 	itemKey := make([]int, len(items))
+	var last partKey // the previous item's: a request's items mostly share one
+	lastJ := -1
 	for i := range items {
 		k := partKey{items[i].Queue, items[i].Partition}
 		if k.partition == "" {
 			k.partition = DefaultPartition
 		}
+		if lastJ >= 0 && k == last {
+			itemKey[i] = lastJ
+			continue
+		}
 		j, ok := index[k]
+		last, lastJ = k, j
 		if !ok {
 			j = len(keys)
 			index[k] = j
 			keys = append(keys, k)
+			lastJ = j
 		}
 		itemKey[i] = j
 	}
@@ -204,6 +227,19 @@ func (b *Broker) groupPush(items []PushItem) ([]*pushGroup, error) {
 	for j := range keys {
 		groups[j] = &pushGroup{p: parts[j]}
 	}
+	// Every group's item indexes in one array, each group a window of it sized
+	// by its count: appending from nil grew a 100-item group through 8
+	// allocations.
+	counts := make([]int, len(keys))
+	for _, j := range itemKey {
+		counts[j]++
+	}
+	all := make([]int, len(items))
+	at := 0
+	for j, n := range counts {
+		groups[j].idxs = all[at : at : at+n]
+		at += n
+	}
 	for i, j := range itemKey {
 		groups[j].idxs = append(groups[j].idxs, i)
 	}
@@ -214,8 +250,7 @@ func (b *Broker) groupPush(items []PushItem) ([]*pushGroup, error) {
 // the partition lock. Items already failed (maxSize) are skipped.
 func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResult, ts int64, ids *idSeq) error {
 	p := g.p
-	var seen map[string]int // transactionId → item index of its first occurrence in this request
-	var texts *idTexts      // the message ids' strings
+	var texts *idTexts // the message ids' strings
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.deleted {
@@ -242,6 +277,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err != nil {
 		return b.storageErr(p, err)
 	}
+	tb.resetSeen(len(g.idxs))
 	for k, i := range g.idxs {
 		it := &items[i]
 		if results[i].Status == PushFailed {
@@ -250,8 +286,8 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		r := &results[i]
 		r.Queue, r.Partition, r.PartitionID, r.TraceID = it.Queue, p.name, p.idStr, it.TraceID
 		if it.TransactionID != "" {
-			if first, dup := seen[it.TransactionID]; dup {
-				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, results[first].MessageID
+			if first := tb.seenAt(hashes[k], it.TransactionID); first >= 0 {
+				r.Status, r.TransactionID, r.MessageID = PushDuplicate, it.TransactionID, results[g.idxs[first]].MessageID
 				continue
 			}
 			if stored != nil && stored[k].ok {
@@ -276,10 +312,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 			txid = idStr
 		}
 		if it.TransactionID != "" { // generated ids are unique: never looked up
-			if seen == nil {
-				seen = make(map[string]int, len(g.idxs))
-			}
-			seen[txid] = i
+			tb.addSeen(hashes[k], k)
 		}
 		r.Status, r.TransactionID, r.MessageID = PushQueued, txid, idStr
 		payload := it.Payload
@@ -387,6 +420,7 @@ func groupTxids(t *txidBuf, idxs []int, items []PushItem, results []PushResult) 
 		t.txids, t.hashes = make([]string, len(idxs), max(len(idxs), 128)), make([]uint64, len(idxs), max(len(idxs), 128))
 	}
 	txids, hashes := t.txids[:len(idxs)], t.hashes[:len(idxs)]
+	t.txids, t.hashes = txids, hashes // seenAt reads them
 	for k, i := range idxs {
 		txids[k], hashes[k] = "", 0
 		if results[i].Status != PushFailed && items[i].TransactionID != "" {
@@ -397,10 +431,57 @@ func groupTxids(t *txidBuf, idxs []int, items []PushItem, results []PushResult) 
 	return txids, hashes
 }
 
-// txidBuf is groupTxids' pair of slices, pooled in txidBufs.
+// txidBuf is groupTxids' pair of slices, pooled in txidBufs, and the set of
+// the group's transactionIds queued so far (a repeat within the request is a
+// duplicate of its first occurrence, spec 1.4).
 type txidBuf struct {
 	txids  []string
 	hashes []uint64
+	// seen is an open-addressing table over txids keyed by hashes: k+1 of a
+	// queued item, 0 for an empty slot; at least twice as many slots as
+	// items, so a probe always ends. It replaced a map[string]int made per
+	// push (~3 KB and a string hash per item, the hashes being at hand).
+	seen []int32
+}
+
+// resetSeen empties the set for a group of n items.
+func (t *txidBuf) resetSeen(n int) {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if cap(t.seen) < size {
+		t.seen = make([]int32, size)
+		return
+	}
+	t.seen = t.seen[:size]
+	clear(t.seen)
+}
+
+// seenAt is the position k of the group's queued item with transactionId tx
+// (hash h), or -1 when none was queued yet.
+func (t *txidBuf) seenAt(h uint64, tx string) int {
+	mask := uint64(len(t.seen) - 1)
+	for pos := h & mask; ; pos = (pos + 1) & mask {
+		s := t.seen[pos]
+		if s == 0 {
+			return -1
+		}
+		if k := int(s - 1); t.hashes[k] == h && t.txids[k] == tx {
+			return k
+		}
+	}
+}
+
+// addSeen records the item at position k (not in the set yet).
+func (t *txidBuf) addSeen(h uint64, k int) {
+	mask := uint64(len(t.seen) - 1)
+	for pos := h & mask; ; pos = (pos + 1) & mask {
+		if t.seen[pos] == 0 {
+			t.seen[pos] = int32(k + 1)
+			return
+		}
+	}
 }
 
 var txidBufs = sync.Pool{New: func() any { return new(txidBuf) }}

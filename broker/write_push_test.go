@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,40 @@ func TestPushMaxSize(t *testing.T) {
 	assert.Equal(t, "Queue 'small' would exceed max capacity (3). Current: 2, Batch: 2", res[0].Error)
 	assert.Equal(t, PushFailed, res[1].Status)
 	assert.Equal(t, PushQueued, res[2].Status, "spec 1.7: items for other queues are still stored")
+}
+
+// Issue 23: the in-request duplicate set (txidBuf.seen) and the item indexes carved per group.
+// 3 partitions interleaved, 200 items each, every transactionId twice in its partition and
+// once in another: each repeat answers its first occurrence's id, the other partition's is
+// its own message.
+func TestPushRepeatsWithinARequestAcrossPartitions(t *testing.T) {
+	e := newEnv(t)
+	var items []PushItem
+	for i := range 600 {
+		part := []string{"p0", "p1", "p2"}[i%3]
+		items = append(items, PushItem{Queue: "rep", Partition: part, TransactionID: fmt.Sprintf("tx-%d", (i/3)%100), Payload: []byte(`1`)})
+	}
+	res, err := e.b.Push(items)
+	require.NoError(t, err)
+	first := map[string]int{} // partition/txid → index of its first item
+	queued := 0
+	for i, r := range res {
+		key := items[i].Partition + "/" + items[i].TransactionID
+		require.Equal(t, items[i].Partition, r.Partition)
+		j, seen := first[key]
+		if !seen {
+			first[key] = i
+			require.Equal(t, PushQueued, r.Status, "item %d", i)
+			queued++
+			continue
+		}
+		require.Equal(t, PushDuplicate, r.Status, "item %d", i)
+		require.Equal(t, res[j].MessageID, r.MessageID, "item %d", i)
+	}
+	assert.Equal(t, 300, queued)
+	ids := map[string]bool{}
+	for _, j := range first {
+		ids[res[j].MessageID] = true
+	}
+	assert.Len(t, ids, 300, "every first occurrence got its own message")
 }

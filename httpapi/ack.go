@@ -187,7 +187,17 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 	// to its pool once the response is encoded. Broker.Ack keeps none of the strings.
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
-	items, group, msg := parseAckBatchBody(parser, body, false)
+	sc := getAckScratch()
+	defer sc.release()
+	v, err := parser.Parse(b2s(body))
+	if err != nil {
+		badRequest(ctx, "Invalid JSON: "+err.Error())
+		return
+	}
+	items, group, msg := parseAckBatchInto(sc.items, v, len(body), false)
+	if cap(items) > cap(sc.items) {
+		sc.items = items
+	}
 	if msg != "" {
 		badRequest(ctx, msg)
 		return
@@ -198,13 +208,19 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 		sendJSON(ctx, fasthttp.StatusOK, p)
 		return
 	}
-	s.ack(ctx, group, items)
+	s.ackWith(ctx, sc, group, items)
 }
 
 // parseAckBatch reads spec 4.2. Any per-item consumerGroup is ignored: the top-level one
 // applies to all items.
 // Strings are copied into one arena when copyStrs is set, else alias v's parser.
 func parseAckBatch(v *fastjson.Value, bodyLen int, copyStrs bool) (items []broker.AckItem, group, msg string) {
+	return parseAckBatchInto(nil, v, bodyLen, copyStrs)
+}
+
+// parseAckBatchInto is parseAckBatch with the items in dst's memory (dst[:0], a new slice
+// when its capacity is short). On a 400 the items are nil.
+func parseAckBatchInto(dst []broker.AckItem, v *fastjson.Value, bodyLen int, copyStrs bool) (items []broker.AckItem, group, msg string) {
 	if v.Type() != fastjson.TypeObject {
 		return nil, "", msgAcksRequired
 	}
@@ -221,9 +237,14 @@ func parseAckBatch(v *fastjson.Value, bodyLen int, copyStrs bool) (items []broke
 		a := newStrArena(bodyLen)
 		arena = &a
 	}
-	items = make([]broker.AckItem, len(arr))
+	if cap(dst) >= len(arr) {
+		items = dst[:len(arr)]
+	} else {
+		items = make([]broker.AckItem, len(arr))
+	}
 	for i, x := range arr {
 		if items[i], msg = parseAckItem(x, arena, batchAckMessages); msg != "" {
+			clear(items[:i+1])
 			return nil, "", msg
 		}
 	}
@@ -231,7 +252,17 @@ func parseAckBatch(v *fastjson.Value, bodyLen int, copyStrs bool) (items []broke
 }
 
 func (s *Server) ack(ctx *fasthttp.RequestCtx, group string, items []broker.AckItem) {
-	results, err := s.b.Ack(group, items)
+	s.ackWith(ctx, nil, group, items)
+}
+
+// ackWith runs the ack and answers its results; sc, when not nil, lends the results slice and
+// takes back the one the backend returned.
+func (s *Server) ackWith(ctx *fasthttp.RequestCtx, sc *ackScratch, group string, items []broker.AckItem) {
+	var dst []broker.AckResult
+	if sc != nil {
+		dst = sc.results
+	}
+	results, err := s.b.AckInto(dst, group, items)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -239,11 +270,18 @@ func (s *Server) ack(ctx *fasthttp.RequestCtx, group string, items []broker.AckI
 	p := getBuf()
 	*p = appendAckResults(*p, results)
 	sendJSON(ctx, fasthttp.StatusOK, p)
+	if sc != nil && cap(results) > cap(sc.results) {
+		sc.results = results
+	}
 }
 
 // appendAckResults encodes spec 4.4; empty strings are null, alreadyCommitted only when true
 // (the optional flag of 4.6 step 4).
 func appendAckResults(b []byte, results []broker.AckResult) []byte {
+	// The results of one batch nearly all name one queue and partition: their JSON is copied
+	// from the result before rather than scanned for escapes again (b[qs:qe], b[ps:pe]).
+	var qName, pName string
+	var qs, qe, ps, pe int
 	b = append(b, '[')
 	for i := range results {
 		r := &results[i]
@@ -259,9 +297,21 @@ func appendAckResults(b []byte, results []broker.AckResult) []byte {
 		b = append(b, `,"error":`...)
 		b = appendStringOrNull(b, r.Error)
 		b = append(b, `,"queueName":`...)
-		b = appendStringOrNull(b, r.QueueName)
+		if qe > qs && r.QueueName == qName {
+			b = append(b, b[qs:qe]...)
+		} else {
+			qs = len(b)
+			b = appendStringOrNull(b, r.QueueName)
+			qe, qName = len(b), r.QueueName
+		}
 		b = append(b, `,"partitionName":`...)
-		b = appendStringOrNull(b, r.PartitionName)
+		if pe > ps && r.PartitionName == pName {
+			b = append(b, b[ps:pe]...)
+		} else {
+			ps = len(b)
+			b = appendStringOrNull(b, r.PartitionName)
+			pe, pName = len(b), r.PartitionName
+		}
 		b = append(b, `,"leaseReleased":`...)
 		b = appendBool(b, r.LeaseReleased)
 		b = append(b, `,"dlq":`...)

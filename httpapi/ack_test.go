@@ -174,3 +174,19 @@ func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
 	defer parserPool.Put(parser)
 	return parseAckBatchBody(parser, body, true)
 }
+
+// appendAckResults copies a repeated queue and partition name's JSON from the result before
+// (issue 23): the bytes must be what encoding each one gives, nulls and changes of name included.
+func TestAppendAckResultsRepeatedNames(t *testing.T) {
+	rs := []broker.AckResult{
+		{Index: 0, TransactionID: "a", Success: true, QueueName: "q\"1", PartitionName: "p"},
+		{Index: 1, TransactionID: "b", Success: true, QueueName: "q\"1", PartitionName: "p", LeaseReleased: true},
+		{Index: 2, TransactionID: "c", Error: "Message not found"},
+		{Index: 3, TransactionID: "d", Success: true, QueueName: "q2", PartitionName: "p", DLQ: true, AlreadyCommitted: true},
+	}
+	want := `[{"index":0,"transactionId":"a","success":true,"error":null,"queueName":"q\"1","partitionName":"p","leaseReleased":false,"dlq":false},` +
+		`{"index":1,"transactionId":"b","success":true,"error":null,"queueName":"q\"1","partitionName":"p","leaseReleased":true,"dlq":false},` +
+		`{"index":2,"transactionId":"c","success":false,"error":"Message not found","queueName":null,"partitionName":null,"leaseReleased":false,"dlq":false},` +
+		`{"index":3,"transactionId":"d","success":true,"error":null,"queueName":"q2","partitionName":"p","leaseReleased":false,"dlq":true,"alreadyCommitted":true}]`
+	require.Equal(t, want, string(appendAckResults(nil, rs)))
+}

@@ -25,13 +25,18 @@ type Backend interface {
 	// Push: items (the slice, not the strings and payload bytes it names) is the caller's again
 	// once Push returns: the push handler reuses it for the next request (push_scratch.go), so
 	// a Backend copies the slice if it keeps it.
-	Push(items []broker.PushItem) ([]broker.PushResult, error)
+	// PushInto writes the results into dst's memory when it has room (the handler lends the
+	// slice of its previous request); dst is the caller's again once it returns, too.
+	PushInto(dst []broker.PushResult, items []broker.PushItem) ([]broker.PushResult, error)
 	// Pop may block up to req.Timeout when req.Wait; it must return promptly once ctx is
 	// cancelled (server shutdown), with no messages claimed.
 	Pop(ctx context.Context, req broker.PopRequest) (broker.PopResult, error)
 	// QueueExists reports whether the queue exists, for the notice on a pop's 204 (issue 25).
 	QueueExists(name string) bool
-	Ack(group string, items []broker.AckItem) ([]broker.AckResult, error)
+	// AckInto is Broker.Ack with the results in dst's memory when it has room (the ack/batch
+	// handler lends the slice of its previous request, ack_scratch.go). items and dst are the
+	// caller's again once it returns: a Backend copies what it keeps.
+	AckInto(dst []broker.AckResult, group string, items []broker.AckItem) ([]broker.AckResult, error)
 	Transaction(ops []broker.TxOp) (broker.TxResult, error)
 	ExtendLease(leaseID string, seconds int64) broker.ExtendResult
 	Seek(group, queue string, toEnd bool, tsMicros int64) (broker.SeekResult, error)

@@ -85,7 +85,18 @@ func (f *fakeBackend) callList() []string {
 
 func (f *fakeBackend) Healthy() bool { f.record("Healthy"); return f.healthy }
 
+// setRepl sets what Replication answers. Under the lock: the test and a handler share it, and
+// a response sent with writev (over 4 KiB, as /metrics/prometheus is) gives the race detector
+// no happens-before edge with the client's read, as a write(2) does.
+func (f *fakeBackend) setRepl(r *broker.ReplicationStatus) {
+	f.mu.Lock()
+	f.repl = r
+	f.mu.Unlock()
+}
+
 func (f *fakeBackend) Replication() (broker.ReplicationStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.repl == nil {
 		return broker.ReplicationStatus{}, false
 	}
@@ -117,7 +128,7 @@ func (f *fakeBackend) Configure(req broker.ConfigureRequest) (broker.ConfigureRe
 		Namespace: req.Namespace, Task: req.Task, Options: req.Options}, nil
 }
 
-func (f *fakeBackend) Push(items []broker.PushItem) ([]broker.PushResult, error) {
+func (f *fakeBackend) PushInto(_ []broker.PushResult, items []broker.PushItem) ([]broker.PushResult, error) {
 	f.record("Push")
 	f.pushed = append([]broker.PushItem(nil), items...) // items is reused after Push (Backend.Push)
 	if f.onPush != nil {
@@ -144,9 +155,9 @@ func (f *fakeBackend) Pop(ctx context.Context, req broker.PopRequest) (broker.Po
 	return broker.PopResult{}, nil
 }
 
-func (f *fakeBackend) Ack(group string, items []broker.AckItem) ([]broker.AckResult, error) {
+func (f *fakeBackend) AckInto(_ []broker.AckResult, group string, items []broker.AckItem) ([]broker.AckResult, error) {
 	f.record("Ack")
-	f.ackGroup, f.acked = group, items
+	f.ackGroup, f.acked = group, append([]broker.AckItem(nil), items...) // items is reused after AckInto (Backend.AckInto)
 	if f.onAck != nil {
 		return f.onAck(group, items)
 	}

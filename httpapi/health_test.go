@@ -64,7 +64,7 @@ func TestHealthSaysTheRoleAndTheLeaderOfAReplicatedNode(t *testing.T) {
 	 "role":"follower","leader":{"id":"n1","raftAddr":"127.0.0.1:7001","httpAddr":null},"appliedLSN":42}`)
 
 	// No leader known (an election; a node waiting to be added, or removed): degraded, with why.
-	fake.repl = &broker.ReplicationStatus{Role: "follower"}
+	fake.setRepl(&broker.ReplicationStatus{Role: "follower"})
 	r = ts.do("GET", "/health", "")
 	requireJSON(t, r, 200, `{"status":"degraded","database":"connected","server":"comb","worker_id":0,"version":"1.2.3",
 	 "shared_state":{},"queen":{"worker_id":0,"status":"active"},"role":"follower","leader":null,"appliedLSN":0,
@@ -83,8 +83,8 @@ func TestReplicationMetrics(t *testing.T) {
 		require.NotContains(t, body, "comb_raft_")
 	}
 
-	fake.repl = &broker.ReplicationStatus{Role: "leader", LeaderID: "n1", AppliedLSN: 42, LeaderTerms: 2,
-		CommitLatency: broker.LatencyHistogram{BoundsMicros: []int64{1000}, Counts: []uint64{3, 4}, Count: 4, SumMicros: 2500}}
+	fake.setRepl(&broker.ReplicationStatus{Role: "leader", LeaderID: "n1", AppliedLSN: 42, LeaderTerms: 2,
+		CommitLatency: broker.LatencyHistogram{BoundsMicros: []int64{1000}, Counts: []uint64{3, 4}, Count: 4, SumMicros: 2500}})
 	body = string(ts.do("GET", "/metrics/prometheus", "").body)
 	for _, line := range []string{
 		`comb_raft_is_leader 1`,

@@ -127,6 +127,14 @@ func appendStringSlow(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// appendUUIDString appends s quoted without the escape scan: only for ids the broker writes as
+// canonical UUID text (hex digits and '-'; broker.Message.ID), which never need escaping.
+func appendUUIDString(b []byte, s string) []byte {
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // appendStringOrNull encodes "" as null (spec: traceId, producerSub, error and friends).
 func appendStringOrNull(b []byte, s string) []byte {
 	if s == "" {

@@ -60,6 +60,19 @@ type connStats struct {
 	open         atomic.Int64  // connections handed to fasthttp and not closed yet
 	refused      atomic.Uint64 // connections past the cap, answered 503 or closed
 	acceptErrors atomic.Uint64 // accept failures ridden out (out of descriptors or kernel memory)
+
+	// bare holds the connections handed to fasthttp unwrapped (capListener.bare), each counted
+	// in open until fasthttp reports it closed (closed, from Server.connState).
+	bare sync.Map // net.Conn → struct{}
+}
+
+// closed gives back the slot of a connection Accept handed out bare; other connections
+// (counted by their countedConn, or never counted: ServePeer's) are not in bare and change
+// nothing. A second call for one connection does nothing.
+func (s *connStats) closed(c net.Conn) {
+	if _, ok := s.bare.LoadAndDelete(c); ok {
+		s.open.Add(-1)
+	}
 }
 
 // capListener wraps the server's listener (issue 10, "running out of file descriptors"):
@@ -82,8 +95,16 @@ type capListener struct {
 	// closeRefused closes a connection past the cap without answering (under TLS, where the
 	// plain-text 503 would be garbage to the client).
 	closeRefused bool
-	closed       chan struct{}
-	once         sync.Once
+	// bare hands TCP and Unix connections to fasthttp as they are, not in a countedConn, and
+	// counts their close through fasthttp's ConnState hook instead (connStats.closed). fasthttp
+	// writes a response longer than its 4 KiB write buffer (a pop or ack of 100 messages, a
+	// push answer) with one writev of header and body only on a *net.TCPConn or *net.UnixConn;
+	// through a wrapper it copies 4 KiB into the buffer, writes it, and writes the rest: two
+	// syscalls and two TCP segments a response. Plain HTTP only: under TLS fasthttp sees the
+	// tls.Conn, and the hook could not find the connection to count.
+	bare   bool
+	closed chan struct{}
+	once   sync.Once
 
 	logMu      sync.Mutex
 	lastLog    map[string]time.Time // by warning kind
@@ -125,6 +146,10 @@ func (l *capListener) Accept() (net.Conn, error) {
 			continue
 		}
 		l.stats.open.Add(1)
+		if l.bare && vectored(c) {
+			l.stats.bare.Store(c, struct{}{})
+			return c, nil
+		}
 		return &countedConn{Conn: c, open: &l.stats.open}, nil
 	}
 }
@@ -206,6 +231,16 @@ func (l *capListener) warn(kind string, err error, delay time.Duration) {
 	}
 	l.log.Warn().Int64("max_conns", l.max).Int("more_since_last_warning", more).
 		Msg("connection refused with 503: --max-conns connections already open")
+}
+
+// vectored reports whether fasthttp writes to c with writev (its vectorWriter: the two
+// concrete socket types of package net).
+func vectored(c net.Conn) bool {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
 }
 
 // countedConn gives its slot back once, on the first Close, just before closing the socket: a

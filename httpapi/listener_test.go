@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"github.com/valyala/fasthttp"
 )
 
 // flakyListener fails Accept with errs, in order, before passing through to the real listener;
@@ -242,4 +243,55 @@ func TestRefusalsInFlightAreBounded(t *testing.T) {
 	require.GreaterOrEqual(t, answered, 1)
 	require.GreaterOrEqual(t, closedBare, flood-2*maxRefusing,
 		fmt.Sprintf("%d answered, %d closed without an answer", answered, closedBare))
+}
+
+// Issue 23: on plain HTTP, fasthttp gets the *net.TCPConn itself (its writev of header and
+// body needs the concrete type; through a wrapper a response over 4 KiB took two writes), and
+// the connection's slot under the cap comes back when fasthttp reports it closed.
+func TestPlainConnectionsReachFasthttpBareAndFreeTheirSlot(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	fake := newFake()
+	srv := New(fake, fake, Config{MaxConns: 1, Logger: zerolog.Nop()})
+	conns := make(chan string, 4)
+	srv.http.Handler = func(ctx *fasthttp.RequestCtx) { // before Serve reads it
+		conns <- fmt.Sprintf("%T", ctx.Conn())
+		srv.Handler(ctx)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	addr := ln.Addr().String()
+
+	for range 3 { // one slot: each request's connection must have freed it for the next
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = c.Write([]byte("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+		require.NoError(t, err)
+		raw, err := io.ReadAll(c)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(raw, []byte("HTTP/1.1 200 OK\r\n")), "%s", raw)
+		require.NoError(t, c.Close())
+		require.Equal(t, "*net.TCPConn", <-conns)
+		require.Eventually(t, func() bool { return srv.conns.open.Load() == 0 }, 10*time.Second, time.Millisecond)
+	}
+	require.Equal(t, uint64(0), srv.conns.refused.Load())
+}
+
+// connStats.closed counts down once per connection Accept handed out bare, and never for a
+// connection it did not (ServePeer's, or a countedConn under TLS).
+func TestConnStatsClosedCountsBareConnectionsOnce(t *testing.T) {
+	var s connStats
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	s.open.Add(1)
+	s.bare.Store(a, struct{}{})
+	s.closed(b)
+	require.Equal(t, int64(1), s.open.Load())
+	s.closed(a)
+	s.closed(a)
+	require.Equal(t, int64(0), s.open.Load())
 }

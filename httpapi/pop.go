@@ -199,7 +199,7 @@ func appendPopResult(b []byte, r *broker.PopResult, group string) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, m.ID)
+		b = appendUUIDString(b, m.ID)
 		b = append(b, `,"transactionId":`...)
 		b = appendString(b, m.TransactionID)
 		b = append(b, `,"traceId":`...)

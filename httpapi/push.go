@@ -216,10 +216,13 @@ func (s *Server) push(ctx *fasthttp.RequestCtx, producerSub string) {
 	for i := range items {
 		items[i].ProducerSub = producerSub
 	}
-	results, err := s.b.Push(items)
+	results, err := s.b.PushInto(sc.results, items)
 	if err != nil {
 		s.fail(ctx, err)
 		return
+	}
+	if cap(results) > cap(sc.results) {
+		sc.results = results
 	}
 	p := getBuf()
 	*p = appendPushResults(*p, results)

@@ -8,16 +8,17 @@ import (
 	"github.com/combmq/comb/broker"
 )
 
-// pushScratch holds one push request's decode buffers between requests: the decoded items
-// (goccy decodes an array into the capacity a slice already has) and the broker.PushItem
-// slice handed to Broker.Push. Without it a 100-item push grew the first from nothing
+// pushScratch holds one push request's buffers between requests: the decoded items
+// (goccy decodes an array into the capacity a slice already has), the broker.PushItem
+// slice handed to Broker.Push and the results it writes. Without it a 100-item push grew the first from nothing
 // (reflect.growslice, ~22 KB a request) and made the second (~10 KB) every time
 // (docs/benchmarks.md, "Per-request allocations"). Nothing in them outlives the request:
 // Broker.Push copies what it stores into the segment and the commit log before it returns,
-// and release zeroes both slices, so a pooled scratch pins no payload.
+// and release zeroes every slice, so a pooled scratch pins no payload.
 type pushScratch struct {
-	req   pushBody
-	items []broker.PushItem
+	req     pushBody
+	items   []broker.PushItem
+	results []broker.PushResult // lent to Backend.PushInto (~12 KB for 100 items)
 }
 
 // maxPooledItems keeps one huge push (64 MiB of tiny items) from pinning its slices.
@@ -29,12 +30,13 @@ func getPushScratch() *pushScratch { return pushScratchPool.Get().(*pushScratch)
 
 // release zeroes the scratch and pools it; the items decode returned are invalid after.
 func (sc *pushScratch) release() {
-	if cap(sc.req.Items) > maxPooledItems || cap(sc.items) > maxPooledItems {
+	if cap(sc.req.Items) > maxPooledItems || cap(sc.items) > maxPooledItems || cap(sc.results) > maxPooledItems {
 		return
 	}
 	clear(sc.req.Items[:cap(sc.req.Items)])
 	clear(sc.items[:cap(sc.items)])
-	sc.req.Items, sc.items = sc.req.Items[:0], sc.items[:0]
+	clear(sc.results[:cap(sc.results)])
+	sc.req.Items, sc.items, sc.results = sc.req.Items[:0], sc.items[:0], sc.results[:0]
 	pushScratchPool.Put(sc)
 }
 

@@ -157,6 +157,7 @@ func New(b Backend, r Reports, cfg Config) *Server {
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		ConnState:                    s.connState,
 		Logger:                       fasthttpLogger{s},
 	}
 	if s.auth.Enabled() {
@@ -170,6 +171,7 @@ func New(b Backend, r Reports, cfg Config) *Server {
 func (s *Server) Serve(ln net.Listener) error {
 	capped := newCapListener(ln, s.cfg.MaxConns, &s.conns, s.log)
 	if s.cfg.TLS == nil {
+		capped.bare = true // counted closed by connState
 		return s.http.Serve(capped)
 	}
 	// The cap counts TCP connections under TLS; a refused one is closed without the plain-text
@@ -205,6 +207,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Handler is the fasthttp entry point: counting, CORS, panic recovery and routing.
 func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	s.requests.Add(1)
+	defer s.releaseIfClosing(ctx)
 	defer s.recoverPanic(ctx)
 	setCORS(ctx)
 	s.dispatch(ctx)
@@ -231,6 +234,7 @@ func (s *Server) recoverPanic(ctx *fasthttp.RequestCtx) {
 // errorHandler answers requests fasthttp could not read: the 413 of the body cap, with the JSON
 // body the spec asks for (spec 1.2), and 400/431 for other malformed requests.
 func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
+	defer s.conns.closed(ctx.Conn()) // fasthttp closes the connection after this answer
 	setCORS(ctx)
 	var small *fasthttp.ErrSmallBuffer
 	switch {
@@ -245,6 +249,26 @@ func (s *Server) errorHandler(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request headers too large")
 	default:
 		writeError(ctx, fasthttp.StatusBadRequest, "Malformed HTTP request")
+	}
+}
+
+// releaseIfClosing gives back the slot of a connection fasthttp closes once this response is
+// written (the request asked for Connection: close, is HTTP/1.0 without keep-alive, or the
+// response says close), before the response goes out: a client that has read the response
+// and seen the close can connect again at once without being refused, as when countedConn
+// counted it down before closing. connState, after the close, then finds nothing to count.
+func (s *Server) releaseIfClosing(ctx *fasthttp.RequestCtx) {
+	if ctx.Request.Header.ConnectionClose() || ctx.Response.Header.ConnectionClose() {
+		s.conns.closed(ctx.Conn())
+	}
+}
+
+// connState is fasthttp's hook on every connection's state changes: a connection that closes
+// (or is hijacked, which comb never does) gives its slot under Config.MaxConns back. fasthttp
+// calls it right after closing the socket, on the connection's own goroutine.
+func (s *Server) connState(c net.Conn, st fasthttp.ConnState) {
+	if st == fasthttp.StateClosed || st == fasthttp.StateHijacked {
+		s.conns.closed(c)
 	}
 }
 

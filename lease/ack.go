@@ -1,6 +1,9 @@
 package lease
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Status is the outcome an ack reports for one message (spec 4.3).
 type Status uint8
@@ -89,9 +92,30 @@ type Outcome struct {
 //     the DLQ (no budget) and release the lease; retry or any validation failure
 //     returns abort=true and leaves s untouched.
 func ApplyAcks(s *State, items []Ack, retryLimit int64, nowMicros int64, inTx bool) (out []Outcome, changed bool, abort bool) {
-	out = make([]Outcome, len(items))
+	var sc Scratch
+	return sc.ApplyAcks(s, items, retryLimit, nowMicros, inTx)
+}
+
+// Scratch is the working memory of ApplyAcks for a caller that applies acks on
+// every request (the broker pools one per ack request): the outcomes and the
+// offset-ordered index list are kept and reused, so a batch of 100 acks
+// allocates nothing once the scratch has grown to it. Not safe for concurrent
+// use. The zero value is ready.
+type Scratch struct {
+	out   []Outcome
+	valid []int
+}
+
+// ApplyAcks is the package's ApplyAcks with sc's memory: out is valid until
+// sc's next ApplyAcks.
+func (sc *Scratch) ApplyAcks(s *State, items []Ack, retryLimit int64, nowMicros int64, inTx bool) (out []Outcome, changed bool, abort bool) {
+	if cap(sc.out) < len(items) {
+		sc.out, sc.valid = make([]Outcome, len(items)), make([]int, 0, len(items))
+	}
+	out = sc.out[:len(items)]
+	clear(out)
 	work := *s
-	valid := make([]int, 0, len(items))
+	valid := sc.valid[:0] // as long as out: append never grows it
 	for i, it := range items {
 		out[i].Index = it.Index
 		switch {
@@ -115,15 +139,12 @@ func ApplyAcks(s *State, items []Ack, retryLimit int64, nowMicros int64, inTx bo
 	if abort {
 		return out, false, true
 	}
-	slices.SortStableFunc(valid, func(a, b int) int {
-		switch oa, ob := items[a].Offset, items[b].Offset; {
-		case oa < ob:
-			return -1
-		case oa > ob:
-			return 1
-		}
-		return 0
-	})
+	// A popped batch is acknowledged in offset order: checking that is one pass, a stable sort
+	// of the sorted list several.
+	byOffset := func(a, b int) int { return cmp.Compare(items[a].Offset, items[b].Offset) }
+	if !slices.IsSortedFunc(valid, byOffset) {
+		slices.SortStableFunc(valid, byOffset)
+	}
 
 	budgetLeft := int64(work.Retries) < retryLimit || work == (State{})
 	clamped := false
