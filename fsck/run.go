@@ -152,6 +152,7 @@ func (c *checker) check() error {
 	c.checkCursors()
 	c.checkStreams()
 	c.checkNotes()
+	c.checkSmall()
 	c.checkMaintenance()
 	c.checkAnalytics()
 	return nil
