@@ -80,6 +80,14 @@ type Config struct {
 	// (vfs.SyncFSTrusted): elsewhere syncfs may return 0 having synced
 	// nothing (issue 21; docs/operations.md, "File systems").
 	FlushSyncFS bool
+	// SmallPartitions makes a new partition start without a directory or
+	// files of its own (issue 23, broker/small.go): its records are served
+	// from memory and homed by the flush pass in the shared entry log
+	// (<data>/small, package entrylog). Experimental (branch i23-small): a
+	// small partition is not yet moved into its own directory when it grows,
+	// so one past a segment file (MaxSegmentFileSize) fails its pushes. A data
+	// directory holding <data>/small is read whether it is set or not.
+	SmallPartitions bool
 	// GroupCommitWait is the longest the commit log's committer waits for
 	// more callers before it writes and syncs a batch (Sync "always" only;
 	// commitlog.Options.GroupCommitWait: only when at least two callers were

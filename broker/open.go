@@ -148,6 +148,9 @@ func (b *Broker) open() error {
 	if err := b.ensurePartitionsDir(); err != nil {
 		return err
 	}
+	if err := b.openSmall(); err != nil {
+		return err
+	}
 	err = b.applyMeta(st)
 	b.adoptSummaries()
 	if err != nil {
