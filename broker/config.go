@@ -83,11 +83,14 @@ type Config struct {
 	// SmallPartitions makes a new partition start without a directory or
 	// files of its own (issue 23, broker/small.go): its records are served
 	// from memory and homed by the flush pass in the shared entry log
-	// (<data>/small, package entrylog). Experimental (branch i23-small): a
-	// small partition is not yet moved into its own directory when it grows,
-	// so one past a segment file (MaxSegmentFileSize) fails its pushes. A data
+	// (<data>/small, package entrylog), until it holds SmallPartitionBytes:
+	// the flush pass then gives it its own directory and files. A data
 	// directory holding <data>/small is read whether it is set or not.
 	SmallPartitions bool
+	// SmallPartitionBytes is the size past which a small partition gets its
+	// own directory (default DefaultSmallPartitionBytes; broker/small.go says
+	// why the number).
+	SmallPartitionBytes int64
 	// GroupCommitWait is the longest the commit log's committer waits for
 	// more callers before it writes and syncs a batch (Sync "always" only;
 	// commitlog.Options.GroupCommitWait: only when at least two callers were

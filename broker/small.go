@@ -3,9 +3,11 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/combmq/comb/entrylog"
 	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/smallfs"
 	"github.com/combmq/comb/vfs"
 )
@@ -22,6 +24,29 @@ import (
 // registered partition without a directory to it (openPartition), and drops
 // the records of partitions the registry no longer holds (a deletion whose
 // trim frame a crash lost).
+
+// DefaultSmallPartitionBytes is where a small partition gets its own
+// directory. Its three inodes cost ~1.2 ms of CPU on the project's VM
+// (docs/benchmarks.md, "Creating partitions"), about what writing and
+// reading back ~1 MiB more costs (a small partition's bytes are written
+// twice: to the entry log, then to its own file); at 256 KiB the copy costs a
+// quarter of the inodes it defers, and a first push of 100 messages of 200 B
+// (~20 KiB) stays small for a dozen more.
+const DefaultSmallPartitionBytes = 256 << 10
+
+// smallLimit is the size past which a small partition is materialized: the
+// configured threshold, and never more than half a segment file (a virtual
+// directory holds one segment file, so it must move before a rotation).
+func (b *Broker) smallLimit() int64 {
+	n := b.cfg.SmallPartitionBytes
+	if n <= 0 {
+		n = DefaultSmallPartitionBytes
+	}
+	if m := b.segOpts.MaxFileBytes; m > 0 {
+		n = min(n, m/2)
+	}
+	return max(n, 1)
+}
 
 // openSmall opens the entry log and the seam when small partitions are on
 // or a data directory holds them; the partition logs then run on the seam.
@@ -74,12 +99,27 @@ func (b *Broker) attachSmall(id [16]byte, dir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("broker: %w", err)
 	}
-	if ok {
-		if b.elog.Extents(id) != nil {
+	if ok && b.elog.Extents(id) != nil {
+		done, err := b.hasSegFile(dir)
+		if err != nil {
+			return false, fmt.Errorf("broker: %w", err)
+		}
+		if done {
+			// Moved into its directory; the trim of its entry-log copy was lost.
 			if err := b.elog.Trim(id, entrylog.Dropped); err != nil {
 				return false, fmt.Errorf("broker: small partitions: %w", err)
 			}
+			return false, nil
 		}
+		// A materialization a crash interrupted before its segment file was
+		// renamed in: the entry log still holds every record.
+		b.log.Warn().Str("dir", dir).Msg("start-up: removing a partition directory whose move out of the shared entry log a crash interrupted")
+		if err := b.fs.RemoveAll(dir); err != nil {
+			return false, fmt.Errorf("broker: %w", err)
+		}
+		ok = false
+	}
+	if ok {
 		return false, nil
 	}
 	if err := b.small.Attach(dir); err != nil {
@@ -127,10 +167,67 @@ func (b *Broker) homeSmall(parts []*partition, nexts []uint64) error {
 	if err := b.elog.Sync(); err != nil {
 		return err
 	}
+	limit := b.smallLimit()
+	for _, p := range parts {
+		if b.small.Bytes(p.log.Dir()) >= limit {
+			p.mu.Lock()
+			err := b.materialize(p)
+			p.mu.Unlock()
+			if err != nil {
+				// It stays small (the entry log has its records) and is
+				// tried again at its next push or pass.
+				b.log.Warn().Err(err).Str("queue", p.q.name).Str("partition", p.name).Msg("small partitions: could not move a partition into its own directory")
+			}
+		}
+	}
 	if _, err := b.elog.Compact(); err != nil {
 		return err
 	}
 	return nil
+}
+
+// materialize gives small partition p its own directory (smallfs.FS.Materialize).
+// The caller holds p.mu.
+func (b *Broker) materialize(p *partition) error {
+	dir := p.log.Dir()
+	if !b.small.IsVirtual(dir) || p.deleted {
+		return nil
+	}
+	// The DESCRIPTOR of a virtual directory is in memory: written again
+	// from the registry (a restart since its creation lost it).
+	if err := meta.WriteDescriptor(b.small, dir, partitionDescriptor(p), true); err != nil {
+		return fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+	}
+	if err := b.small.Materialize(dir, []string{meta.DescriptorFile}); err != nil {
+		return fmt.Errorf("queue %s partition %s: %w", p.q.name, p.name, err)
+	}
+	return nil
+}
+
+// growSmall materializes p in the push path once it holds more than a
+// segment file's worth less one push could take (twice the threshold): the
+// flush pass moves partitions past the threshold, and a partition that grows
+// faster than passes run must not need a second segment file while virtual.
+// The caller holds p.mu.
+func (b *Broker) growSmall(p *partition) error {
+	if b.small == nil || b.small.Bytes(p.log.Dir()) < 2*b.smallLimit() {
+		return nil
+	}
+	return b.materialize(p)
+}
+
+// hasSegFile reports whether dir holds a segment file.
+func (b *Broker) hasSegFile(dir string) (bool, error) {
+	names, err := b.fs.List(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".seg") {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // closeSmall closes the entry log (after the last flush pass synced it).

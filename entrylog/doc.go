@@ -67,38 +67,15 @@
 // its bytes has them copied (frames unchanged) to the active file, with the
 // trims still needed by frames left in other files; the active file is synced,
 // then the old file removed and the directory synced.
+//
+// # How the broker uses it (broker/small.go, package smallfs)
+//
+// A new partition's segment.Log runs on the smallfs seam (vfs.FS): its
+// segment file is its homed extents followed by an in-memory tail, its
+// caches and DESCRIPTOR in memory. The flush pass homes each small
+// partition's segments below the offset it records as synced (what the
+// commit log made durable), calls Sync once, then Compact; a partition past
+// the broker's threshold gets its own directory (smallfs.FS.Materialize)
+// and a Dropped trim here. Start-up attaches every registered partition
+// without a directory to its extents and replays the commit log into it.
 package entrylog
-
-// # How the broker is to use it (issue 23, stage 2 onward: not built yet)
-//
-// The plan that the format above was designed for, for the session that
-// wires it in:
-//
-//   - A new partition gets no directory: its segment.Log runs on a file
-//     system seam (vfs.FS) whose files under the partition's directory path
-//     are virtual: the .seg file's bytes are its homed extents (read through
-//     Log.Segment) followed by an in-memory tail (what was appended since the
-//     last flush pass), its .idx and dedup files in memory (caches,
-//     rebuilt from the segments); the DESCRIPTOR in memory too (the registry
-//     entry in the commit log is what makes the partition durable). Every
-//     other path goes to the real file system. segment.Log itself does not
-//     change.
-//   - Sync of a virtual file homes its in-memory tail (Append, page cache)
-//     and the flush pass calls Log.Sync once, after segment.Committer.Flush
-//     and before meta/summaries is written and the commit log truncated: one
-//     fdatasync (two with the slot) for every small partition of the pass.
-//   - A partition past a threshold in bytes is materialized by the flush
-//     pass: its files written to <id>.small-tmp, synced, renamed to <id>,
-//     the parent synced, its open handles switched to the real files, then
-//     Trim(id, Dropped). A crash before the rename leaves a temporary
-//     directory start-up removes (the records are still here); after it, a
-//     directory with an entry-log copy whose trim was lost: the directory
-//     wins. The threshold: a partition's own inodes cost ~1.2 ms of CPU on
-//     the project's VM, what copying ~1 MiB costs, so partitions under
-//     256 KiB stay here (a first push of 100 messages of 200 B is ~20 KiB).
-//   - Start-up: a registered partition without a directory is small; its
-//     virtual .seg file is its extents from Open's index, then the commit
-//     log's segments are replayed into it as into any log.
-//   - Retention of a small partition is Trim(id, first kept offset); a
-//     deleted queue's small partitions are Trim(id, Dropped); the flush
-//     pass runs Compact after Sync.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/entrylog"
 	"github.com/combmq/comb/layout"
-	"github.com/combmq/comb/vfs"
 )
 
 // dirSmall is the shared file of small partitions' records (package entrylog).
@@ -18,8 +18,7 @@ const dirSmall = layout.Small
 // cuts is repairable (exit 1; --repair cuts it with entrylog.Open itself,
 // keeping the bytes in quarantine/small/ as the server does).
 func (c *checker) checkSmall() {
-	dir := filepath.Join(c.dir, dirSmall)
-	rep, err := entrylog.Check(vfs.OS, dir)
+	rep, err := c.small, c.smallErr
 	if err != nil {
 		c.rep.add(Finding{Kind: KindUnreadable, Severity: SeverityDamaged, File: dirSmall, Detail: err.Error()})
 		return
@@ -64,4 +63,60 @@ func (c *checker) repairSmall() error {
 		return err
 	}
 	return l.Close()
+}
+
+// replaySmall is replayLog for a small partition (no directory; its records
+// in the shared file): the server attaches its homed segments, which must
+// run contiguously and hold every offset below keep, then appends the commit
+// log's segments from their end on.
+func (c *checker) replaySmall(id [16]byte, keep uint64, l *datadir.WALLog) walLogState {
+	exts := c.small.Segments[id]
+	pid := datadir.IDString(id)
+	queue, part := "", ""
+	if c.meta != nil {
+		if p, ok := c.meta.Partitions[id]; ok {
+			part = p.Name
+			queue = c.meta.Queues[p.QueueID]
+		}
+	}
+	base := Finding{Queue: queue, Partition: part, PartitionID: pid, File: dirSmall}
+	st := walLogState{keep: keep, next: exts[0].Base}
+	for _, e := range exts {
+		if e.Base != st.next {
+			f := base
+			f.Kind, f.Severity, f.FirstOffset, f.LastOffset = KindMissingOffsets, SeverityDamaged, min(st.next, e.Base), max(st.next, e.Base)-1
+			f.Detail = fmt.Sprintf("the shared file holds this small partition's segments up to offset %d, then from %d: the server takes it out of service", st.next-1, e.Base)
+			c.rep.add(f)
+			st.damaged = true
+			return st
+		}
+		st.next = e.Next()
+	}
+	if st.next < keep {
+		f := base
+		f.Kind, f.Severity, f.FirstOffset, f.LastOffset = KindMissingOffsets, SeverityDamaged, st.next, keep-1
+		f.Detail = fmt.Sprintf("the shared file holds this small partition's records up to offset %d, but offsets below %d were synced (%s)", st.next-1, keep, c.keepSource(id))
+		c.rep.add(f)
+		st.damaged = true
+		return st
+	}
+	if l == nil {
+		return st
+	}
+	for _, seg := range l.Segments() {
+		switch {
+		case seg.End() <= st.next:
+		case seg.Base == st.next:
+			st.next, st.replayed = seg.End(), st.replayed+int64(seg.Count)
+		default:
+			f := base
+			f.Kind, f.Severity, f.FirstOffset, f.LastOffset = KindMissingOffsets, SeverityDamaged, st.next, seg.Base-1
+			f.Detail = fmt.Sprintf("the small partition ends at offset %d but the commit log continues at %d (entry LSN %d)", st.next-1, seg.Base, seg.LSN)
+			c.rep.add(f)
+			st.damaged = true
+			return st
+		}
+	}
+	c.rep.Totals.CommitLog.OnlyInCommitLog += st.replayed
+	return st
 }

@@ -17,6 +17,7 @@
 // metadata entry); start-up attaches one for every registered partition
 // without a real directory (Attach).
 //
-// Status (branch i23-small): built and tested under segment.Log; the broker
-// does not use it yet.
+// Materialize gives a virtual directory its real files once it grows (the
+// broker's threshold, broker/small.go); its open handles then forward to
+// them.
 package smallfs

@@ -34,6 +34,10 @@ type FS struct {
 type vdir struct {
 	id   [16]byte
 	segs map[string]*vseg // by base name
+	// real: Materialize gave it a real directory; segs holds the files
+	// still open through the seam (forwarded to the real ones), mem the
+	// caches written before, every other name is the real directory's.
+	real bool
 }
 
 // New returns an FS over real in which directories made under parent are
@@ -54,7 +58,8 @@ func (f *FS) SetSmall(on bool) {
 func (f *FS) IsVirtual(dir string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.dirs[filepath.Clean(dir)] != nil
+	vd := f.dirs[filepath.Clean(dir)]
+	return vd != nil && !vd.real
 }
 
 // dirOf returns the virtual directory holding name (a file in it), or nil.
@@ -137,6 +142,20 @@ func (f *FS) OpenFile(name string, flag int) (vfs.File, error) {
 		return f.real.OpenFile(name, flag)
 	}
 	base := filepath.Base(name)
+	if vd.real {
+		f.mu.Lock()
+		s := vd.segs[base]
+		if s != nil {
+			s.opens++
+			f.mu.Unlock()
+			return &handle{s: s, name: name, flag: flag, vd: vd, base: base}, nil
+		}
+		f.mu.Unlock()
+		if ok, _ := vfs.Exists(f.mem, name); ok {
+			return f.mem.OpenFile(name, flag)
+		}
+		return f.real.OpenFile(name, flag)
+	}
 	if !isSeg(base) {
 		return f.mem.OpenFile(name, flag)
 	}
@@ -159,8 +178,9 @@ func (f *FS) OpenFile(name string, flag int) (vfs.File, error) {
 		s = &vseg{fs: f, id: vd.id}
 		vd.segs[base] = s
 	}
+	s.opens++
 	f.mu.Unlock()
-	h := &handle{s: s, name: name, flag: flag}
+	h := &handle{s: s, name: name, flag: flag, vd: vd, base: base}
 	if flag&os.O_TRUNC != 0 {
 		if err := h.Truncate(0); err != nil {
 			return nil, err
@@ -172,7 +192,9 @@ func (f *FS) OpenFile(name string, flag int) (vfs.File, error) {
 // OpenMapped implements vfs.FS (index files of a virtual directory in memory).
 func (f *FS) OpenMapped(name string) (vfs.Mapping, error) {
 	if vd, name := f.dirOf(name); vd != nil {
-		return f.mem.OpenMapped(name)
+		if ok, _ := vfs.Exists(f.mem, name); !vd.real || ok {
+			return f.mem.OpenMapped(name)
+		}
 	}
 	return f.real.OpenMapped(name)
 }
@@ -181,6 +203,12 @@ func (f *FS) OpenMapped(name string) (vfs.Mapping, error) {
 func (f *FS) ReadFile(name string) ([]byte, error) {
 	vd, name := f.dirOf(name)
 	if vd == nil {
+		return f.real.ReadFile(name)
+	}
+	if vd.real {
+		if ok, _ := vfs.Exists(f.mem, name); ok {
+			return f.mem.ReadFile(name)
+		}
 		return f.real.ReadFile(name)
 	}
 	if !isSeg(name) {
@@ -262,9 +290,16 @@ func (f *FS) List(dir string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if vd.real {
+			rn, err := f.real.List(dir)
+			if err != nil {
+				return nil, err
+			}
+			segs = rn
+		}
 		names = append(names, segs...)
 		slices.Sort(names)
-		return names, nil
+		return slices.Compact(names), nil
 	}
 	names, err := f.real.List(dir)
 	if err != nil && !(len(extra) > 0 && errors.Is(err, fs.ErrNotExist)) {
@@ -293,6 +328,13 @@ func (f *FS) Remove(name string) error {
 		f.mu.Unlock()
 		return f.real.Remove(name)
 	}
+	if vd.real {
+		f.mu.Unlock()
+		if ok, _ := vfs.Exists(f.mem, name); ok {
+			return f.mem.Remove(name)
+		}
+		return f.real.Remove(name)
+	}
 	s := vd.segs[filepath.Base(name)]
 	if s == nil {
 		f.mu.Unlock()
@@ -317,6 +359,9 @@ func (f *FS) RemoveAll(name string) error {
 	if err := f.mem.RemoveAll(name); err != nil {
 		return err
 	}
+	if vd.real {
+		return f.real.RemoveAll(name)
+	}
 	return f.el.Trim(vd.id, entrylog.Dropped)
 }
 
@@ -326,12 +371,18 @@ func (f *FS) Rename(oldname, newname string) error {
 	vo, oldname := f.dirOf(oldname)
 	vn, newname := f.dirOf(newname)
 	switch {
-	case vo == nil && vn == nil:
+	case vo == nil && vn == nil, vo != nil && vo == vn && vo.real && !memHas(f.mem, oldname):
 		return f.real.Rename(oldname, newname)
 	case vo != vn || isSeg(oldname) || isSeg(newname):
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errors.New("smallfs: not within a virtual directory's caches")}
 	}
 	return f.mem.Rename(oldname, newname)
+}
+
+// memHas reports whether the in-memory twin holds name.
+func memHas(m *vfs.Mem, name string) bool {
+	ok, _ := vfs.Exists(m, name)
+	return ok
 }
 
 // SyncDir implements vfs.FS: a virtual directory has nothing to sync (its

@@ -2,6 +2,7 @@ package smallfs
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/combmq/comb/entrylog"
@@ -202,4 +203,49 @@ func TestSmallOffIsTheRealFileSystem(t *testing.T) {
 	require.False(t, w.fs.IsVirtual(dir))
 	b := w.real.Bytes(dir + "/" + segName(1))
 	require.NotEmpty(t, b)
+}
+
+// Materialize gives a virtual directory its real files, byte for byte; the
+// open log goes on appending to them, the entry log's copies are dropped,
+// and the directory opens on the real file system alone.
+func TestMaterialize(t *testing.T) {
+	real := vfs.NewMem()
+	w := newWorld(t, real)
+	l, err := segment.Create(dir, segment.Options{FS: w.fs})
+	require.NoError(t, err)
+	for i := 0; i < 4; i++ {
+		_, err := l.Append(int64(100+i), recsFrom(l.NextOffset(), 10))
+		require.NoError(t, err)
+	}
+	f, err := w.fs.OpenFile(dir+"/DESCRIPTOR", os.O_WRONLY|os.O_CREATE)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("desc"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = w.fs.Home(dir, 21)
+	require.NoError(t, err)
+	virtual, err := w.fs.ReadFile(dir + "/" + segName(1))
+	require.NoError(t, err)
+
+	require.NoError(t, w.fs.Materialize(dir, []string{"DESCRIPTOR"}))
+	require.False(t, w.fs.IsVirtual(dir))
+	require.Equal(t, virtual, real.Bytes(dir+"/"+segName(1)))
+	require.Equal(t, []byte("desc"), real.Bytes(dir+"/DESCRIPTOR"))
+	id, _ := idOf(dir)
+	require.Nil(t, w.el.Extents(id))
+	names, err := real.List(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{segName(1), "DESCRIPTOR"}, names)
+
+	_, err = l.Append(200, recsFrom(41, 10))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	readAll(t, l, 51)
+	require.NoError(t, l.Close())
+	require.Empty(t, w.fs.dirs[dir].segs, "the last handle closed leaves the name to the real directory")
+
+	l2, _, err := segment.Open(dir, segment.Options{FS: real})
+	require.NoError(t, err)
+	defer l2.Close()
+	readAll(t, l2, 51)
 }

@@ -35,6 +35,12 @@ type vseg struct {
 	// segment, costs one entry-log read).
 	lastBase uint64
 	last     []byte
+	// real is the real file once Materialize gave the directory one: every
+	// operation goes to it. opens counts the open handles (under FS.mu):
+	// the last to close closes real and leaves the name to the real
+	// directory.
+	real  vfs.File
+	opens int
 }
 
 func (s *vseg) size() int64 { return s.homedSize + int64(len(s.tail)) }
@@ -54,6 +60,14 @@ func (s *vseg) end() uint64 {
 func (s *vseg) readAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.real != nil {
+		return s.real.ReadAt(p, off)
+	}
+	return s.readAtLocked(p, off)
+}
+
+// readAtLocked is readAt of a virtual file with s.mu held.
+func (s *vseg) readAtLocked(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("smallfs: negative offset %d", off)
 	}
@@ -116,6 +130,9 @@ func (s *vseg) segment(e hext) ([]byte, error) {
 func (s *vseg) truncate(size int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.real != nil {
+		return s.real.Truncate(size)
+	}
 	switch {
 	case size < 0:
 		return fmt.Errorf("smallfs: truncate to %d", size)
@@ -142,6 +159,9 @@ func (s *vseg) truncate(size int64) error {
 func (s *vseg) home(below uint64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.real != nil {
+		return 0, nil
+	}
 	pos, n := 0, 0
 	var err error
 	for pos+segment.HeaderSize <= len(s.tail) {
@@ -175,6 +195,8 @@ func (s *vseg) home(below uint64) (int, error) {
 // handle is an open virtual segment file.
 type handle struct {
 	s      *vseg
+	vd     *vdir
+	base   string
 	name   string
 	flag   int
 	closed bool
@@ -203,8 +225,11 @@ func (h *handle) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if h.s.real != nil {
+		return h.s.real.Write(p)
+	}
 	h.s.tail = append(h.s.tail, p...)
-	h.s.mu.Unlock()
 	return len(p), nil
 }
 
@@ -216,6 +241,9 @@ func (h *handle) WriteAt(p []byte, off int64) (int, error) {
 	s := h.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.real != nil {
+		return s.real.WriteAt(p, off)
+	}
 	if off < s.homedSize {
 		return 0, fmt.Errorf("smallfs: %s: write at byte %d inside the homed prefix (%d bytes)", h.name, off, s.homedSize)
 	}
@@ -229,7 +257,17 @@ func (h *handle) WriteAt(p []byte, off int64) (int, error) {
 
 // Sync is a no-op: the flush pass homes the records (FS.Home) and syncs
 // the entry log; until then the commit log holds them.
-func (h *handle) Sync() error { return h.check(false) }
+func (h *handle) Sync() error {
+	if err := h.check(false); err != nil {
+		return err
+	}
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	if h.s.real != nil {
+		return h.s.real.Sync()
+	}
+	return nil
+}
 
 func (h *handle) Truncate(size int64) error {
 	if err := h.check(true); err != nil {
@@ -244,6 +282,9 @@ func (h *handle) Size() (int64, error) {
 	}
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
+	if h.s.real != nil {
+		return h.s.real.Size()
+	}
 	return h.s.size(), nil
 }
 
@@ -255,6 +296,21 @@ func (h *handle) Close() error {
 		return fs.ErrClosed
 	}
 	h.closed = true
+	f := h.s.fs
+	f.mu.Lock()
+	h.s.opens--
+	last := h.s.opens == 0 && h.vd.real && h.vd.segs[h.base] == h.s
+	if last {
+		delete(h.vd.segs, h.base)
+	}
+	f.mu.Unlock()
+	if last {
+		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
+		if h.s.real != nil {
+			return h.s.real.Close()
+		}
+	}
 	return nil
 }
 
@@ -307,7 +363,9 @@ func (f *FS) Bytes(dir string) int64 {
 	var n int64
 	for _, s := range segs {
 		s.mu.Lock()
-		n += s.size()
+		if s.real == nil {
+			n += s.size()
+		}
 		s.mu.Unlock()
 	}
 	return n
