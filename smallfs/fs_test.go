@@ -249,3 +249,25 @@ func TestMaterialize(t *testing.T) {
 	defer l2.Close()
 	readAll(t, l2, 51)
 }
+
+// Homing what a deletion dropped meanwhile is not an error: nothing is
+// written and the tail is let go.
+func TestHomeAfterDropIsNothing(t *testing.T) {
+	w := newWorld(t, vfs.NewMem())
+	l, err := segment.Create(dir, segment.Options{FS: w.fs})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.Append(1, recsFrom(1, 2))
+	require.NoError(t, err)
+	_, err = w.fs.Home(dir, 3)
+	require.NoError(t, err)
+	_, err = l.Append(2, recsFrom(3, 2))
+	require.NoError(t, err)
+	id, _ := idOf(dir)
+	require.NoError(t, w.el.Trim(id, entrylog.Dropped))
+	size := w.el.Stats().Bytes
+	n, err := w.fs.Home(dir, 5)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+	require.Equal(t, size, w.el.Stats().Bytes)
+}

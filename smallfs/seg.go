@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/combmq/comb/entrylog"
 	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/vfs"
 )
@@ -178,7 +179,11 @@ func (s *vseg) home(below uint64) (int, error) {
 		if base+uint64(count) > below {
 			break
 		}
-		if _, err = s.fs.el.Append(s.id, seg); err != nil {
+		if _, err = s.fs.el.Append(s.id, seg); errors.Is(err, entrylog.ErrTrimmed) {
+			// Dropped meanwhile (its queue deleted): nothing left to home.
+			err, pos = nil, len(s.tail)
+			break
+		} else if err != nil {
 			break
 		}
 		s.homed = append(s.homed, hext{start: s.homedSize + int64(pos), size: int64(size), base: base, next: base + uint64(count)})
