@@ -28,6 +28,10 @@ type FS struct {
 	dirs map[string]*vdir
 	// small: Mkdir under parent makes a virtual directory.
 	small bool
+
+	devOnce sync.Once // Parent's device, for Device
+	dev     uint64
+	devErr  error
 }
 
 // vdir is one virtual directory: its partition id and its segment files.
@@ -248,12 +252,9 @@ func (f *FS) Mkdir(dir string) error {
 	if err != nil {
 		return f.real.Mkdir(dir)
 	}
-	if ok, err := vfs.Exists(f.real, dir); err != nil || ok {
-		if ok {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
-		}
-		return err
-	}
+	// No look at the real directory: a new partition's id is new (a
+	// UUIDv7), and start-up attaches the ones that exist (Attach). A
+	// lookup costs a path walk per creation (issue 23's profile).
 	if err := f.mem.MkdirAll(dir); err != nil {
 		return err
 	}
@@ -402,12 +403,14 @@ func (f *FS) SyncFS(dir string) error {
 	return f.real.SyncFS(dir)
 }
 
-// Device implements vfs.FS: a virtual directory is on Parent's device.
+// Device implements vfs.FS: a virtual directory is on Parent's device
+// (looked up once: segment.Create asks for every new partition).
 func (f *FS) Device(dir string) (uint64, error) {
-	if f.IsVirtual(dir) {
-		dir = f.parent
+	if !f.IsVirtual(dir) {
+		return f.real.Device(dir)
 	}
-	return f.real.Device(dir)
+	f.devOnce.Do(func() { f.dev, f.devErr = f.real.Device(f.parent) })
+	return f.dev, f.devErr
 }
 
 // Lock implements vfs.FS.
