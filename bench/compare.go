@@ -132,12 +132,33 @@ var CompareMetrics = []Metric{
 	{"server CPU µs/request", false, func(r *Result) (float64, bool) {
 		return r.ServerCPUMicrosPerRequest, r.ServerCPUMicrosPerRequest > 0
 	}},
+	// The cluster shape (BinaryCompare.Cluster): server CPU above is the leader's.
+	{"followers CPU µs/request", false, func(r *Result) (float64, bool) {
+		return r.FollowerCPUMicrosPerRequest, r.FollowerCPUMicrosPerRequest > 0
+	}},
+	{"one node msg/s", true, func(r *Result) (float64, bool) {
+		return singleFigure(r, func(s *Result) float64 { return s.MsgPerSec })
+	}},
+	{"one node CPU µs/request", false, func(r *Result) (float64, bool) {
+		return singleFigure(r, func(s *Result) float64 { return s.ServerCPUMicrosPerRequest })
+	}},
+	{"cluster ÷ one node msg/s", true, func(r *Result) (float64, bool) { return r.ClusterRate, r.ClusterRate > 0 }},
+	{"leader ÷ one node CPU/req", false, func(r *Result) (float64, bool) { return r.ClusterLeaderCPU, r.ClusterLeaderCPU > 0 }},
 	{"server syncs/request", false, func(r *Result) (float64, bool) {
 		if r.ServerSyncsPerRequest == nil {
 			return 0, false
 		}
 		return *r.ServerSyncsPerRequest, true
 	}},
+}
+
+// singleFigure reads a figure of a cluster run's single-node run (false: none, or 0).
+func singleFigure(r *Result, f func(*Result) float64) (float64, bool) {
+	if r.SingleNode == nil {
+		return 0, false
+	}
+	v := f(r.SingleNode)
+	return v, v > 0
 }
 
 // mixedPush reports whether r's pushes ran beside consumers, so that its main request is

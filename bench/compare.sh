@@ -24,6 +24,15 @@
 #                    the docs: the cliff it looks for came after ~2 minutes)
 #   fanout-rate      10 groups fed at FANOUT_RATE msg/s (open loop): "worst group e2e p99 ms"
 #                    ≤ 100 says every group keeps up at that rate
+#   cluster          issue 23's 3-node target: push16 (batch 100, 200 B, 16 partitions, 16
+#                    connections) on one node and then through the leader of a fresh local
+#                    3-node cluster (peer TLS) of the same build, back to back in each run
+#                    (`comb bench compare --cluster 3`): msg/s and "server CPU µs/request" are
+#                    the leader's, "followers CPU µs/request" the two others' summed, and
+#                    "cluster ÷ one node msg/s" (≥ 0.6) and "leader ÷ one node CPU/req"
+#                    (≤ 1.3) each build's own, whose medians per side the summary prints;
+#                    about 4 × (BENCH_WARMUP + BENCH_DURATION + ~5 s of starts) per round;
+#                    the cluster's nodes are killed (-9) after their window, not stopped
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -59,8 +68,9 @@ flags_for() {
     push100k) echo "--workload push --batch 100 --size 200 --partitions 100000 --concurrency 16" ;;
     sustained)       echo "--workload push --batch 100 --size 200 --partitions 100 --concurrency 16 --duration ${SUSTAINED_DURATION:-10m} --interval ${SUSTAINED_INTERVAL:-1m}" ;;
     sustained-short) echo "--workload push --batch 100 --size 200 --partitions 100 --concurrency 16 --duration 60s --interval 15s" ;;
+    cluster)         echo "--workload push --batch 100 --size 200 --partitions 16 --concurrency 16 --cluster 3" ;;
     fanout-rate)     echo "--workload fanout --batch 100 --size 200 --partitions 16 --concurrency 20 --producers 4 --groups 10 --wait-ms 1000 --rate ${FANOUT_RATE:-100000}" ;;
-    *) echo "compare.sh: unknown shape $1 (want push16 push64 consume fanout e2e longpoll push100 push100k sustained sustained-short fanout-rate)" >&2; exit 2 ;;
+    *) echo "compare.sh: unknown shape $1 (want push16 push64 consume fanout e2e longpoll push100 push100k sustained sustained-short fanout-rate cluster)" >&2; exit 2 ;;
   esac
 }
 

@@ -22,6 +22,9 @@ type Comparison struct {
 	Ratios     []MetricRatio `json:"ratios"`
 	Date       string        `json:"date"`
 	Error      string        `json:"error,omitempty"` // why the comparison stopped before Rounds rounds
+
+	// Cluster is the cluster size of a cluster comparison (BinaryCompare.Cluster; 0 = none).
+	Cluster int `json:"cluster,omitempty"`
 }
 
 // Binary names a compared executable.
@@ -54,6 +57,9 @@ func (c *Comparison) WriteHeader(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  serve      %s, a fresh data directory under %s and a free loopback port per run\n", strings.Join(c.Serve, " "), c.DataRoot)
+	if c.Cluster > 0 {
+		fmt.Fprintf(w, "  cluster    each run: one node and a fresh %d-node cluster (peer TLS) of the same binary, pushed through its leader; srv CPU is the leader's\n", c.Cluster)
+	}
 	if c.SyncMetric != "" {
 		fmt.Fprintf(w, "  syncs/req  growth of the server's %s over the window, per request\n", c.SyncMetric)
 	}
@@ -88,6 +94,15 @@ func WriteRun(w io.Writer, r CompareRun) {
 	fmt.Fprintf(w, "%-5d %-9s %10.0f %8.2f %8.2f %8s %8s %7s %8s %9s %6d %7s %7s\n",
 		r.Round, r.Side, res.MsgPerSec, res.LatencyMs.P50, res.LatencyMs.P99, pushP99, e2eP99, cpu, perReq,
 		fmtOptional(res.ServerSyncsPerRequest, "%.3f"), res.ErrorsTotal, others, load)
+	if one := res.SingleNode; one != nil {
+		oneLoad := "-"
+		if one.LoadAvg != nil {
+			oneLoad = fmt.Sprintf("%.2f", one.LoadAvg.One)
+		}
+		fmt.Fprintf(w, "      %d nodes: followers' CPU %.0f%% = %.0f µs/req; one node %.0f msg/s, %.0f µs/req (load %s); cluster ÷ one node: msg/s %.2f×, leader CPU %.2f×\n",
+			res.ClusterNodes, res.FollowerCPUPercent, res.FollowerCPUMicrosPerRequest, one.MsgPerSec, one.ServerCPUMicrosPerRequest, oneLoad,
+			res.ClusterRate, res.ClusterLeaderCPU)
+	}
 }
 
 // WriteSummary prints the ratios: per metric the median of the per-round candidate ÷ baseline

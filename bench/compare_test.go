@@ -249,3 +249,47 @@ func TestComparisonTextAndJSON(t *testing.T) {
 	assert.Contains(t, js.String(), `"side":"baseline"`)
 	assert.Equal(t, c.Ratios, back.Ratios)
 }
+
+// Issue 23's cluster shape: a cluster run carries its single-node run of the same binary, and
+// the summary divides each side's cluster÷one-node ratios by the other side's, besides the
+// medians of each side (the figures the issue's targets are about).
+func TestSummarizeClusterRunsReportTheirOneNodeRatios(t *testing.T) {
+	cluster := func(rate, leaderCPU, followersCPU, oneRate, oneCPU float64) *Result {
+		r := pushResult(rate, 10, leaderCPU, nil)
+		r.FollowerPIDs, r.FollowerCPUPercent, r.FollowerCPUMicrosPerRequest = []int{8, 9}, 90, followersCPU
+		r.ClusterNodes, r.SingleNode = 3, pushResult(oneRate, 5, oneCPU, ptr(0.1))
+		r.ClusterRate, r.ClusterLeaderCPU = rate/oneRate, leaderCPU/oneCPU
+		return r
+	}
+	runs := []CompareRun{
+		{1, Baseline, cluster(100, 600, 500, 250, 400)},
+		{1, Candidate, cluster(180, 480, 300, 300, 400)},
+	}
+	got := map[string]MetricRatio{}
+	for _, m := range Summarize(runs) {
+		got[m.Metric] = m
+	}
+	rate := got["cluster ÷ one node msg/s"]
+	assert.InDelta(t, 0.4, rate.Baseline, 1e-12)
+	assert.InDelta(t, 0.6, rate.Candidate, 1e-12)
+	assert.True(t, rate.HigherIsBetter)
+	cpu := got["leader ÷ one node CPU/req"]
+	assert.InDelta(t, 1.5, cpu.Baseline, 1e-12)
+	assert.InDelta(t, 1.2, cpu.Candidate, 1e-12)
+	assert.InDelta(t, 0.8, cpu.Median, 1e-12)
+	assert.False(t, cpu.HigherIsBetter)
+	assert.InDelta(t, 300.0/500, got["followers CPU µs/request"].Median, 1e-12)
+	assert.InDelta(t, 250, got["one node msg/s"].Baseline, 1e-12)
+	assert.InDelta(t, 400, got["one node CPU µs/request"].Candidate, 1e-12)
+	assert.InDelta(t, 480.0/600, got["server CPU µs/request"].Median, 1e-12, "the leader's CPU")
+	assert.NotContains(t, got, "server syncs/request", "the cluster run exposes no sync counter here")
+
+	var text bytes.Buffer
+	WriteRun(&text, runs[0])
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	require.Len(t, lines, 2, "a cluster run prints its one-node figures on a second line")
+	assert.Equal(t, "3 nodes: followers' CPU 90% = 500 µs/req; one node 250 msg/s, 400 µs/req (load -); cluster ÷ one node: msg/s 0.40×, leader CPU 1.50×",
+		strings.TrimSpace(lines[1]))
+	assert.InDelta(t, 0, (&Result{HostCPUPercent: 150, ServerCPUPercent: 60, FollowerCPUPercent: 90}).OthersCPUPercent(), 1e-12,
+		"the followers are not others")
+}

@@ -73,6 +73,10 @@ type Config struct {
 	SyncMetric string // driver comb: counter of /metrics/prometheus read at the window's edges for syncs per request; "" = none
 	Progress   bool   // print a live progress line on stderr once a second
 	RunID      string
+
+	// FollowerPIDs are the other nodes of a cluster whose leader is ServerPID: their CPU over
+	// the window is reported beside the leader's (Result.FollowerCPUPercent); nil = none.
+	FollowerPIDs []int
 }
 
 // DefaultConfig is what `comb bench` uses when a flag is not given.

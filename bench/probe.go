@@ -23,6 +23,10 @@ type probe struct {
 	syncs0          float64
 	syncErr         error
 	stopScrapes     func() // ends the periodic scrapes of the window; nil when none run
+
+	// fol0 samples cfg.FollowerPIDs at the window's opening; folErr is the first that failed.
+	fol0   []ProcSample
+	folErr error
 }
 
 // syncScrapeEvery is how often the sync counter is read during the window, values discarded.
@@ -54,6 +58,20 @@ func (p *probe) open(ctx context.Context) {
 	if p.serverPID > 0 {
 		p.sv0, p.svErr = ReadProc(p.serverPID)
 	}
+	p.fol0, p.folErr = readProcs(p.cfg.FollowerPIDs)
+}
+
+// readProcs samples every pid; the error is the first failed read.
+func readProcs(pids []int) ([]ProcSample, error) {
+	out := make([]ProcSample, len(pids))
+	for i, pid := range pids {
+		s, err := ReadProc(pid)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // close takes the second samples and fills res's machine and server figures; requests is the
@@ -78,6 +96,16 @@ func (p *probe) close(ctx context.Context, res *Result, requests int64) {
 		res.ServerPeakRssBytes = sv1.PeakRSSBytes
 		res.ServerCPUPercent = CPUPercent(p.sv0, sv1)
 		res.ServerCPUMicrosPerRequest = CPUMicrosPer(p.sv0, sv1, requests)
+	}
+	if fol1, err := readProcs(p.cfg.FollowerPIDs); len(p.fol0) > 0 && p.folErr == nil && err == nil {
+		// Summed over the followers: 100 = one core busy with following.
+		var ticks int64
+		for i := range fol1 {
+			res.FollowerCPUPercent += CPUPercent(p.fol0[i], fol1[i])
+			ticks += fol1[i].CPUTicks - p.fol0[i].CPUTicks
+		}
+		res.FollowerPIDs = append([]int(nil), p.cfg.FollowerPIDs...)
+		res.FollowerCPUMicrosPerRequest = CPUMicrosPer(ProcSample{}, ProcSample{CPUTicks: ticks}, requests)
 	}
 	if p.stopScrapes != nil {
 		p.stopScrapes()

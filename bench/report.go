@@ -100,6 +100,20 @@ type Result struct {
 	// 100-message push request").
 	ServerCPUMicrosPerRequest float64 `json:"serverCpuMicrosPerRequest,omitempty"`
 	ClientCPUPercent          float64 `json:"clientCpuPercent"`
+	// FollowerPIDs, FollowerCPUPercent and FollowerCPUMicrosPerRequest: a cluster's other
+	// nodes (Config.FollowerPIDs), their CPU summed over the window (100 = one core) and that
+	// per request of the window; the Server* figures are then the leader's alone.
+	FollowerPIDs                []int   `json:"followerPids,omitempty"`
+	FollowerCPUPercent          float64 `json:"followerCpuPercent,omitempty"`
+	FollowerCPUMicrosPerRequest float64 `json:"followerCpuMicrosPerRequest,omitempty"`
+	// ClusterNodes is the size of the cluster this run pushed through the leader of (0 = a
+	// single node), and SingleNode the run of the same binary on one node in the same round
+	// (`comb bench compare --cluster`), which ClusterRate and ClusterLeaderCPU divide by:
+	// msg/s and the leader's CPU per request, each over the single node's.
+	ClusterNodes     int     `json:"clusterNodes,omitempty"`
+	SingleNode       *Result `json:"singleNode,omitempty"`
+	ClusterRate      float64 `json:"clusterRate,omitempty"`
+	ClusterLeaderCPU float64 `json:"clusterLeaderCpu,omitempty"`
 	// HostCPUPercent is every core's busy time over the window (/proc/stat; 100 = one core):
 	// with the server's and the client's taken away, what other processes used.
 	HostCPUPercent float64  `json:"hostCpuPercent,omitempty"`
@@ -187,6 +201,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (peak %.1f MB), CPU %.0f %% = %.0f µs per request\n", r.ServerPID,
 			float64(r.ServerRssBytes)/1e6, float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent, r.ServerCPUMicrosPerRequest)
 	}
+	if len(r.FollowerPIDs) > 0 {
+		fmt.Fprintf(w, "  followers %v: CPU %.0f %% = %.0f µs per request (summed)\n", r.FollowerPIDs, r.FollowerCPUPercent, r.FollowerCPUMicrosPerRequest)
+	}
 	if r.ServerSyncs != nil {
 		fmt.Fprintf(w, "  server syncs: %d (%s), %s per request\n", *r.ServerSyncs, r.SyncMetric, fmtOptional(r.ServerSyncsPerRequest, "%.3f"))
 	}
@@ -201,10 +218,10 @@ func (r *Result) WriteText(w io.Writer) {
 }
 
 // OthersCPUPercent is the host's busy CPU over the window that neither the server (when its
-// process was found) nor this client used; 100 = one core. Never below 0: the three samples
+// process was found), a cluster's followers, nor this client used; 100 = one core. Never below 0: the three samples
 // are taken microseconds apart and tick in 10 ms steps.
 func (r *Result) OthersCPUPercent() float64 {
-	return max(r.HostCPUPercent-r.ServerCPUPercent-r.ClientCPUPercent, 0)
+	return max(r.HostCPUPercent-r.ServerCPUPercent-r.FollowerCPUPercent-r.ClientCPUPercent, 0)
 }
 
 // fmtOptional formats *v, or "n/a" for nil.

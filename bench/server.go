@@ -106,22 +106,9 @@ func startServerOnce(ctx context.Context, binary string, serveArgs []string, dat
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := append([]string{"serve", "--log-level", "warn"}, serveArgs...)
 	args = append(args, "--addr", addr, "--data-dir", filepath.Join(dir, "data"))
-	s = &Server{URL: "http://" + addr, dir: dir, out: &tailBuffer{max: serverLogTail}, exited: make(chan struct{})}
-	s.cmd = exec.Command(binary, args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := s.cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, false, fmt.Errorf("start %s: %w", binary, err)
+	if s, err = spawn(binary, args, dir, "http://"+addr); err != nil {
+		return nil, false, err
 	}
-	s.PID = s.cmd.Process.Pid
-	go func() {
-		err := s.cmd.Wait()
-		s.waitMu.Lock()
-		s.waitErr = err
-		s.waitMu.Unlock()
-		close(s.exited)
-	}()
 	if err := s.waitReady(ctx); err != nil {
 		select {
 		case <-s.exited:
@@ -132,6 +119,28 @@ func startServerOnce(ctx context.Context, binary string, serveArgs []string, dat
 		return nil, exited, err
 	}
 	return s, false, nil
+}
+
+// spawn starts binary with args as a Server whose data lives under dir (removed by Stop, or
+// here when the start fails) and whose HTTP API is at url; it does not wait for it to be ready.
+func spawn(binary string, args []string, dir, url string) (*Server, error) {
+	s := &Server{URL: url, dir: dir, out: &tailBuffer{max: serverLogTail}, exited: make(chan struct{})}
+	s.cmd = exec.Command(binary, args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := s.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", binary, err)
+	}
+	s.PID = s.cmd.Process.Pid
+	go func() {
+		err := s.cmd.Wait()
+		s.waitMu.Lock()
+		s.waitErr = err
+		s.waitMu.Unlock()
+		close(s.exited)
+	}()
+	return s, nil
 }
 
 // waitReady polls GET /health every 20 ms until it answers 200, the process exits, ctx ends
@@ -185,6 +194,13 @@ func (s *Server) Stop() error {
 		<-s.exited
 		return s.stopOutcome(true)
 	}
+}
+
+// Kill ends the process with SIGKILL, waits for it and removes the run's data directory.
+func (s *Server) Kill() {
+	defer os.RemoveAll(s.dir)
+	_ = s.cmd.Process.Kill()
+	<-s.exited
 }
 
 func (s *Server) stopOutcome(killed bool) error {

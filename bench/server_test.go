@@ -86,7 +86,18 @@ func TestBinaryCompareCheck(t *testing.T) {
 		"baseline a directory":    func(c *BinaryCompare) { c.Baseline = dir },
 		"data root not a dir":     func(c *BinaryCompare) { c.DataRoot = plain },
 		"serve sets the address":  func(c *BinaryCompare) { c.Serve = []string{"--addr=:1"} },
+		"a cluster of 4":          func(c *BinaryCompare) { c.Cluster, c.Config.Workload = 4, WorkloadPush },
+		"a cluster that consumes": func(c *BinaryCompare) { c.Cluster, c.Config.Workload = 3, WorkloadConsume },
+		"serve names the node": func(c *BinaryCompare) {
+			c.Cluster, c.Config.Workload, c.Serve = 3, WorkloadPush, []string{"--node-id", "x"}
+		},
+		"serve turns TLS off": func(c *BinaryCompare) {
+			c.Cluster, c.Config.Workload, c.Serve = 3, WorkloadPush, []string{"--peer-insecure"}
+		},
 	}
+	clustered := ok
+	clustered.Cluster, clustered.Config.Workload = 3, WorkloadPush
+	require.NoError(t, clustered.Check())
 	for name, mutate := range bad {
 		c := ok
 		mutate(&c)

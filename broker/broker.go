@@ -116,6 +116,11 @@ type Broker struct {
 	hooks struct {
 		afterTxCommitPoint func() error
 		timeLookup         func(p *partition, tsMicros int64) uint64 // replaces the time-index lookup of read_expire.go
+		// pushCommit replaces the ticket of a push's commit-log entry
+		// (appendLogged) with the one the push waits on (own) and the one
+		// it leaves as the partition's tail: tests hold or fail a commit the
+		// log itself makes durable (write_early_test.go).
+		pushCommit func(t walTicket) (own, tail walTicket)
 	}
 }
 
@@ -189,6 +194,13 @@ type partition struct {
 	// and made durable per the sync policy. Pushes raise it after their group
 	// commit, so no pop delivers a message its push has not yet answered.
 	visible atomic.Uint64
+	// claimable is the offset after the last record a push exposed to pops
+	// before its commit (write_early.go): appended to the file with its
+	// commit-log entry, not necessarily durable yet. A pop may claim up to
+	// claimableEnd, but answers only once the partition's tail (as it read
+	// it with the claim) is durable, and then raises visible itself. Raised
+	// under mu; 0 until a push exposes something.
+	claimable atomic.Uint64
 	// expiredBelow is the offset below which messages are past the queue's
 	// retentionSeconds or maxWaitTimeSeconds: never delivered nor counted,
 	// though their file may remain (read_expire.go). Only rises; in memory.

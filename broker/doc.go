@@ -15,16 +15,18 @@
 //
 //	push         Broker.Push (write_push.go): groupPush → ensurePartitions, createPartitionsLocked
 //	             (write_create.go) for new queues and partitions → appendGroup: dedup (findStored,
-//	             write_durable.go), appendLogged (segment file + commit-log entry, write_wal.go) →
-//	             waitGroups (own entries and what duplicates name) →
-//	             publishOrHold → publish: visible mark, ready sets, wake.Waker.Signal
+//	             write_durable.go), appendLogged (segment file + commit-log entry, write_wal.go),
+//	             exposeLocked (the claimable mark, write_early.go) → announce: ready sets,
+//	             wake.Waker.Signal → waitGroups (own entries and what duplicates name) →
+//	             raiseVisible, or (nothing exposed: push maintenance) publishOrHold → publish
 //	pop          Broker.Pop (read_pop.go): newPopCtx → popOnce → popWildcard / popTargeted /
 //	             popDiscovery → claimFrom takes candidates from the ready set (groupReady.Take,
 //	             package ready) → claim (read_claim.go): readSpanLocked, takeSpanLocked, addClaimed
-//	             → cursor.Engine.Wait; a group's first contact: groupReadyFor, seedCursorLocked
+//	             (past the visible mark: noteEarlyLocked) → cursor.Engine.Wait → waitEarly
+//	             (write_early.go); a group's first contact: groupReadyFor, seedCursorLocked
 //	             (read_seed.go); a failed checkpoint: undoCursorChanges (undo.go)
 //	long-poll    Broker.longPoll (read_longpoll.go): arms the queue's wake.Gate (popGate), popOnce,
-//	             parks (parkTime, parkOn) until Broker.publish signals the gate, a backoff re-check
+//	             parks (parkTime, parkOn) until a push's announce signals the gate, a backoff re-check
 //	             (wake.Backoff), a held-back message's due time or the timeout; stillWanted
 //	             (read_alive.go) stops a pop whose client left
 //	ack          Broker.Ack (ack.go): groupAcks → ackPartition: resolveOffsetsLocked, lease.ApplyAcks,
@@ -198,7 +200,10 @@
 // # Durability
 //
 // Push answers after its commit-log entries are durable; only then are the
-// messages visible to pops (partition.visible). An item answered
+// messages visible (partition.visible). Pops may claim them earlier, once
+// the entries are appended (partition.claimable), but answer only after the
+// partition's tail as read with the claim is durable, and claim nothing when
+// it fails (write_early.go). An item answered
 // `duplicate` waits for the record it names to be durable: every dedup
 // lookup (push, transaction, a stream cycle's sink push) is findStored
 // (write_durable.go), which hands back the partition's tail ticket when a

@@ -90,3 +90,42 @@ func TestNotesSurviveACrashAroundAFlushPass(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, txids(res2))
 }
+
+// A deleted message's dead letter stays hidden after retention removes the message's file: the
+// DLQ's active file outlives it (retention cuts DLQ files by the time of failure, and never the
+// active one), and the listing hides the entry by the message's tombstone, which retention used
+// to drop with the file, bringing the dead letter back in the DLQ listing and counts. The
+// tombstone is kept while the DLQ holds the entry, also across a restart.
+func TestADeletedDeadLetterStaysHiddenAfterRetention(t *testing.T) {
+	e := retentionEnv(t)
+	e.configure("q", func(o *QueueOptions) {
+		o.RetentionEnabled, o.RetentionSeconds = true, 60
+		o.RetryLimit, o.DeadLetterQueue, o.DLQAfterMaxRetries = 0, true, true
+	})
+	for i := range 4 {
+		e.push("q", "p", fmt.Sprintf("m%d", i+1))
+	}
+	res := e.pop(PopRequest{Queue: "q", Partition: "p", Group: "g", Batch: 2})
+	require.Len(t, res.Messages, 2)
+	out := e.ack("g", res, "failed", "m2")
+	require.True(t, out[0].DLQ, "m2 went to the DLQ")
+	res.Release()
+	pid := e.part("q", "p").idStr
+	found, err := e.b.DeleteMessage(pid, "m2")
+	require.NoError(t, err)
+	require.True(t, found)
+	m2 := notes.MessageRef{Partition: e.part("q", "p").id, Offset: 2}
+
+	e.clk.Advance(2 * time.Minute)
+	e.push("q", "p", "m5") // the active file: never removed
+	e.b.maintain(e.clk.Now())
+	require.Equal(t, uint64(5), e.part("q", "p").log.FirstOffset(), "retention removed m1..m4")
+	require.True(t, e.b.msgNotes.store.Deleted(m2), "the DLQ still holds m2's dead letter: its tombstone stays")
+
+	e.reopen()
+	e.b.maintain(e.clk.Now())
+	require.True(t, e.b.msgNotes.store.Deleted(m2), "still held after a restart")
+	var refs []notes.MessageRef
+	e.b.eachDeadLetterRef(e.b.lookupQueue("q"), func(r notes.MessageRef) { refs = append(refs, r) })
+	require.Equal(t, []notes.MessageRef{m2}, refs, "the dead letter is there, hidden by the tombstone")
+}

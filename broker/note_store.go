@@ -7,6 +7,7 @@ import (
 
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/notes"
+	"github.com/combmq/comb/segment"
 	"github.com/combmq/comb/walentry"
 )
 
@@ -104,13 +105,79 @@ func (b *Broker) closeNotes() error {
 }
 
 // pruneNotes drops the notes of messages retention removed and of deleted
-// partitions (the maintenance task and the trace listings call it).
+// partitions (the maintenance task and the trace listings call it), but the
+// tombstones a retained dead letter still refers to (deadLetterHolds).
 func (b *Broker) pruneNotes() {
 	if b.msgNotes.store == nil {
 		return
 	}
-	if err := b.msgNotes.store.Prune(b.noteKeep); err != nil {
+	if err := b.msgNotes.store.Prune(b.noteKeep, b.deadLetterHolds()); err != nil {
 		b.log.Warn().Err(err).Msg("notes: rewrite failed; the old file stays in use")
+	}
+}
+
+// deadLetterHolds returns the Hold of the tombstones that retention would
+// drop while their queue's DLQ log still holds a dead letter of the message:
+// the DLQ listing and counts hide a deleted message's dead letter by its
+// tombstone, and a DLQ file outlives its messages' files when they failed
+// long after they were pushed (retainDLQs cuts it by the time of failure),
+// so a dropped tombstone would bring the entry back. It reads the DLQ log
+// of a queue only when one of its tombstones is to be dropped: nil, and
+// nothing read, in the usual case of none.
+func (b *Broker) deadLetterHolds() notes.Hold {
+	below := b.msgNotes.store.TombstonesBelow(b.noteKeep)
+	if len(below) == 0 {
+		return nil
+	}
+	want := make(map[notes.MessageRef]bool, len(below))
+	queues := map[*queue]bool{}
+	for _, ref := range below {
+		if p := b.lookupPartitionByID(ref.Partition); p != nil {
+			want[ref] = true
+			queues[p.q] = true
+		}
+	}
+	held := map[notes.MessageRef]bool{}
+	for q := range queues {
+		b.eachDeadLetterRef(q, func(ref notes.MessageRef) {
+			if want[ref] {
+				held[ref] = true
+			}
+		})
+	}
+	return func(ref notes.MessageRef) bool { return held[ref] }
+}
+
+// eachDeadLetterRef calls fn with the source message of every retained
+// entry of q's DLQ log whose metadata decodes. A read error ends it early
+// and is logged: the tombstones it did not reach are dropped, as before
+// dead letters held any.
+func (b *Broker) eachDeadLetterRef(q *queue, fn func(notes.MessageRef)) {
+	q.dlqMu.Lock()
+	defer q.dlqMu.Unlock()
+	l, err := b.dlqLogLocked(q, false)
+	if err != nil || l == nil {
+		if err != nil {
+			b.log.Warn().Err(err).Str("queue", q.name).Msg("notes: opening the DLQ to keep its deleted messages' tombstones")
+		}
+		return
+	}
+	buf := new(segment.ReadBuffer)
+	for from := l.FirstOffset(); from < l.NextOffset(); {
+		msgs, err := l.Read(from, 1024, 8<<20, buf)
+		if err != nil || len(msgs) == 0 {
+			if err != nil {
+				b.log.Warn().Err(err).Str("queue", q.name).Msg("notes: reading the DLQ to keep its deleted messages' tombstones")
+			}
+			return
+		}
+		for i := range msgs {
+			if meta, err := walentry.DecodeDLQMeta(msgs[i].Extra); err == nil {
+				fn(notes.MessageRef{Partition: meta.PartitionID, Offset: meta.Offset})
+			}
+		}
+		from = msgs[len(msgs)-1].Offset + 1
+		buf.Reset()
 	}
 }
 

@@ -46,7 +46,7 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		// seed 000: a leased partition is skipped without blocking.
 		return claimResult{verdict: ready.Later, until: st.Lease.ExpiresAtMicros}, nil
 	}
-	vis := p.visible.Load()
+	vis := p.claimableEnd() // past visible: the answer waits for the push (write_early.go)
 	from := max(st.Committed+1, p.liveFrom())
 	if from >= vis {
 		return claimResult{verdict: ready.Done}, nil
@@ -68,6 +68,9 @@ func (b *Broker) claim(pc *popCtx, p *partition) (claimResult, error) {
 		return cl, err
 	}
 	cl, st = b.takeSpanLocked(pc, p, k, st, msgs, vis, opts.LeaseTime)
+	if end := msgs[len(msgs)-1].Offset; end >= p.visible.Load() {
+		pc.noteEarlyLocked(p, end)
+	}
 	if pc.req.AutoAck {
 		p.forgetClaimedLocked(&b.claimed, pc.group)
 	} else {
@@ -196,7 +199,7 @@ func (b *Broker) pendingEstimate(pc *popCtx, g *groupReady) int64 {
 	if st.Lease.Live(pc.nowMicros) {
 		return 0
 	}
-	vis, from := p.visible.Load(), max(st.Committed+1, p.liveFrom())
+	vis, from := p.claimableEnd(), max(st.Committed+1, p.liveFrom())
 	if from >= vis {
 		return 0
 	}

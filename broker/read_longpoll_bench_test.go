@@ -18,7 +18,9 @@ import (
 // in turn at an even rate; b.N messages. It reports, per message, the wake
 // latency from the push's answer to the pop's (wake-p50-µs, wake-p99-µs: the
 // waker's tick, the claim and its checkpoint) and from the push's start
-// (e2e-p99-µs: plus the push's own commit). No HTTP: the broker's part of
+// (e2e-p50-µs, e2e-p99-µs: plus the push's own commit), the process CPU
+// (cpu-ns/msg) and the commit-log fdatasyncs (syncs/msg) per message, its
+// push, pop and ack together. No HTTP: the broker's part of
 // `comb bench longpoll`. tick=1us all but turns the waker's coalescing off,
 // to show what the 5 ms tick adds.
 func BenchmarkLongPollWake(b *testing.B) {
@@ -68,8 +70,14 @@ func benchLongPollWake(b *testing.B, syncMode string, queues int, tick, every ti
 					items[i] = AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: res.LeaseID}
 					if s, ok := sentAt[m.TransactionID]; ok {
 						// A pop that claims a message pushed while the
-						// consumer was not parked measures no wake.
-						wake = append(wake, max(now.Sub(s.answered), 0))
+						// consumer was not parked measures no wake; one
+						// that answers before the push (it claimed while
+						// the push synced, write_early.go) measures 0.
+						w := time.Duration(0)
+						if !s.answered.IsZero() {
+							w = max(now.Sub(s.answered), 0)
+						}
+						wake = append(wake, w)
 						e2e = append(e2e, now.Sub(s.start))
 					}
 				}
@@ -88,6 +96,7 @@ func benchLongPollWake(b *testing.B, syncMode string, queues int, tick, every ti
 		<-got
 	}
 	b.ResetTimer()
+	cpu0, syncs0, groups0 := processCPU(), br.syncHist.snapshot().Count, br.wal.(localLog).l.GroupStats()
 	next := time.Now()
 	for i := 0; i < b.N; i++ {
 		time.Sleep(time.Until(next))
@@ -109,6 +118,7 @@ func benchLongPollWake(b *testing.B, syncMode string, queues int, tick, every ti
 		<-got
 	}
 	b.StopTimer()
+	cpu, syncs, groups := processCPU()-cpu0, br.syncHist.snapshot().Count-syncs0, br.wal.(localLog).l.GroupStats()
 	cancel()
 	wg.Wait()
 	slices.Sort(wake)
@@ -121,5 +131,13 @@ func benchLongPollWake(b *testing.B, syncMode string, queues int, tick, every ti
 	}
 	b.ReportMetric(pct(wake, 0.5), "wake-p50-µs")
 	b.ReportMetric(pct(wake, 0.99), "wake-p99-µs")
+	b.ReportMetric(pct(e2e, 0.5), "e2e-p50-µs")
 	b.ReportMetric(pct(e2e, 0.99), "e2e-p99-µs")
+	// Per message: its push, pop and ack together.
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
+	b.ReportMetric(float64(syncs)/float64(b.N), "syncs/msg")
+	// How many of the commit log's batches the group-commit wait held, and
+	// how many of those it let go at its cap.
+	b.ReportMetric(float64(groups.Waited-groups0.Waited)/float64(b.N), "held/msg")
+	b.ReportMetric(float64(groups.Capped-groups0.Capped)/float64(b.N), "capped/msg")
 }

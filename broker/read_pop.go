@@ -28,6 +28,11 @@ type popCtx struct {
 	bufs      []*segment.ReadBuffer
 	dirty     bool    // something changed in the cursor engine: Wait before answering
 	undo      undoLog // the claims of this pass, released if they cannot be made durable
+	// early are the partitions this pass claimed from past their visible
+	// mark, earlyTail the ticket its answer waits for besides the
+	// checkpoint (write_early.go).
+	early     []earlyClaim
+	earlyTail walTicket
 	// nextDue is the earliest µs (broker clock) at which a partition this pass
 	// saw held back (delayedProcessing, windowBuffer, a live lease) becomes
 	// claimable; 0 = none. A parked pop re-checks then instead of waiting out
@@ -104,7 +109,10 @@ func (pc *popCtx) room() bool {
 // claims anything: a pop whose client went away claims nothing (spec 3.6).
 //
 // Durability: a claimed span (or an autoAck commit) is answered only after the
-// cursor checkpoint holding it is durable (seed 004).
+// cursor checkpoint holding it is durable (seed 004), and after the commit of
+// the pushes it claimed from, which a pop may claim before it is durable
+// (write_early.go); when either fails, the pop claims nothing and answers the
+// error.
 //
 // Errors: ErrBadRequest for a discovery pop without namespace and task
 // ("namespace or task is required") or an unparsable subscriptionFrom
@@ -181,6 +189,7 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	pc.leaseID = newV7()
 	pc.budget, pc.bytesLeft, pc.parts = pc.req.Batch, maxPopBytes, pc.req.Partitions
 	pc.bufs, pc.dirty, pc.nextDue, pc.undo = nil, false, 0, pc.undo[:0]
+	pc.early, pc.earlyTail = pc.early[:0], walTicket{}
 	res := PopResult{Queue: pc.req.Queue, Group: pc.group}
 	pc.res = &res
 	var out popOutcome
@@ -199,6 +208,10 @@ func (b *Broker) popOnce(pc *popCtx, mayMinWait bool) (popOutcome, error) {
 	if err == nil && pc.dirty {
 		// seed 004: the answer waits for the checkpoint holding the claim.
 		err = b.cur.Wait()
+	}
+	if err == nil {
+		// ...and for the pushes of what it claimed before their commit.
+		err = b.waitEarly(pc)
 	}
 	if err != nil {
 		// Nobody gets these messages: release the claims (issue 10, no

@@ -19,7 +19,7 @@ func newGroupReady() *groupReady { return ready.New[*partition]() }
 // alone because it cannot tell a live lease from a released one).
 func (b *Broker) leaseReleased(p *partition, group string, now int64) {
 	st, _ := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
-	if st.Committed+1 < p.visible.Load() {
+	if st.Committed+1 < p.claimableEnd() {
 		b.touchGroup(p, group, now)
 		return
 	}

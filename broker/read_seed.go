@@ -82,7 +82,7 @@ func (b *Broker) scanReady(g *groupReady, parts []*partition, group string, nowM
 			continue
 		}
 		st, ok := b.cur.Get(cursor.Key{Partition: p.id, Group: group})
-		vis := p.visible.Load()
+		vis := p.claimableEnd()
 		switch {
 		case !ok:
 			if vis > p.log.FirstOffset() {

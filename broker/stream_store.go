@@ -53,7 +53,8 @@ func (b *Broker) loadStreams() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	b.streams.loaded = l
-	return nil
+	// Writes a crash cut; the files they were to replace are intact.
+	return b.streams.files.RemovePaths(l.Leftovers)
 }
 
 // restoreStreams fills the store once the registry of partitions is known:

@@ -211,33 +211,32 @@ type pushAnswerAny struct {
 }
 
 // unseen checks that nothing shows X while it is not durable: the message
-// list, the counts and a pop (which returns at once, empty: a pop that found
-// X would wait for its checkpoint, held like every commit-log sync).
-func (s *dupScene) unseen(answered chan pushAnswerAny) {
+// list and the counts; a pop may claim X (its push exposed it when its entry
+// was appended, write_early.go) but must not answer while X's commit is held.
+// With claims, it returns once that pop holds its lease on X (a transaction
+// or a stream cycle waits for X holding the partition lock, txWaitDuplicates,
+// and the pop waits for that lock); probe is where its answer arrives once
+// the commit is let through or fails.
+func (s *dupScene) unseen(answered chan pushAnswerAny, claims bool) (probe <-chan popAnswer) {
 	s.t.Helper()
 	list, err := listedTxids(s.b, "q")
 	require.NoError(s.t, err)
 	assert.Equal(s.t, []string{"seed"}, list)
 	assert.Equal(s.t, int64(1), int64(s.p.visible.Load()-s.p.liveFrom()))
-	popped := make(chan PopResult, 1)
-	go func() {
-		res, err := s.b.Pop(context.Background(), PopRequest{Queue: "q", Batch: 10})
-		assert.NoError(s.t, err)
-		popped <- res
-	}()
-	select {
-	case res := <-popped:
-		assert.Empty(s.t, txids(res), "a pop saw X before it was durable")
-	case <-time.After(30 * time.Second):
-		s.t.Fatal("a pop of the queue did not answer: it claimed X before X was durable")
+	probe = popAnswerAsync(s.b, PopRequest{Queue: "q", Batch: 10})
+	if claims {
+		waitForLease(s.t, s.b, s.p, QueueModeGroup, probe)
 	}
 	select {
 	case a := <-answered:
 		s.t.Fatalf("the repeat of X answered before X was durable: %+v %v", a.v, a.err)
 	case a := <-s.first:
 		s.t.Fatalf("the first push of X answered before X was durable: %+v %v", a.res, a.err)
+	case a := <-probe:
+		s.t.Fatalf("a pop answered X before X was durable: %v %v", txids(a.res), a.err)
 	default:
 	}
+	return probe
 }
 
 // crashed opens what a power loss now would leave, and checks that X is not
@@ -317,13 +316,16 @@ func TestDuplicateOfUndurableWaitsAndCrashLosesBoth(t *testing.T) {
 			s := newDupScene(t)
 			s.pushFirst()
 			answered := s.second(func() (any, error) { return c.repeat(s) })
-			s.unseen(answered)
+			probe := s.unseen(answered, c.name == "push")
 			s.crashedWithoutX()
 			s.gate.open(unix.EIO)
 			first := <-s.first
 			assert.Error(t, first.err, "the first push of X was answered %+v", first.res)
 			second := <-answered
 			assert.Error(t, second.err, "the repeat of X was answered %+v", second.v)
+			popped := <-probe
+			assert.Error(t, popped.err, "the pop that claimed X answered %v", txids(popped.res))
+			assert.Empty(t, popped.res.Messages)
 		})
 	}
 }
@@ -337,7 +339,7 @@ func TestDuplicateOfUndurableAnswersOnceDurable(t *testing.T) {
 			s := newDupScene(t)
 			s.pushFirst()
 			answered := s.second(func() (any, error) { return c.repeat(s) })
-			s.unseen(answered)
+			probe := s.unseen(answered, c.name == "push")
 			s.gate.open(nil)
 			first := <-s.first
 			require.NoError(t, first.err)
@@ -350,9 +352,12 @@ func TestDuplicateOfUndurableAnswersOnceDurable(t *testing.T) {
 			list, err := listedTxids(s.b, "q")
 			require.NoError(t, err)
 			assert.Equal(t, []string{"X", "seed"}, list, "newest first")
+			popped := <-probe
+			require.NoError(t, popped.err)
+			assert.Equal(t, []string{"X"}, txids(popped.res), "the pop that claimed X while it synced")
 			res, err := s.b.Pop(context.Background(), PopRequest{Queue: "q", Batch: 10, AutoAck: true})
 			require.NoError(t, err)
-			assert.Equal(t, []string{"X"}, txids(res))
+			assert.Empty(t, txids(res), "X is leased to that pop")
 			s.crashedWithX()
 		})
 	}

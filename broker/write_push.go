@@ -20,6 +20,9 @@ type pushGroup struct {
 	next   uint64 // offset after the last appended
 	ts     int64
 	ticket walTicket // its commit-log entry (zero = nothing appended)
+	// exposed: pops may claim what it appended before its commit
+	// (write_early.go); announced at once, published without a hold.
+	exposed bool
 	// dupWait is what its duplicates' answers wait for (findStored; nil =
 	// nothing), dupNext the offset after the last record they name.
 	dupWait walTicket
@@ -75,7 +78,10 @@ func putRecs(groups []*pushGroup) {
 // and to the commit log; Push returns only after its commit-log entries are
 // durable (with Sync "always" the messages survive a crash: one fdatasync
 // shared by every request of the group), and only then are the messages
-// visible to pops and parked long-polls woken. A `duplicate` of a record
+// visible (listed, counted, published). Pops may claim them, and parked
+// long-polls are woken, as soon as the entry is appended, but a pop answers
+// only once the entry is durable, and fails, claiming nothing, if it never
+// is (write_early.go, issue 23). A `duplicate` of a record
 // whose own push is still waiting for its commit waits for that commit too
 // (write_durable.go, issue 21). The partition files are synced later by the
 // flush pass (flush.go).
@@ -117,6 +123,11 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 		if err := b.appendGroup(g, items, results, ts, &ids); err != nil {
 			return nil, err
 		}
+		if g.exposed {
+			// Before the commit: a parked pop claims while it syncs
+			// (write_early.go).
+			b.announce(g.p, g.ts)
+		}
 	}
 	if err := b.waitGroups(groups); err != nil {
 		return nil, err
@@ -129,6 +140,12 @@ func (b *Broker) Push(items []PushItem) ([]PushResult, error) {
 		next := max(g.next, g.dupNext)
 		if next == 0 {
 			continue // only duplicates of published records: nothing new to show
+		}
+		if g.exposed {
+			// Announced already, and perhaps claimed: never held (spec 1.8
+			// maintenance began after it appended).
+			b.raiseVisible(g.p, next)
+			continue
 		}
 		held, err := b.publishOrHold(g.p, next, g.ts)
 		if held {
@@ -298,6 +315,7 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 		return err
 	}
 	g.first, g.next = first, first+uint64(len(g.recs))
+	g.exposed = b.exposeLocked(p, g.next)
 	return nil
 }
 
@@ -351,8 +369,12 @@ func (b *Broker) appendLogged(p *partition, ts int64, recs []segment.Record, ent
 		// Taken back: p.tail still covers every record left in the file.
 		return 0, b.noSpace("the commit log", err)
 	}
+	tail := t
+	if h := b.hooks.pushCommit; h != nil {
+		t, tail = h(t)
+	}
 	*ticket = t
-	p.tail = later(p.tail, t)
+	p.tail = later(p.tail, tail)
 	b.wroteOK()
 	return first, nil
 }
@@ -441,20 +463,8 @@ func (b *Broker) publishOrHold(p *partition, next uint64, ts int64) (held bool, 
 // publish makes offsets below next visible to pops, tells the queue's group
 // ready structures and wakes parked long-polls (spec 1.4 "Wake-up").
 func (b *Broker) publish(p *partition, next uint64, ts int64) {
-	for {
-		cur := p.visible.Load()
-		if next <= cur || p.visible.CompareAndSwap(cur, next) {
-			break
-		}
-	}
-	b.refreshPending(p)
-	p.q.mu.RLock()
-	for _, g := range p.q.groups {
-		g.Pushed(p, ts)
-	}
-	p.q.mu.RUnlock()
-	b.wake.Signal(p.q.gate)
-	b.wake.Signal(b.anyGate)
+	b.raiseVisible(p, next)
+	b.announce(p, ts)
 }
 
 // checkMaxSize fails every item of a queue whose pending depth (messages after

@@ -18,26 +18,37 @@ import (
 // it (broker/open.go: scanCommitLog, replayCommitLog) but without writing
 // anything (commitlog.Inspect: no torn tail zeroed).
 type WAL struct {
-	Present      bool // <data>/commitlog exists
-	Files        int
-	Start        uint64 // the recorded truncation point (0 = none)
-	First, Last  uint64 // LSNs of the entries the log keeps (0 = none)
-	Entries      int
-	Kinds        map[byte]int // entries by walentry kind
-	Tail         record.Tail  // what follows the newest file's last batch (Torn, Damaged, Corrupt; Clean otherwise)
-	TailFile     string       // base name
-	TailStart    int64
-	TailEnd      int64
-	Err          error    // damage that is not a tail (wraps commitlog.ErrCorrupt)
-	BadEntries   []string // entries that do not decode (the server refuses them)
-	Covers       uint64   // the metadata snapshot's covers LSN the Meta entries follow
-	Meta         []meta.Record
-	Created      map[[16]byte]bool    // partitions a Meta entry created
-	Logs         map[[16]byte]*WALLog // push and DLQ entries, by partition or queue id
-	PushRecords  int64                // records in push and DLQ entries
-	TxEntries    int
-	Checkpoints  int
+	Present     bool // <data>/commitlog exists
+	Files       int
+	Start       uint64 // the recorded truncation point (0 = none)
+	First, Last uint64 // LSNs of the entries the log keeps (0 = none)
+	Entries     int
+	Kinds       map[byte]int // entries by walentry kind
+	Tail        record.Tail  // what follows the newest file's last batch (Torn, Damaged, Corrupt; Clean otherwise)
+	TailFile    string       // base name
+	TailStart   int64
+	TailEnd     int64
+	Err         error    // damage that is not a tail (wraps commitlog.ErrCorrupt)
+	BadEntries  []string // entries that do not decode (the server refuses them)
+	Covers      uint64   // the metadata snapshot's covers LSN the Meta entries follow
+	Meta        []meta.Record
+	Created     map[[16]byte]bool    // partitions a Meta entry created
+	Logs        map[[16]byte]*WALLog // push and DLQ entries, by partition or queue id
+	PushRecords int64                // records in push and DLQ entries
+	TxEntries   int
+	Checkpoints int
+	// Streams is the stream-query registrations (walentry.Stream entries) that decode, in
+	// LSN order; a registry file's Covers says which of them it already holds.
+	Streams      []StreamEntry
 	keepSegBytes func(id [16]byte, base, end uint64) bool
+}
+
+// StreamEntry is one stream-query registration of the commit log: the query
+// as it stands after it, and whether it reset the query's state.
+type StreamEntry struct {
+	LSN   uint64
+	Query streams.Query
+	Reset bool
 }
 
 // WALLog is one log's push or DLQ entries, in LSN order.
@@ -151,9 +162,12 @@ func (v *WAL) add(e commitlog.Entry) error {
 			bad(err)
 		}
 	case walentry.Stream:
-		if _, _, err := streams.DecodeEntry(e.Payload); err != nil {
+		q, reset, err := streams.DecodeEntry(e.Payload)
+		if err != nil {
 			bad(err)
+			return nil
 		}
+		v.Streams = append(v.Streams, StreamEntry{LSN: uint64(e.LSN), Query: q, Reset: reset})
 	}
 	return nil
 }

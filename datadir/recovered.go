@@ -130,7 +130,8 @@ func (v *View) eachSmall(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, m
 // `commitlog` for the commit log's) and its records, which alias memory valid
 // until fn returns; it returns false to stop. Damage below the durable end is
 // a *segment.CorruptionError, a gap before the commit log's segments wraps
-// ErrNotRecoverable.
+// ErrNotRecoverable. The errors do not name d: the caller does (dump and
+// replay prefix d.Rel), so that a message names the partition once.
 func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) error {
 	keep, behind := v.Rule.KeepBelow(d.ID, d.DLQ)
 	if _, serr := os.Stat(d.Path); os.IsNotExist(serr) {
@@ -179,7 +180,7 @@ func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint6
 		// the log was synced): the server's offsets continue at keep.
 		next = keep
 	case next < keep:
-		return fmt.Errorf("%s: the log's files end at offset %d, but offsets below %d were synced: %w", d.Rel, next-1, keep, ErrNotRecoverable)
+		return fmt.Errorf("the log's files end at offset %d, but offsets below %d were synced: %w", next-1, keep, ErrNotRecoverable)
 	}
 	return v.eachWAL(d, from, next, fn)
 }
@@ -192,9 +193,9 @@ func (v *View) eachWAL(d LogDir, from, next uint64, fn func(s SegInfo, lsn uint6
 		case seg.End() <= next:
 			continue
 		case seg.Base != next:
-			return fmt.Errorf("%s: the log ends at offset %d but the commit log continues at %d (entry LSN %d): %w", d.Rel, next-1, seg.Base, seg.LSN, ErrNotRecoverable)
+			return fmt.Errorf("the log ends at offset %d but the commit log continues at %d (entry LSN %d): %w", next-1, seg.Base, seg.LSN, ErrNotRecoverable)
 		case seg.Bytes == nil:
-			return fmt.Errorf("%s: commit-log entry LSN %d was not read", d.Rel, seg.LSN)
+			return fmt.Errorf("commit-log entry LSN %d was not read", seg.LSN)
 		}
 		next = seg.End()
 		if seg.End() <= from {
@@ -202,7 +203,7 @@ func (v *View) eachWAL(d LogDir, from, next uint64, fn func(s SegInfo, lsn uint6
 		}
 		info, msgs, err := segment.DecodeSegment(seg.Bytes, &buf)
 		if err != nil {
-			return fmt.Errorf("%s: commit-log entry LSN %d: %w", d.Rel, seg.LSN, err)
+			return fmt.Errorf("commit-log entry LSN %d: %w", seg.LSN, err)
 		}
 		s := SegInfo{File: layout.CommitLog, Bytes: info.Bytes, FirstOffset: info.FirstOffset, Count: info.Count,
 			TsMicros: info.TimestampMicros, Codec: info.Codec.String()}

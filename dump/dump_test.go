@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/combmq/comb/broker"
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/datadir/datadirtest"
 )
@@ -97,4 +98,32 @@ func TestDumpFilters(t *testing.T) {
 		_, err := Run(d.Root, Options{Queue: "orders", Partition: "nope"}, &bytes.Buffer{})
 		assert.ErrorIs(t, err, datadir.ErrNotFound)
 	})
+}
+
+// A stream query registered (and then reset) after the last flush pass is only in the
+// commit log: --stream-query prints it as the server's start-up would apply it, where it used
+// to answer "no stream query".
+func TestDumpStreamQueryFromTheCommitLog(t *testing.T) {
+	m := datadirtest.NewMemBroker(t)
+	m.Push("src", "p", 3, 3)
+	first, err := m.B.StreamRegister(broker.StreamQueryRequest{Name: "wc", SourceQueue: "src", ConfigHash: "h1"})
+	require.NoError(t, err)
+	again, err := m.B.StreamRegister(broker.StreamQueryRequest{Name: "wc", SourceQueue: "src", ConfigHash: "h2", Reset: true})
+	require.NoError(t, err)
+	require.True(t, again.Reset)
+	root := m.Killed()
+
+	var out bytes.Buffer
+	_, err = Run(root, Options{StreamQuery: "wc"}, &out)
+	require.NoError(t, err)
+	lines := datadirtest.DecodeLines(t, out.Bytes())
+	require.Len(t, lines, 1)
+	assert.Equal(t, first.QueryID, lines[0]["queryId"])
+	assert.Equal(t, "h2", lines[0]["configHash"])
+	assert.Equal(t, "src", lines[0]["sourceQueue"])
+	assert.Greater(t, lines[0]["resetLsn"], float64(0))
+	assert.Equal(t, float64(0), lines[0]["registryCovers"])
+
+	_, err = Run(root, Options{StreamQuery: "nope"}, &out)
+	assert.ErrorContains(t, err, `no stream query "nope"`)
 }

@@ -2,12 +2,14 @@ package dump
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/streams"
 	"github.com/combmq/comb/vfs"
 )
@@ -46,11 +48,22 @@ type (
 )
 
 // dumpStreams prints the query named name (or with that id) and its shards.
+// The query is the registry file's with the commit log's later registrations
+// applied, as the server's start-up applies them (a query registered since
+// the last flush pass is only there); the shards are the snapshot files'.
 func dumpStreams(abs, name string, enc *json.Encoder, st *Stats) error {
 	f := &streams.Files{FS: vfs.OS, Root: filepath.Join(abs, streams.Dir)}
 	l, err := f.Load()
 	if err != nil {
 		return err
+	}
+	v, err := datadir.Load(abs, nil)
+	if err != nil {
+		return err
+	}
+	covers := l.Registry.Covers
+	for _, e := range v.WAL.Streams {
+		l.Registry.Apply(e.LSN, e.Query, e.Reset)
 	}
 	var q *streams.Query
 	for i := range l.Registry.Queries {
@@ -59,11 +72,11 @@ func dumpStreams(abs, name string, enc *json.Encoder, st *Stats) error {
 		}
 	}
 	if q == nil {
-		return fmt.Errorf("no stream query %q in %s (as of the registry file; a registration since the last flush pass is only in the commit log)", name, f.Root)
+		return errors.Join(fmt.Errorf("no stream query %q in %s or the commit log", name, f.Root), v.WAL.Unread())
 	}
 	qid := uuid.UUID(q.ID).String()
 	if err := enc.Encode(dumpStreamQuery{Type: TypeStreamQuery, QueryID: qid, Name: q.Name, Source: q.Source, Sink: q.Sink,
-		ConfigHash: q.ConfigHash, ResetLSN: q.ResetLSN, Covers: l.Registry.Covers}); err != nil {
+		ConfigHash: q.ConfigHash, ResetLSN: q.ResetLSN, Covers: covers}); err != nil {
 		return err
 	}
 	for i := range l.Snapshots {
@@ -90,5 +103,6 @@ func dumpStreams(abs, name string, enc *json.Encoder, st *Stats) error {
 			st.Records++
 		}
 	}
-	return nil
+	// Not silent: a registration in an unread entry would change what was printed.
+	return v.WAL.Unread()
 }

@@ -212,7 +212,7 @@ func serveCluster(t *testing.T, cfg broker.Config, target string) (*testServer, 
 			}
 		}
 	}
-	ts := &testServer{t: t, srv: node.srv, addr: node.addr, logs: &lockedWriter{w: &bytes.Buffer{}}}
+	ts := &testServer{t: t, srv: node.srv, addr: node.addr, logs: &lockedWriter{w: &bytes.Buffer{}}, retryRefusals: true}
 	if node != leader {
 		ts.catchUp = func() { awaitApplied(t, node, leader) }
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,27 @@ type testServer struct {
 	// catchUp is set on a cluster's follower (cluster_e2e_test.go): it waits until the node
 	// applied everything its leader has.
 	catchUp func()
+	// retryRefusals is set on a cluster's node (cluster_e2e_test.go): a request the node refused
+	// because leadership was moving (refusedBetweenLeaders) is sent again, as Queen's clients
+	// retry a 503, so that a leader change under CI load does not fail a test about something
+	// else.
+	retryRefusals bool
 }
+
+// refusedBetweenLeaders are the 503 answers forward.go gives before anything of the request
+// ran anywhere: the node knows no leader, or the node a follower forwarded to no longer leads
+// and does not forward again. Retrying them can never apply a request twice (a broker's own
+// "does not lead its cluster" can follow a proposal whose outcome is unknown, so it is not
+// here).
+var refusedBetweenLeaders = []string{
+	`{"error":"Service unavailable: this node does not lead its cluster and does not forward a forwarded request"}`,
+	`{"error":"Service unavailable: no leader is known to this node"}`,
+}
+
+// leaderChangeWait bounds how long doRaw keeps resending a refusedBetweenLeaders request: an
+// election with e2eRaft's timings takes one to two seconds, several under the race detector on
+// a loaded box.
+const leaderChangeWait = 30 * time.Second
 
 // awaitApplied returns once the node has applied every entry its leader had applied at the
 // call: at once on a single node or a leader. A follower's own routes (/metrics/prometheus)
@@ -86,6 +107,23 @@ func (ts *testServer) do(method, path, body string) response {
 }
 
 func (ts *testServer) doRaw(method, path, body string, extraHeaders map[string]string) response {
+	ts.t.Helper()
+	r := ts.send(method, path, body, extraHeaders)
+	if !ts.retryRefusals {
+		return r
+	}
+	deadline := time.Now().Add(leaderChangeWait)
+	for pause := 10 * time.Millisecond; r.status == http.StatusServiceUnavailable &&
+		slices.Contains(refusedBetweenLeaders, string(r.body)) && time.Now().Before(deadline); pause = min(2*pause, 500*time.Millisecond) {
+		ts.t.Logf("%s %s: %s; sending it again (the cluster is between leaders)", method, path, r.body)
+		time.Sleep(pause) // the retry's backoff, as a client's: no event says a leader is back
+		r = ts.send(method, path, body, extraHeaders)
+	}
+	return r
+}
+
+// send is doRaw's one attempt: one request over a fresh connection.
+func (ts *testServer) send(method, path, body string, extraHeaders map[string]string) response {
 	ts.t.Helper()
 	conn, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
 	require.NoError(ts.t, err)

@@ -50,9 +50,9 @@
 // Table, an open-addressing hash table of 16 bytes per slot.
 //
 // Dedup run file (run.go), written once: the entries of a range of offsets
-// sorted by hash, so that one is found by reading one page; memory keeps a
-// KFilter (a blocked Bloom filter, 5 bits an id) and each page's first hash, and
-// one KFilter of the whole partition (package segment/dedup):
+// sorted by hash, so that one is found by reading one page; memory keeps
+// each page's first hash, a KFilter (a blocked Bloom filter) for a small
+// run, and one KFilter of the whole partition (package segment/dedup):
 //
 //	header (32 bytes): "CMBR" | version u8 (1) | 3 reserved zero bytes | count u32
 //	                   | first offset u64 | last offset u64 | u32 CRC-32C of bytes 0..27

@@ -1,8 +1,11 @@
 package notes
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/combmq/comb/record"
 )
@@ -15,11 +18,17 @@ var compactMinDeadBytes int64 = 1 << 20
 // and nothing at all when live is false (the partition or its queue is gone).
 type Keep func(partition [16]byte) (first uint64, live bool)
 
-// Prune drops every note keep no longer covers, then rewrites the file when
-// its dropped bytes outweigh the live ones (see doc.go). Cost:
-// O(partitions with notes + notes dropped). The rewrite's errors are
-// returned; memory is pruned regardless.
-func (s *Store) Prune(keep Keep) error {
+// Hold tells Prune which tombstones of a live partition to keep although
+// they are below its first retained offset: a retained dead letter still
+// refers to the message (spec 4.5: a DLQ entry is deleted with its message,
+// and a deleted message's entry must stay hidden). Nil holds none.
+type Hold func(ref MessageRef) bool
+
+// Prune drops every note keep no longer covers but the tombstones hold
+// keeps, then rewrites the file when its dropped bytes outweigh the live ones
+// (see doc.go). Cost: O(partitions with notes + notes dropped). The
+// rewrite's errors are returned; memory is pruned regardless.
+func (s *Store) Prune(keep Keep, hold Hold) error {
 	s.mu.Lock()
 	dropped := false
 	for pid, pn := range s.parts {
@@ -28,7 +37,7 @@ func (s *Store) Prune(keep Keep) error {
 			first = ^uint64(0)
 		}
 		for off := range pn.deleted {
-			if off < first {
+			if off < first && (!live || hold == nil || !hold(MessageRef{pid, off})) {
 				delete(pn.deleted, off)
 				s.nDeleted.Add(-1)
 				s.gen.Add(1)
@@ -59,6 +68,35 @@ func (s *Store) Prune(keep Keep) error {
 		return s.compact()
 	}
 	return nil
+}
+
+// TombstonesBelow returns the tombstones of live partitions below the first
+// offset keep gives them, sorted: those Prune drops unless a Hold keeps them.
+func (s *Store) TombstonesBelow(keep Keep) []MessageRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []MessageRef
+	for pid, pn := range s.parts {
+		if len(pn.deleted) == 0 {
+			continue
+		}
+		first, live := keep(pid)
+		if !live {
+			continue
+		}
+		for off := range pn.deleted {
+			if off < first {
+				out = append(out, MessageRef{pid, off})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b MessageRef) int {
+		if c := bytes.Compare(a.Partition[:], b.Partition[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Offset, b.Offset)
+	})
+	return out
 }
 
 // sweepNamesLocked removes dropped events from the by-name lists.

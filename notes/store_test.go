@@ -156,7 +156,7 @@ func TestPruneAndCompact(t *testing.T) {
 		}
 	}
 	keep := func(p [16]byte) (uint64, bool) { return 8, p == pid(1) }
-	if err := s.Prune(keep); err != nil {
+	if err := s.Prune(keep, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.AnyDeleted() || len(s.Traces(MessageRef{pid(1), 7})) != 0 || len(s.Traces(MessageRef{pid(1), 8})) != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/combmq/comb/datadir/datadirtest"
 	"github.com/combmq/comb/dump"
 	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/segment"
 )
 
 // Issue 14: records only the commit log holds were acknowledged: comb replay
@@ -72,4 +73,26 @@ func TestReplayWithADamagedCommitLogFails(t *testing.T) {
 	assert.Equal(t, int64(42), st.Pushed)
 	assert.Equal(t, m.Pushed["p0"][:30], target.order["orders/p0"])
 	assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
+}
+
+// A flipped byte in a synced segment of p0 (the push of offsets 16-20): replay pushes p0's
+// records before it and all of p1, then fails naming p0 with ErrSourceDamaged. It used to push
+// nothing of p0 (the partial batch was dropped with the error) and cancel the other partitions.
+func TestReplayPushesAroundADamagedSegment(t *testing.T) {
+	m, root := datadirtest.Scenario(t)
+	cut, err := segment.PlanFrom(datadirtest.PartDir(root, m.Parts["p0"]), 16)
+	require.NoError(t, err)
+	b, err := os.ReadFile(cut.File)
+	require.NoError(t, err)
+	datadirtest.Overwrite(t, cut.File, cut.At+20, []byte{b[cut.At+20] ^ 0x55})
+
+	target := newFakeTarget()
+	srv := httptest.NewServer(target)
+	defer srv.Close()
+	st, err := Run(context.Background(), Options{Target: srv.URL, Batch: 4, Concurrency: 1, DataDir: root})
+	require.ErrorIs(t, err, ErrSourceDamaged)
+	assert.Contains(t, err.Error(), datadir.IDString(m.Parts["p0"]))
+	assert.Equal(t, m.Pushed["p0"][:15], target.order["orders/p0"])
+	assert.Equal(t, m.Pushed["p1"], target.order["orders/p1"])
+	assert.Equal(t, int64(15+12), st.Pushed)
 }

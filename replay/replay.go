@@ -115,7 +115,11 @@ type replayer struct {
 // order is the source's), Concurrency partitions at a time. It stops at the first
 // push the target refuses (4xx, or an item answered "failed"), wrapping ErrTarget,
 // and on ctx cancellation; either way the state file (if any) holds what was
-// accepted, so running it again resumes without duplicates.
+// accepted, so running it again resumes without duplicates. A data directory's
+// partition that cannot be read to its end (a damaged segment) is pushed up to the
+// damage and the others go on; the run then fails with every such partition named,
+// wrapping ErrSourceDamaged (and datadir.ErrCommitLogDamaged when the commit log
+// has entries it cannot read).
 func Run(ctx context.Context, opts Options) (Stats, error) {
 	if (opts.DataDir == "") == (opts.DumpFile == "") {
 		return Stats{}, errors.New("replay: exactly one source (a data directory or a dump file) is required")

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/combmq/comb/datadir"
@@ -62,12 +65,23 @@ func (r *replayer) fromDataDir(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
+	// A damaged partition stops only itself: the others are pushed, and the run ends with
+	// every damaged partition named (as comb dump does), never a success.
+	var damagedMu sync.Mutex
+	var damaged []error
 	for i := 0; i < r.opts.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for d := range work {
-				if err := r.replayLog(ctx, v, d, names[d.Rel]); err != nil {
+				err := r.replayLog(ctx, v, d, names[d.Rel])
+				switch {
+				case err == nil:
+				case errors.Is(err, ErrSourceDamaged):
+					damagedMu.Lock()
+					damaged = append(damaged, err)
+					damagedMu.Unlock()
+				default:
 					once.Do(func() { firstErr = err; cancel() })
 				}
 			}
@@ -89,9 +103,11 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// What could be read was pushed; records only the commit log's unread
-	// entries hold were not, and the run must not look complete.
-	return v.WAL.Unread()
+	// What could be read was pushed; records past a damaged segment, or only
+	// in the commit log's unread entries, were not, and the run must not look
+	// complete.
+	slices.SortFunc(damaged, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(append(damaged, v.WAL.Unread())...)
 }
 
 func (r *replayer) replayLog(ctx context.Context, v *datadir.View, d datadir.LogDir, n datadir.PartInfo) error {
@@ -140,7 +156,12 @@ func (r *replayer) replayLog(ctx context.Context, v *datadir.View, d datadir.Log
 		return err
 	}
 	if serr != nil {
-		return fmt.Errorf("%s: %w", d.Rel, serr)
+		// The records read before the damage go to the target first, so a damaged segment
+		// costs only what it holds and what follows it.
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: %w: %w", d.Rel, ErrSourceDamaged, serr)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

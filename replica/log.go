@@ -257,7 +257,9 @@ func (l *Log) Start(a Applier) error {
 		return fmt.Errorf("replica: %w", err)
 	}
 	l.stable = &stableStore{StableStore: l.store}
-	r, err := raft.NewRaft(conf, l.fsm, l.store, l.stable, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
+	// Raft reads every entry it sends or applies back from its LogStore: the newest come from
+	// memory (log_cache.go).
+	r, err := raft.NewRaft(conf, l.fsm, newLogCache(l.store), l.stable, &snapshotStore{FileSnapshotStore: l.snaps, l: l}, l.trans)
 	if err != nil {
 		return fmt.Errorf("replica: start raft: %w", err)
 	}

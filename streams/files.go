@@ -63,11 +63,15 @@ type Loaded struct {
 	HasReg    bool
 	Snapshots []Snapshot
 	Paths     []string // Paths[i] is Snapshots[i]'s file
+	// Leftovers is the ".tmp" files found: writes cut by a crash (the old file, if any, is
+	// intact). Load leaves them, so that a reader of a live server's directory (comb dump, comb
+	// fsck) never removes a file the server is writing; the server's start-up removes them.
+	Leftovers []string
 }
 
-// Load reads the registry file and every snapshot, verifying each. Leftover
-// ".tmp" files (a write cut by a crash; the old file, if any, is intact) are
-// removed. A missing directory is an empty store.
+// Load reads the registry file and every snapshot, verifying each, and lists
+// the leftover ".tmp" files in Loaded.Leftovers. It writes nothing. A missing
+// directory is an empty store.
 //
 // Errors: *FileError for a damaged file, the file system's otherwise.
 func (f *Files) Load() (Loaded, error) {
@@ -96,7 +100,7 @@ func (f *Files) Load() (Loaded, error) {
 			continue
 		}
 		if strings.HasSuffix(n, ".tmp") {
-			_ = f.FS.Remove(filepath.Join(f.Root, n))
+			l.Leftovers = append(l.Leftovers, filepath.Join(f.Root, n))
 			continue
 		}
 		if err := f.loadQueryDir(&l, filepath.Join(f.Root, n)); err != nil {
@@ -116,7 +120,7 @@ func (f *Files) loadQueryDir(l *Loaded, dir string) error {
 	for _, n := range files {
 		p := filepath.Join(dir, n)
 		if strings.HasSuffix(n, ".tmp") {
-			_ = f.FS.Remove(p)
+			l.Leftovers = append(l.Leftovers, p)
 			continue
 		}
 		s, err := ReadSnapshotFile(f.FS, p)

@@ -66,6 +66,37 @@ func (s *Store) Query(id [16]byte) (Query, bool) {
 	return *q, true
 }
 
+// Registered is the query a registration entry at lsn leaves: q, with the
+// reset LSN of old (the query of q's id before it, nil if none), which
+// becomes lsn when the entry resets the state. It is the one rule of
+// Store.ApplyQuery (the server) and Registry.Apply (comb dump).
+func Registered(old *Query, lsn uint64, q Query, reset bool) Query {
+	if old != nil {
+		q.ResetLSN = old.ResetLSN
+	}
+	if reset && lsn > q.ResetLSN {
+		q.ResetLSN = lsn
+	}
+	return q
+}
+
+// Apply applies a registration entry at lsn to r, as Store.ApplyQuery does
+// to the server's registry: the query of q's id is replaced by Registered,
+// or q is added. An entry at or below r.Covers is already in r and changes
+// nothing.
+func (r *Registry) Apply(lsn uint64, q Query, reset bool) {
+	if lsn <= r.Covers {
+		return
+	}
+	for i := range r.Queries {
+		if r.Queries[i].ID == q.ID {
+			r.Queries[i] = Registered(&r.Queries[i], lsn, q, reset)
+			return
+		}
+	}
+	r.Queries = append(r.Queries, Registered(nil, lsn, q, reset))
+}
+
 // ApplyQuery applies a registration entry at lsn: q replaces the query of its
 // id; with reset, the query's resetLSN becomes lsn and its shards older than
 // lsn are dropped. It returns the shards dropped (their files are the
@@ -74,15 +105,11 @@ func (s *Store) Query(id [16]byte) (Query, bool) {
 func (s *Store) ApplyQuery(lsn uint64, q Query, reset bool) []ShardKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.byID[q.ID]; ok {
-		q.ResetLSN = old.ResetLSN
-		if old.Name != q.Name {
-			delete(s.byName, old.Name)
-		}
+	old := s.byID[q.ID]
+	if old != nil && old.Name != q.Name {
+		delete(s.byName, old.Name)
 	}
-	if reset && lsn > q.ResetLSN {
-		q.ResetLSN = lsn
-	}
+	q = Registered(old, lsn, q, reset)
 	s.byID[q.ID] = &q
 	s.byName[q.Name] = &q
 	s.regDirty = true

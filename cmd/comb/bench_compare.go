@@ -21,7 +21,8 @@ Runs W against two comb binaries in the same session: each run starts "<binary> 
 --serve flags on a fresh data directory and a free loopback port, waits for /health, measures,
 and stops the server (SIGTERM); rounds alternate baseline-candidate and candidate-baseline.
 Prints every run and, per figure, the median of the per-round ratios candidate ÷ baseline
-with their min–max.
+with their min–max. With --cluster N a run is the binary on one node and then on a fresh
+N-node cluster on loopback, pushed through its leader.
 
 `
 
@@ -39,6 +40,7 @@ func benchCompare(args []string, stdout, stderr io.Writer) int {
 	workload := fs.String("workload", "", "push|consume|e2e|fanout|longpoll|cycle|transaction (required)")
 	rounds := fs.Int("rounds", 3, "rounds; each runs both binaries once")
 	serve := fs.String("serve", "--sync always", "serve flags both binaries get, split at spaces (each run sets --addr and --data-dir)")
+	cluster := fs.Int("cluster", 0, "0: one node per run; 3 or 5: each run is one node and then a fresh local cluster of that many nodes of the same binary (peer TLS from its `comb certs`), the push sent to the leader: the leader's CPU, the followers', and both over the one node's (push only)")
 	dataRoot := fs.String("data-root", os.TempDir(), "directory under which each run's fresh data directory is made; on the disk under test, not a tmpfs")
 	workloadFlags(fs, &cfg)
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON object, the last line of stdout; the text goes to stderr")
@@ -76,6 +78,7 @@ func benchCompare(args []string, stdout, stderr io.Writer) int {
 	bc := bench.BinaryCompare{
 		Baseline: absPath(*baseline), Candidate: absPath(*candidate),
 		Serve: strings.Fields(*serve), DataRoot: absPath(*dataRoot), Rounds: *rounds, Config: cfg,
+		Cluster: *cluster,
 	}
 	if err := bc.Check(); err != nil {
 		fmt.Fprintf(stderr, "comb bench compare: %v\n", err)

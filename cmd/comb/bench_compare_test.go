@@ -87,6 +87,9 @@ func TestBenchCompareRefusesBadInvocations(t *testing.T) {
 		{"missing baseline", []string{"--workload", "push", "--baseline", "/nonexistent/comb"}, "--baseline /nonexistent/comb"},
 		{"serve sets the port", []string{"--workload", "push", "--baseline", self, "--serve", "--addr :1"}, "each run sets --addr and --data-dir itself"},
 		{"zero rounds", []string{"--workload", "push", "--baseline", self, "--rounds", "0"}, "--rounds 0 is below 1"},
+		{"cluster of 4", []string{"--workload", "push", "--baseline", self, "--cluster", "4"}, "--cluster 4 (want 0, 3 or 5)"},
+		{"cluster consumes", []string{"--workload", "consume", "--baseline", self, "--cluster", "3"}, "the cluster shape pushes only"},
+		{"cluster node named", []string{"--workload", "push", "--baseline", self, "--cluster", "3", "--serve", "--node-id n9"}, "a cluster run sets each node's identity"},
 		{"stray argument", []string{"--workload", "push", "--baseline", self, "extra"}, `unexpected argument "extra"`},
 	}
 	for _, c := range cases {
@@ -98,4 +101,53 @@ func TestBenchCompareRefusesBadInvocations(t *testing.T) {
 			assert.Empty(t, stdout.String(), "nothing ran")
 		})
 	}
+}
+
+// Issue 23: `comb bench compare --cluster 3` (bench/compare.sh's cluster shape) runs each side
+// on one node and on a fresh local 3-node cluster with peer TLS, pushing through the leader:
+// the leader's CPU is the server figure, the other two nodes' CPU is reported beside it, and
+// each cluster run carries the one-node run of the same binary and the ratios over it.
+func TestBenchCompareClusterShape(t *testing.T) {
+	t.Setenv("COMB_TEST_AS_COMB", "1")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	root := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := benchCompare([]string{
+		"--baseline", self, "--candidate", self, "--workload", "push", "--rounds", "1", "--cluster", "3",
+		"--serve", "--log-level error", "--data-root", root,
+		"--partitions", "2", "--concurrency", "2", "--batch", "10", "--duration", "500ms", "--warmup", "0s",
+		"--json",
+	}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s", stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var cmp bench.Comparison
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &cmp))
+	assert.Empty(t, cmp.Error)
+	assert.Equal(t, 3, cmp.Cluster)
+	require.Len(t, cmp.Runs, 2)
+	for _, r := range cmp.Runs {
+		res := r.Result
+		assert.Equal(t, 3, res.ClusterNodes)
+		assert.Positive(t, res.Messages, "%s pushed through the leader", r.Side)
+		assert.Zero(t, res.ErrorsTotal, "%s: %v", r.Side, res.Errors)
+		assert.Positive(t, res.ServerPID)
+		require.Len(t, res.FollowerPIDs, 2, "the two other nodes")
+		assert.NotContains(t, res.FollowerPIDs, res.ServerPID, "the leader is not a follower")
+		assert.Positive(t, res.FollowerCPUMicrosPerRequest, "followers apply every push")
+		require.NotNil(t, res.SingleNode, "the one-node run of the same binary")
+		assert.Positive(t, res.SingleNode.Messages)
+		assert.NotEqual(t, res.ServerPID, res.SingleNode.ServerPID, "a fresh server")
+		assert.InDelta(t, res.MsgPerSec/res.SingleNode.MsgPerSec, res.ClusterRate, 1e-9)
+		assert.InDelta(t, res.ServerCPUMicrosPerRequest/res.SingleNode.ServerCPUMicrosPerRequest, res.ClusterLeaderCPU, 1e-9)
+	}
+	metrics := map[string]bool{}
+	for _, m := range cmp.Ratios {
+		metrics[m.Metric] = true
+	}
+	assert.True(t, metrics["cluster ÷ one node msg/s"] && metrics["leader ÷ one node CPU/req"] && metrics["followers CPU µs/request"], "%v", metrics)
+	assert.Contains(t, stderr.String(), "3 nodes: followers' CPU")
+	left, err := os.ReadDir(root)
+	require.NoError(t, err)
+	assert.Empty(t, left, "every node's data directory and the certificates removed")
 }

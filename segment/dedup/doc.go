@@ -3,12 +3,15 @@
 // retried push (Queen's scope: every retained message of the partition). It
 // owns the index's state in memory (the active table of the newest ids, one
 // Bloom filter of the whole partition over every sealed run's ids, so a new
-// id costs one probe (global.go), and each run's small filter and page
-// index), its files (dedup.idx and the sealed runs dedup-F-L.run), the
+// id costs one probe (global.go), and each run's page index, bitmap of
+// verified pages and, for the small runs, filter), its files (dedup.idx and
+// the sealed runs dedup-F-L.run, which lookups read through a read-only
+// mapping where the file system allows: runmap.go), the
 // seals, the background jobs (size-tiered merges of four runs, rewrites
 // after retention, rebuilds of the partition's filter: merge.go), the load
 // that trusts the files only as far as their checks verify, and the lookup
-// that verifies every hash match against the record.
+// that reads no entry of a run page before the page verified and verifies
+// every hash match against the record.
 //
 // It must not know how records are stored or encoded: the log is a Source
 // (first and next offset, a read by offset), handed in through Config with

@@ -8,20 +8,25 @@ import (
 // every sealed run is also in one filter of the whole partition, so a
 // lookup of an id the partition never held (the common case: a push of new
 // messages) costs one probe of one cache line, however many runs there are.
-// Only the few ids it answers "maybe" for (true duplicates and ~9 % false
-// positives) go on to the runs' own filters, which then need only 5 bits
-// an id instead of 10. Per-run filters alone cost a probe (a cache miss in
-// a filter larger than the caches) per run per id: 700 probes for a push
-// of 100 into a partition of 10 M ids in 7 runs, against ~160 here, at the
-// same memory (BenchmarkFind100: 81 → 36 µs of CPU a batch).
+// Only the few ids it answers "maybe" for (true duplicates and ~5 % false
+// positives) go on to the runs. Per-run filters alone cost a probe (a cache
+// miss in a filter larger than the caches) per run per id: 700 probes for a
+// push of 100 into a partition of 10 M ids in 7 runs, against ~120 here.
 //
-// What it does not change: a false positive of a run's filter still costs
-// a page read (a pread and a CRC-32C of 4 KiB, ~2 µs), and their number
-// follows the filters' bits an id over all runs (the two filters' false
-// positives multiply, as one filter of their summed bits would): ~0.8 %
-// a run an id, so ~6 page reads a batch at 7 runs. Going below that, or
-// below 10 bits an id, needs a structure that says which run holds an id
-// (docs/format.md 4: the next step).
+// Where the bits go (the budget: ≤ 1 B of memory a retained id). For an id
+// the partition's filter lets through, each run it asks costs a page touch
+// unless the run's own filter says no; two filters' false positives
+// multiply, so page touches a batch ≈ 100 × Σ over runs of
+// 0.62^(partition bits + run bits). A run's filter costs its bits times its
+// ids, so bits are cheap on the small runs and dear on the large: a
+// partition of 10 M ids holds ~94 % of them in its three largest runs.
+// Small runs (tiers 0-2, ≤ ~150,000 ids each) get 8 bits an id, the next
+// tier 4, and the largest none: a touch of one of those is a read of a
+// cache line or two of its mapped, once-verified page (runmap.go), so ~15
+// touches a batch cost less than the 3-4 B an id that filters making them
+// rare would. That is 5.75 to 6.9 bits an id in the partition's filter and
+// ~0.5 in the runs' at 10 M ids: 0.9-1 B an id with the page indexes
+// (BenchmarkFind100: 0.99 B an id, docs/benchmarks.md).
 //
 // The filter only grows: merges and retention keep its ids or drop some
 // (a dropped id costs a false positive at most, never a wrong answer). It
@@ -35,34 +40,48 @@ import (
 // their entries; merges and rewrites write only entries of runs already in it.
 
 const (
-	// globalBitsPerKey and globalK size the partition's filter: ~9 %
-	// false positives when full (index.TestKFilterFalsePositiveRate).
-	globalBitsPerKey = 5.0
-	globalK          = 3
+	// globalBitsPerKey and globalK size the partition's filter: ~6.3 %
+	// false positives when full, ~3.8 % just built (headroom).
+	globalBitsPerKey = 5.75
+	globalK          = 4
 	// globalHeadroom is the ids a (re)built filter has room for, over
 	// those it is built with: each rebuild reads every run file once, so
-	// a partition at a steady size reads each id 1/(headroom-1) = 4 times
-	// over its life (a sequential read of 16 bytes, against ~9 rewrites
-	// by the merges), and the filter holds 5 to 6.25 bits a retained id.
-	globalHeadroom = 1.25
-	// runFilterBits and runFilterK size a run's own filter: ~9 % false
-	// positives, asked only for the ids the partition's filter let through.
-	runFilterBits = 5.0
-	runFilterK    = 3
+	// a partition at a steady size reads each id 1/(headroom-1) = 5 times
+	// over its life (a sequential read of 16 bytes, against ~4.4 rewrites
+	// by the merges), and the filter holds 5.75 to 6.9 bits a retained id.
+	globalHeadroom = 1.2
 	// runFilterSeed rotates the keys of a run's filter away from the
 	// partition's, so their false positives are independent.
 	runFilterSeed = 32
 )
 
+// runFilterFor returns the bits an id and bits set a key (k) of the filter
+// of a run of count ids: 0 bits for a large run, which has none (see above).
+func (d *Index) runFilterFor(count int) (bitsPerKey float64, k int) {
+	switch t := d.tier(count); {
+	case t <= 2:
+		return 8, 5 // ~2.5 % false positives
+	case t == 3:
+		return 4, 3 // ~15 %
+	}
+	return 0, 0
+}
+
 // globalMin is the fewest ids a partition's filter is sized for.
 func (d *Index) globalMin() int { return 2 * d.cfg.RunEntries }
 
 // newGlobalLocked replaces the partition's filter with an empty one sized
-// for capacity ids (before headroom).
+// for ids ids (and headroom).
 func (d *Index) newGlobalLocked(ids int) {
+	d.global, d.globalCap = d.newGlobal(ids)
+	d.globalAdded = 0
+}
+
+// newGlobal returns an empty partition filter sized for ids (with headroom)
+// and the ids it has room for.
+func (d *Index) newGlobal(ids int) (*index.KFilter, int) {
 	capacity := max(d.globalMin(), int(globalHeadroom*float64(ids)))
-	d.global = index.NewKFilter(capacity, globalBitsPerKey, globalK, 0)
-	d.globalCap, d.globalAdded = capacity, 0
+	return index.NewKFilter(capacity, globalBitsPerKey, globalK, 0), capacity
 }
 
 // globalAddLocked adds a run's entries to the partition's filter (creating
@@ -72,9 +91,11 @@ func (d *Index) globalAddLocked(entries []index.RunEntry) {
 	if d.global == nil {
 		d.newGlobalLocked(len(entries))
 	}
+	a := filterAdder{f: d.global}
 	for _, e := range entries {
-		d.global.Add(e.Hash)
+		a.add(e.Hash)
 	}
+	a.flush()
 	d.globalAdded += len(entries)
 	if d.rebuilding {
 		for _, e := range entries {
@@ -102,10 +123,11 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 	for _, r := range runs {
 		ids += r.hdr.Count
 	}
-	capacity := max(d.globalMin(), int(globalHeadroom*float64(ids)))
-	f := index.NewKFilter(capacity, globalBitsPerKey, globalK, 0)
+	f, capacity := d.newGlobal(ids)
+	a := &filterAdder{f: f}
 	for _, r := range runs {
-		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { f.Add(e.Hash) }); err == nil {
+		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { a.add(e.Hash) }); err == nil {
+			a.flush()
 			continue
 		}
 		entries, err := d.indexSegments(r.hdr.First, r.hdr.Last)
@@ -113,10 +135,38 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 			return nil, 0, 0, err
 		}
 		for _, e := range entries {
-			f.Add(e.Hash)
+			a.add(e.Hash)
 		}
+		a.flush()
 	}
 	return f, capacity, ids, nil
+}
+
+// filterAdder adds hashes to a filter a batch at a time, touching the
+// batch's blocks first (KFilter.Prefetch) so that their cache misses
+// overlap: an add into a filter larger than the caches is one miss, and
+// the rebuilds and seals add every id of the partition.
+type filterAdder struct {
+	f   *index.KFilter
+	buf [64]uint64
+	n   int
+}
+
+func (a *filterAdder) add(h uint64) {
+	a.buf[a.n] = h
+	if a.n++; a.n == len(a.buf) {
+		a.flush()
+	}
+}
+
+// flush adds the hashes buffered.
+func (a *filterAdder) flush() {
+	hs := a.buf[:a.n]
+	a.f.Prefetch(hs)
+	for _, h := range hs {
+		a.f.Add(h)
+	}
+	a.n = 0
 }
 
 // swapGlobalLocked puts a rebuilt filter in place, with the ids sealed
@@ -129,8 +179,10 @@ func (d *Index) swapGlobalLocked(f *index.KFilter, capacity, ids int) {
 	d.rebuilding, d.rebuildPending = false, nil
 }
 
-// dropGlobalLocked forgets the partition's filter (the index leaves memory,
-// or its runs were all deleted).
+// dropGlobalLocked forgets the partition's filter: the index leaves memory,
+// a load starts (or fails, or finds no run to keep), or its runs are found
+// to be another log's. A rebuild under way then swaps nothing (runGlobalJob
+// sees rebuilding cleared).
 func (d *Index) dropGlobalLocked() {
 	d.global, d.globalCap, d.globalAdded = nil, 0, 0
 	d.rebuilding, d.rebuildPending = false, nil

@@ -75,7 +75,13 @@ type Index struct {
 	globalAdded    int      // ids added since it was built
 	rebuilding     bool     // a job builds it again (merge.go)
 	rebuildPending []uint64 // hashes sealed while it does, for the rebuilt one
-	nextJob        dedupJob // runGlobalJob's pick for runJobs (job goroutine only)
+
+	touching *dedupRun // the mapped run a lookup reads (a memory fault's run: runmap.go)
+	finds    uint64    // lookups that asked the runs (reverifyEvery)
+	best     []hit     // Find's scratch: what each id found
+	probes   []probe   // Find's scratch: the runs each id is asked of
+	ver      verifier  // verifyCandidates' state, and its read callback:
+	verFn    func(offset uint64, txid string, id [16]byte)
 }
 
 // DefaultFileMinRecords is how many retained records a log holds before it
@@ -567,7 +573,7 @@ func (d *Index) Park() bool {
 			d.closeFileLocked() // entries it could not write: the next load re-indexes them
 		}
 	}
-	d.closeRunsLocked(d.runs...)
+	d.closeRunHandlesLocked(d.runs...) // mapped runs stay mapped: a mapping holds no handle
 	return true
 }
 

@@ -23,14 +23,18 @@ func (d *Index) TryEvict() bool {
 }
 
 // bytesLocked is the memory the index holds: the active table, the pending
-// entries, and each run's filter and page index.
+// entries, the partition's filter, and each run's filter, page index and
+// verified bitmap (a mapping's pages are the page cache's, not the heap's).
 func (d *Index) bytesLocked() int64 {
 	n := int64(d.table.Bytes() + cap(d.pending) + 8*cap(d.rebuildPending))
 	if d.global != nil {
 		n += int64(d.global.Bytes())
 	}
 	for _, r := range d.runs {
-		n += int64(r.filter.Bytes() + 8*len(r.pageFirst))
+		n += int64(8*len(r.pageFirst) + 8*cap(r.verified))
+		if r.filter != nil {
+			n += int64(r.filter.Bytes())
+		}
 	}
 	return n
 }
@@ -59,7 +63,8 @@ type Stats struct {
 	RunsEnd       uint64      // the last offset the sealed runs cover (0: none)
 	RunCounts     []int       // entries of each sealed run, oldest first
 	RunRanges     [][2]uint64 // first and last offsets of each sealed run
-	RunFilesOpen  int         // run files a lookup opened and keeps open
+	RunFilesOpen  int         // run files a lookup opened and keeps open (the pread path)
+	RunsMapped    int         // run files a lookup mapped (runmap.go)
 	FileOpen      bool        // dedup.idx is open for appending
 	MergedEntries uint64      // entries written by merges and rewrites since Init
 	Parked        bool        // dedup.idx was closed by Park, every entry written
@@ -76,6 +81,9 @@ func (d *Index) Stats() Stats {
 		s.RunRanges = append(s.RunRanges, [2]uint64{r.hdr.First, r.hdr.Last})
 		if r.f != nil {
 			s.RunFilesOpen++
+		}
+		if r.m != nil {
+			s.RunsMapped++
 		}
 	}
 	return s

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/combmq/comb/index"
@@ -116,63 +117,77 @@ func (d *Index) startMergeLocked() {
 func (d *Index) runJobs(job dedupJob) {
 	defer d.mergeWG.Done()
 	for {
-		dedupJobSlots <- struct{}{}
-		if d.mergeStop.Load() {
-			<-dedupJobSlots
-			d.mu.Lock()
-			d.merging = false
-			d.mu.Unlock()
-			return
-		}
+		var ok bool
 		if job.global {
-			if !d.runGlobalJob() {
-				return
-			}
-			job = d.nextJob
-			continue
-		}
-		var r *dedupRun
-		var err error
-		if job.merge == nil {
-			r, err = d.rewriteRun(job.a, job.from)
+			job, ok = d.runGlobalJob()
 		} else {
-			r, err = d.mergeRunFiles(job.merge)
+			job, ok = d.runRunJob(job)
 		}
-		if err == nil {
-			d.mergedEntries.Add(uint64(r.hdr.Count))
-		}
-		<-dedupJobSlots
-		d.mu.Lock()
-		if err == nil {
-			d.swapLocked(job, r)
-			d.accountLocked()
-		} else if job.staleLocked(d) {
-			err = nil // stale: retention dropped a run (and its file) meanwhile; go on
-		}
-		next, ok := d.nextJobLocked()
-		if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
-			d.merging = false
-			d.mu.Unlock()
+		if !ok {
 			return
 		}
-		job = next
-		d.mu.Unlock()
 	}
 }
 
-// runGlobalJob builds the partition's filter again (its slot taken) and
-// swaps it in, then picks the next job as runJobs does: it returns false
-// when runJobs must stop (no job due, stopped, dropped, or a failure), and
-// true with d.nextJob set otherwise.
-func (d *Index) runGlobalJob() bool {
+// takeSlot waits for a job slot; false (no slot held) when the index is
+// being stopped meanwhile.
+func (d *Index) takeSlot() bool {
+	dedupJobSlots <- struct{}{}
+	if d.mergeStop.Load() {
+		<-dedupJobSlots
+		return false
+	}
+	return true
+}
+
+// runRunJob merges or rewrites the job's runs (a slot held while it reads
+// and writes them, not while it waits for the lock) and swaps the new run
+// in, then picks the next job (nextLocked).
+func (d *Index) runRunJob(job dedupJob) (dedupJob, bool) {
+	if !d.takeSlot() {
+		d.mu.Lock()
+		return d.nextLocked(errStopped)
+	}
+	var r *dedupRun
+	var err error
+	if job.merge == nil {
+		r, err = d.rewriteRun(job.a, job.from)
+	} else {
+		r, err = d.mergeRunFiles(job.merge)
+	}
+	<-dedupJobSlots
+	if err == nil {
+		d.mergedEntries.Add(uint64(r.hdr.Count))
+	}
+	d.mu.Lock()
+	if err == nil {
+		d.swapLocked(job, r)
+		d.accountLocked()
+	} else if job.staleLocked(d) {
+		err = nil // stale: retention dropped a run (and its file) meanwhile; go on
+	}
+	return d.nextLocked(err)
+}
+
+// errStopped ends the job loop when Drop or Undo stops it.
+var errStopped = errors.New("dedup: jobs stopped")
+
+// runGlobalJob builds the partition's filter again and swaps it in, then
+// picks the next job (nextLocked). It takes the runs under the lock, then
+// a slot for the reads (none held while it waits for the lock).
+func (d *Index) runGlobalJob() (dedupJob, bool) {
 	d.mu.Lock()
 	if !d.loaded || !d.globalDueLocked() {
-		<-dedupJobSlots
 		return d.nextLocked(nil)
 	}
 	d.rebuilding, d.rebuildPending = true, nil
 	runs := append([]*dedupRun(nil), d.runs...)
 	d.mu.Unlock()
+	if !d.takeSlot() {
+		d.mu.Lock()
+		d.rebuilding, d.rebuildPending = false, nil
+		return d.nextLocked(errStopped)
+	}
 	f, capacity, ids, err := d.rebuildGlobal(runs)
 	<-dedupJobSlots
 	d.mu.Lock()
@@ -195,17 +210,15 @@ func (d *Index) runGlobalJob() bool {
 
 // nextLocked ends a job (d.mu held, released here): after err, or when no
 // job is due, the index is dropped or stopped, it clears merging and
-// returns false; otherwise it sets d.nextJob and returns true.
-func (d *Index) nextLocked(err error) bool {
+// returns false; otherwise it returns the next job.
+func (d *Index) nextLocked(err error) (dedupJob, bool) {
+	defer d.mu.Unlock()
 	next, ok := d.nextJobLocked()
 	if err != nil || !ok || !d.loaded || d.mergeStop.Load() {
 		d.merging = false
-		d.mu.Unlock()
-		return false
+		return dedupJob{}, false
 	}
-	d.nextJob = next
-	d.mu.Unlock()
-	return true
+	return next, true
 }
 
 // staleLocked reports whether a run of the job left memory meanwhile.

@@ -1,14 +1,17 @@
 package dedup
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/combmq/comb/index"
 	"github.com/combmq/comb/vfs"
@@ -18,11 +21,14 @@ import (
 // messages). The newest Config.RunEntries transaction ids of a loaded log sit
 // in the active table (and dedup.idx); when it fills they are sealed into a
 // run file, sorted by hash (index.EncodeRun), and memory keeps only the
-// run's Bloom filter (5 bits an id, asked only for the ids the partition's
-// filter may hold: global.go) and the first hash of each of its pages
-// (8 bytes a 256 ids). A filter hit reads one page and checks it, and
-// every hash match is still verified against the record (Find),
-// so a false positive costs a read, never a wrong answer.
+// first hash of each of the run's pages (8 bytes a 256 ids) and, for a small
+// run, its Bloom filter (global.go: runFilterFor). The partition's filter
+// answers first; an id it may hold has the one page of each run that may
+// hold it searched (of a run whose filter says "maybe", or that has none),
+// through the file's mapping (runmap.go) or a pread, the page checked before
+// any entry of it is read, and every hash match is still verified against
+// the record (Find), so a false positive costs a page touch, never a wrong
+// answer.
 //
 // Runs are merged size-tiered, four neighbours of one tier at a time
 // (Config.MergeFanout; 2 is the binary counter), in the background
@@ -49,22 +55,44 @@ const dedupTableMaxBytes = 16 * 8192
 
 // dedupRun is a sealed run in memory.
 //
-// f is the run's file, opened by the first lookup that reads a page of it and
-// kept open (one handle, counted through Config.Handles) until the run
-// leaves memory (closeRunsLocked): a filter false positive, about 1 % of the
-// ids looked up per run, then costs one pread instead of an open, a pread
-// and a close (issue 14: 7.6 % of a push's CPU went to those). Only lookups
-// use it, under the dedup lock; merges read whole files by name.
+// m is the run's file mapped read-only by the first lookup that touches a
+// page of it (runmap.go), kept until the run leaves memory
+// (closeRunsLocked). Where files cannot be mapped, f is the file opened by
+// the first lookup that reads a page and kept open (one handle, counted
+// through Config.Handles) until the run leaves memory or the handle cache
+// releases it (closeRunHandlesLocked): a page read then costs one pread
+// instead of an open, a pread and a close (issue 14: 7.6 % of a push's CPU
+// went to those). Only lookups use them, under the dedup lock; merges read
+// whole files by name.
 type dedupRun struct {
 	hdr       index.RunHeader // First..Last, Count, Check
 	pageFirst []uint64        // the first hash of each page
-	filter    *index.KFilter  // narrows the partition filter's "maybe" down (global.go)
-	f         vfs.File        // nil until a page is read
+	filter    *index.KFilter  // narrows the partition filter's "maybe" down; nil for a large run (global.go)
+	f         vfs.File        // the pread path's file (runmap.go): nil until a page is read
+
+	// The mapped path (runmap.go): the file mapped read-only on the first
+	// touch, and a bit a page once that page verified in this mapping.
+	m        []byte
+	verified []uint64
+	noMap    bool // the file cannot be mapped here: the pread path reads it
 }
 
-// closeRunsLocked closes the files of runs leaving memory (dropped, replaced
-// or released) and takes their handles off the cache.
+// closeRunsLocked closes the files and mappings of runs leaving memory
+// (dropped, replaced, rebuilt) and takes their handles off the cache.
 func (d *Index) closeRunsLocked(runs ...*dedupRun) {
+	d.closeRunHandlesLocked(runs...)
+	for _, r := range runs {
+		if r != nil && r.m != nil {
+			r.unmap()
+			mappedRuns.Add(-1)
+		}
+	}
+}
+
+// closeRunHandlesLocked closes the files of runs (a release by the handle
+// cache, Park) and takes their handles off the cache. Mappings stay: they
+// hold no file handle.
+func (d *Index) closeRunHandlesLocked(runs ...*dedupRun) {
 	for _, r := range runs {
 		if r != nil && r.f != nil {
 			_ = r.f.Close()
@@ -79,9 +107,6 @@ func (r *dedupRun) name() string { return runName(r.hdr.First, r.hdr.Last) }
 // runName is a run file's name: its first and last offsets (index.RunFileName).
 func runName(first, last uint64) string { return index.RunFileName(first, last) }
 
-// parseRunName reverses runName.
-func parseRunName(name string) (first, last uint64, ok bool) { return index.ParseRunFileName(name) }
-
 // listRuns returns the run files in dir as (first, last), sorted by first
 // ascending and, for equal firsts, last descending (a merged run before the
 // runs it replaced).
@@ -92,9 +117,9 @@ func listRuns(fsys vfs.FS, dir string) ([][2]uint64, error) {
 	}
 	var runs [][2]uint64
 	for _, n := range names {
-		if a, b, ok := parseRunName(n); ok {
+		if a, b, ok := ParseRunName(n); ok {
 			runs = append(runs, [2]uint64{a, b})
-		} else if a, b, ok := parseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
+		} else if a, b, ok := ParseRunName(strings.TrimSuffix(n, ".tmp")); ok && strings.HasSuffix(n, ".tmp") {
 			_ = fsys.Remove(filepath.Join(dir, runName(a, b)+".tmp")) // a write a crash interrupted
 		}
 	}
@@ -104,17 +129,25 @@ func listRuns(fsys vfs.FS, dir string) ([][2]uint64, error) {
 	return runs, nil
 }
 
-// newDedupRun builds the in-memory part of a run from its verified entries.
-func newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
-	r := &dedupRun{hdr: hdr, filter: index.NewKFilter(len(entries), runFilterBits, runFilterK, runFilterSeed), pageFirst: make([]uint64, hdr.Pages())}
-	for i, e := range entries {
-		r.filter.Add(e.Hash)
-		if i%index.RunPageEntries == 0 {
-			r.pageFirst[i/index.RunPageEntries] = e.Hash
+// newDedupRun builds the in-memory part of a run from its verified entries:
+// its page index and, unless it is large (runFilterFor), its filter.
+func (d *Index) newDedupRun(hdr index.RunHeader, entries []index.RunEntry) *dedupRun {
+	r := &dedupRun{hdr: hdr, pageFirst: make([]uint64, hdr.Pages())}
+	if bits, k := d.runFilterFor(len(entries)); bits > 0 {
+		r.filter = index.NewKFilter(len(entries), bits, k, runFilterSeed)
+		for _, e := range entries {
+			r.filter.Add(e.Hash)
 		}
+	}
+	for k := range r.pageFirst {
+		r.pageFirst[k] = entries[k*index.RunPageEntries].Hash
 	}
 	return r
 }
+
+// mayContain reports whether r may hold hash h (its filter's answer; a run
+// without one may hold any).
+func (r *dedupRun) mayContain(h uint64) bool { return r.filter == nil || r.filter.MayContain(h) }
 
 // readRun reads and verifies a whole run file, returning its entries.
 func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, error) {
@@ -140,15 +173,16 @@ func (d *Index) readRunEach(first, last uint64, fn func(index.RunEntry)) (index.
 	if err != nil {
 		return index.RunHeader{}, err
 	}
+	// Checked whole first, then walked (entries decode from the verified
+	// bytes): fn never sees an entry of a file that fails.
 	hdr, err := CheckRun(b, first, last, nil)
 	if err != nil {
 		return hdr, fmt.Errorf("%s: %w", runName(first, last), err)
 	}
 	for k := range hdr.Pages() {
 		at, n := hdr.Page(k)
-		ents := b[at : at+int64(n*index.RunEntrySize)]
 		for j := range n {
-			fn(index.RunEntryAt(ents, j))
+			fn(index.RunEntryAt(b[at:], j))
 		}
 	}
 	return hdr, nil
@@ -164,7 +198,7 @@ func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRu
 		return nil, err
 	}
 	hdr, _ := index.ParseRunHeader(b)
-	return newDedupRun(hdr, entries), nil
+	return d.newDedupRun(hdr, entries), nil
 }
 
 // indexSegments returns the run entries of the records first..last, read
@@ -313,7 +347,7 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
 				break
 			}
-			d.runs = append(d.runs, newDedupRun(hdr, entries))
+			d.runs = append(d.runs, d.newDedupRun(hdr, entries))
 			d.globalAddLocked(entries)
 			d.runsEnd, covered = b, b
 			top = index.RunEntry{}
@@ -373,20 +407,41 @@ func (d *Index) runCandidates(i int, h uint64, out []uint64) ([]uint64, error) {
 	return nr.candidates(d, h, out)
 }
 
-// runPages recycles the page buffers of candidates (a page on the stack
-// escapes through ReadAt: one 4 KiB allocation a filter hit).
+// runPages recycles the page buffers of the pread path (a page on the
+// stack escapes through ReadAt: one 4 KiB allocation a filter hit).
 var runPages = sync.Pool{New: func() any { return new([index.RunPageSize]byte) }}
 
-// candidates appends to out the offsets of r's entries with hash h, opening
-// r's file on first use (it stays open: see dedupRun).
+// maxMappedRuns bounds the run files mapped at once across all logs: each
+// mapping is a VMA of the process, whose count the kernel bounds
+// (vm.max_map_count, 65,530 by default) and the segment indexes need too.
+// Past it a run is read through the pread path.
+const maxMappedRuns = 16384
+
+var mappedRuns atomic.Int64
+
+// candidates appends to out the offsets of r's entries with hash h: from
+// its mapping (mapped on first use, runmap.go) or, where files cannot be
+// mapped, by reading its pages (the file opened on first use stays open:
+// see dedupRun).
 func (r *dedupRun) candidates(d *Index, h uint64, out []uint64) ([]uint64, error) {
 	pages := len(r.pageFirst)
 	if pages == 0 || h < r.pageFirst[0] {
 		return out, nil // below the run's smallest hash: a filter false positive
 	}
-	k := sort.Search(pages, func(k int) bool { return r.pageFirst[k] >= h })
-	if k > 0 {
-		k-- // entries with hash h may end the page before the first that starts at h
+	k := r.startPage(h)
+	d.touching = r // a memory fault from here on is r's (lookup.go)
+	if r.m == nil && !r.noMap {
+		if mappedRuns.Add(1) > maxMappedRuns {
+			mappedRuns.Add(-1)
+		} else if err := r.mapLocked(d); err != nil {
+			mappedRuns.Add(-1)
+			if !errors.Is(err, errNoMap) {
+				return out, err
+			}
+		}
+	}
+	if r.m != nil {
+		return r.mappedCandidates(k, h, out)
 	}
 	if r.f == nil {
 		f, err := d.cfg.FS.OpenFile(d.path(r.name()), os.O_RDONLY)
@@ -412,13 +467,113 @@ func (r *dedupRun) candidates(d *Index, h uint64, out []uint64) ([]uint64, error
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", r.name(), err)
 		}
-		for j := 0; j < n; j++ {
-			if e := index.RunEntryAt(ents, j); e.Hash == h {
-				out = append(out, e.Offset)
-			} else if e.Hash > h {
-				return out, nil
-			}
+		var done bool
+		if out, done = collect(ents, 0, h, out); done {
+			return out, nil
 		}
 	}
 	return out, nil
+}
+
+// mappedCandidates is candidates from r's mapping, from page k on.
+func (r *dedupRun) mappedCandidates(k int, h uint64, out []uint64) ([]uint64, error) {
+	pages := len(r.pageFirst)
+	for start := k; k < pages && (k == start || r.pageFirst[k] <= h); k++ {
+		ents, err := r.mappedPage(k)
+		if err != nil {
+			return out, err
+		}
+		j := 0
+		if k == start {
+			j = r.lowerBound(ents, k, h)
+		}
+		var done bool
+		if out, done = collect(ents, j, h, out); done {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// collect appends the offsets of the entries with hash h from entry j of
+// ents (a verified page's entries) on; done is set once an entry past h
+// shows the run holds no more.
+func collect(ents []byte, j int, h uint64, out []uint64) (_ []uint64, done bool) {
+	for n := len(ents) / index.RunEntrySize; j < n; j++ {
+		if e := index.RunEntryAt(ents, j); e.Hash == h {
+			out = append(out, e.Offset)
+		} else if e.Hash > h {
+			return out, true
+		}
+	}
+	return out, false
+}
+
+// interpolationSteps bounds the walk from an interpolated guess (hashes are
+// uniform, so the guess is a few places off); ids crafted to skew the hashes
+// only make the search binary.
+const interpolationSteps = 8
+
+// startPage returns the page from which entries with hash h (≥ the run's
+// first) may start: the one before the first page whose first hash is ≥ h,
+// since equal hashes may end the page before it.
+func (r *dedupRun) startPage(h uint64) int {
+	pf := r.pageFirst
+	n := len(pf)
+	g, _ := bits.Mul64(h, uint64(n)) // where h falls among n uniform hashes
+	k := int(g)
+	steps := 0
+	if pf[k] >= h {
+		for k > 0 && pf[k-1] >= h && steps < interpolationSteps {
+			k, steps = k-1, steps+1
+		}
+	} else {
+		for k < n && pf[k] < h && steps < interpolationSteps {
+			k, steps = k+1, steps+1
+		}
+	}
+	if steps == interpolationSteps {
+		k = sort.Search(n, func(k int) bool { return pf[k] >= h })
+	}
+	if k > 0 {
+		k-- // entries with hash h may end the page before the first that starts at h
+	}
+	return k
+}
+
+// guess returns where among the n entries of page k an entry with hash h
+// would be if the page's hashes were spread evenly between its first hash
+// and the next page's (they are uniform: the guess is a few entries off).
+func (r *dedupRun) guess(k, n int, h uint64) int {
+	lo, hi := r.pageFirst[k], ^uint64(0)
+	if k+1 < len(r.pageFirst) {
+		hi = r.pageFirst[k+1]
+	}
+	if h <= lo || hi <= lo {
+		return 0
+	}
+	return min(int(float64(h-lo)/float64(hi-lo)*float64(n)), n-1)
+}
+
+// lowerBound returns the first entry of page k's verified entries ents whose
+// hash is ≥ h, guessed from where h falls between the page's first hash and
+// the next page's.
+func (r *dedupRun) lowerBound(ents []byte, k int, h uint64) int {
+	n := len(ents) / index.RunEntrySize
+	hashAt := func(j int) uint64 { return binary.LittleEndian.Uint64(ents[j*index.RunEntrySize:]) }
+	j := r.guess(k, n, h)
+	steps := 0
+	if hashAt(j) >= h {
+		for j > 0 && hashAt(j-1) >= h && steps < 4*interpolationSteps {
+			j, steps = j-1, steps+1
+		}
+	} else {
+		for j < n && hashAt(j) < h && steps < 4*interpolationSteps {
+			j, steps = j+1, steps+1
+		}
+	}
+	if steps == 4*interpolationSteps {
+		j = sort.Search(n, func(j int) bool { return hashAt(j) >= h })
+	}
+	return j
 }
