@@ -85,7 +85,8 @@ type Config struct {
 	// from memory and homed by the flush pass in the shared entry log
 	// (<data>/small, package entrylog), until it holds SmallPartitionBytes:
 	// the flush pass then gives it its own directory and files. A data
-	// directory holding <data>/small is read whether it is set or not.
+	// directory holding <data>/small is read whether it is set or not. Not
+	// with Replicated (Open refuses both).
 	SmallPartitions bool
 	// SmallPartitionBytes is the size past which a small partition gets its
 	// own directory (default DefaultSmallPartitionBytes; broker/small.go says
