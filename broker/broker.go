@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"github.com/combmq/comb/entrylog"
+	"github.com/combmq/comb/smallfs"
 	"io"
 	"sort"
 	"sync"
@@ -55,6 +57,11 @@ type Broker struct {
 	cur           *cursor.Engine
 	committer     *segment.Committer
 	handles       *segment.HandleCache // bounds open partition files (MaxOpenFiles); nil = unbounded
+	// small is the file system seam of small partitions and elog its entry
+	// log (broker/small.go); nil when neither Config.SmallPartitions nor
+	// <data>/small.
+	small *smallfs.FS
+	elog  *entrylog.Log
 
 	// summaries are the partition Summaries of the clean-shutdown marker,
 	// set during Open only (open_startup.go).

@@ -134,6 +134,9 @@ func (b *Broker) closeFiles() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := b.closeSmall(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := b.lockFile.Close(); err != nil {
 		errs = append(errs, err)
 	}

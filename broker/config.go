@@ -80,6 +80,18 @@ type Config struct {
 	// (vfs.SyncFSTrusted): elsewhere syncfs may return 0 having synced
 	// nothing (issue 21; docs/operations.md, "File systems").
 	FlushSyncFS bool
+	// SmallPartitions makes a new partition start without a directory or
+	// files of its own (issue 23, broker/small.go): its records are served
+	// from memory and homed by the flush pass in the shared entry log
+	// (<data>/small, package entrylog), until it holds SmallPartitionBytes:
+	// the flush pass then gives it its own directory and files. A data
+	// directory holding <data>/small is read whether it is set or not. Not
+	// with Replicated (Open refuses both).
+	SmallPartitions bool
+	// SmallPartitionBytes is the size past which a small partition gets its
+	// own directory (default DefaultSmallPartitionBytes; broker/small.go says
+	// why the number).
+	SmallPartitionBytes int64
 	// GroupCommitWait is the longest the commit log's committer waits for
 	// more callers before it writes and syncs a batch (Sync "always" only;
 	// commitlog.Options.GroupCommitWait: only when at least two callers were

@@ -186,6 +186,9 @@ func (b *Broker) flushPassLocked() error {
 		// would find the file shorter than its synced length, damage).
 		nexts[i] = min(nexts[i], p.log.DurableNext())
 	}
+	if err := b.homeSmall(parts, nexts); err != nil {
+		return fmt.Errorf("flush: small partitions: %w", err)
+	}
 	if err := b.flushDirs(); err != nil {
 		return fmt.Errorf("flush: sync directories: %w", err)
 	}

@@ -146,5 +146,8 @@ func (e *env) crash() {
 		p.log.Close()
 	}
 	b.mu.Unlock()
+	if b.elog != nil {
+		b.elog.Close() // no sync: what the page cache holds stays
+	}
 	require.NoError(e.t, b.lockFile.Close())
 }

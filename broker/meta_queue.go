@@ -170,7 +170,7 @@ func (b *Broker) dropCursorsOf(parts []*partition) {
 func (b *Broker) removeQueueFiles(q *queue, parts []*partition) error {
 	var errs []error
 	for _, p := range parts {
-		if err := b.fs.RemoveAll(filepath.Join(b.dir, meta.PartitionsDir, p.idStr)); err != nil {
+		if err := b.partFS().RemoveAll(filepath.Join(b.dir, meta.PartitionsDir, p.idStr)); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -148,6 +148,9 @@ func (b *Broker) open() error {
 	if err := b.ensurePartitionsDir(); err != nil {
 		return err
 	}
+	if err := b.openSmall(); err != nil {
+		return err
+	}
 	err = b.applyMeta(st)
 	b.adoptSummaries()
 	if err != nil {
@@ -433,14 +436,17 @@ func (b *Broker) describeCreated() {
 			continue
 		}
 		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
-		if _, err := meta.ReadDescriptor(b.fs, dir); err == nil {
+		fsys := b.partFS() // a small partition's DESCRIPTOR is in memory (small.go)
+		if _, err := meta.ReadDescriptor(fsys, dir); err == nil {
 			continue
 		}
-		if err := meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), true); err != nil {
+		if err := meta.WriteDescriptor(fsys, dir, partitionDescriptor(p), true); err != nil {
 			b.log.Warn().Err(err).Str("dir", dir).Msg("start-up: could not write a lost DESCRIPTOR again")
 			continue
 		}
-		b.noteDir(dir)
+		if b.small == nil || !b.small.IsVirtual(dir) {
+			b.noteDir(dir)
+		}
 	}
 }
 

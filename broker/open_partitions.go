@@ -73,13 +73,20 @@ func (b *Broker) applyMeta(st *meta.State) error {
 		}
 		b.addPartitionLocked(o.p)
 	}
+	if err := b.dropUnregisteredSmall(); err != nil {
+		return err
+	}
 	return b.checkStrayDirs(st)
 }
 
 func (b *Broker) openPartition(q *queue, id [16]byte, name string, createdAt int64) (*partition, *segment.RecoveryReport, error) {
 	idStr := uuidString(id)
 	dir := filepath.Join(b.dir, layout.Partitions, idStr)
-	if b.dirNeverMade(id, dir) {
+	virtual, err := b.attachSmall(id, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !virtual && b.dirNeverMade(id, dir) {
 		// Created while the disk was full and never appended to (issue 21):
 		// its next push makes the directory with its DESCRIPTOR, as the
 		// process that created it would have.

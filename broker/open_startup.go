@@ -152,7 +152,7 @@ func damagedSummary(p *partition) (segment.Summary, bool) {
 // crash may have taken its (unsynced) directory, and the commit log replays
 // it into a new one.
 func (b *Broker) openLogFrom(dir string, opts segment.Options, keep uint64) (*segment.Log, *segment.RecoveryReport, error) {
-	if keep == 1 {
+	if keep == 1 && (b.small == nil || !b.small.IsVirtual(dir)) {
 		if err := b.fs.MkdirAll(dir); err != nil {
 			return nil, nil, err
 		}

@@ -238,7 +238,15 @@ func BenchmarkPushNewPartitions(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("COMB_BENCH_MAX_OPEN_FILES")); err == nil {
 		maxOpen = v
 	}
-	br, err := Open(Config{DataDir: b.TempDir(), Sync: "interval", Logger: zerolog.Nop(), MaintenanceInterval: -1, MaxOpenFiles: maxOpen})
+	for _, small := range []bool{false, true} {
+		b.Run(fmt.Sprintf("small=%v", small), func(b *testing.B) { benchPushNewPartitions(b, maxOpen, small) })
+	}
+}
+
+// benchPushNewPartitions is BenchmarkPushNewPartitions with small partitions
+// (Config.SmallPartitions: no inode per new partition) on or off.
+func benchPushNewPartitions(b *testing.B, maxOpen int, small bool) {
+	br, err := Open(Config{DataDir: b.TempDir(), Sync: "interval", Logger: zerolog.Nop(), MaintenanceInterval: -1, MaxOpenFiles: maxOpen, SmallPartitions: small})
 	require.NoError(b, err)
 	defer br.Close()
 	payload := []byte(`{"n":1}`)

@@ -275,7 +275,7 @@ func (b *Broker) makePartitionDirs(parts []*partition) error {
 		if err == nil {
 			p.log = l
 			p.visible.Store(l.NextOffset())
-			err = meta.WriteDescriptor(b.fs, dir, partitionDescriptor(p), true)
+			err = meta.WriteDescriptor(b.partFS(), dir, partitionDescriptor(p), true)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("broker: queue %s partition %s (%s): %w", p.q.name, p.name, p.idStr, err)
@@ -286,7 +286,11 @@ func (b *Broker) makePartitionDirs(parts []*partition) error {
 		return err
 	}
 	for _, p := range parts {
-		b.noteDir(filepath.Join(b.dir, meta.PartitionsDir, p.idStr))
+		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
+		if b.small != nil && b.small.IsVirtual(dir) {
+			continue // no inode to sync: the commit log's entry is its existence (small.go)
+		}
+		b.noteDir(dir)
 	}
 	return nil
 }
@@ -299,7 +303,7 @@ func (b *Broker) discardPartitionDirs(parts []*partition) {
 			p.log.Close()
 		}
 		dir := filepath.Join(b.dir, meta.PartitionsDir, p.idStr)
-		if err := b.fs.RemoveAll(dir); err != nil {
+		if err := b.partFS().RemoveAll(dir); err != nil {
 			b.log.Warn().Err(err).Str("dir", dir).Msg("create partition: removing the directory of a failed creation (the next start removes it)")
 		}
 	}

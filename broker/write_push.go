@@ -270,6 +270,9 @@ func (b *Broker) appendGroup(g *pushGroup, items []PushItem, results []PushResul
 	if err := b.ensurePartitionDir(p); err != nil {
 		return err
 	}
+	if err := b.growSmall(p); err != nil {
+		return b.noSpace(fmt.Sprintf("queue %s partition %s: its directory", p.q.name, p.name), err)
+	}
 	tb := txidBufs.Get().(*txidBuf)
 	defer putTxids(tb)
 	txids, hashes := groupTxids(tb, g.idxs, items, results)

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/combmq/comb/entrylog"
 	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/segment"
+	"github.com/combmq/comb/vfs"
 )
 
 // View is a data directory as its server would serve it after recovery,
@@ -22,6 +24,10 @@ type View struct {
 	MetaErr error
 	WAL     *WAL
 	Rule    *Rule
+	// Small is the shared file of small partitions (<data>/small, package
+	// entrylog) as entrylog.Check read it; SmallDir its directory.
+	Small    *entrylog.CheckReport
+	SmallDir string
 }
 
 // Load reads dataDir's metadata, summaries and commit log. The commit
@@ -60,7 +66,60 @@ func Load(dataDir string, want func(id [16]byte) bool) (*View, error) {
 	if v.Meta != nil {
 		v.Meta.ApplyCommitLog(v.WAL.Meta)
 	}
+	v.SmallDir = filepath.Join(dataDir, layout.Small)
+	if v.Small, err = entrylog.Check(vfs.OS, v.SmallDir); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// SmallFirst is the first offset the shared file holds of small partition
+// d (ok=false: it holds none, or d has a directory).
+func (v *View) SmallFirst(d LogDir) (uint64, bool) {
+	if v.Small == nil || d.DLQ {
+		return 0, false
+	}
+	if exts := v.Small.Segments[d.ID]; len(exts) > 0 {
+		return exts[0].Base, true
+	}
+	return 0, false
+}
+
+// eachSmall streams small partition d's segments from the shared file
+// (from the one holding offset from on) and returns the offset after the
+// last one; ok=false when the shared file holds none of d's.
+func (v *View) eachSmall(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) (next uint64, stopped, ok bool, err error) {
+	if v.Small == nil || d.DLQ {
+		return 0, false, false, nil
+	}
+	exts := v.Small.Segments[d.ID]
+	if len(exts) == 0 {
+		return 0, false, false, nil
+	}
+	var buf segment.ReadBuffer
+	for _, e := range exts {
+		if next != 0 && e.Base != next {
+			return next, false, true, fmt.Errorf("%s: the shared file's segments end at offset %d, then start at %d: %w", d.Rel, next-1, e.Base, ErrNotRecoverable)
+		}
+		next = e.Next()
+		if e.Next() <= from {
+			continue
+		}
+		seg, err := entrylog.ReadSegment(vfs.OS, v.SmallDir, d.ID, e)
+		if err != nil {
+			return next, false, true, err
+		}
+		info, msgs, err := segment.DecodeSegment(seg, &buf)
+		if err != nil {
+			return next, false, true, fmt.Errorf("%s: the shared file's segment at offset %d: %w", d.Rel, e.Base, err)
+		}
+		s := SegInfo{File: filepath.Join(layout.Small, entrylog.FileName(e.File)), Pos: e.Pos, Bytes: info.Bytes, FirstOffset: info.FirstOffset,
+			Count: info.Count, TsMicros: info.TimestampMicros, Codec: info.Codec.String()}
+		if !fn(s, 0, msgs) {
+			return next, true, true, nil
+		}
+	}
+	return next, false, true, nil
 }
 
 // EachRecovered streams log d's records as the server would serve them after
@@ -75,6 +134,20 @@ func Load(dataDir string, want func(id [16]byte) bool) (*View, error) {
 // replay prefix d.Rel), so that a message names the partition once.
 func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) error {
 	keep, behind := v.Rule.KeepBelow(d.ID, d.DLQ)
+	if _, serr := os.Stat(d.Path); os.IsNotExist(serr) {
+		// A small partition: its directory is virtual, its records are the
+		// shared file's segments, then the commit log's.
+		next, stopped, ok, err := v.eachSmall(d, from, fn)
+		if ok {
+			if err != nil || stopped {
+				return err
+			}
+			if behind && next < keep {
+				return fmt.Errorf("%s: the shared file holds offsets up to %d, but offsets below %d were synced: %w", d.Rel, next-1, keep, ErrNotRecoverable)
+			}
+			return v.eachWAL(d, from, next, fn)
+		}
+	}
 	if !behind {
 		return ScanSegments(d.Path, from, func(s SegInfo, msgs []segment.Message) bool { return fn(s, 0, msgs) })
 	}
@@ -109,6 +182,11 @@ func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint6
 	case next < keep:
 		return fmt.Errorf("the log's files end at offset %d, but offsets below %d were synced: %w", next-1, keep, ErrNotRecoverable)
 	}
+	return v.eachWAL(d, from, next, fn)
+}
+
+// eachWAL streams the commit log's segments of d that continue it at next.
+func (v *View) eachWAL(d LogDir, from, next uint64, fn func(s SegInfo, lsn uint64, msgs []segment.Message) bool) error {
 	var buf segment.ReadBuffer
 	for _, seg := range v.WAL.Logs[d.ID].Segments() {
 		switch {
@@ -141,10 +219,17 @@ func (v *View) EachRecovered(d LogDir, from uint64, fn func(s SegInfo, lsn uint6
 // the server trusts its files below (0 when it verifies them as they are).
 func (v *View) RecoveredNext(d LogDir, fileNext uint64) (next, keep uint64) {
 	keep, behind := v.Rule.KeepBelow(d.ID, d.DLQ)
+	small := uint64(0) // a small partition's end in the shared file
+	if v.Small != nil && !d.DLQ && fileNext == 0 {
+		if exts := v.Small.Segments[d.ID]; len(exts) > 0 {
+			small = exts[len(exts)-1].Next()
+			fileNext = small
+		}
+	}
 	if !behind {
 		return fileNext, 0
 	}
-	next = keep
+	next = max(keep, small)
 	for _, seg := range v.WAL.Logs[d.ID].Segments() {
 		switch {
 		case seg.End() <= next:
@@ -181,6 +266,17 @@ func (v *View) WALOnlyLogs(dataDir string, onDisk []LogDir) []LogDir {
 		}
 		rel := filepath.Join(sub, IDString(id))
 		out = append(out, LogDir{ID: id, Path: filepath.Join(dataDir, rel), Rel: rel, DLQ: l.DLQ})
+		have[id] = true
+	}
+	if v.Small != nil && v.Meta != nil {
+		// Small partitions: no directory, records in the shared file.
+		for id := range v.Small.Segments {
+			if _, ok := v.Meta.Partitions[id]; !ok || have[id] {
+				continue
+			}
+			rel := filepath.Join(layout.Partitions, IDString(id))
+			out = append(out, LogDir{ID: id, Path: filepath.Join(dataDir, rel), Rel: rel})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Rel < out[j].Rel })
 	return out

@@ -205,6 +205,8 @@ func dumpLog(v *datadir.View, d datadir.LogDir, n datadir.PartInfo, opts Options
 	first, next := uint64(0), uint64(0)
 	if len(files) > 0 {
 		first = files[0].FirstOffset
+	} else if f, ok := v.SmallFirst(d); ok {
+		first = f // a small partition: its records are in the shared file
 	}
 	part := dumpPartition{Type: TypePartition, Queue: n.Queue, Partition: n.Name, PartitionID: pid, DLQ: d.DLQ, Dir: d.Rel, Files: len(files)}
 	inRange := func(firstOff, lastOff uint64, ts int64) bool {

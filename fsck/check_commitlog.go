@@ -125,6 +125,10 @@ func (c *checker) checkReplay() {
 		if !ok {
 			continue
 		}
+		if !haveDir && !dlq && c.small != nil && len(c.small.Segments[id]) > 0 {
+			c.recovered[id] = c.replaySmall(id, keep, c.wal.Logs[id])
+			continue
+		}
 		if !haveDir {
 			sub := dirPartitions
 			if dlq {
@@ -136,6 +140,15 @@ func (c *checker) checkReplay() {
 		st := c.replayLog(d, keep, c.wal.Logs[id])
 		if !dlq && (!haveDir || c.scans[d.Rel] != nil && c.scans[d.Rel].Region != nil) {
 			c.recovered[id] = st
+		}
+	}
+	if c.small != nil {
+		// Small partitions neither a summary nor the commit log names: the
+		// server opens them from the shared file alone.
+		for id := range c.small.Segments {
+			if _, ok := c.recovered[id]; !ok && c.live(id, false) {
+				c.recovered[id] = c.replaySmall(id, 1, nil)
+			}
 		}
 	}
 }

@@ -165,6 +165,23 @@ const (
 	// from the metadata; one describing another directory (copied or renamed)
 	// is damaged and needs a person.
 	KindDescriptorDamaged Kind = "descriptor_damaged"
+	// KindSmallTornTail: a file of <data>/small (the shared file of small
+	// partitions' records, package entrylog) ends, past its synced length, in
+	// bytes that are not a whole frame (a crash mid-append: the commit log
+	// still holds what they carried), or is the newest file with a header a
+	// crash cut short. The server cuts it at start (entrylog.Open, the bytes
+	// kept in <data>/quarantine/small/); repair does it now the same way.
+	KindSmallTornTail Kind = "small_torn_tail"
+	// KindSmallCorrupt: a file of <data>/small holds what a crash cannot
+	// leave: a frame below its synced length that fails, a file shorter than
+	// its synced length, damage with a verified frame after it, a header that
+	// does not verify, a verified frame that does not decode. The server
+	// refuses to start. Needs a person.
+	KindSmallCorrupt Kind = "small_corrupt"
+	// KindSmallSlot: a file's synced slot (its header's bytes 32..47) fails its
+	// check; the server reads it as nothing synced and rewrites it at its next
+	// sync. Informational.
+	KindSmallSlot Kind = "small_slot"
 	// KindQuarantined: an earlier repair moved data aside; informational.
 	KindQuarantined Kind = "quarantined"
 	// KindUnreadable: a file or directory could not be read at all.

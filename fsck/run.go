@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/combmq/comb/datadir"
+	"github.com/combmq/comb/entrylog"
+	"github.com/combmq/comb/vfs"
 	"github.com/combmq/comb/layout"
 )
 
@@ -94,6 +96,10 @@ type checker struct {
 	// recovered is every partition's state after the server's start-up
 	// would have recovered it (checkReplay): its next offset.
 	recovered map[[16]byte]walLogState
+	// small is the shared file of small partitions as entrylog.Check read it
+	// (nil when it could not be read: checkSmall reports why).
+	small    *entrylog.CheckReport
+	smallErr error
 }
 
 func (c *checker) check() error {
@@ -132,6 +138,7 @@ func (c *checker) check() error {
 			Detail: fmt.Sprintf("moved aside on %s: %s", q.AtRFC3339, q.Reason)})
 	}
 
+	c.small, c.smallErr = entrylog.Check(vfs.OS, filepath.Join(c.dir, dirSmall))
 	c.logs, err = datadir.ListLogs(c.dir)
 	if err != nil {
 		return err
@@ -152,6 +159,7 @@ func (c *checker) check() error {
 	c.checkCursors()
 	c.checkStreams()
 	c.checkNotes()
+	c.checkSmall()
 	c.checkMaintenance()
 	c.checkAnalytics()
 	return nil

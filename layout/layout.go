@@ -11,6 +11,7 @@ const (
 	CommitLog  = "commitlog"  // the commit log (write-ahead log of every change)
 	Notes      = "notes"      // the note store (streams state and other small records)
 	Raft       = "raft"       // raft's own log and snapshots in cluster mode
+	Small      = "small"      // the shared file of small partitions' records (package entrylog)
 )
 
 // Files under Meta.

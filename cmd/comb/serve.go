@@ -53,6 +53,7 @@ var serveEnv = [][2]string{
 	{"idle-evict", "COMB_IDLE_EVICT"},
 	{"flush-interval", "COMB_FLUSH_INTERVAL"},
 	{"flush-syncfs", "COMB_FLUSH_SYNCFS"},
+	{"small-partitions", "COMB_SMALL_PARTITIONS"},
 	{"max-segment-file-size", "COMB_MAX_SEGMENT_FILE_SIZE"},
 	{"max-conns", "COMB_MAX_CONNS"},
 	{"ui-dir", "COMB_UI_DIR"},
@@ -76,6 +77,7 @@ func runServe(args []string) int {
 	maxOpenFiles := fs.Int("max-open-files", segment.DefaultMaxHandles, "cap on partition segment and index files held open at once; colder logs are closed and reopened on demand; < 0 = no cap (env COMB_MAX_OPEN_FILES)")
 	idleEvict := fs.Duration("idle-evict", broker.DefaultIdleEvict, "a partition unused this long leaves memory (files closed, dedup table dropped); < 0 = never (env COMB_IDLE_EVICT)")
 	flushSyncFS := fs.Bool("flush-syncfs", false, "let a flush pass make many files durable with one syncfs(2) instead of an fdatasync/fsync of each through its own descriptor (the default): 3.5-6x less time and CPU per pass over 1,000 partitions, but syncfs syncs nothing on file systems without sync_fs (FUSE, some network file systems), so serve refuses it unless the data directory is on ext4, xfs or btrfs on Linux 5.8+ (env COMB_FLUSH_SYNCFS)")
+	smallParts := fs.Bool("small-partitions", false, "experimental (issue 23): a new partition starts without a directory or files of its own, its records homed in the shared file <data>/small by the flush pass until it holds 256 KiB, when it gets its own directory (env COMB_SMALL_PARTITIONS)")
 	flushInterval := fs.Duration("flush-interval", broker.DefaultFlushInterval, "longest the commit log goes without a flush pass (partition files synced, snapshots written, the log truncated); one runs sooner once it grew 256 MiB (env COMB_FLUSH_INTERVAL)")
 	maxSegFile := byteSize(segment.DefaultMaxFileBytes)
 	fs.Var(&maxSegFile, "max-segment-file-size", "a partition's active segment file is sealed and a new one started past this size, bytes or with a suffix like 64MiB (env COMB_MAX_SEGMENT_FILE_SIZE)")
@@ -191,6 +193,7 @@ func runServe(args []string) int {
 		EvictionInterval:   evictionInterval.d,
 		FlushInterval:      *flushInterval,
 		FlushSyncFS:        *flushSyncFS,
+		SmallPartitions:    *smallParts,
 		MaxSegmentFileSize: int64(maxSegFile),
 		Keys:               sec.keys,
 		NoAnalytics:        !*analyticsOn,
