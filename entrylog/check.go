@@ -37,16 +37,6 @@ type CheckReport struct {
 	Segments map[[16]byte][]Extent
 }
 
-// Damaged reports whether some file holds damage Open refuses.
-func (r *CheckReport) Damaged() bool {
-	for _, f := range r.Files {
-		if f.Damage != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Check scans the entry log in dir read-only, by the rules Open applies,
 // and reports every file's state and the index Open would build. A missing
 // dir is an empty report.

@@ -152,15 +152,15 @@ func decodeAck(body []byte) (item broker.AckItem, group, msg string) {
 	return item, group, msg
 }
 
-// parseAckBatchBody parses and validates an ack batch body (spec 4.2) with the caller's parser; without copyStrs the items'
-// strings alias the parser's memory, valid until the parser parses again or goes back to
-// its pool.
-func parseAckBatchBody(parser *fastjson.Parser, body []byte, copyStrs bool) (items []broker.AckItem, group, msg string) {
+// parseAckBatchBodyInto parses and validates an ack batch body (spec 4.2) with the caller's
+// parser, the items in dst's memory (parseAckBatchInto); without copyStrs the items' strings
+// alias the parser's memory, valid until the parser parses again or goes back to its pool.
+func parseAckBatchBodyInto(parser *fastjson.Parser, dst []broker.AckItem, body []byte, copyStrs bool) (items []broker.AckItem, group, msg string) {
 	v, err := parser.Parse(b2s(body))
 	if err != nil {
 		return nil, "", "Invalid JSON: " + err.Error()
 	}
-	return parseAckBatch(v, len(body), copyStrs)
+	return parseAckBatchInto(dst, v, len(body), copyStrs)
 }
 
 // ackOne serves POST /api/v1/ack: 200 with an array of one result (spec 4.1, 11 #34).
@@ -189,12 +189,7 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 	defer parserPool.Put(parser)
 	sc := getAckScratch()
 	defer sc.release()
-	v, err := parser.Parse(b2s(body))
-	if err != nil {
-		badRequest(ctx, "Invalid JSON: "+err.Error())
-		return
-	}
-	items, group, msg := parseAckBatchInto(sc.items, v, len(body), false)
+	items, group, msg := parseAckBatchBodyInto(parser, sc.items, body, false)
 	if cap(items) > cap(sc.items) {
 		sc.items = items
 	}
@@ -211,15 +206,10 @@ func (s *Server) ackBatch(ctx *fasthttp.RequestCtx) {
 	s.ackWith(ctx, sc, group, items)
 }
 
-// parseAckBatch reads spec 4.2. Any per-item consumerGroup is ignored: the top-level one
-// applies to all items.
-// Strings are copied into one arena when copyStrs is set, else alias v's parser.
-func parseAckBatch(v *fastjson.Value, bodyLen int, copyStrs bool) (items []broker.AckItem, group, msg string) {
-	return parseAckBatchInto(nil, v, bodyLen, copyStrs)
-}
-
-// parseAckBatchInto is parseAckBatch with the items in dst's memory (dst[:0], a new slice
-// when its capacity is short). On a 400 the items are nil.
+// parseAckBatchInto reads spec 4.2 into dst's memory (dst[:0], a new slice when its capacity
+// is short). Any per-item consumerGroup is ignored: the top-level one applies to all items.
+// Strings are copied into one arena when copyStrs is set, else alias v's parser. On a 400 the
+// items are nil.
 func parseAckBatchInto(dst []broker.AckItem, v *fastjson.Value, bodyLen int, copyStrs bool) (items []broker.AckItem, group, msg string) {
 	if v.Type() != fastjson.TypeObject {
 		return nil, "", msgAcksRequired

@@ -172,7 +172,7 @@ func TestAckErrorTextIsCappedOnTheDLQEntry(t *testing.T) {
 func decodeAckBatch(body []byte) (items []broker.AckItem, group, msg string) {
 	parser := parserPool.Get()
 	defer parserPool.Put(parser)
-	return parseAckBatchBody(parser, body, true)
+	return parseAckBatchBodyInto(parser, nil, body, true)
 }
 
 // appendAckResults copies a repeated queue and partition name's JSON from the result before

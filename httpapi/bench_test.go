@@ -87,7 +87,7 @@ func BenchmarkCheckPayload100(b *testing.B) {
 }
 
 // BenchmarkDecodeAckBatch100: copy is the strings copied into an arena (decodeAckBatch), alias
-// what the ack/batch handler does (parseAckBatchBody without copies, the parser held).
+// what the ack/batch handler does (parseAckBatchBodyInto without copies, the parser held).
 func BenchmarkDecodeAckBatch100(b *testing.B) {
 	body := ackBody100()
 	for _, copyStrs := range []bool{true, false} {
@@ -97,7 +97,7 @@ func BenchmarkDecodeAckBatch100(b *testing.B) {
 			parser := parserPool.Get()
 			defer parserPool.Put(parser)
 			for b.Loop() {
-				if _, _, msg := parseAckBatchBody(parser, body, copyStrs); msg != "" {
+				if _, _, msg := parseAckBatchBodyInto(parser, nil, body, copyStrs); msg != "" {
 					b.Fatal(msg)
 				}
 			}

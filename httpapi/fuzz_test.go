@@ -56,7 +56,7 @@ func FuzzDecodeAckBatch(f *testing.F) {
 		items, group, msg := decodeAckBatch(body)
 		// The handler's path (strings aliasing the parser) reads the same.
 		parser := parserPool.Get()
-		aItems, aGroup, aMsg := parseAckBatchBody(parser, body, false)
+		aItems, aGroup, aMsg := parseAckBatchBodyInto(parser, nil, body, false)
 		require.Equal(t, msg, aMsg)
 		require.Equal(t, group, aGroup)
 		require.Equal(t, items, aItems)
