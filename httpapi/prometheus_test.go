@@ -155,11 +155,18 @@ comb_raft_state_leader_total 2
 	// Issue 23: raft reports a few samples per committed entry; once its series exists a
 	// report allocates nothing (the leader paid ~3 % of its CPU for the names before).
 	peer := []gmLabel{{Name: "peer_id", Value: "n2"}}
-	assert.Zero(t, testing.AllocsPerRun(100, func() {
+	allocs := testing.AllocsPerRun(100, func() {
 		g.AddSampleWithLabels([]string{"raft", "replication", "appendEntries", "rpc"}, 2, peer)
 		g.IncrCounter([]string{"raft", "state", "leader"}, 1)
 		g.SetGauge([]string{"raft", "peers"}, 2)
-	}))
+	})
+	if raceDetector {
+		// The pooled ids are dropped now and then under -race (make test): at most one
+		// allocation a sample, never the names' strings.
+		assert.LessOrEqual(t, allocs, 3.0)
+	} else {
+		assert.Zero(t, allocs)
+	}
 	// Two label orders of one series are one series.
 	g.AddSampleWithLabels([]string{"raft", "x"}, 1, []gmLabel{{Name: "b", Value: "2"}, {Name: "a", Value: "1"}})
 	g.AddSampleWithLabels([]string{"raft", "x"}, 1, []gmLabel{{Name: "a", Value: "1"}, {Name: "b", Value: "2"}})
