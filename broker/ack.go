@@ -124,6 +124,7 @@ func (b *Broker) AckInto(dst []AckResult, group string, items []AckItem) ([]AckR
 	var results []AckResult
 	if dst != nil && cap(dst) >= len(items) {
 		results = dst[:len(items)]
+		clear(results)
 	} else {
 		results = make([]AckResult, len(items))
 	}

@@ -145,7 +145,10 @@ func (b *Broker) writeMaintLocked(push, pop bool) error {
 	m := meta.Maintenance{Push: push, Pop: pop, Marks: map[[16]byte]uint64{}}
 	if push {
 		for p := range b.mm.held {
-			m.Marks[p.id] = p.visible.Load()
+			// Not visible alone: a push exposed before maintenance began may
+			// have been claimed (write_early.go) and raise visible after this
+			// write, so the mark covers what pops may already have seen.
+			m.Marks[p.id] = p.claimableEnd()
 		}
 	}
 	if err := meta.WriteMaintenance(b.fs, filepath.Join(b.dir, layout.Meta), m, b.noSync()); err != nil {

@@ -76,7 +76,7 @@ func (h *popHold) release(gen uint64, ms []Message) {
 	clear(h.bufs)
 	h.bufs = h.bufs[:0]
 	clear(ms) // no payload or string stays reachable from the pool
-	if cap(ms) != cap(h.msgs) {
+	if ms != nil && cap(ms) != cap(h.msgs) {
 		// Grown past the hold's slice by append: the old array holds the first messages.
 		clear(h.msgs[:cap(h.msgs)])
 		h.msgs = nil

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/combmq/comb/cursor"
+	"github.com/combmq/comb/layout"
 	"github.com/combmq/comb/lsn"
+	"github.com/combmq/comb/meta"
 	"github.com/combmq/comb/vfs"
 )
 
@@ -278,4 +281,32 @@ func TestPushHeldByMaintenanceExposesNothing(t *testing.T) {
 	a := <-pushed
 	require.NoError(t, a.err)
 	assert.Equal(t, PushBuffered, a.res[0].Status)
+}
+
+// A push exposed before push maintenance began (spec 1.8) may be claimed while its commit
+// runs, and raises visible only after it: the maintenance file's mark for a held partition is
+// what pops may already have seen, claimable included, so that a restart never hides again a
+// message that was delivered and answered queued (found in review: the mark was visible alone).
+func TestMaintenanceMarkCoversAnExposedPush(t *testing.T) {
+	s := newEarlyScene(t)
+	pushed := pushAsync(s.b, "X")
+	require.Eventually(t, func() bool { return s.hc.own.waiting.Load() == 1 }, 30*time.Second, time.Millisecond, "the push never waited for its commit")
+	require.Equal(t, uint64(2), s.p.visible.Load(), "X is not visible before its commit")
+	require.Equal(t, uint64(3), s.p.claimable.Load(), "X is exposed")
+
+	s.b.mm.mu.Lock()
+	s.b.mm.held = map[*partition]uint64{s.p: 3}
+	err := s.b.writeMaintLocked(true, false)
+	s.b.mm.mu.Unlock()
+	require.NoError(t, err)
+	data, err := s.b.fs.ReadFile(filepath.Join(s.b.dir, layout.Meta, maintFile))
+	require.NoError(t, err)
+	m, err := meta.DecodeMaintenance(data)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), m.Marks[s.p.id], "the mark covers X")
+
+	s.hc.own.open(nil)
+	a := <-pushed
+	require.NoError(t, a.err)
+	assert.Equal(t, PushQueued, a.res[0].Status)
 }
