@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +102,11 @@ func (w *load) consumer(ctx context.Context, rng *rand.Rand) {
 			continue
 		}
 		msgs := append([]broker.Message(nil), res.Messages...)
+		for i := range msgs {
+			// A message's ID, like its Payload, is valid until Release (broker.Message):
+			// the ledger reads it after.
+			msgs[i].ID, msgs[i].Payload = strings.Clone(msgs[i].ID), nil
+		}
 		lease := res.LeaseID
 		res.Release()
 		w.led.delivered(w.run, popClock, msgs)
