@@ -321,10 +321,17 @@ func TestDashboardActionRefusedWithoutTheRole(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`body[data-state="ready"]`)),
 		))
 	}
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(srv.url+"/#/queues"))) // the page's origin, for localStorage
+	// The page's origin first, for localStorage: without a token its first reads answer 401,
+	// allowed until the token is stored. allow401 is set before the navigation and the page is
+	// waited into its "auth" state, so no 401 of that first load can arrive after it is cleared
+	// (a late one failed CI once).
 	rec.mu.Lock()
-	rec.allow401 = true // until the token is stored
+	rec.allow401 = true
 	rec.mu.Unlock()
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(srv.url+"/#/queues"),
+		chromedp.Poll[chromedp.Void](`document.body.dataset.state === 'auth'`),
+	))
 	useToken(mint("read-only"))
 	rec.mu.Lock()
 	rec.allow401 = false
