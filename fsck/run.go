@@ -9,8 +9,8 @@ import (
 
 	"github.com/combmq/comb/datadir"
 	"github.com/combmq/comb/entrylog"
-	"github.com/combmq/comb/vfs"
 	"github.com/combmq/comb/layout"
+	"github.com/combmq/comb/vfs"
 )
 
 // Options configures one fsck run.
