@@ -1,11 +1,8 @@
 package notes
 
 import (
-	"bytes"
-	"cmp"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/combmq/comb/record"
 )
@@ -71,7 +68,8 @@ func (s *Store) Prune(keep Keep, hold Hold) error {
 }
 
 // TombstonesBelow returns the tombstones of live partitions below the first
-// offset keep gives them, sorted: those Prune drops unless a Hold keeps them.
+// offset keep gives them, in no order: those Prune drops unless a Hold keeps
+// them.
 func (s *Store) TombstonesBelow(keep Keep) []MessageRef {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,12 +88,6 @@ func (s *Store) TombstonesBelow(keep Keep) []MessageRef {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b MessageRef) int {
-		if c := bytes.Compare(a.Partition[:], b.Partition[:]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Offset, b.Offset)
-	})
 	return out
 }
 
