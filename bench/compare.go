@@ -144,6 +144,14 @@ var CompareMetrics = []Metric{
 	}},
 	{"cluster ÷ one node msg/s", true, func(r *Result) (float64, bool) { return r.ClusterRate, r.ClusterRate > 0 }},
 	{"leader ÷ one node CPU/req", false, func(r *Result) (float64, bool) { return r.ClusterLeaderCPU, r.ClusterLeaderCPU > 0 }},
+	// At the end of the window; the anon part leaves out mapped files' pages (ProcSample), so
+	// a growing total with a flat anon part is page cache seen through mappings.
+	{"server RSS MB", false, func(r *Result) (float64, bool) {
+		return float64(r.ServerRssBytes) / 1e6, r.ServerRssBytes > 0
+	}},
+	{"server anon RSS MB", false, func(r *Result) (float64, bool) {
+		return float64(r.ServerAnonRssBytes) / 1e6, r.ServerAnonRssBytes > 0
+	}},
 	{"server syncs/request", false, func(r *Result) (float64, bool) {
 		if r.ServerSyncsPerRequest == nil {
 			return 0, false

@@ -16,6 +16,9 @@ type Interval struct {
 	// end; absent without a server process.
 	ServerCPUMicrosPerRequest float64 `json:"serverCpuMicrosPerRequest,omitempty"`
 	ServerRssBytes            int64   `json:"serverRssBytes,omitempty"`
+	// ServerAnonRssBytes and ServerFileRssBytes split ServerRssBytes (ProcSample).
+	ServerAnonRssBytes int64 `json:"serverAnonRssBytes,omitempty"`
+	ServerFileRssBytes int64 `json:"serverFileRssBytes,omitempty"`
 }
 
 // sampleIntervals records an Interval every every from its call (the window's open) until ctx
@@ -58,6 +61,7 @@ func sampleIntervals(ctx context.Context, every time.Duration, serverPID int, co
 				if sv, err := ReadProc(serverPID); err == nil {
 					iv.ServerCPUMicrosPerRequest = CPUMicrosPer(prevSv, sv, reqs-prevReqs)
 					iv.ServerRssBytes = sv.RSSBytes
+					iv.ServerAnonRssBytes, iv.ServerFileRssBytes = sv.AnonRSSBytes, sv.FileRSSBytes
 					prevSv = sv
 				}
 			}

@@ -94,6 +94,7 @@ func (p *probe) close(ctx context.Context, res *Result, requests int64) {
 		res.ServerPID = p.serverPID
 		res.ServerRssBytes = sv1.RSSBytes
 		res.ServerPeakRssBytes = sv1.PeakRSSBytes
+		res.ServerAnonRssBytes, res.ServerFileRssBytes = sv1.AnonRSSBytes, sv1.FileRSSBytes
 		res.ServerCPUPercent = CPUPercent(p.sv0, sv1)
 		res.ServerCPUMicrosPerRequest = CPUMicrosPer(p.sv0, sv1, requests)
 	}

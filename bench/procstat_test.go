@@ -11,10 +11,19 @@ import (
 )
 
 func TestParseStatusMemory(t *testing.T) {
-	status := "Name:\tcomb\nVmPeak:\t 1000 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\nThreads:\t5\n"
-	rss, hwm := parseStatusMemory([]byte(status))
+	status := "Name:\tcomb\nVmPeak:\t 1000 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\n" +
+		"RssAnon:\t    6144 kB\nRssFile:\t    4000 kB\nRssShmem:\t      96 kB\nThreads:\t5\n"
+	rss, hwm, anon, file := parseStatusMemory([]byte(status))
 	assert.Equal(t, int64(10240*1024), rss)
 	assert.Equal(t, int64(20480*1024), hwm)
+	assert.Equal(t, int64(6144*1024), anon)
+	assert.Equal(t, int64(4000*1024), file)
+}
+
+// A kernel before 4.5 writes no RssAnon or RssFile: both read as 0, VmRSS as before.
+func TestParseStatusMemoryOldKernel(t *testing.T) {
+	rss, hwm, anon, file := parseStatusMemory([]byte("VmHWM:\t 8 kB\nVmRSS:\t 4 kB\n"))
+	assert.Equal(t, [4]int64{4096, 8192, 0, 0}, [4]int64{rss, hwm, anon, file})
 }
 
 func TestParseStatTicks(t *testing.T) {

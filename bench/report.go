@@ -90,10 +90,14 @@ type Result struct {
 	Errors      map[string]int64 `json:"errors"`
 	ErrorsTotal int64            `json:"errorsTotal"`
 
-	ServerPID          int     `json:"serverPid,omitempty"`
-	ServerRssBytes     int64   `json:"serverRssBytes,omitempty"`     // at the end of the window
-	ServerPeakRssBytes int64   `json:"serverPeakRssBytes,omitempty"` // VmHWM over the server's life
-	ServerCPUPercent   float64 `json:"serverCpuPercent,omitempty"`   // 100 = one core busy
+	ServerPID          int   `json:"serverPid,omitempty"`
+	ServerRssBytes     int64 `json:"serverRssBytes,omitempty"`     // at the end of the window
+	ServerPeakRssBytes int64 `json:"serverPeakRssBytes,omitempty"` // VmHWM over the server's life
+	// ServerAnonRssBytes and ServerFileRssBytes split ServerRssBytes at the end of the window
+	// (ProcSample): the heap against mapped files' pages (the dedup run files).
+	ServerAnonRssBytes int64   `json:"serverAnonRssBytes,omitempty"`
+	ServerFileRssBytes int64   `json:"serverFileRssBytes,omitempty"`
+	ServerCPUPercent   float64 `json:"serverCpuPercent,omitempty"` // 100 = one core busy
 	// ServerCPUMicrosPerRequest is the server's CPU time over the window (user + system, all
 	// threads, /proc/<pid>/stat, 10 ms ticks) divided by the requests completed in it: µs per
 	// push request for push, per pop or ack request otherwise (issue 14's "CPU per
@@ -186,8 +190,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  worst group e2e p99 %.3f ms\n", r.WorstGroupE2EP99Ms)
 	}
 	for _, iv := range r.Intervals {
-		fmt.Fprintf(w, "  interval %7.1fs +%.1fs: %.0f msg/s, server %.0f µs per request, RSS %.1f MB\n",
-			iv.StartSec, iv.Sec, iv.MsgPerSec, iv.ServerCPUMicrosPerRequest, float64(iv.ServerRssBytes)/1e6)
+		fmt.Fprintf(w, "  interval %7.1fs +%.1fs: %.0f msg/s, server %.0f µs per request, RSS %.1f MB (anon %.1f, files %.1f)\n",
+			iv.StartSec, iv.Sec, iv.MsgPerSec, iv.ServerCPUMicrosPerRequest, float64(iv.ServerRssBytes)/1e6,
+			float64(iv.ServerAnonRssBytes)/1e6, float64(iv.ServerFileRssBytes)/1e6)
 	}
 	if len(r.Intervals) > 1 {
 		fmt.Fprintf(w, "  last ÷ first interval: rate %.2f×, server CPU per request %.2f×\n", r.HoldRate, r.HoldCPU)
@@ -198,8 +203,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  errors: %d %v\n", r.ErrorsTotal, r.Errors)
 	}
 	if r.ServerPID > 0 {
-		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (peak %.1f MB), CPU %.0f %% = %.0f µs per request\n", r.ServerPID,
-			float64(r.ServerRssBytes)/1e6, float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent, r.ServerCPUMicrosPerRequest)
+		fmt.Fprintf(w, "  server pid %d: RSS %.1f MB (anon %.1f, files %.1f; peak %.1f MB), CPU %.0f %% = %.0f µs per request\n", r.ServerPID,
+			float64(r.ServerRssBytes)/1e6, float64(r.ServerAnonRssBytes)/1e6, float64(r.ServerFileRssBytes)/1e6,
+			float64(r.ServerPeakRssBytes)/1e6, r.ServerCPUPercent, r.ServerCPUMicrosPerRequest)
 	}
 	if len(r.FollowerPIDs) > 0 {
 		fmt.Fprintf(w, "  followers %v: CPU %.0f %% = %.0f µs per request (summed)\n", r.FollowerPIDs, r.FollowerCPUPercent, r.FollowerCPUMicrosPerRequest)
