@@ -13,7 +13,8 @@
 # (consume backlog, default 2000000), SERVE (serve flags, default "--sync always"),
 # DATA_ROOT (default $TMPDIR or /tmp; must be the disk under test), BENCH_OUT (result
 # directory: one JSON comparison per shape), SUSTAINED_DURATION (default 10m) and
-# SUSTAINED_INTERVAL (default 1m) for the sustained shape, FANOUT_RATE (default 100000 msg/s)
+# SUSTAINED_INTERVAL (default 1m) for the sustained shapes, SUSTAINED_RETENTION (default 60 s) for
+# sustained-retained, FANOUT_RATE (default 100000 msg/s)
 # for fanout-rate.
 #
 # Not in the default set (each names its own window, whatever BENCH_DURATION says):
@@ -22,6 +23,10 @@
 #                    minute's rate"; about 40 minutes for 2 rounds, so ROUNDS=1 or 2 is usual
 #   sustained-short  the same in 60 s with 15 s intervals, to try the shape (not a figure for
 #                    the docs: the cliff it looks for came after ~2 minutes)
+#   sustained-retained  the sustained push with the queue's retentionEnabled and
+#                    retentionSeconds SUSTAINED_RETENTION (default 60): retention deletes as fast
+#                    as pushes arrive after the first minutes, so "server RSS MB" and "server anon
+#                    RSS MB" at the end say whether memory stays flat (issue 23)
 #   fanout-rate      10 groups fed at FANOUT_RATE msg/s (open loop): "worst group e2e p99 ms"
 #                    ≤ 100 says every group keeps up at that rate
 #   cluster          issue 23's 3-node target: push16 (batch 100, 200 B, 16 partitions, 16
@@ -68,9 +73,10 @@ flags_for() {
     push100k) echo "--workload push --batch 100 --size 200 --partitions 100000 --concurrency 16" ;;
     sustained)       echo "--workload push --batch 100 --size 200 --partitions 100 --concurrency 16 --duration ${SUSTAINED_DURATION:-10m} --interval ${SUSTAINED_INTERVAL:-1m}" ;;
     sustained-short) echo "--workload push --batch 100 --size 200 --partitions 100 --concurrency 16 --duration 60s --interval 15s" ;;
+    sustained-retained) echo "--workload push --batch 100 --size 200 --partitions 100 --concurrency 16 --duration ${SUSTAINED_DURATION:-10m} --interval ${SUSTAINED_INTERVAL:-1m} --retention-seconds ${SUSTAINED_RETENTION:-60}" ;;
     cluster)         echo "--workload push --batch 100 --size 200 --partitions 16 --concurrency 16 --cluster 3" ;;
     fanout-rate)     echo "--workload fanout --batch 100 --size 200 --partitions 16 --concurrency 20 --producers 4 --groups 10 --wait-ms 1000 --rate ${FANOUT_RATE:-100000}" ;;
-    *) echo "compare.sh: unknown shape $1 (want push16 push64 consume fanout e2e longpoll push100 push100k sustained sustained-short fanout-rate cluster)" >&2; exit 2 ;;
+    *) echo "compare.sh: unknown shape $1 (want push16 push64 consume fanout e2e longpoll push100 push100k sustained sustained-short sustained-retained fanout-rate cluster)" >&2; exit 2 ;;
   esac
 }
 

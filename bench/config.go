@@ -67,6 +67,11 @@ type Config struct {
 	Prefill  int           // consume: backlog size in messages
 	WaitMs   int           // long-poll timeout of a pop, ms
 	StateOps int           // cycle: state upserts per cycle
+	// RetentionSeconds > 0 configures every queue of the run with retentionEnabled and this
+	// retentionSeconds before the window (spec 2.2; driver comb only), so a sustained run
+	// shows whether memory stays flat once retention deletes as fast as pushes arrive
+	// (issue 23); 0 = the server's defaults (nothing deleted).
+	RetentionSeconds int
 
 	Token      string // driver comb: sent as "Authorization: Bearer <Token>" (JWT auth, spec 9.1); "" = none
 	ServerPID  int    // 0 = discover the local process listening on the target port
@@ -145,10 +150,14 @@ func (c Config) Normalize() (Config, error) {
 		{"queues", c.Queues, 1}, {"partitions", c.Partitions, 1}, {"batch", c.Batch, 1},
 		{"size", c.Size, 2}, {"concurrency", c.Concurrency, 1}, {"producers", c.Producers, 1},
 		{"groups", c.Groups, 0}, {"prefill", c.Prefill, 0}, {"wait-ms", c.WaitMs, 1}, {"state-ops", c.StateOps, 0},
+		{"retention-seconds", c.RetentionSeconds, 0},
 	} {
 		if f.v < f.min {
 			return c, fmt.Errorf("--%s %d is below %d: %w", f.name, f.v, f.min, ErrConfig)
 		}
+	}
+	if c.RetentionSeconds > 0 && c.Driver != DriverComb {
+		return c, fmt.Errorf("--retention-seconds configures Queen queues: driver comb only: %w", ErrConfig)
 	}
 	if c.Duration <= 0 {
 		return c, fmt.Errorf("--duration must be positive: %w", ErrConfig)

@@ -29,6 +29,8 @@ type Topology struct {
 	Queues     int
 	Partitions int
 	Groups     []string // "" = queue mode
+	// RetentionSeconds > 0: the queues delete messages older than this (Config.RetentionSeconds).
+	RetentionSeconds int
 }
 
 // Dest is one push destination.

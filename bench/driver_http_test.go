@@ -27,6 +27,7 @@ type fakeQueen struct {
 	perGroup  bool                 // each consumer group reads every message (fanout); else one cursor per queue
 	acked     int
 	pushFails bool           // answer every push with 500
+	badOption bool           // answer every configure with 400
 	commits   map[string]int // "cycle" / "transaction" → requests answered
 }
 
@@ -54,6 +55,13 @@ func (f *fakeQueen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, recorded{method: r.Method, path: r.URL.Path, authorization: r.Header.Get("Authorization"), query: r.URL.Query(), body: body})
 	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/configure":
+		if f.badOption {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"retentionSeconds must be a number"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"configured":true}`))
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/push":
 		if f.pushFails {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -361,4 +369,45 @@ func TestHoldRatios(t *testing.T) {
 	r, c = holdRatios([]Interval{{MsgPerSec: 200}})
 	assert.Zero(t, r)
 	assert.Zero(t, c)
+}
+
+// --retention-seconds configures each queue before the run (spec 2: retentionEnabled with
+// retentionSeconds); without it Setup sends nothing.
+func TestHTTPDriverSetupConfiguresRetention(t *testing.T) {
+	f := newFakeQueen()
+	d := newFakeDriver(t, f)
+	require.NoError(t, d.Setup(context.Background(), Topology{RunID: "r", Queues: 2, Partitions: 1}))
+	assert.Empty(t, f.requests)
+
+	require.NoError(t, d.Setup(context.Background(), Topology{RunID: "r", Queues: 2, Partitions: 1, RetentionSeconds: 60}))
+	require.Len(t, f.requests, 2)
+	for i, req := range f.requests {
+		assert.Equal(t, http.MethodPost, req.method)
+		assert.Equal(t, "/api/v1/configure", req.path)
+		assert.JSONEq(t, fmt.Sprintf(`{"queue":"bench-r-q%d","options":{"retentionEnabled":true,"retentionSeconds":60}}`, i), string(req.body))
+	}
+
+	f.badOption = true
+	err := d.Setup(context.Background(), Topology{RunID: "r", Queues: 1, Partitions: 1, RetentionSeconds: 60})
+	require.ErrorIs(t, err, ErrBadResponse)
+	assert.Contains(t, err.Error(), "status 400")
+}
+
+// Retention is a Queen queue option: other drivers refuse it, and a negative value is refused.
+func TestNormalizeRetentionSeconds(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RetentionSeconds = 60
+	got, err := cfg.Normalize()
+	require.NoError(t, err)
+	assert.Equal(t, 60, got.RetentionSeconds)
+
+	cfg.Driver = DriverRedis
+	_, err = cfg.Normalize()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "driver comb only")
+
+	cfg.Driver, cfg.RetentionSeconds = DriverComb, -1
+	_, err = cfg.Normalize()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "--retention-seconds -1 is below 0")
 }

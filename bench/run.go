@@ -84,7 +84,8 @@ type role struct {
 // progress when it is not nil. Cancelling ctx ends the run early (the report covers what ran).
 func Run(ctx context.Context, cfg Config, drv Driver, progress io.Writer) (*Result, error) {
 	st := NewStats()
-	topo := Topology{RunID: cfg.RunID, Queues: cfg.Queues, Partitions: cfg.Partitions, Groups: cfg.groupNames()}
+	topo := Topology{RunID: cfg.RunID, Queues: cfg.Queues, Partitions: cfg.Partitions, Groups: cfg.groupNames(),
+		RetentionSeconds: cfg.RetentionSeconds}
 	if err := drv.Setup(ctx, topo); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}

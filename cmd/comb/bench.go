@@ -122,6 +122,7 @@ func workloadFlags(fs *flag.FlagSet, cfg *bench.Config) {
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "open-loop target msg/s over all pushers, latency from the intended send time; 0 = closed loop (longpoll default 1000)")
 	fs.IntVar(&cfg.Prefill, "prefill", cfg.Prefill, "consume: backlog messages pushed before the clock starts")
 	fs.IntVar(&cfg.WaitMs, "wait-ms", cfg.WaitMs, "long-poll timeout of a pop, ms (e2e, fanout, longpoll)")
+	fs.IntVar(&cfg.RetentionSeconds, "retention-seconds", cfg.RetentionSeconds, "driver comb: configure every queue with retentionEnabled and this retentionSeconds before the run (does memory stay flat once retention deletes?); 0 = none")
 	fs.StringVar(&cfg.RunID, "run-id", "", "name prefix of queues/streams; default random")
 	fs.StringVar(&cfg.Token, "token", os.Getenv("COMB_BENCH_TOKEN"), "driver comb: JWT sent as a Bearer token to a server with JWT auth on (env COMB_BENCH_TOKEN)")
 	fs.StringVar(&cfg.SyncMetric, "sync-metric", cfg.SyncMetric, "driver comb: counter of the server's /metrics/prometheus read at the window's edges for syncs per request; empty = none")
