@@ -23,7 +23,8 @@ func benchIndex(b *testing.B, n int) (*Index, *synthSource, float64) {
 	src := &synthSource{first: 1, next: 1, maxRead: 128}
 	dir := b.TempDir()
 	x := &Index{}
-	x.Init(Config{FS: vfs.OS, Dir: dir, Source: src, FileMinRecords: DefaultFileMinRecords})
+	runEntries := benchRunEntries(b)
+	x.Init(Config{FS: vfs.OS, Dir: dir, Source: src, FileMinRecords: DefaultFileMinRecords, RunEntries: runEntries})
 	x.SetOpenNext(src.NextOffset())
 	b.Cleanup(func() { _ = x.Drop() })
 	if err := x.Find([]string{"load"}, nil, func(int, uint64, [16]byte) {}); err != nil {
@@ -32,12 +33,26 @@ func benchIndex(b *testing.B, n int) (*Index, *synthSource, float64) {
 	cpu0 := cpuNanos(b)
 	for i := 0; i < n; i += 100 {
 		appendTo(x, src, min(100, n-i))
-		if i%DefaultRunEntries < 100 {
+		if i%runEntries < 100 {
 			x.WaitMerges() // merges keep up with the seals, as at a push's pace
 		}
 	}
 	x.WaitMerges()
 	return x, src, float64(cpuNanos(b)-cpu0) / float64(n/100)
+}
+
+// benchRunEntries is the table size at which a seal makes a run: DefaultRunEntries, or
+// COMB_BENCH_DEDUP_RUN_ENTRIES to weigh another (fewer seals and merges against a larger table).
+func benchRunEntries(b *testing.B) int {
+	s := os.Getenv("COMB_BENCH_DEDUP_RUN_ENTRIES")
+	if s == "" {
+		return DefaultRunEntries
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 100 {
+		b.Fatal("COMB_BENCH_DEDUP_RUN_ENTRIES:", s)
+	}
+	return v
 }
 
 // benchSizes is the retained ids per partition the benchmarks index: 1 M and 10 M, or
