@@ -26,7 +26,9 @@
 #   sustained-retained  the sustained push with the queue's retentionEnabled and
 #                    retentionSeconds SUSTAINED_RETENTION (default 60): retention deletes as fast
 #                    as pushes arrive after the first minutes, so "server RSS MB" and "server anon
-#                    RSS MB" at the end say whether memory stays flat (issue 23)
+#                    RSS MB" at the end say whether memory stays flat (issue 23); the servers run
+#                    with --max-segment-file-size SUSTAINED_SEGMENT_FILE_SIZE (default 1MiB) so
+#                    that files seal, and retention can delete them, within the window
 #   fanout-rate      10 groups fed at FANOUT_RATE msg/s (open loop): "worst group e2e p99 ms"
 #                    ≤ 100 says every group keeps up at that rate
 #   cluster          issue 23's 3-node target: push16 (batch 100, 200 B, 16 partitions, 16
@@ -85,8 +87,13 @@ for shape in $shapes; do
   echo "== $shape" >&2
   # shellcheck disable=SC2046
   # A shape's own --duration (sustained) comes after the default one and wins.
+  shape_serve=$serve
+  # Retention deletes whole sealed segment files: the load generator's payloads compress ~18x
+  # (~11 B a message stored), so a 64 MiB file of one of 100 partitions would take ~25 minutes
+  # to fill and retention would never run in the window; 1 MiB files seal every ~25 s.
+  [ "$shape" = sustained-retained ] && shape_serve="$serve --max-segment-file-size ${SUSTAINED_SEGMENT_FILE_SIZE:-1MiB}"
   "$comb" bench compare --baseline "$BASELINE" --candidate "$candidate" --rounds "$rounds" \
-    --serve "$serve" --data-root "$data_root" --duration "$dur" --warmup "$warm" \
+    --serve "$shape_serve" --data-root "$data_root" --duration "$dur" --warmup "$warm" \
     $(flags_for "$shape") --json >"$out/$shape.json"
 done
 echo "Results in $out ($(date -u +%Y-%m-%d), $(nproc) vCPU)" >&2
