@@ -94,12 +94,6 @@ type fileInfo struct {
 	// heap (lazyindex.go). Guarded like the file's openFile (mu, loadMu).
 	idxOnDisk bool
 	heap      *heapBacking
-
-	// Written back (under syncMu): a sync or write-back covered the bytes
-	// below wbFrom. wbKnown is false for a file found at Open, whose pages
-	// the process did not write (a pass then syncs it whole, writeback.go).
-	wbFrom  int64
-	wbKnown bool
 }
 
 // openFile is an open segment file with its mapped index. refs counts users:

@@ -69,7 +69,7 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 		}
 		l.needDirSync = false
 	}
-	fi := &fileInfo{base: l.next, next: l.next, wbKnown: true}
+	fi := &fileInfo{base: l.next, next: l.next}
 	seg, err := openAppend(l.fs, join(l.dir, segName(fi.base)), true)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 	l.active = of
 	if old != nil && deferSync {
 		l.sealedSeq++
-		l.pending = append(l.pending, pendingFile{f: old.seg, seq: l.sealedSeq, wb: old.info.writeBackRange()})
+		l.pending = append(l.pending, pendingFile{f: old.seg, seq: l.sealedSeq})
 	}
 	l.mu.Unlock()
 	switch {

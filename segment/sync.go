@@ -45,24 +45,16 @@ func (l *Log) syncNow(yield func()) error {
 	}
 	l.mu.RLock()
 	act := l.active
-	var actWB wbRange
-	if act != nil {
-		actWB = act.info.writeBackRange()
-	}
 	var released string // the active file of a released Log, by name
 	if act == nil && len(l.files) > 0 && l.syncedSeq.Load() < seq {
 		released = join(l.dir, segName(l.files[len(l.files)-1].base))
 	}
 	l.mu.RUnlock()
 	if act != nil {
-		if err := l.writeBackLocked(act.seg, actWB, yield); err != nil {
-			return err
-		}
 		callYield(yield)
 		if err := act.seg.Sync(); err != nil {
 			return l.failSyncLocked(fmt.Errorf("segment log %s: sync: %w", l.dir, err))
 		}
-		act.info.wbFrom, act.info.wbKnown = actWB.to, true
 	} else if released != "" {
 		callYield(yield)
 		if err := l.syncReleased(released); err != nil {
@@ -146,7 +138,6 @@ func (l *Log) syncReleased(path string) error {
 type pendingFile struct {
 	f   file
 	seq uint64
-	wb  wbRange // what no sync covered when it was sealed (writeback.go)
 }
 
 // syncPendingLocked fdatasyncs the sealed files a deferred rotation left
@@ -157,9 +148,6 @@ type pendingFile struct {
 func (l *Log) syncPendingLocked(yield func()) error {
 	for len(l.pending) > 0 {
 		p := l.pending[0]
-		if err := l.writeBackLocked(p.f, p.wb, yield); err != nil {
-			return err
-		}
 		callYield(yield)
 		if err := p.f.Sync(); err != nil {
 			return l.failSyncLocked(fmt.Errorf("segment log %s: sync sealed file %s: %w", l.dir, p.f.Name(), err))

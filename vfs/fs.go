@@ -77,16 +77,6 @@ type File interface {
 	Close() error
 }
 
-// WriteBacker is a File that can write a byte range back to the device
-// and wait for it, without syncing its metadata or the device's cache
-// (sync_file_range(2) with WAIT_BEFORE, WRITE and WAIT_AFTER): a way to cut
-// a large fdatasync into pieces. It makes nothing durable; the fdatasync
-// after it does. vfs.OS files implement it; a caller checks with a type
-// assertion and syncs whole without it.
-type WriteBacker interface {
-	WriteBack(off, n int64) error
-}
-
 // Mapping is a file mapped into memory (MAP_SHARED): writes through the
 // view are the file's contents. Index files use it; they are caches rebuilt
 // from the logs, so nothing syncs them.

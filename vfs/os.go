@@ -120,20 +120,6 @@ func (f osFile) Sync() error {
 	}
 }
 
-// WriteBack is vfs.WriteBacker's: sync_file_range(2) over [off, off+n).
-func (f osFile) WriteBack(off, n int64) error {
-	const flags = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	for {
-		err := unix.SyncFileRange(int(f.Fd()), off, n, flags)
-		if err != unix.EINTR {
-			if err != nil {
-				return &fs.PathError{Op: "sync_file_range", Path: f.File.Name(), Err: err}
-			}
-			return nil
-		}
-	}
-}
-
 func (f osFile) Size() (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
