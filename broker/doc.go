@@ -152,7 +152,9 @@
 // what it guards.
 //
 //	flushState.mu (b.flush.mu)            one flush pass at a time (flush.go), and the files a
-//	                                      snapshot sends (follow_snapshot.go)
+//	                                      snapshot sends (follow_snapshot.go); held across the
+//	                                      pass's syncs and its bounded waits for the commit log's
+//	                                      batch in flight (flushYield), which take no lock here
 //	streamState.regMu (regMu)             stream registrations (exclusive) against cycles and the
 //	                                      flush pass's registry file (shared; stream_store.go)
 //	Broker.readyMu (readyMu)              one pop rebuilds the ready sets for a new leader term

@@ -159,6 +159,7 @@ func (b *Broker) open() error {
 	b.describeCreated()
 	b.committer = segment.NewCommitter()
 	b.committer.SetSyncFS(b.cfg.FlushSyncFS)
+	b.committer.SetYield(b.flushYield())
 	err = b.openDLQsForReplay()
 	b.summaries = nil
 	if err != nil {

@@ -42,6 +42,12 @@ func (l *Log) commitLoop() {
 // commit writes and syncs b and completes its tickets. A failure fails the
 // log (ErrFailed): every later Append and batch gets the error.
 func (l *Log) commit(b *batch) {
+	if l.opts.Sync == SyncAlways {
+		// Through the tickets' completion: AwaitSync's callers start their
+		// syncs once nothing of this batch is left for the device.
+		l.gate.begin()
+		defer l.gate.end()
+	}
 	l.mu.Lock()
 	err := l.err
 	l.mu.Unlock()

@@ -58,7 +58,10 @@
 // or the cap has passed, or Close. A lone caller never waits; neither does
 // a moderate load, where the syncs cost little, nor a batch holding an
 // entry Options.Urgent names. groupwait.go has the rule
-// and why; GroupStats counts what it did. With
+// and why; GroupStats counts what it did. AwaitSync lets another writer of
+// the device wait (bounded) for the batch being written and synced, so that
+// its own fdatasync starts between the log's (the broker's flush pass,
+// syncgate.go). With
 // SyncInterval a batch is released after its write and a timer fdatasyncs
 // the file every interval; with SyncNever only Close syncs. A file is
 // fdatasynced before the first batch goes into the next one, so only the

@@ -100,6 +100,7 @@ type Log struct {
 	spares   uint64     // spare files prepared so far (names them); under mu
 	rec      *Recovery
 	group    groupWait // the group-commit wait (groupwait.go)
+	gate     syncGate  // a batch's write and sync in flight (AwaitSync, syncgate.go)
 }
 
 // batch is the entries gathered between two writes.

@@ -15,12 +15,17 @@ import (
 //
 // A pass fdatasyncs each log through its own descriptors, up to syncWorkers
 // at a time, or (SetSyncFS) the logs of one file system with one syncfs(2)
-// from syncFSMin of them on. What survives a crash is always a prefix of what
-// was appended: recovery truncates a torn tail.
+// from syncFSMin of them on. With a yield hook (SetYield) it calls the hook
+// before each fdatasync, fsync or syncfs it issues and keeps fewer in flight
+// (yieldLogsPerWorker), so that another log's syncs on the same device (the
+// broker's commit log, on which every acknowledgement waits) queue behind
+// about one of the pass's, not a dozen (issue 23). What survives a crash is
+// always a prefix of what was appended: recovery truncates a torn tail.
 type Committer struct {
 	mu     sync.Mutex
 	marked map[*Log]struct{} // Mark's set, taken by Flush (flush.go)
 	closed bool
+	yield  func() // SetYield's hook, nil = none (under mu)
 
 	workers int         // fdatasyncs in flight per pass (syncWorkers; benchmarks vary it)
 	syncFS  atomic.Bool // SetSyncFS: one syncfs per file system from syncFSMin logs on
@@ -42,9 +47,19 @@ const syncWorkers = 16
 // for the passes where they pay (100 logs: 4 workers, 512 and more: 16).
 const logsPerWorker = 32
 
-// passWorkers is how many workers sync n logs, at most max.
-func passWorkers(max, n int) int {
-	return min(max, (n+logsPerWorker-1)/logsPerWorker)
+// yieldLogsPerWorker replaces logsPerWorker when the pass yields
+// (SetYield): one fdatasync in flight up to 512 dirty logs, one more per 512
+// beyond. The yield's wait is what bounds a pass then: at ~0.5 ms per log and
+// at most the hook's bound (the broker's is 2 ms) before each, 512 logs take
+// at most ~1.3 s per worker, well inside the broker's 10 s interval, up to
+// syncWorkers × 512 logs (docs/benchmarks.md, "Flush pass yielding to the
+// commit log").
+const yieldLogsPerWorker = 512
+
+// passWorkers is how many workers sync n logs, at most max, one per per
+// logs (logsPerWorker, or yieldLogsPerWorker).
+func passWorkers(max, n, per int) int {
+	return min(max, (n+per-1)/per)
 }
 
 // syncFSMin is the number of dirty logs on one file system from which a pass
@@ -59,7 +74,8 @@ func NewCommitter() *Committer {
 
 // syncAll syncs logs (see Flush) and returns the logs whose sync failed, nil
 // when none did. A log closed meanwhile counts as synced (its Close synced it).
-func (c *Committer) syncAll(logs map[*Log]struct{}) map[*Log]error {
+// yield, when set, is called before each fdatasync, fsync or syncfs.
+func (c *Committer) syncAll(logs map[*Log]struct{}, yield func()) map[*Log]error {
 	var (
 		mu   sync.Mutex
 		errs map[*Log]error
@@ -77,7 +93,7 @@ func (c *Committer) syncAll(logs map[*Log]struct{}) map[*Log]error {
 	}
 	if len(logs) == 1 {
 		for l := range logs {
-			record(l, l.Sync())
+			record(l, l.flushSync(yield))
 		}
 		return errs
 	}
@@ -103,6 +119,7 @@ func (c *Committer) syncAll(logs map[*Log]struct{}) map[*Log]error {
 		for i, l := range g {
 			points[i] = l.syncPointNow()
 		}
+		callYield(yield)
 		err := k.fs.SyncFS(g[0].dir)
 		for i, l := range g {
 			if l.closed.Load() {
@@ -126,12 +143,16 @@ func (c *Committer) syncAll(logs map[*Log]struct{}) map[*Log]error {
 	}
 	close(work)
 	var wg sync.WaitGroup
-	for range passWorkers(c.workers, len(logs)) {
+	per := logsPerWorker
+	if yield != nil {
+		per = yieldLogsPerWorker
+	}
+	for range passWorkers(c.workers, len(logs), per) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for l := range work {
-				record(l, l.Sync())
+				record(l, l.flushSync(yield))
 			}
 		}()
 	}
@@ -148,6 +169,21 @@ func (c *Committer) syncAll(logs map[*Log]struct{}) map[*Log]error {
 // its sync_fs method, and without one (FUSE, some network file systems) it
 // returns 0 having synced nothing (issue 21). Safe for concurrent use.
 func (c *Committer) SetSyncFS(on bool) { c.syncFS.Store(on) }
+
+// SetYield sets the hook every later pass calls before each fdatasync,
+// fsync or syncfs it issues (nil: none, the default), and makes it keep
+// fewer in flight (yieldLogsPerWorker). The broker sets it to a wait for its
+// commit log's sync in flight, bounded (2 ms), so that the pass interleaves
+// with the commit log's group commits instead of queueing a dozen syncs
+// ahead of one on the same device (issue 23). The hook must return: a pass
+// waits for it. Called from the pass's workers, concurrently with itself.
+// Safe for concurrent use with Flush (a pass uses the hook set when it
+// started).
+func (c *Committer) SetYield(yield func()) {
+	c.mu.Lock()
+	c.yield = yield
+	c.mu.Unlock()
+}
 
 // Close makes later Flushes return ErrClosed. It syncs nothing: a Log's own
 // Close syncs what is still marked, so logs are closed after their Committer.

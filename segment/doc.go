@@ -9,7 +9,8 @@
 // caller appends with AppendTo, which hands back the segment's bytes for the
 // commit log, and makes the files durable later on its own schedule
 // (Committer.Mark and Flush; Options.DeferRotationSync keeps rotation off
-// the sync path too). After a crash, OpenFrom(dir, opts, keepBelow) keeps
+// the sync path too; Committer.SetYield lets another writer of the device,
+// the broker's commit log, go first before each of a pass's syncs). After a crash, OpenFrom(dir, opts, keepBelow) keeps
 // only the offsets below keepBelow, the ones the caller knows were synced,
 // and cuts whatever is at or after it without judging it (it may be
 // anything: torn, zeros, garbage, whole files of an unsynced rotation); the

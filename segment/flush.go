@@ -28,7 +28,8 @@ func (c *Committer) Mark(l *Log) {
 // deferred rotation left unsynced, the active file, and the directory when a
 // file was created in it), each file through its own descriptor, with up to
 // syncWorkers fdatasyncs in flight; with SetSyncFS(true), one syncfs(2) for
-// 8 or more logs on one file system instead.
+// 8 or more logs on one file system instead. With SetYield's hook, the hook
+// runs before each of them and fewer are in flight (Committer).
 //
 // The marks are taken when Flush starts: a Mark during the Flush is for the
 // next one. A log whose sync fails stays marked (its failure is sticky, see
@@ -47,6 +48,7 @@ func (c *Committer) Flush() error {
 		c.mu.Unlock()
 		return nil
 	}
+	yield := c.yield
 	c.marked = make(map[*Log]struct{}, len(logs))
 	for l := range logs {
 		// Unmarked before its sync starts: an append marked from now on
@@ -55,7 +57,7 @@ func (c *Committer) Flush() error {
 	}
 	c.mu.Unlock()
 
-	errs := c.syncAll(logs)
+	errs := c.syncAll(logs, yield)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -65,6 +67,15 @@ func (c *Committer) Flush() error {
 		err = errors.Join(err, e)
 	}
 	return fmt.Errorf("segment: flush of %d logs: %d failed: %w", len(logs), len(errs), err)
+}
+
+// flushSync is Sync for a Committer's pass: yield (SetYield) before each
+// fdatasync or fsync.
+func (l *Log) flushSync(yield func()) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	return l.syncNow(yield)
 }
 
 // Dirty reports whether l has appends that no sync covers yet (what Mark

@@ -18,14 +18,16 @@ func cpuTime() time.Duration {
 
 // BenchmarkFlushPass: one Committer.Flush over 100 or 1,000 dirty logs on
 // disk (5 records of 200 B appended to each since the last pass), by
-// fdatasync per file with w1..w64 in flight, or by one syncfs (SetSyncFS).
+// fdatasync per file with w1..w64 in flight, or by one syncfs (SetSyncFS),
+// or as the broker's pass under --sync always (yield: a hook that returns at
+// once, so one fdatasync in flight up to 512 logs, yieldLogsPerWorker).
 // new=true: every log was created since the last pass, so the pass also
 // syncs its directory (a new partition); new=false: the same logs, pass
 // after pass. One op = one pass; wall-ms/pass and cpu-ms/pass (user + system
 // time of the process) time the Flush alone (issue 21, docs/benchmarks.md).
 func BenchmarkFlushPass(b *testing.B) {
 	for _, n := range []int{100, 1000} {
-		for _, mode := range []string{"syncfs", "w1", "w4", "w8", "w16", "w32", "w64"} {
+		for _, mode := range []string{"syncfs", "yield", "w1", "w2", "w4", "w8", "w16", "w32", "w64"} {
 			for _, fresh := range []bool{true, false} {
 				b.Run(fmt.Sprintf("logs=%d/%s/new=%v", n, mode, fresh), func(b *testing.B) {
 					benchFlushPass(b, n, mode, fresh)
@@ -40,7 +42,11 @@ func benchFlushPass(b *testing.B, n int, mode string, fresh bool) {
 	c := NewCommitter()
 	defer c.Close()
 	c.SetSyncFS(mode == "syncfs")
-	if mode != "syncfs" {
+	switch mode {
+	case "syncfs":
+	case "yield":
+		c.SetYield(func() {})
+	default:
 		_, err := fmt.Sscanf(mode, "w%d", &c.workers)
 		require.NoError(b, err)
 	}

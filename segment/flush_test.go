@@ -282,9 +282,13 @@ func TestMarkDuringFlush(t *testing.T) {
 }
 
 // TestPassWorkersScaleWithThePass: a small pass syncs one log at a time, a
-// large one keeps syncWorkers fdatasyncs in flight.
+// large one keeps syncWorkers fdatasyncs in flight; a pass that yields
+// (SetYield) keeps one in flight up to 512 logs.
 func TestPassWorkersScaleWithThePass(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{0, 0}, {1, 1}, {24, 1}, {32, 1}, {33, 2}, {100, 4}, {512, 16}, {10000, 16}} {
-		require.Equal(t, c.want, passWorkers(syncWorkers, c.n), "%d logs", c.n)
+		require.Equal(t, c.want, passWorkers(syncWorkers, c.n, logsPerWorker), "%d logs", c.n)
+	}
+	for _, c := range []struct{ n, want int }{{1, 1}, {200, 1}, {512, 1}, {513, 2}, {1000, 2}, {8192, 16}, {100000, 16}} {
+		require.Equal(t, c.want, passWorkers(syncWorkers, c.n, yieldLogsPerWorker), "yielding, %d logs", c.n)
 	}
 }

@@ -315,7 +315,7 @@ func (l *Log) tryRelease(dropDedup bool) bool {
 	}
 	// No operation uses l's handles until hstate is hLoaded again.
 	l.syncMu.Lock()
-	err := l.syncPendingLocked()
+	err := l.syncPendingLocked(nil)
 	l.syncMu.Unlock()
 	if err != nil {
 		l.hstate.Store(hLoaded)

@@ -407,7 +407,7 @@ func (l *Log) Close() error {
 	l.loadMu.Lock()
 	defer l.loadMu.Unlock()
 	err := l.dedup.Drop()
-	if serr := l.syncNow(); err == nil && !errors.Is(serr, fs.ErrClosed) {
+	if serr := l.syncNow(nil); err == nil && !errors.Is(serr, fs.ErrClosed) {
 		err = serr
 	}
 	l.syncMu.Lock() // closeAll drops the pending handles a racing Sync reads under syncMu

@@ -59,7 +59,7 @@ func (l *Log) maybeRotate(tsMicros int64) error {
 	defer l.syncMu.Unlock()
 	valve := deferSync && len(l.pending) >= maxDeferredFiles
 	if valve {
-		if err := l.syncPendingLocked(); err != nil {
+		if err := l.syncPendingLocked(nil); err != nil {
 			return fmt.Errorf("sync the sealed files before rotation: %w", err)
 		}
 	}

@@ -15,10 +15,13 @@ func (l *Log) Sync() error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	return l.syncNow()
+	return l.syncNow(nil)
 }
 
-func (l *Log) syncNow() error {
+// syncNow is Sync; yield, when set, is called before each fdatasync or
+// directory fsync it issues (a Committer's Flush passes Committer.SetYield's
+// hook: the broker's commit log goes first, issue 23).
+func (l *Log) syncNow(yield func()) error {
 	seq := l.appendSeq.Load()
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -37,7 +40,7 @@ func (l *Log) syncNow() error {
 	// pending one (written before it was published; no rotation while
 	// syncMu is held): the syncs below cover it.
 	next := l.NextOffset()
-	if err := l.syncPendingLocked(); err != nil {
+	if err := l.syncPendingLocked(yield); err != nil {
 		return err
 	}
 	l.mu.RLock()
@@ -48,15 +51,18 @@ func (l *Log) syncNow() error {
 	}
 	l.mu.RUnlock()
 	if act != nil {
+		callYield(yield)
 		if err := act.seg.Sync(); err != nil {
 			return l.failSyncLocked(fmt.Errorf("segment log %s: sync: %w", l.dir, err))
 		}
 	} else if released != "" {
+		callYield(yield)
 		if err := l.syncReleased(released); err != nil {
 			return l.failSyncLocked(err)
 		}
 	}
 	if l.needDirSync {
+		callYield(yield)
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return l.failSyncLocked(fmt.Errorf("segment log %s: sync directory: %w", l.dir, err))
 		}
@@ -68,6 +74,13 @@ func (l *Log) syncNow() error {
 		if cur >= seq || l.syncedSeq.CompareAndSwap(cur, seq) {
 			return nil
 		}
+	}
+}
+
+// callYield calls yield when set.
+func callYield(yield func()) {
+	if yield != nil {
+		yield()
 	}
 }
 
@@ -128,12 +141,14 @@ type pendingFile struct {
 }
 
 // syncPendingLocked fdatasyncs the sealed files a deferred rotation left
-// unsynced, oldest first, and closes each once it is durable (syncMu held).
+// unsynced, oldest first, and closes each once it is durable (syncMu held);
+// yield as syncNow's.
 // A failure is sticky (failSyncLocked) and leaves that file and the newer
 // ones pending.
-func (l *Log) syncPendingLocked() error {
+func (l *Log) syncPendingLocked(yield func()) error {
 	for len(l.pending) > 0 {
 		p := l.pending[0]
+		callYield(yield)
 		if err := p.f.Sync(); err != nil {
 			return l.failSyncLocked(fmt.Errorf("segment log %s: sync sealed file %s: %w", l.dir, p.f.Name(), err))
 		}
