@@ -17,7 +17,16 @@ export function confirmAction({ title, text, confirm = 'Confirm', danger = false
   dialog.returnValue = '';
   dialog.showModal();
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
+    // The close event is queued as a task after the dialog closes (HTML "close the dialog"), so
+    // the one of an earlier showing can arrive after this showModal, when a click opened the
+    // dialog again at once (input is served ahead of that task): it would answer this question
+    // with the earlier one's empty returnValue and leave the real close without a listener.
+    const onClose = () => {
+      if (dialog.open) return; // an earlier showing's close
+      dialog.removeEventListener('close', onClose);
+      resolve(dialog.returnValue === 'ok');
+    };
+    dialog.addEventListener('close', onClose);
   });
 }
 
