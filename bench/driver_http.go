@@ -77,7 +77,7 @@ func (d *HTTPDriver) Close() error   { d.hc.CloseIdleConnections(); return nil }
 // Setup names things: queues, partitions and groups are created by the server on first use
 // (spec 1.3, 3.7). With t.RetentionSeconds it configures each queue first (POST
 // /api/v1/configure, spec 2: a full replace, so every other option is the default); an
-// answer other than 200 is an error wrapping ErrBadResponse.
+// answer other than 200 is a *StatusError (ErrHTTPStatus).
 func (d *HTTPDriver) Setup(_ context.Context, t Topology) error {
 	d.runID = t.RunID
 	d.queues = make([]string, t.Queues)
@@ -98,18 +98,9 @@ func (d *HTTPDriver) Setup(_ context.Context, t Topology) error {
 	return nil
 }
 
-// configureRetention sets queue q's retentionEnabled and retentionSeconds (seconds).
+// configureRetention sets queue q's retentionEnabled and retentionSeconds (seconds), through
+// a worker's request like every other call (a status other than 200 is a *StatusError).
 func (d *HTTPDriver) configureRetention(q string, seconds int) error {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI("/api/v1/configure")
-	req.Header.SetHost(d.host)
-	if d.authorization != nil {
-		req.Header.SetBytesV("Authorization", d.authorization)
-	}
-	req.Header.SetContentType("application/json")
 	type options struct {
 		RetentionEnabled bool `json:"retentionEnabled"`
 		RetentionSeconds int  `json:"retentionSeconds"`
@@ -121,16 +112,13 @@ func (d *HTTPDriver) configureRetention(q string, seconds int) error {
 	if err != nil {
 		return fmt.Errorf("configure %s: %w", q, err)
 	}
-	req.SetBodyRaw(body)
-	if err := d.hc.DoTimeout(req, resp, RequestTimeout); err != nil {
+	w := &httpWorker{d: d, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
+	defer w.Close()
+	if err := w.do(OpConfigure, fasthttp.MethodPost, []byte("/api/v1/configure"), body, RequestTimeout); err != nil {
 		return fmt.Errorf("configure %s: %w", q, err)
 	}
-	if resp.StatusCode() != fasthttp.StatusOK {
-		b := resp.Body()
-		if len(b) > 200 {
-			b = b[:200]
-		}
-		return fmt.Errorf("configure %s: status %d: %s: %w", q, resp.StatusCode(), b, ErrBadResponse)
+	if w.resp.StatusCode() != fasthttp.StatusOK {
+		return fmt.Errorf("configure %s: %w", q, w.statusErr(OpConfigure))
 	}
 	return nil
 }

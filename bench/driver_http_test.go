@@ -389,8 +389,9 @@ func TestHTTPDriverSetupConfiguresRetention(t *testing.T) {
 
 	f.badOption = true
 	err := d.Setup(context.Background(), Topology{RunID: "r", Queues: 1, Partitions: 1, RetentionSeconds: 60})
-	require.ErrorIs(t, err, ErrBadResponse)
-	assert.Contains(t, err.Error(), "status 400")
+	var se *StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, StatusError{Op: OpConfigure, Status: 400, Body: `{"error":"retentionSeconds must be a number"}`}, *se)
 }
 
 // Retention is a Queen queue option: other drivers refuse it, and a negative value is refused.

@@ -19,6 +19,8 @@ const (
 	OpPush Op = "push"
 	OpPop  Op = "pop"
 	OpAck  Op = "ack"
+	// OpConfigure is Setup's POST /api/v1/configure (--retention-seconds); never timed.
+	OpConfigure Op = "configure"
 )
 
 // Histogram bounds: 1 µs to 60 s at 3 significant digits (0.1 % resolution).

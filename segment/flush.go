@@ -69,8 +69,8 @@ func (c *Committer) Flush() error {
 	return fmt.Errorf("segment: flush of %d logs: %d failed: %w", len(logs), len(errs), err)
 }
 
-// flushSync is Sync for a Committer's pass: yield (SetYield) before each
-// fdatasync or fsync.
+// flushSync is Sync with yield (a Committer's SetYield hook, nil for none)
+// called before each fdatasync or fsync: ErrClosed once l is closed.
 func (l *Log) flushSync(yield func()) error {
 	if l.closed.Load() {
 		return ErrClosed

@@ -11,12 +11,7 @@ import (
 // directory when a file was created since the last Sync. Index and dedup
 // files are caches and are never synced. Safe concurrently with Append and
 // Read.
-func (l *Log) Sync() error {
-	if l.closed.Load() {
-		return ErrClosed
-	}
-	return l.syncNow(nil)
-}
+func (l *Log) Sync() error { return l.flushSync(nil) }
 
 // syncNow is Sync; yield, when set, is called before each fdatasync or
 // directory fsync it issues (a Committer's Flush passes Committer.SetYield's
