@@ -93,6 +93,10 @@ func TestCommitLogOutOfSpaceIsRetryable(t *testing.T) {
 	big := make([]byte, 3<<10)
 	e.Set(Key{pid(1), "g"}, lease.State{Committed: 1})
 	require.NoError(t, e.Wait())
+	// The preparer may still be writing the spare: a disk taken away
+	// meanwhile still gets that file once the write lands, and the
+	// checkpoint below rotates into it.
+	require.Eventually(t, l.SpareReady, 10*time.Second, time.Millisecond, "the preparer never made a spare")
 	m.SetCapacity(m.Used())
 	var err error
 	for range 10 { // use up the prepared files
