@@ -16,6 +16,7 @@ type Reports struct {
 	dlqHits   dlqIndexes
 	dlqCounts dlqCountCache
 	rates     rateSample // throughput of the resources overview (resources.go)
+	dataWalk  dataWalk   // the data directory's size for Storage (storagewalk.go)
 }
 
 // New returns the reports of the broker behind v.

@@ -18,7 +18,7 @@ type StorageStatus struct {
 	DataDir string
 	// DataBytes is the apparent size of every regular file under DataDir
 	// (segments, indexes, commit log, cursors, metadata), from one walk of the
-	// tree; DataFiles counts them. DataErr is why the walk stopped short
+	// tree at most DataWalkMaxAge old; DataFiles counts them. DataErr is why the walk stopped short
 	// ("" when it did not): the figures then cover what it reached.
 	DataBytes int64
 	DataFiles int64
@@ -47,12 +47,14 @@ type StorageStatus struct {
 	SyncLatency broker.LatencyHistogram
 }
 
-// Storage returns the StorageStatus. It walks the data directory, so it costs
-// one stat per file: a read for an operator's view or a scrape, not a hot path.
+// Storage returns the StorageStatus. Its DataBytes, DataFiles and DataErr
+// come from a walk of the data directory at most DataWalkMaxAge old
+// (storagewalk.go): the walk costs one stat per file, and scrapes and the
+// dashboard may ask every second.
 func (rs *Reports) Storage() StorageStatus {
 	dir := rs.v.Dir()
 	s := StorageStatus{DataDir: dir, SyncLatency: rs.v.SyncLatency()}
-	s.DataBytes, s.DataFiles, s.DataErr = dirBytes(dir)
+	s.DataBytes, s.DataFiles, s.DataErr = rs.dataWalk.get(dir, rs.v.Now())
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		s.DiskErr = fmt.Sprintf("statfs %s: %v", dir, err)
