@@ -49,7 +49,7 @@ func TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing(t *testing.T) 
 // client hung up is not claimed for it. On one node the broker peeks the client's socket right
 // before it claims; through a follower (COMB_TEST_TARGET=follower) it peeks the follower's
 // connection, which the follower must close the moment its client leaves
-// (watchForwardedClient): with the 150 ms disconnect poll this failed every time.
+// (watchForwardedClient): with a timed disconnect poll (150 ms then) this failed every time.
 func TestMessagePushedRightAfterALongPollClientLeftIsNotClaimedForIt(t *testing.T) {
 	ts, b := startRealServerWithBroker(t)
 	parkThenHangUp(t, ts, b, "/api/v1/pop/queue/dq/partition/p?consumerGroup=g&wait=true&timeout=60000")

@@ -15,7 +15,7 @@ import (
 //
 // Why at once: the leader's broker looks at the connection it serves right before it claims
 // after a wake-up (broker.WithAliveCheck), and for a forwarded pop that connection is this
-// follower's. With the 150 ms poll, a message pushed in the gap between the client leaving and
+// follower's. With a timed poll (150 ms then), a message pushed in the gap between the client leaving and
 // the follower's next look was claimed by a pop nobody waited for any more, and stayed leased
 // (spec 3.6: "nothing may stay claimed"; TestLongPollOfADisconnectedClientIsCancelledAndClaimsNothing
 // against a follower, COMB_TEST_TARGET=follower).
