@@ -47,6 +47,26 @@ var refusedBetweenLeaders = []string{
 	`{"error":"Service unavailable: no leader is known to this node"}`,
 }
 
+// refusedReads are the further 503 answers a read (GET) gets while leadership moves: its read
+// barrier could not confirm the leadership (read_barrier.go), or the node stopped leading
+// before or while it answered (respond.go). A read applies nothing, so sending it again is
+// always safe.
+var refusedReads = []string{
+	`{"error":"Service unavailable: this node could not confirm that it leads its cluster and that what it read is committed; retry"}`,
+	`{"error":"Service unavailable: this node does not lead its cluster"}`,
+	`{"error":"Service unavailable: this node lost its leadership while answering; retry"}`,
+}
+
+// refusedForLeaderChange reports whether r is an answer doRaw sends method's request again
+// for: a refusedBetweenLeaders one, or for a GET a refusedReads one.
+func refusedForLeaderChange(method string, r response) bool {
+	if r.status != http.StatusServiceUnavailable {
+		return false
+	}
+	return slices.Contains(refusedBetweenLeaders, string(r.body)) ||
+		method == http.MethodGet && slices.Contains(refusedReads, string(r.body))
+}
+
 // leaderChangeWait bounds how long doRaw keeps resending a refusedBetweenLeaders request: an
 // election with e2eRaft's timings takes one to two seconds, several under the race detector on
 // a loaded box.
@@ -113,8 +133,7 @@ func (ts *testServer) doRaw(method, path, body string, extraHeaders map[string]s
 		return r
 	}
 	deadline := time.Now().Add(leaderChangeWait)
-	for pause := 10 * time.Millisecond; r.status == http.StatusServiceUnavailable &&
-		slices.Contains(refusedBetweenLeaders, string(r.body)) && time.Now().Before(deadline); pause = min(2*pause, 500*time.Millisecond) {
+	for pause := 10 * time.Millisecond; refusedForLeaderChange(method, r) && time.Now().Before(deadline); pause = min(2*pause, 500*time.Millisecond) {
 		ts.t.Logf("%s %s: %s; sending it again (the cluster is between leaders)", method, path, r.body)
 		time.Sleep(pause) // the retry's backoff, as a client's: no event says a leader is back
 		r = ts.send(method, path, body, extraHeaders)
