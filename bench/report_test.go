@@ -76,7 +76,7 @@ func TestWorkerStatsRecordsOnlyInsideTheWindow(t *testing.T) {
 	st.measuring.Store(true)
 	ws.Request(OpPush, 2*time.Millisecond)
 	ws.Request(OpPush, 4*time.Millisecond)
-	ws.EndToEnd(7 * time.Millisecond)
+	ws.EndToEnd("", 7*time.Millisecond)
 	st.measuring.Store(false)
 	ws.Request(OpPush, 9*time.Millisecond)
 	ws.Flush()

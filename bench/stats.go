@@ -126,10 +126,15 @@ type WorkerStats struct {
 	hists map[string]*Histogram
 }
 
+// record adds micros to histogram name while the window is open.
 func (w *WorkerStats) record(name string, micros int64) {
-	if !w.s.measuring.Load() {
-		return
+	if w.s.measuring.Load() {
+		w.recordAlways(name, micros)
 	}
+}
+
+// recordAlways adds micros to histogram name; the caller has looked at the window.
+func (w *WorkerStats) recordAlways(name string, micros int64) {
 	h := w.hists[name]
 	if h == nil {
 		h = newHist()
@@ -153,16 +158,22 @@ func (w *WorkerStats) Request(op Op, d time.Duration) {
 	w.record(string(op), d.Microseconds())
 }
 
-// EndToEnd records one message's latency from its (intended) send time.
-func (w *WorkerStats) EndToEnd(d time.Duration) { w.record("e2e", d.Microseconds()) }
+// EndToEnd records one message's latency from its (intended) send time in the all-groups
+// "e2e" histogram and, when group is not "", in that group's too. Both or neither: the window
+// is looked at once, so a message delivered as it closes is not in one and missing from the
+// other (each group's count adds up to the total's).
+func (w *WorkerStats) EndToEnd(group string, d time.Duration) {
+	if !w.s.measuring.Load() {
+		return
+	}
+	w.recordAlways("e2e", d.Microseconds())
+	if group != "" {
+		w.recordAlways(groupE2EPrefix+group, d.Microseconds())
+	}
+}
 
 // groupE2EPrefix starts the histogram name of one consumer group's end-to-end latency.
 const groupE2EPrefix = "e2e/"
-
-// GroupEndToEnd records one message's latency as EndToEnd does, in the histogram of group.
-func (w *WorkerStats) GroupEndToEnd(group string, d time.Duration) {
-	w.record(groupE2EPrefix+group, d.Microseconds())
-}
 
 // Pushed counts messages the server accepted.
 func (w *WorkerStats) Pushed(n int) {

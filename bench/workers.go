@@ -86,10 +86,7 @@ func consumeLoop(ctx context.Context, w Worker, ws *WorkerStats, src Source) {
 			rn := recv.UnixNano()
 			for i := 0; i < n; i++ {
 				if t := b.SentNanos(i); t > 0 {
-					ws.EndToEnd(time.Duration(rn - t))
-					if src.GroupLabel != "" {
-						ws.GroupEndToEnd(src.GroupLabel, time.Duration(rn-t))
-					}
+					ws.EndToEnd(src.GroupLabel, time.Duration(rn-t))
 				}
 			}
 		}
