@@ -136,8 +136,7 @@ func TestEveryNodeLearnsTheLeadersHTTPAddress(t *testing.T) {
 	nodes := startNodes(t, 3)
 	leader := leaderOf(t, nodes, nil)
 	requireLeaderHTTP(t, nodes, leader)
-	tk, err := leader.log.Append(1, []byte("x"))
-	require.NoError(t, err)
+	leader, tk := appendOnLeader(t, nodes, nil, []byte("x"))
 	require.Equal(t, lsn.LSN(1), tk.LSN, "the announcement took no LSN")
 	require.NoError(t, tk.Wait())
 
@@ -150,10 +149,27 @@ func TestEveryNodeLearnsTheLeadersHTTPAddress(t *testing.T) {
 		}
 	}
 	requireLeaderHTTP(t, live, next)
-	tk, err = next.log.Append(1, []byte("y"))
-	require.NoError(t, err)
+	_, tk = appendOnLeader(t, live, nil, []byte("y"))
 	require.Equal(t, lsn.LSN(2), tk.LSN)
 	require.NoError(t, tk.Wait())
+}
+
+// appendOnLeader appends payload on the leader among nodes (never except), finding the
+// leader again when one refuses with ErrNotLeader: with the tests' 200 ms timeouts a loaded
+// box (CI, the race detector) can move leadership between leaderOf and the Append. A refusal
+// took no LSN, so the entry's LSN is what it would have been. It returns the node that took it.
+func appendOnLeader(t *testing.T, nodes []*testNode, except *testNode, payload []byte) (*testNode, lsn.Ticket) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := leaderOf(t, nodes, except)
+		tk, err := n.log.Append(1, payload)
+		if errors.Is(err, ErrNotLeader) && time.Now().Before(deadline) {
+			continue // leaderOf polls until a node leads again
+		}
+		require.NoError(t, err)
+		return n, tk
+	}
 }
 
 // requireLeaderHTTP waits until every node names leader and the HTTP address
