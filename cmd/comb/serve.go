@@ -87,7 +87,6 @@ func runServe(args []string) int {
 	retentionInterval, evictionInterval := millis(broker.DefaultRetentionInterval), millis(broker.DefaultEvictionInterval)
 	fs.Var(&retentionInterval, "retention-interval", "how often retentionSeconds and completedRetentionSeconds reclaim whole files and update the counts, ms or a duration; pops never see an expired message whatever it is (env RETENTION_INTERVAL, ms, as Queen's)")
 	fs.Var(&evictionInterval, "eviction-interval", "the same for maxWaitTimeSeconds (env EVICTION_INTERVAL, ms, as Queen's)")
-	gomaxprocs := fs.Int("gomaxprocs", 0, "Go scheduler Ps (GOMAXPROCS); 0 = the CPUs plus one, so that request handlers keep every CPU while the commit log sits in an fdatasync, unless GOMAXPROCS is set in the environment, which is then kept")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback host:port, e.g. 127.0.0.1:6060; off when empty (env COMB_PPROF)")
 	var secFlags securityFlags
 	secFlags.register(fs)
@@ -124,10 +123,6 @@ func runServe(args []string) int {
 		reportFlag(os.Stderr, fs, msg)
 		return 2
 	}
-	if msg := checkProcs(*gomaxprocs); msg != "" {
-		reportFlag(os.Stderr, fs, msg)
-		return 2
-	}
 	level, err := zerolog.ParseLevel(*logLevel)
 	if err != nil {
 		reportFlag(os.Stderr, fs, fmt.Sprintf("--log-level %q: want trace, debug, info, warn or error", *logLevel))
@@ -138,8 +133,6 @@ func runServe(args []string) int {
 		return 2
 	}
 	log := newLogger(level)
-	_, procsEnv := os.LookupEnv("GOMAXPROCS")
-	log.Debug().Int("gomaxprocs", applyProcs(*gomaxprocs, procsEnv)).Msg("scheduler")
 	if clustered {
 		clCfg.Logger = replica.NewHCLogger(log) // raft's lines in comb's format and level (issue 22)
 	}
