@@ -146,6 +146,9 @@ type Engine struct {
 
 	// snapshotReadHook, when set (tests), runs after a Snapshot read shard i.
 	snapshotReadHook func(i int)
+	// waitHook, when set (tests), runs under mu as a Wait caller of
+	// generation target blocks (woke false) and each time it wakes (true).
+	waitHook func(target uint64, woke bool)
 }
 
 // Open loads the newest snapshot in dir (created if missing); it starts no
@@ -285,7 +288,13 @@ func (e *Engine) waitLocked(target uint64) error {
 		case e.finished:
 			return ErrClosed
 		}
+		if e.waitHook != nil {
+			e.waitHook(target, false)
+		}
 		e.conds[target%2].Wait()
+		if e.waitHook != nil {
+			e.waitHook(target, true)
+		}
 	}
 }
 
