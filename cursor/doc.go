@@ -20,7 +20,9 @@
 // checkpoint holding the caller's earlier changes is durable, so ten thousand
 // acks inside one window cost one checkpoint, and the checkpoint shares the
 // commit log's fdatasync with whatever else that group commit carries
-// (pushes, transactions).
+// (pushes, transactions). The end of a checkpoint wakes only its own
+// generation's callers: those whose changes came after its collection sleep
+// on until the next one is durable.
 //
 // A checkpoint the log refuses (AppendCheckpoint fails, or its Wait does)
 // fails only its own generation: its Wait callers get a *CheckpointError (the

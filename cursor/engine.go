@@ -106,8 +106,15 @@ type Engine struct {
 	// Group commit bookkeeping, under mu. A generation is one collection by the
 	// writer: gen g collects every change made before the writer cleared
 	// `changed` for it. durableGen is the last generation in the log.
-	mu         sync.Mutex
-	cond       *sync.Cond
+	mu sync.Mutex
+	// conds[g%2] is where the Wait callers of generation g block (Wait
+	// and waitLocked): only two generations have callers at any time, the
+	// one being written (nextGen-1) and the next (nextGen), so the end of
+	// a checkpoint wakes its own callers and leaves the next one's asleep.
+	// One cond woke both, and the next generation's callers (about half of
+	// them under a steady load) ran only to find their generation not
+	// durable yet and block again (issue 23).
+	conds      [2]*sync.Cond
 	nextGen    uint64 // generation the next collection will have
 	durableGen uint64
 	wantGen    uint64 // highest generation a Wait caller needs
@@ -139,6 +146,9 @@ type Engine struct {
 
 	// snapshotReadHook, when set (tests), runs after a Snapshot read shard i.
 	snapshotReadHook func(i int)
+	// waitHook, when set (tests), runs under mu as a Wait caller of
+	// generation target blocks (woke false) and each time it wakes (true).
+	waitHook func(target uint64, woke bool)
 }
 
 // Open loads the newest snapshot in dir (created if missing); it starts no
@@ -180,7 +190,7 @@ func Open(dir string, opts Options) (*Engine, *RecoveryReport, error) {
 		enc:  newEncoder(nil),
 	}
 	e.splitBytes = checkpointSplitBytes
-	e.cond = sync.NewCond(&e.mu)
+	e.conds = [2]*sync.Cond{sync.NewCond(&e.mu), sync.NewCond(&e.mu)}
 	e.reset()
 	rep, err := e.recover()
 	if err != nil {
@@ -278,8 +288,21 @@ func (e *Engine) waitLocked(target uint64) error {
 		case e.finished:
 			return ErrClosed
 		}
-		e.cond.Wait()
+		if e.waitHook != nil {
+			e.waitHook(target, false)
+		}
+		e.conds[target%2].Wait()
+		if e.waitHook != nil {
+			e.waitHook(target, true)
+		}
 	}
+}
+
+// wakeAllLocked wakes the callers of both generations: for what ends every
+// wait (a sticky error, the writer gone). e.mu is held.
+func (e *Engine) wakeAllLocked() {
+	e.conds[0].Broadcast()
+	e.conds[1].Broadcast()
 }
 
 // Failure reports whether checkpoints are failing now: true from a failed
@@ -327,7 +350,7 @@ func (e *Engine) Close() error {
 	}
 	e.mu.Lock()
 	e.finished = true
-	e.cond.Broadcast()
+	e.wakeAllLocked()
 	var err error
 	if started {
 		err = e.err

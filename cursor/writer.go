@@ -89,12 +89,15 @@ func (e *Engine) checkpoint() bool {
 		e.failedGen, e.failErr = gen, cerr
 		if cerr.Sticky {
 			e.err = cerr
+			e.wakeAllLocked() // the next generation's callers fail too
 		}
 		if !e.failing {
 			e.failing, e.failSince = true, time.Now()
 		}
 	}
-	e.cond.Broadcast()
+	// Only gen's callers: the next generation's wait for its own checkpoint
+	// (a caller that asked for it kicked the writer).
+	e.conds[gen%2].Broadcast()
 	e.mu.Unlock()
 	return err == nil
 }
