@@ -148,26 +148,14 @@ func EncodeRun(first, last uint64, entries []RunEntry) []byte {
 		panic(fmt.Sprintf("index: run %d..%d of %d entries", first, last, len(entries)))
 	}
 	h := RunHeader{Count: len(entries), First: first, Last: last}
-	b := make([]byte, RunHeaderSize, h.Size())
-	copy(b, runMagic[:])
-	b[4] = RunVersion
-	binary.LittleEndian.PutUint32(b[8:], uint32(h.Count))
-	binary.LittleEndian.PutUint64(b[12:], first)
-	binary.LittleEndian.PutUint64(b[20:], last)
-	h.Check = crc32.Checksum(b[:28], castagnoli)
-	binary.LittleEndian.PutUint32(b[28:], h.Check)
-	for k := 0; k < h.Pages(); k++ {
-		at := len(b)
-		for i, e := range entries[k*RunPageEntries : k*RunPageEntries+min(RunPageEntries, h.Count-k*RunPageEntries)] {
-			if e.Offset < first || e.Offset > last || (i+k*RunPageEntries > 0 && !runLess(entries[i+k*RunPageEntries-1], e)) {
-				panic(fmt.Sprintf("index: run entry %d (%x, %d) out of order or outside %d..%d", i+k*RunPageEntries, e.Hash, e.Offset, first, last))
-			}
-			b = binary.LittleEndian.AppendUint64(b, e.Hash)
-			b = binary.LittleEndian.AppendUint64(b, e.Offset)
-		}
-		b = binary.LittleEndian.AppendUint32(b, pageCheck(h.Check, k, b[at:]))
+	e := newRunEncoder(first, last, len(entries), int(h.Size()))
+	for _, x := range entries {
+		e.Add(x)
 	}
-	return b
+	if err := e.Close(); err != nil {
+		panic(err.Error())
+	}
+	return e.buf
 }
 
 func pageCheck(headerCheck uint32, k int, entries []byte) uint32 {

@@ -125,9 +125,22 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 	}
 	f, capacity := d.newGlobal(ids)
 	a := &filterAdder{f: f}
+	var buf []byte
 	for _, r := range runs {
-		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { a.add(e.Hash) }); err == nil {
-			a.flush()
+		// Streamed (runstream.go): an entry of a page that fails after it
+		// was added costs a bit set, never a missed id, and the segments
+		// then give the run's ids.
+		x, err := d.openRunReader(r.hdr.First, r.hdr.Last, buf)
+		if err == nil {
+			for e, ok := x.Next(); ok; e, ok = x.Next() {
+				a.add(e.Hash)
+			}
+			err = x.err()
+			buf = x.Buf()
+			x.close()
+		}
+		a.flush()
+		if err == nil {
 			continue
 		}
 		entries, err := d.indexSegments(r.hdr.First, r.hdr.Last)

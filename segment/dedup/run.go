@@ -166,28 +166,6 @@ func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, 
 	return hdr, entries, nil
 }
 
-// readRunEach reads and verifies a whole run file, giving fn each entry
-// only once the whole file verified (fn never sees an entry of a bad file).
-func (d *Index) readRunEach(first, last uint64, fn func(index.RunEntry)) (index.RunHeader, error) {
-	b, err := d.cfg.FS.ReadFile(d.path(runName(first, last)))
-	if err != nil {
-		return index.RunHeader{}, err
-	}
-	// Checked whole first, then walked (entries decode from the verified
-	// bytes): fn never sees an entry of a file that fails.
-	hdr, err := CheckRun(b, first, last, nil)
-	if err != nil {
-		return hdr, fmt.Errorf("%s: %w", runName(first, last), err)
-	}
-	for k := range hdr.Pages() {
-		at, n := hdr.Page(k)
-		for j := range n {
-			fn(index.RunEntryAt(b[at:], j))
-		}
-	}
-	return hdr, nil
-}
-
 // writeRun writes a run file (a temp file renamed into place: a crash leaves
 // the old name or the whole new file, though unsynced bytes may be lost with
 // it; the load checks every byte) and returns its in-memory part.
