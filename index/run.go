@@ -155,7 +155,7 @@ func EncodeRun(first, last uint64, entries []RunEntry) []byte {
 	if err := e.Close(); err != nil {
 		panic(err.Error())
 	}
-	return e.buf
+	return e.buf[:e.end]
 }
 
 func pageCheck(headerCheck uint32, k int, entries []byte) uint32 {

@@ -23,7 +23,8 @@ import (
 // encoded bytes with WriteTo as they accumulate, and Close at the end.
 type RunEncoder struct {
 	hdr  RunHeader
-	buf  []byte // encoded bytes not yet taken
+	buf  []byte // encoded bytes not yet written: buf[:end] (its length stays its capacity,
+	end  int    // so an Add writes no slice header: no GC write barrier an entry)
 	page int    // the page being filled
 	at   int    // where its entries start in buf
 	n    int    // entries added
@@ -46,7 +47,7 @@ func NewRunEncoder(first, last uint64, count int) (*RunEncoder, error) {
 // arguments checked by the caller.
 func newRunEncoder(first, last uint64, count, size int) *RunEncoder {
 	e := &RunEncoder{hdr: RunHeader{Count: count, First: first, Last: last}}
-	e.buf = make([]byte, RunHeaderSize, size)
+	e.buf = make([]byte, max(size, RunHeaderSize+RunPageSize))
 	copy(e.buf, runMagic[:])
 	e.buf[4] = RunVersion
 	binary.LittleEndian.PutUint32(e.buf[8:], uint32(count))
@@ -54,7 +55,7 @@ func newRunEncoder(first, last uint64, count, size int) *RunEncoder {
 	binary.LittleEndian.PutUint64(e.buf[20:], last)
 	e.hdr.Check = crc32.Checksum(e.buf[:28], castagnoli)
 	binary.LittleEndian.PutUint32(e.buf[28:], e.hdr.Check)
-	e.at = len(e.buf)
+	e.at, e.end = RunHeaderSize, RunHeaderSize
 	return e
 }
 
@@ -72,13 +73,21 @@ func (e *RunEncoder) Add(x RunEntry) {
 		e.err = fmt.Errorf("%w: run entry %d (%x, %d) out of order, outside %d..%d or past its count %d", ErrRun, e.n, x.Hash, x.Offset, e.hdr.First, e.hdr.Last, e.hdr.Count)
 		return
 	}
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, x.Hash)
-	e.buf = binary.LittleEndian.AppendUint64(e.buf, x.Offset)
+	if e.end+RunEntrySize+4 > len(e.buf) {
+		b := make([]byte, 2*len(e.buf))
+		copy(b, e.buf[:e.end])
+		e.buf = b
+	}
+	b := e.buf[e.end : e.end+RunEntrySize]
+	binary.LittleEndian.PutUint64(b, x.Hash)
+	binary.LittleEndian.PutUint64(b[8:], x.Offset)
+	e.end += RunEntrySize
 	e.prev = x
 	if e.n++; e.n%RunPageEntries == 0 || e.n == e.hdr.Count {
-		e.buf = binary.LittleEndian.AppendUint32(e.buf, pageCheck(e.hdr.Check, e.page, e.buf[e.at:]))
+		binary.LittleEndian.PutUint32(e.buf[e.end:], pageCheck(e.hdr.Check, e.page, e.buf[e.at:e.end]))
+		e.end += 4
 		e.page++
-		e.at = len(e.buf)
+		e.at = e.end
 	}
 }
 
@@ -97,8 +106,8 @@ func (e *RunEncoder) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return int64(n), err
 	}
-	rest := copy(e.buf, e.buf[e.at:])
-	e.buf, e.at = e.buf[:rest], 0
+	e.end = copy(e.buf, e.buf[e.at:e.end])
+	e.at = 0
 	return int64(n), nil
 }
 

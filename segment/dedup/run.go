@@ -166,13 +166,13 @@ func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, 
 	return hdr, entries, nil
 }
 
-// writeRun writes a run file (a temp file renamed into place: a crash leaves
-// the old name or the whole new file, though unsynced bytes may be lost with
-// it; the load checks every byte) and returns its in-memory part.
+// writeRun writes a run file (createRunFile: a crash may leave it torn, and
+// unsynced bytes may be lost with it; the load checks every byte) and
+// returns its in-memory part.
 func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
 	b := index.EncodeRun(first, last, entries)
-	// Unsynced (noSync): a run is a cache the load verifies whole.
-	if err := vfs.WriteFileAtomic(d.cfg.FS, d.path(runName(first, last)), b, true); err != nil {
+	// Unsynced: a run is a cache the load verifies whole.
+	if err := d.writeRunFile(d.path(runName(first, last)), b); err != nil {
 		return nil, err
 	}
 	hdr, _ := index.ParseRunHeader(b)
@@ -321,8 +321,11 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 		default:
 			hdr, entries, rerr := d.readRun(a, b)
 			if rerr != nil {
-				gap = true
-				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
+				// Deleted; the runs it replaced, if a crash left them
+				// (a merge removes them once its file is whole), come
+				// next in the listing, and a gap they leave is found
+				// like any other.
+				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the runs it replaced or the segments", rerr)
 				break
 			}
 			d.runs = append(d.runs, d.newDedupRun(hdr, entries))

@@ -1,7 +1,9 @@
 package dedup
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/combmq/comb/index"
@@ -67,8 +69,10 @@ type runWriter struct {
 	d    *Index
 	enc  *index.RunEncoder
 	f    vfs.File
-	name string
+	name string // the run file's path
+	tmp  bool   // f is name+".tmp", renamed over name by finish (a file of the name existed)
 	r    *dedupRun
+	fa   filterAdder // r's filter, when it has one
 	n    int
 	err  error
 }
@@ -80,16 +84,16 @@ func (d *Index) createRun(first, last uint64, count int) (*runWriter, error) {
 		return nil, err
 	}
 	name := d.path(runName(first, last))
-	f, err := d.cfg.FS.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	f, tmp, err := d.createRunFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", name, err)
+		return nil, err
 	}
 	hdr := enc.Header()
 	r := &dedupRun{hdr: hdr, pageFirst: make([]uint64, hdr.Pages())}
 	if bits, k := d.runFilterFor(count); bits > 0 {
 		r.filter = index.NewKFilter(count, bits, k, runFilterSeed)
 	}
-	return &runWriter{d: d, enc: enc, f: f, name: name, r: r}, nil
+	return &runWriter{d: d, enc: enc, f: f, name: name, tmp: tmp, r: r, fa: filterAdder{f: r.filter}}, nil
 }
 
 // add appends the next entry ((hash, offset) ascending).
@@ -99,7 +103,7 @@ func (w *runWriter) add(e index.RunEntry) {
 	}
 	w.n++
 	if w.r.filter != nil {
-		w.r.filter.Add(e.Hash)
+		w.fa.add(e.Hash)
 	}
 	w.enc.Add(e)
 	if w.enc.Buffered() >= runFlushBytes && w.err == nil {
@@ -111,6 +115,9 @@ func (w *runWriter) add(e index.RunEntry) {
 // returning the run's in-memory part; on any error (a write, or entries
 // that were not the count in order) the temp file is removed.
 func (w *runWriter) finish() (*dedupRun, error) {
+	if w.r.filter != nil {
+		w.fa.flush()
+	}
 	err := w.err
 	if err == nil {
 		err = w.enc.Close()
@@ -121,18 +128,73 @@ func (w *runWriter) finish() (*dedupRun, error) {
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && w.tmp {
 		err = w.d.cfg.FS.Rename(w.name+".tmp", w.name)
 	}
 	if err != nil {
-		_ = w.d.cfg.FS.Remove(w.name + ".tmp")
+		w.remove()
 		return nil, fmt.Errorf("write %s: %w", w.name, err)
 	}
 	return w.r, nil
 }
 
-// abort gives the write up and removes the temp file.
+// abort gives the write up and removes the file.
 func (w *runWriter) abort() {
 	_ = w.f.Close()
-	_ = w.d.cfg.FS.Remove(w.name + ".tmp")
+	w.remove()
+}
+
+func (w *runWriter) remove() {
+	if w.tmp {
+		_ = w.d.cfg.FS.Remove(w.name + ".tmp")
+	} else {
+		_ = w.d.cfg.FS.Remove(w.name)
+	}
+}
+
+// createRunFile creates the run file at path name for writing: under its
+// own name when no file has it (tmp false), else as name+".tmp" for a
+// rename over it once whole (the run a file of that name held may still be
+// mapped by lookups, and a mapping must never see its bytes change).
+//
+// Written under its own name (issue 23: a rename cost ~40-110 µs of kernel
+// CPU of the ~135 µs a seal's file did), a run is torn if the process dies
+// mid-write; that is what the load's checks are for: a file that is short,
+// or whose pages fail, is deleted and its offsets are taken from the runs it
+// replaced (removed only after it was whole) or re-indexed from the
+// segments. The rename never made a run durable either: nothing syncs them.
+func (d *Index) createRunFile(name string) (f vfs.File, tmp bool, err error) {
+	f, err = d.cfg.FS.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if errors.Is(err, fs.ErrExist) {
+		tmp = true
+		f, err = d.cfg.FS.OpenFile(name+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", name, err)
+	}
+	return f, tmp, nil
+}
+
+// writeRunFile writes the encoded run b at path name (createRunFile).
+func (d *Index) writeRunFile(name string, b []byte) error {
+	f, tmp, err := d.createRunFile(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	written := name
+	if tmp {
+		written = name + ".tmp"
+		if err == nil {
+			err = d.cfg.FS.Rename(written, name)
+		}
+	}
+	if err != nil {
+		_ = d.cfg.FS.Remove(written)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }
