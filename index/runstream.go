@@ -46,8 +46,18 @@ func NewRunEncoder(first, last uint64, count int) (*RunEncoder, error) {
 // newRunEncoder is NewRunEncoder with a buffer of capacity size, its
 // arguments checked by the caller.
 func newRunEncoder(first, last uint64, count, size int) *RunEncoder {
+	return newRunEncoderIn(nil, first, last, count, size)
+}
+
+// newRunEncoderIn is newRunEncoder encoding into buf's memory when it is
+// large enough.
+func newRunEncoderIn(buf []byte, first, last uint64, count, size int) *RunEncoder {
 	e := &RunEncoder{hdr: RunHeader{Count: count, First: first, Last: last}}
-	e.buf = make([]byte, max(size, RunHeaderSize+RunPageSize))
+	if size = max(size, RunHeaderSize+RunPageSize); cap(buf) >= size {
+		e.buf = buf[:cap(buf)]
+	} else {
+		e.buf = make([]byte, size)
+	}
 	copy(e.buf, runMagic[:])
 	e.buf[4] = RunVersion
 	binary.LittleEndian.PutUint32(e.buf[8:], uint32(count))
@@ -181,6 +191,23 @@ func (x *RunReader) Next() (e RunEntry, ok bool) {
 	e = RunEntryAt(x.ents, x.i)
 	x.i++
 	return e, true
+}
+
+// NextPage returns the verified entries of the next page not yet handed
+// out, whole (entry i at [i·RunEntrySize, (i+1)·RunEntrySize): RunEntryAt;
+// the hash is its first 8 bytes), after Next returned entries of the page
+// before it; ok is false as for Next. The bytes are valid until the next
+// call.
+func (x *RunReader) NextPage() (ents []byte, ok bool) {
+	if x.i*RunEntrySize < len(x.ents) {
+		ents, x.i = x.ents[x.i*RunEntrySize:], len(x.ents)/RunEntrySize
+		return ents, true
+	}
+	if !x.nextPage() {
+		return nil, false
+	}
+	x.i = len(x.ents) / RunEntrySize
+	return x.ents, true
 }
 
 // Err is the error that ended Next early (nil at the run's end).

@@ -24,6 +24,24 @@ func readAllRun(b []byte) ([]RunEntry, error) {
 	return got, x.Err()
 }
 
+// readAllRunPages is readAllRun through NextPage, mixed with Next: an entry, then pages.
+func readAllRunPages(b []byte) ([]RunEntry, error) {
+	x, err := NewRunReader(bytes.NewReader(b), int64(len(b)), nil)
+	if err != nil {
+		return nil, err
+	}
+	var got []RunEntry
+	if e, ok := x.Next(); ok {
+		got = append(got, e)
+	}
+	for ents, ok := x.NextPage(); ok; ents, ok = x.NextPage() {
+		for j := range len(ents) / RunEntrySize {
+			got = append(got, RunEntryAt(ents, j))
+		}
+	}
+	return got, x.Err()
+}
+
 // TestRunStreamRoundTrip: RunEncoder, flushed at any point, writes exactly EncodeRun's bytes,
 // and RunReader reads back exactly the entries, across the reader's 16-page reads too.
 func TestRunStreamRoundTrip(t *testing.T) {
@@ -51,6 +69,9 @@ func TestRunStreamRoundTrip(t *testing.T) {
 			}
 			got, err := readAllRun(want)
 			require.NoError(t, err)
+			byPage, err := readAllRunPages(want)
+			require.NoError(t, err)
+			assert.Equal(t, got, byPage)
 			assert.Len(t, got, n)
 			if n > 0 {
 				assert.Equal(t, es, got)
@@ -133,6 +154,10 @@ func FuzzRunReader(f *testing.F) {
 		var want []RunEntry
 		_, werr := ScanRun(data, func(_ int, e RunEntry) { want = append(want, e) })
 		got, err := readAllRun(data)
+		byPage, perr := readAllRunPages(data)
+		if (perr == nil) != (err == nil) || len(byPage) != len(got) {
+			t.Fatalf("by page: %d entries, error %v; by entry: %d, error %v", len(byPage), perr, len(got), err)
+		}
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("RunReader error %v, ScanRun error %v", err, werr)
 		}

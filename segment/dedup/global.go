@@ -1,6 +1,8 @@
 package dedup
 
 import (
+	"encoding/binary"
+
 	"github.com/combmq/comb/index"
 )
 
@@ -140,8 +142,10 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 		// then give the run's ids.
 		x, err := d.openRunReader(r.hdr.First, r.hdr.Last, buf)
 		if err == nil {
-			for e, ok := x.Next(); ok; e, ok = x.Next() {
-				a.add(e.Hash)
+			for ents, ok := x.NextPage(); ok; ents, ok = x.NextPage() {
+				for j := 0; j+index.RunEntrySize <= len(ents); j += index.RunEntrySize {
+					a.add(binary.LittleEndian.Uint64(ents[j:]))
+				}
 			}
 			err = x.err()
 			buf = x.Buf()

@@ -170,14 +170,28 @@ func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, 
 // unsynced bytes may be lost with it; the load checks every byte) and
 // returns its in-memory part.
 func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
-	b := index.EncodeRun(first, last, entries)
+	return d.writeEncodedRun(index.EncodeRun(first, last, entries), entries)
+}
+
+// writeEncodedRun is writeRun of b, entries encoded (index.EncodeRun).
+func (d *Index) writeEncodedRun(b []byte, entries []index.RunEntry) (*dedupRun, error) {
+	hdr, _ := index.ParseRunHeader(b)
 	// Unsynced: a run is a cache the load verifies whole.
-	if err := d.writeRunFile(d.path(runName(first, last)), b); err != nil {
+	if err := d.writeRunFile(d.path(runName(hdr.First, hdr.Last)), b); err != nil {
 		return nil, err
 	}
-	hdr, _ := index.ParseRunHeader(b)
 	return d.newDedupRun(hdr, entries), nil
 }
+
+// sealScratch is a seal's memory (the table's entries, the sort's scratch,
+// the encoded file), reused across seals of every log: none of it is kept
+// by the run (newDedupRun copies what it needs).
+type sealScratch struct {
+	entries, tmp []index.RunEntry
+	file         []byte
+}
+
+var sealScratchPool = sync.Pool{New: func() any { return new(sealScratch) }}
 
 // indexSegments returns the run entries of the records first..last, read
 // from the segments (what a run is rebuilt from).
@@ -211,10 +225,15 @@ func (d *Index) sealLocked() error {
 	if d.covered <= d.runsEnd {
 		return nil
 	}
-	entries := make([]index.RunEntry, 0, d.table.Len())
+	sc := sealScratchPool.Get().(*sealScratch)
+	defer sealScratchPool.Put(sc)
+	entries := sc.entries[:0]
 	d.table.Each(func(h, off uint64) { entries = append(entries, index.RunEntry{Hash: h, Offset: off}) })
-	index.SortRunEntries(entries)
-	r, err := d.writeRun(d.runsEnd+1, d.covered, entries)
+	sc.entries = entries
+	sc.tmp = index.SortRunEntriesWith(entries, sc.tmp)
+	b := index.AppendRun(sc.file, d.runsEnd+1, d.covered, entries)
+	sc.file = b
+	r, err := d.writeEncodedRun(b, entries)
 	if err != nil {
 		d.sealRetryAt = d.table.Len() + d.cfg.RunEntries
 		return err
