@@ -32,6 +32,11 @@ type RunEncoder struct {
 	err  error
 }
 
+// RunEncoderBuffer is the encoded bytes a RunEncoder of a large run
+// buffers without growing: its writer writes them RunEncoderBuffer at a
+// time (WritePrefix).
+const RunEncoderBuffer = 2 << 20
+
 // NewRunEncoder starts a run covering first..last that will hold count
 // entries; its header is the first of the encoded bytes. Errors (ErrRun,
 // wrapped) when first is 0, first > last, or count is more than the run
@@ -40,7 +45,8 @@ func NewRunEncoder(first, last uint64, count int) (*RunEncoder, error) {
 	if first == 0 || first > last || count < 0 || uint64(count) > last-first+1 || uint64(count) > 1<<32-1 {
 		return nil, fmt.Errorf("%w: run %d..%d of %d entries", ErrRun, first, last, count)
 	}
-	return newRunEncoder(first, last, count, RunHeaderSize+min(count, 16*RunPageEntries)*RunEntrySize+64), nil
+	size := RunHeader{Count: count, First: first, Last: last}.Size()
+	return newRunEncoder(first, last, count, int(min(size, RunEncoderBuffer+2*RunPageSize))), nil
 }
 
 // newRunEncoder is NewRunEncoder with a buffer of capacity size, its
@@ -119,6 +125,24 @@ func (e *RunEncoder) WriteTo(w io.Writer) (int64, error) {
 	e.end = copy(e.buf, e.buf[e.at:e.end])
 	e.at = 0
 	return int64(n), nil
+}
+
+// WritePrefix writes the first n of the encoded bytes not written yet (n ≤
+// Buffered), keeping the rest for the next write.
+func (e *RunEncoder) WritePrefix(w io.Writer, n int) error {
+	if n < 0 || n > e.at {
+		return fmt.Errorf("index: run encoder: write of %d bytes, %d buffered", n, e.at)
+	}
+	m, err := w.Write(e.buf[:n])
+	if err == nil && m < n {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return err
+	}
+	e.end = copy(e.buf, e.buf[n:e.end])
+	e.at -= n
+	return nil
 }
 
 // Close reports whether every entry of the count was added in order: the

@@ -67,6 +67,22 @@ func TestRunStreamRoundTrip(t *testing.T) {
 				assert.Equal(t, want, out.Bytes(), "written every %d", every)
 				assert.Equal(t, n, e.Header().Count)
 			}
+			// Aligned prefixes (the dedup index's 2 MiB writes, here 1,000 bytes).
+			e, err := NewRunEncoder(10, last, n)
+			require.NoError(t, err)
+			var out bytes.Buffer
+			for _, x := range es {
+				e.Add(x)
+				if k := 1000 - out.Len()%1000; e.Buffered() >= k {
+					require.NoError(t, e.WritePrefix(&out, k))
+					require.Zero(t, out.Len()%1000)
+				}
+			}
+			require.NoError(t, e.Close())
+			require.Error(t, e.WritePrefix(&out, e.Buffered()+1))
+			_, err = e.WriteTo(&out)
+			require.NoError(t, err)
+			assert.Equal(t, want, out.Bytes(), "aligned prefixes")
 			got, err := readAllRun(want)
 			require.NoError(t, err)
 			byPage, err := readAllRunPages(want)
