@@ -38,9 +38,11 @@ import (
 // offset and rewrites one that is half expired, so memory follows the
 // retained messages.
 //
-// Run files are caches like dedup.idx: written once (temp file, rename),
-// never synced. A run that is missing, damaged or past the offsets a crash
-// kept leaves a gap that the load re-indexes from the segments.
+// Run files are caches like dedup.idx: written once under their own name
+// (createRunFile), never synced. A run that is missing, damaged, torn by a
+// crash or past the offsets a crash kept is deleted by the load, which
+// takes the runs it replaced if they are there and re-indexes a gap from
+// the segments.
 
 // DefaultRunEntries is how many ids the active table holds before they are
 // sealed into a run (Config.RunEntries): 6,144 entries fill its 8,192 slots (128 KiB) to the
