@@ -126,3 +126,32 @@ func TestLoadSkipsATornMergedRunForTheRunsItReplaced(t *testing.T) {
 		require.NoError(t, y.Drop())
 	}
 }
+
+// A merge streams its inputs: a page of one that fails its check after the merged file was
+// partly written fails the merge, removes that partial file and swaps nothing; the damaged run
+// is then rebuilt from the segments by the lookup that reads the page, and every id is found.
+func TestMergeOfADamagedRunWritesNothing(t *testing.T) {
+	src := &synthSource{first: 1, next: 1}
+	fs := vfs.NewMem()
+	x := newTestIndex(t, fs, src, 600) // 3 pages a run
+	pushRuns(t, x, src, 3*600+10)
+	require.Equal(t, [][2]uint64{{1, 600}, {601, 1200}, {1201, 1800}}, x.Stats().RunRanges)
+	name := "/p/" + runName(601, 1200)
+	b := fs.Bytes(name)
+	at, _ := index.RunHeader{Count: 600}.Page(2)
+	b[at+5] ^= 0x10 // the last page of the second run
+	fs.SetBytes(name, b)
+
+	// The fourth seal makes four runs of one tier: their merge reads the damaged page last.
+	appendTo(x, src, 600)
+	x.WaitMerges()
+	st := x.Stats()
+	assert.Equal(t, [][2]uint64{{1, 600}, {601, 1200}, {1201, 1800}, {1801, 1810}}, st.RunRanges, "nothing swapped")
+	ok, err := vfs.Exists(fs, "/p/"+runName(1, 1810))
+	require.NoError(t, err)
+	assert.False(t, ok, "the partial merged file is removed")
+	ok, err = vfs.Exists(fs, "/p/"+runName(1, 1810)+".tmp")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.Len(t, find(t, x, txids(1, 2410)), 2410)
+}
