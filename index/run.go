@@ -74,10 +74,15 @@ func (h RunHeader) Page(k int) (at int64, entries int) {
 // of a push's CPU in a comparison sort of the whole run (issue 14). Ids
 // crafted to share top bits only make their bucket large, which is then
 // sorted like the whole run used to be: never worse than that.
-func SortRunEntries(entries []RunEntry) {
+func SortRunEntries(entries []RunEntry) { SortRunEntriesWith(entries, nil) }
+
+// SortRunEntriesWith is SortRunEntries using tmp for its scratch when it is
+// large enough (len(entries) entries); it returns the scratch it used, for
+// the next sort to reuse.
+func SortRunEntriesWith(entries, tmp []RunEntry) []RunEntry {
 	if len(entries) < 64 {
 		sortRunEntriesCmp(entries)
-		return
+		return tmp
 	}
 	bits := 1
 	for 1<<bits < len(entries)/4 && bits < 16 {
@@ -91,7 +96,10 @@ func SortRunEntries(entries []RunEntry) {
 	for i := 1; i < len(starts); i++ {
 		starts[i] += starts[i-1]
 	}
-	tmp := make([]RunEntry, len(entries))
+	if cap(tmp) < len(entries) {
+		tmp = make([]RunEntry, len(entries))
+	}
+	tmp = tmp[:len(entries)]
 	next := append([]int(nil), starts[:1<<bits]...)
 	for _, e := range entries {
 		b := e.Hash >> shift
@@ -111,6 +119,7 @@ func SortRunEntries(entries []RunEntry) {
 			}
 		}
 	}
+	return tmp
 }
 
 func sortRunEntriesCmp(entries []RunEntry) {
@@ -144,30 +153,25 @@ func runLess(a, b RunEntry) bool {
 // first..last, and be fewer than 2³². It panics otherwise: the caller built
 // them (a broken invariant, not input).
 func EncodeRun(first, last uint64, entries []RunEntry) []byte {
+	return AppendRun(nil, first, last, entries)
+}
+
+// AppendRun is EncodeRun writing into dst's memory when it is large
+// enough (dst's contents are overwritten, not appended to): the encoded
+// file is the returned slice.
+func AppendRun(dst []byte, first, last uint64, entries []RunEntry) []byte {
 	if first == 0 || first > last || uint64(len(entries)) > 1<<32-1 {
 		panic(fmt.Sprintf("index: run %d..%d of %d entries", first, last, len(entries)))
 	}
 	h := RunHeader{Count: len(entries), First: first, Last: last}
-	b := make([]byte, RunHeaderSize, h.Size())
-	copy(b, runMagic[:])
-	b[4] = RunVersion
-	binary.LittleEndian.PutUint32(b[8:], uint32(h.Count))
-	binary.LittleEndian.PutUint64(b[12:], first)
-	binary.LittleEndian.PutUint64(b[20:], last)
-	h.Check = crc32.Checksum(b[:28], castagnoli)
-	binary.LittleEndian.PutUint32(b[28:], h.Check)
-	for k := 0; k < h.Pages(); k++ {
-		at := len(b)
-		for i, e := range entries[k*RunPageEntries : k*RunPageEntries+min(RunPageEntries, h.Count-k*RunPageEntries)] {
-			if e.Offset < first || e.Offset > last || (i+k*RunPageEntries > 0 && !runLess(entries[i+k*RunPageEntries-1], e)) {
-				panic(fmt.Sprintf("index: run entry %d (%x, %d) out of order or outside %d..%d", i+k*RunPageEntries, e.Hash, e.Offset, first, last))
-			}
-			b = binary.LittleEndian.AppendUint64(b, e.Hash)
-			b = binary.LittleEndian.AppendUint64(b, e.Offset)
-		}
-		b = binary.LittleEndian.AppendUint32(b, pageCheck(h.Check, k, b[at:]))
+	e := newRunEncoderIn(dst, first, last, len(entries), int(h.Size()))
+	for _, x := range entries {
+		e.Add(x)
 	}
-	return b
+	if err := e.Close(); err != nil {
+		panic(err.Error())
+	}
+	return e.buf[:e.end]
 }
 
 func pageCheck(headerCheck uint32, k int, entries []byte) uint32 {

@@ -1,6 +1,8 @@
 package dedup
 
 import (
+	"encoding/binary"
+
 	"github.com/combmq/comb/index"
 )
 
@@ -30,7 +32,8 @@ import (
 //
 // The filter only grows: merges and retention keep its ids or drop some
 // (a dropped id costs a false positive at most, never a wrong answer). It
-// is sized for globalHeadroom times the ids of the runs when built; once
+// is sized for globalHeadroom times the ids of the runs when built (and
+// at least globalHeadroomRuns runs' worth more); once
 // more ids than that were added, a background job (merge.go) builds it
 // again from the run files, sized for the ids they hold then, while
 // lookups use the old one; ids sealed meanwhile are added to both.
@@ -50,6 +53,13 @@ const (
 	// over its life (a sequential read of 16 bytes, against ~4.4 rewrites
 	// by the merges), and the filter holds 5.75 to 6.9 bits a retained id.
 	globalHeadroom = 1.2
+	// globalHeadroomRuns is the fewest runs' worth of ids (RunEntries
+	// each) a (re)built filter has room for over those it is built with.
+	// 1.2 times alone left a partition of up to ~30,000 ids (5 runs) less
+	// room than one seal adds, so every seal there rebuilt the filter from
+	// every run file (3.4 % of a sustained push's server CPU, issue 23);
+	// four runs' worth cost ~18 KB a partition at most.
+	globalHeadroomRuns = 4
 	// runFilterSeed rotates the keys of a run's filter away from the
 	// partition's, so their false positives are independent.
 	runFilterSeed = 32
@@ -80,7 +90,7 @@ func (d *Index) newGlobalLocked(ids int) {
 // newGlobal returns an empty partition filter sized for ids (with headroom)
 // and the ids it has room for.
 func (d *Index) newGlobal(ids int) (*index.KFilter, int) {
-	capacity := max(d.globalMin(), int(globalHeadroom*float64(ids)))
+	capacity := max(d.globalMin(), int(globalHeadroom*float64(ids)), ids+globalHeadroomRuns*d.cfg.RunEntries)
 	return index.NewKFilter(capacity, globalBitsPerKey, globalK, 0), capacity
 }
 
@@ -125,9 +135,24 @@ func (d *Index) rebuildGlobal(runs []*dedupRun) (*index.KFilter, int, int, error
 	}
 	f, capacity := d.newGlobal(ids)
 	a := &filterAdder{f: f}
+	var buf []byte
 	for _, r := range runs {
-		if _, err := d.readRunEach(r.hdr.First, r.hdr.Last, func(e index.RunEntry) { a.add(e.Hash) }); err == nil {
-			a.flush()
+		// Streamed (runstream.go): an entry of a page that fails after it
+		// was added costs a bit set, never a missed id, and the segments
+		// then give the run's ids.
+		x, err := d.openRunReader(r.hdr.First, r.hdr.Last, buf)
+		if err == nil {
+			for ents, ok := x.NextPage(); ok; ents, ok = x.NextPage() {
+				for j := 0; j+index.RunEntrySize <= len(ents); j += index.RunEntrySize {
+					a.add(binary.LittleEndian.Uint64(ents[j:]))
+				}
+			}
+			err = x.err()
+			buf = x.Buf()
+			x.close()
+		}
+		a.flush()
+		if err == nil {
 			continue
 		}
 		entries, err := d.indexSegments(r.hdr.First, r.hdr.Last)

@@ -153,3 +153,26 @@ func (d *Index) runsEntriesLocked() int {
 	}
 	return n
 }
+
+// Issue 23: a rebuilt filter has room for globalHeadroomRuns more runs, so a small partition
+// (where 1.2 times its ids is less than one seal adds) is not rebuilt from every run file on
+// every seal: 24 seals of 16 ids rebuild it at most once every 4 seals.
+func TestGlobalFilterHasRoomForRunsMore(t *testing.T) {
+	src := &synthSource{first: 1, next: 1}
+	x := newTestIndex(t, vfs.NewMem(), src, 16)
+	require.Empty(t, find(t, x, []string{"load"}))
+	caps := map[int]bool{}
+	for i := 0; i < 24*16; i += 16 {
+		appendTo(x, src, 16)
+		x.WaitMerges()
+		x.mu.Lock()
+		if x.global != nil {
+			caps[x.globalCap] = true
+			assert.GreaterOrEqual(t, x.globalCap, globalHeadroomRuns*16)
+		}
+		x.mu.Unlock()
+	}
+	assert.LessOrEqual(t, len(caps), 24/globalHeadroomRuns+1, "capacities %v", caps)
+	requireGlobalHoldsEveryRunID(t, x)
+	require.Len(t, find(t, x, txids(1, 24*16)), 24*16)
+}

@@ -284,22 +284,61 @@ func (d *Index) runIndexLocked(r *dedupRun) int {
 }
 
 // mergeRunFiles writes the run merging runs (neighbours, oldest first) and
-// returns its in-memory part. Run files never change once written, so this
-// needs no lock.
+// returns its in-memory part: a k-way merge of their files, streamed (each
+// page verified before an entry of it is merged, runstream.go). Run files
+// never change once written, so this needs no lock. A file that does not
+// verify fails the merge (its run is rebuilt by the lookup that touches the
+// damage, or by the next load).
 func (d *Index) mergeRunFiles(runs []*dedupRun) (*dedupRun, error) {
-	var merged []index.RunEntry
+	count := 0
+	in := make([]*runReader, 0, len(runs))
+	defer func() {
+		for _, x := range in {
+			x.close()
+		}
+	}()
 	for _, r := range runs {
-		_, e, err := d.readRun(r.hdr.First, r.hdr.Last)
+		x, err := d.openRunReader(r.hdr.First, r.hdr.Last, nil)
 		if err != nil {
 			return nil, err
 		}
-		if merged == nil {
-			merged = e
+		in = append(in, x)
+		count += x.Header().Count
+	}
+	w, err := d.createRun(runs[0].hdr.First, runs[len(runs)-1].hdr.Last, count)
+	if err != nil {
+		return nil, err
+	}
+	heads := make([]index.RunEntry, len(in))
+	live := in[:0:0]
+	for i, x := range in {
+		if e, ok := x.Next(); ok {
+			heads[len(live)] = e
+			live = append(live, in[i])
+		}
+	}
+	for len(live) > 0 {
+		m := 0
+		for j := 1; j < len(live); j++ {
+			if h := heads[j]; h.Hash < heads[m].Hash || (h.Hash == heads[m].Hash && h.Offset < heads[m].Offset) {
+				m = j
+			}
+		}
+		w.add(heads[m])
+		if e, ok := live[m].Next(); ok {
+			heads[m] = e
 			continue
 		}
-		merged = index.MergeRunEntries(make([]index.RunEntry, 0, len(merged)+len(e)), merged, e)
+		live = append(live[:m], live[m+1:]...)
+		heads = append(heads[:m], heads[m+1:]...)
 	}
-	return d.writeRun(runs[0].hdr.First, runs[len(runs)-1].hdr.Last, merged)
+	for _, x := range in {
+		if err := x.err(); err != nil {
+			w.abort()
+			return nil, err
+		}
+	}
+	return w.finish()
 }
 
 // WaitMerges waits for the job goroutine (tests, Drop, Undo).

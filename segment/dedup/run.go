@@ -38,9 +38,11 @@ import (
 // offset and rewrites one that is half expired, so memory follows the
 // retained messages.
 //
-// Run files are caches like dedup.idx: written once (temp file, rename),
-// never synced. A run that is missing, damaged or past the offsets a crash
-// kept leaves a gap that the load re-indexes from the segments.
+// Run files are caches like dedup.idx: written once under their own name
+// (createRunFile), never synced. A run that is missing, damaged, torn by a
+// crash or past the offsets a crash kept is deleted by the load, which
+// takes the runs it replaced if they are there and re-indexes a gap from
+// the segments.
 
 // DefaultRunEntries is how many ids the active table holds before they are
 // sealed into a run (Config.RunEntries): 6,144 entries fill its 8,192 slots (128 KiB) to the
@@ -166,40 +168,32 @@ func (d *Index) readRun(first, last uint64) (index.RunHeader, []index.RunEntry, 
 	return hdr, entries, nil
 }
 
-// readRunEach reads and verifies a whole run file, giving fn each entry
-// only once the whole file verified (fn never sees an entry of a bad file).
-func (d *Index) readRunEach(first, last uint64, fn func(index.RunEntry)) (index.RunHeader, error) {
-	b, err := d.cfg.FS.ReadFile(d.path(runName(first, last)))
-	if err != nil {
-		return index.RunHeader{}, err
-	}
-	// Checked whole first, then walked (entries decode from the verified
-	// bytes): fn never sees an entry of a file that fails.
-	hdr, err := CheckRun(b, first, last, nil)
-	if err != nil {
-		return hdr, fmt.Errorf("%s: %w", runName(first, last), err)
-	}
-	for k := range hdr.Pages() {
-		at, n := hdr.Page(k)
-		for j := range n {
-			fn(index.RunEntryAt(b[at:], j))
-		}
-	}
-	return hdr, nil
+// writeRun writes a run file (createRunFile: a crash may leave it torn, and
+// unsynced bytes may be lost with it; the load checks every byte) and
+// returns its in-memory part.
+func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
+	return d.writeEncodedRun(index.EncodeRun(first, last, entries), entries)
 }
 
-// writeRun writes a run file (a temp file renamed into place: a crash leaves
-// the old name or the whole new file, though unsynced bytes may be lost with
-// it; the load checks every byte) and returns its in-memory part.
-func (d *Index) writeRun(first, last uint64, entries []index.RunEntry) (*dedupRun, error) {
-	b := index.EncodeRun(first, last, entries)
-	// Unsynced (noSync): a run is a cache the load verifies whole.
-	if err := vfs.WriteFileAtomic(d.cfg.FS, d.path(runName(first, last)), b, true); err != nil {
+// writeEncodedRun is writeRun of b, entries encoded (index.EncodeRun).
+func (d *Index) writeEncodedRun(b []byte, entries []index.RunEntry) (*dedupRun, error) {
+	hdr, _ := index.ParseRunHeader(b)
+	// Unsynced: a run is a cache the load verifies whole.
+	if err := d.writeRunFile(d.path(runName(hdr.First, hdr.Last)), b); err != nil {
 		return nil, err
 	}
-	hdr, _ := index.ParseRunHeader(b)
 	return d.newDedupRun(hdr, entries), nil
 }
+
+// sealScratch is a seal's memory (the table's entries, the sort's scratch,
+// the encoded file), reused across seals of every log: none of it is kept
+// by the run (newDedupRun copies what it needs).
+type sealScratch struct {
+	entries, tmp []index.RunEntry
+	file         []byte
+}
+
+var sealScratchPool = sync.Pool{New: func() any { return new(sealScratch) }}
 
 // indexSegments returns the run entries of the records first..last, read
 // from the segments (what a run is rebuilt from).
@@ -233,10 +227,15 @@ func (d *Index) sealLocked() error {
 	if d.covered <= d.runsEnd {
 		return nil
 	}
-	entries := make([]index.RunEntry, 0, d.table.Len())
+	sc := sealScratchPool.Get().(*sealScratch)
+	defer sealScratchPool.Put(sc)
+	entries := sc.entries[:0]
 	d.table.Each(func(h, off uint64) { entries = append(entries, index.RunEntry{Hash: h, Offset: off}) })
-	index.SortRunEntries(entries)
-	r, err := d.writeRun(d.runsEnd+1, d.covered, entries)
+	sc.entries = entries
+	sc.tmp = index.SortRunEntriesWith(entries, sc.tmp)
+	b := index.AppendRun(sc.file, d.runsEnd+1, d.covered, entries)
+	sc.file = b
+	r, err := d.writeEncodedRun(b, entries)
 	if err != nil {
 		d.sealRetryAt = d.table.Len() + d.cfg.RunEntries
 		return err
@@ -343,8 +342,11 @@ func (d *Index) loadRunsLocked(first uint64) (why string, err error) {
 		default:
 			hdr, entries, rerr := d.readRun(a, b)
 			if rerr != nil {
-				gap = true
-				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the segments", rerr)
+				// Deleted; the runs it replaced, if a crash left them
+				// (a merge removes them once its file is whole), come
+				// next in the listing, and a gap they leave is found
+				// like any other.
+				why = fmt.Sprintf("dedup run unusable (%v): re-indexed from the runs it replaced or the segments", rerr)
 				break
 			}
 			d.runs = append(d.runs, d.newDedupRun(hdr, entries))

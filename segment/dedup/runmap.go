@@ -27,7 +27,7 @@ import (
 // fails) holds as before: no entry is read from a page before that page
 // verified, in this mapping; a page that fails makes the run be rebuilt
 // from the segments, as a failed pread page does. Run files are never
-// written after their rename, so a verified page stays what it verified as
+// written after they are whole (createRunFile), so a verified page stays what it verified as
 // (a file could still be changed behind the mapping by another program, or
 // a page re-read from a failing disk: the verified bitmaps are cleared every
 // reverifyEvery lookups, lookup.go, so such a page is checked again by its

@@ -20,6 +20,7 @@ type synthSource struct {
 	next   uint64
 	gaps   [][2]uint64 // [from, to] offsets with no record
 	reads  int         // Read calls
+	froms  []uint64    // each Read's from
 	failAt uint64      // a Read reaching this offset fails (0: never)
 	// maxRead caps the records of one Read (0: none): a benchmark's reads cost about what a
 	// segment's decode does, not 1,024 records' worth of formatting.
@@ -52,6 +53,7 @@ func (s *synthSource) Read(from uint64, maxMsgs, _ int, fn func(uint64, string, 
 	s.mu.Lock()
 	first, next := s.first, s.next
 	s.reads++
+	s.froms = append(s.froms, from)
 	fail := s.failAt
 	if s.maxRead > 0 {
 		maxMsgs = min(maxMsgs, s.maxRead)
