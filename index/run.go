@@ -131,19 +131,6 @@ func sortRunEntriesCmp(entries []RunEntry) {
 	})
 }
 
-// MergeRunEntries appends to dst the entries of a and b, both sorted by
-// (hash, offset), in that order: the entries of a merged run.
-func MergeRunEntries(dst, a, b []RunEntry) []RunEntry {
-	for len(a) > 0 && len(b) > 0 {
-		if runLess(b[0], a[0]) {
-			dst, b = append(dst, b[0]), b[1:]
-		} else {
-			dst, a = append(dst, a[0]), a[1:]
-		}
-	}
-	return append(append(dst, a...), b...)
-}
-
 func runLess(a, b RunEntry) bool {
 	return a.Hash < b.Hash || (a.Hash == b.Hash && a.Offset < b.Offset)
 }

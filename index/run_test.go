@@ -110,21 +110,6 @@ func TestRunPagesAreBoundToTheirRunAndPlace(t *testing.T) {
 	}
 }
 
-func TestMergeRunEntries(t *testing.T) {
-	all := runEntries(1000, 1)
-	var a, b []RunEntry
-	for i, e := range all {
-		if i%3 == 0 {
-			a = append(a, e)
-		} else {
-			b = append(b, e)
-		}
-	}
-	assert.Equal(t, all, MergeRunEntries(nil, a, b))
-	assert.Equal(t, all, MergeRunEntries(nil, b, a))
-	assert.Equal(t, a, MergeRunEntries(nil, a, nil))
-}
-
 // FuzzRun: ScanRun never panics, and a file it accepts is exactly what EncodeRun writes
 // for the entries it yielded (so nothing unverified is ever accepted).
 func FuzzRun(f *testing.F) {

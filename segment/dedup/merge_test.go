@@ -91,8 +91,9 @@ func TestLoadSkipsATornMergedRunForTheRunsItReplaced(t *testing.T) {
 	for _, r := range [][2]uint64{{1, 10}, {11, 20}, {21, 30}} {
 		_, e, err := x.readRun(r[0], r[1])
 		require.NoError(t, err)
-		merged = index.MergeRunEntries(nil, merged, e)
+		merged = append(merged, e...)
 	}
+	index.SortRunEntries(merged) // the entries of the merged run
 	whole := index.EncodeRun(1, 30, merged)
 	require.NoError(t, x.Drop())
 
